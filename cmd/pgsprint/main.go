@@ -1,0 +1,79 @@
+// Command pgsprint dumps, restores and clones PostgreSQL databases in
+// parallel through one compressed archive file.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// Exit codes, documented in the README.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitConnection  = 3
+	exitInterrupted = 130
+)
+
+// usageError marks errors in how pgsprint was called.
+type usageError struct{ error }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCmd()
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		os.Exit(exitOK)
+	}
+	fmt.Fprintln(os.Stderr, "pgsprint: error:", err)
+	os.Exit(exitCode(ctx, err))
+}
+
+func exitCode(ctx context.Context, err error) int {
+	var ue usageError
+	var ce *pgconn.ConnectError
+	switch {
+	case ctx.Err() != nil:
+		return exitInterrupted
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.As(err, &ce):
+		return exitConnection
+	}
+	return exitFailure
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "pgsprint",
+		Short:         "Fast, safe, parallel dump and restore of PostgreSQL databases",
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
+	})
+	root.AddCommand(newDumpCmd(), newRestoreCmd(), newDemoCmd())
+	return root
+}
+
+// noArgs rejects positional arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q (see %s --help)", args[0], cmd.CommandPath())}
+	}
+	return nil
+}

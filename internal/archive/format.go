@@ -1,0 +1,353 @@
+package archive
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/pgsprint/pgsprint/internal/codec"
+)
+
+// The byte layout below is specified in docs/FORMAT.md; keep the two in
+// step. All integers are little-endian.
+const (
+	headerMagic  = "PGSPRNT\x00"
+	frameMagic   = "PSFR"
+	footerMagic  = "PSFT"
+	trailerMagic = "PGSPEND\x00"
+
+	// headerFixedSize is magic, version and manifest length; the manifest
+	// and its CRC-32C follow.
+	headerFixedSize  = 16
+	frameHeaderSize  = 32
+	endPayloadSize   = 28
+	footerFixedSize  = 16
+	streamEntrySize  = 48
+	frameEntrySize   = 28
+	trailerSize      = 32
+	minArchiveLength = headerFixedSize + 4 + footerFixedSize + trailerSize
+)
+
+// MaxBlockSize is the largest raw or stored payload of one frame. Readers
+// reject larger lengths before allocating, so a corrupted length field
+// cannot make them allocate without bound.
+const MaxBlockSize = codec.MaxBlockSize
+
+// MaxManifestSize bounds the manifest JSON for the same reason.
+const MaxManifestSize = 64 << 20
+
+// DefaultBlockSize is the block size NewBlockWriter uses when given none:
+// large enough for good compression, small enough that every worker's
+// buffers stay a few MiB.
+const DefaultBlockSize = 1 << 20
+
+// Kind says what a frame carries. Data, Schema and LargeObject frames hold
+// stream content; the End frame closes a stream with its totals.
+type Kind uint8
+
+// Frame kinds, as stored in the frame header. The numbers are part of the
+// format and must never change.
+const (
+	KindData        Kind = 1 // COPY text rows of one chunk
+	KindSchema      Kind = 2 // pg_dump custom-format archive bytes
+	KindLargeObject Kind = 3 // bytes of one large object
+	KindEnd         Kind = 4 // end of a stream, with its totals
+)
+
+// String names the kind for messages and listings.
+func (k Kind) String() string {
+	switch k {
+	case KindData:
+		return "data"
+	case KindSchema:
+		return "schema"
+	case KindLargeObject:
+		return "large object"
+	case KindEnd:
+		return "end"
+	default:
+		return fmt.Sprintf("kind(%d)", uint8(k))
+	}
+}
+
+// contentKind reports whether k may be the kind of a stream.
+func (k Kind) contentKind() bool {
+	return k == KindData || k == KindSchema || k == KindLargeObject
+}
+
+// Codec ids as stored in frame headers. Frames whose compressed form would
+// not be smaller than the raw block are stored with codecNone whatever the
+// archive's codec is.
+const (
+	codecNone uint8 = 0
+	codecZstd uint8 = 1
+	codecLZ4  uint8 = 2
+	codecGzip uint8 = 3
+)
+
+func codecID(name string) (uint8, bool) {
+	switch name {
+	case "none":
+		return codecNone, true
+	case "zstd":
+		return codecZstd, true
+	case "lz4":
+		return codecLZ4, true
+	case "gzip":
+		return codecGzip, true
+	}
+	return 0, false
+}
+
+// ErrNotArchive is returned by Open for input that does not start with the
+// archive magic.
+var ErrNotArchive = errors.New("not a pgsprint archive")
+
+// ErrIncomplete is returned by Open when the trailer is missing: the dump
+// was interrupted, the file was truncated, or it is still being written.
+var ErrIncomplete = errors.New("archive is incomplete: no trailer (truncated or still being written)")
+
+// ErrCorrupt matches (with errors.Is) every error caused by bytes that do
+// not check out: bad checksums, inconsistent lengths, totals or indexes.
+var ErrCorrupt = errors.New("corrupted archive")
+
+// VersionError reports an archive written by a newer pgsprint, which this
+// one must not guess at.
+type VersionError struct {
+	Version int
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("archive format version %d is newer than this pgsprint understands (%d)", e.Version, FormatVersion)
+}
+
+// corruptError is a consistency failure; it reads "<what> (corrupted
+// archive)" and matches ErrCorrupt.
+type corruptError struct{ msg string }
+
+func (e *corruptError) Error() string        { return e.msg + " (corrupted archive)" }
+func (e *corruptError) Is(target error) bool { return target == ErrCorrupt }
+
+func corruptf(format string, args ...any) error {
+	return &corruptError{msg: fmt.Sprintf(format, args...)}
+}
+
+// crc32c is the checksum used everywhere in the format. MakeTable returns
+// the standard library's shared Castagnoli table, so this allocates once.
+func crc32c(b []byte) uint32 {
+	return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))
+}
+
+func crc32cUpdate(crc uint32, b []byte) uint32 {
+	return crc32.Update(crc, crc32.MakeTable(crc32.Castagnoli), b)
+}
+
+// frameHeader is the fixed 32-byte header in front of every payload.
+type frameHeader struct {
+	kind       Kind
+	codec      uint8
+	flags      uint16 // End frames: the stream's kind; otherwise 0
+	stream     uint32
+	seq        uint32
+	rawLen     uint32
+	storedLen  uint32
+	payloadCRC uint32
+}
+
+func (h *frameHeader) marshal(b *[frameHeaderSize]byte) {
+	copy(b[0:4], frameMagic)
+	b[4] = byte(h.kind)
+	b[5] = h.codec
+	binary.LittleEndian.PutUint16(b[6:], h.flags)
+	binary.LittleEndian.PutUint32(b[8:], h.stream)
+	binary.LittleEndian.PutUint32(b[12:], h.seq)
+	binary.LittleEndian.PutUint32(b[16:], h.rawLen)
+	binary.LittleEndian.PutUint32(b[20:], h.storedLen)
+	binary.LittleEndian.PutUint32(b[24:], h.payloadCRC)
+	binary.LittleEndian.PutUint32(b[28:], crc32c(b[:28]))
+}
+
+// parseFrameHeader checks magic and header checksum; field plausibility is
+// left to the caller, which knows what to expect.
+func parseFrameHeader(b []byte) (frameHeader, error) {
+	if string(b[0:4]) != frameMagic {
+		return frameHeader{}, errors.New("bad frame magic")
+	}
+	if crc32c(b[:28]) != binary.LittleEndian.Uint32(b[28:]) {
+		return frameHeader{}, errors.New("frame header checksum mismatch")
+	}
+	return frameHeader{
+		kind:       Kind(b[4]),
+		codec:      b[5],
+		flags:      binary.LittleEndian.Uint16(b[6:]),
+		stream:     binary.LittleEndian.Uint32(b[8:]),
+		seq:        binary.LittleEndian.Uint32(b[12:]),
+		rawLen:     binary.LittleEndian.Uint32(b[16:]),
+		storedLen:  binary.LittleEndian.Uint32(b[20:]),
+		payloadCRC: binary.LittleEndian.Uint32(b[24:]),
+	}, nil
+}
+
+// endPayload is the End frame's content: the stream's totals, so that a
+// reader can prove it saw every byte without trusting the footer alone.
+type endPayload struct {
+	rows   uint64
+	raw    uint64
+	frames uint64 // data frames before the End frame
+	crc    uint32 // CRC-32C over all raw bytes of the stream in order
+}
+
+func (e *endPayload) marshal(b *[endPayloadSize]byte) {
+	binary.LittleEndian.PutUint64(b[0:], e.rows)
+	binary.LittleEndian.PutUint64(b[8:], e.raw)
+	binary.LittleEndian.PutUint64(b[16:], e.frames)
+	binary.LittleEndian.PutUint32(b[24:], e.crc)
+}
+
+func parseEndPayload(b []byte) endPayload {
+	return endPayload{
+		rows:   binary.LittleEndian.Uint64(b[0:]),
+		raw:    binary.LittleEndian.Uint64(b[8:]),
+		frames: binary.LittleEndian.Uint64(b[16:]),
+		crc:    binary.LittleEndian.Uint32(b[24:]),
+	}
+}
+
+// frameEntry is one frame's line in the footer index.
+type frameEntry struct {
+	off    int64
+	stream uint32
+	seq    uint32
+	raw    uint32
+	stored uint32
+	kind   Kind
+	codec  uint8
+}
+
+// StreamInfo describes one stream as recorded in the footer and confirmed
+// by its End frame. Frames counts data frames, not the End frame;
+// StoredBytes counts their payloads, not the frame headers.
+type StreamInfo struct {
+	ID          uint32
+	Kind        Kind
+	Rows        int64
+	RawBytes    int64
+	StoredBytes int64
+	Frames      int
+	CRC         uint32
+}
+
+// footer is the decoded index at the end of the archive.
+type footer struct {
+	streams []StreamInfo // sorted by ID
+	frames  []frameEntry // in file order
+}
+
+func (f *footer) size() int {
+	return footerFixedSize + streamEntrySize*len(f.streams) + frameEntrySize*len(f.frames)
+}
+
+func (f *footer) marshal() []byte {
+	b := make([]byte, f.size())
+	copy(b[0:4], footerMagic)
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(f.streams)))
+	binary.LittleEndian.PutUint64(b[8:], uint64(len(f.frames)))
+	p := b[footerFixedSize:]
+	for _, s := range f.streams {
+		binary.LittleEndian.PutUint32(p[0:], s.ID)
+		p[4] = byte(s.Kind)
+		binary.LittleEndian.PutUint64(p[8:], uint64(s.Rows))
+		binary.LittleEndian.PutUint64(p[16:], uint64(s.RawBytes))
+		binary.LittleEndian.PutUint64(p[24:], uint64(s.StoredBytes))
+		binary.LittleEndian.PutUint64(p[32:], uint64(s.Frames))
+		binary.LittleEndian.PutUint32(p[40:], s.CRC)
+		p = p[streamEntrySize:]
+	}
+	for _, e := range f.frames {
+		binary.LittleEndian.PutUint64(p[0:], uint64(e.off))
+		binary.LittleEndian.PutUint32(p[8:], e.stream)
+		binary.LittleEndian.PutUint32(p[12:], e.seq)
+		binary.LittleEndian.PutUint32(p[16:], e.raw)
+		binary.LittleEndian.PutUint32(p[20:], e.stored)
+		p[24] = byte(e.kind)
+		p[25] = e.codec
+		p = p[frameEntrySize:]
+	}
+	return b
+}
+
+// parseFooter decodes the index and checks that its counts fit its length
+// exactly; it does not check the entries against each other.
+func parseFooter(b []byte) (*footer, error) {
+	if len(b) < footerFixedSize || string(b[0:4]) != footerMagic {
+		return nil, corruptf("archive: bad footer magic")
+	}
+	ns := uint64(binary.LittleEndian.Uint32(b[4:]))
+	nf := binary.LittleEndian.Uint64(b[8:])
+	rest := uint64(len(b) - footerFixedSize)
+	if ns > rest/streamEntrySize || nf > rest/frameEntrySize || ns*streamEntrySize+nf*frameEntrySize != rest {
+		return nil, corruptf("archive: footer length %d does not fit %d streams and %d frames", len(b), ns, nf)
+	}
+	f := &footer{
+		streams: make([]StreamInfo, ns),
+		frames:  make([]frameEntry, nf),
+	}
+	p := b[footerFixedSize:]
+	for i := range f.streams {
+		if p[5] != 0 || p[6] != 0 || p[7] != 0 || binary.LittleEndian.Uint32(p[44:]) != 0 {
+			return nil, corruptf("archive: footer stream entry %d has nonzero reserved bytes", i)
+		}
+		s := StreamInfo{
+			ID:          binary.LittleEndian.Uint32(p[0:]),
+			Kind:        Kind(p[4]),
+			Rows:        int64(binary.LittleEndian.Uint64(p[8:])),
+			RawBytes:    int64(binary.LittleEndian.Uint64(p[16:])),
+			StoredBytes: int64(binary.LittleEndian.Uint64(p[24:])),
+			CRC:         binary.LittleEndian.Uint32(p[40:]),
+		}
+		frames := binary.LittleEndian.Uint64(p[32:])
+		if s.Rows < 0 || s.RawBytes < 0 || s.StoredBytes < 0 || frames > nf {
+			return nil, corruptf("archive: footer entry of stream %d has impossible totals", s.ID)
+		}
+		s.Frames = int(frames)
+		f.streams[i] = s
+		p = p[streamEntrySize:]
+	}
+	for i := range f.frames {
+		if binary.LittleEndian.Uint16(p[26:]) != 0 {
+			return nil, corruptf("archive: footer frame entry %d has nonzero reserved bytes", i)
+		}
+		off := binary.LittleEndian.Uint64(p[0:])
+		if off > 1<<62 {
+			return nil, corruptf("archive: footer frame entry %d has impossible offset %d", i, off)
+		}
+		f.frames[i] = frameEntry{
+			off:    int64(off),
+			stream: binary.LittleEndian.Uint32(p[8:]),
+			seq:    binary.LittleEndian.Uint32(p[12:]),
+			raw:    binary.LittleEndian.Uint32(p[16:]),
+			stored: binary.LittleEndian.Uint32(p[20:]),
+			kind:   Kind(p[24]),
+			codec:  p[25],
+		}
+		p = p[frameEntrySize:]
+	}
+	return f, nil
+}
+
+// trailer is the fixed block at the very end that locates the footer.
+type trailer struct {
+	footerOff int64
+	footerLen int64
+	footerCRC uint32
+	version   uint32
+}
+
+func (t *trailer) marshal(b *[trailerSize]byte) {
+	binary.LittleEndian.PutUint64(b[0:], uint64(t.footerOff))
+	binary.LittleEndian.PutUint64(b[8:], uint64(t.footerLen))
+	binary.LittleEndian.PutUint32(b[16:], t.footerCRC)
+	binary.LittleEndian.PutUint32(b[20:], t.version)
+	copy(b[24:], trailerMagic)
+}

@@ -1,0 +1,87 @@
+package archive
+
+import "time"
+
+// FormatVersion is the archive format this package writes. Readers refuse
+// archives with a higher version, because a newer writer may have added
+// frame kinds or header fields they would misread.
+const FormatVersion = 1
+
+// Manifest is written in the header, before any frame, so that a reader of a
+// stream knows every table, chunk and large object it is about to see
+// without waiting for the footer.
+type Manifest struct {
+	FormatVersion    int       `json:"format_version"`
+	ToolVersion      string    `json:"tool_version"`
+	ServerVersion    string    `json:"server_version"`     // e.g. "15.18"
+	ServerVersionNum int       `json:"server_version_num"` // e.g. 150018
+	PgDumpVersion    string    `json:"pg_dump_version"`    // the pg_dump that wrote the schema stream
+	Database         string    `json:"database"`
+	Encoding         string    `json:"encoding"` // server_encoding of the source; COPY data is in it
+	Snapshot         string    `json:"snapshot"` // exported snapshot id every reader used
+	SnapshotTime     time.Time `json:"snapshot_time"`
+	Codec            string    `json:"codec"` // name of the codec of every frame
+	Level            int       `json:"level"`
+	BlockSize        int       `json:"block_size"`     // target raw size of a data block
+	MaxInterleave    int       `json:"max_interleave"` // most streams written at once (dump workers)
+
+	// SchemaStream is the stream that holds pg_dump's custom-format archive.
+	SchemaStream uint32         `json:"schema_stream"`
+	Tables       []Table        `json:"tables"`
+	Chunks       []Chunk        `json:"chunks"`
+	Sequences    []Sequence     `json:"sequences"`
+	LargeObjects []LargeObject  `json:"large_objects"`
+	Matviews     []QualifiedRel `json:"matviews"` // populated materialized views, to refresh after restore
+}
+
+// QualifiedRel names a relation by schema and name, both unquoted.
+type QualifiedRel struct {
+	Schema string `json:"schema"`
+	Name   string `json:"name"`
+}
+
+// Table is one relation whose rows are carried as COPY text.
+type Table struct {
+	Schema    string   `json:"schema"`
+	Name      string   `json:"name"`
+	Columns   []string `json:"columns"`    // unquoted, in COPY order (generated columns excluded)
+	Pages     int64    `json:"pages"`      // relpages when dumped (an estimate)
+	SizeBytes int64    `json:"size_bytes"` // pg_relation_size when dumped
+	Rows      int64    `json:"est_rows"`   // reltuples when dumped (an estimate)
+}
+
+// Chunk is one unit of table data: a table, or a range of it, written as its
+// own stream so that chunks can be loaded in parallel.
+type Chunk struct {
+	Stream uint32 `json:"stream"`
+	Table  int    `json:"table"`           // index into Manifest.Tables
+	Where  string `json:"where,omitempty"` // SQL predicate selecting the range; empty for the whole table
+}
+
+// Sequence carries a sequence's state as read inside the snapshot.
+type Sequence struct {
+	Schema    string `json:"schema"`
+	Name      string `json:"name"`
+	LastValue int64  `json:"last_value"`
+	IsCalled  bool   `json:"is_called"`
+}
+
+// LargeObject carries a large object's metadata; its bytes are the stream's.
+// pg_dump --schema-only leaves large objects out entirely, so pgsprint owns
+// their owner, privileges and comment too.
+type LargeObject struct {
+	Stream  uint32  `json:"stream"`
+	OID     uint32  `json:"oid"`
+	Owner   string  `json:"owner"`
+	ACL     []Grant `json:"acl,omitempty"` // nil: default privileges
+	HasACL  bool    `json:"has_acl"`       // false: lomacl was NULL (owner-only default)
+	Comment *string `json:"comment,omitempty"`
+	Size    int64   `json:"size"`
+}
+
+// Grant is one exploded aclitem of a large object.
+type Grant struct {
+	Grantee   string `json:"grantee"` // empty for PUBLIC
+	Privilege string `json:"privilege"`
+	Grantable bool   `json:"grantable"`
+}

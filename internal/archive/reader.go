@@ -1,0 +1,265 @@
+package archive
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/pgsprint/pgsprint/internal/codec"
+)
+
+// Reader gives random access to a finished archive. Open checks the
+// header, trailer and footer index up front, so that a restore learns the
+// archive is unusable before it touches the database; frame contents are
+// checked as they are read.
+//
+// A Reader is safe for concurrent use, provided the io.ReaderAt is (an
+// *os.File is): restore workers read different streams at once.
+type Reader struct {
+	r        io.ReaderAt
+	size     int64
+	manifest *Manifest
+
+	streams []StreamInfo               // sorted by ID
+	byID    map[uint32]int             // stream ID -> position in streams
+	frames  []frameEntry               // in file order
+	byStrm  [][]int32                  // per streams position: frame indexes in seq order, End last
+	codecs  [codecGzip + 1]codec.Codec // decoders by frame codec id; nil if not allowed
+}
+
+// Open reads and checks everything but the frame payloads. It returns
+// ErrNotArchive, ErrIncomplete, a *VersionError or an error matching
+// ErrCorrupt, each with a one-line message a user can act on.
+func Open(r io.ReaderAt, size int64) (*Reader, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("archive: negative size %d", size)
+	}
+	var hb [headerFixedSize]byte
+	n, err := r.ReadAt(hb[:min(size, headerFixedSize)], 0)
+	if n < len(headerMagic) {
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("archive: reading header: %w", err)
+		}
+		return nil, ErrNotArchive
+	}
+	if string(hb[:8]) != headerMagic {
+		return nil, ErrNotArchive
+	}
+	if n < headerFixedSize {
+		return nil, ErrIncomplete
+	}
+	version := binary.LittleEndian.Uint32(hb[8:])
+	if version > FormatVersion {
+		return nil, &VersionError{Version: int(version)}
+	}
+	if version == 0 {
+		return nil, corruptf("archive: format version 0")
+	}
+	manLen := int64(binary.LittleEndian.Uint32(hb[12:]))
+
+	t, err := readTrailer(r, size)
+	if err != nil {
+		return nil, err
+	}
+	if t.version != version {
+		return nil, corruptf("archive: header says format version %d, trailer says %d", version, t.version)
+	}
+	if manLen > MaxManifestSize {
+		return nil, corruptf("archive: manifest length %d exceeds the %d byte limit", manLen, MaxManifestSize)
+	}
+	dataStart := headerFixedSize + manLen + 4
+	if t.footerLen < footerFixedSize || t.footerOff < dataStart || t.footerOff+t.footerLen != size-trailerSize {
+		return nil, corruptf("archive: trailer places the footer at %d+%d, which does not fit a %d byte file", t.footerOff, t.footerLen, size)
+	}
+
+	mb := make([]byte, manLen+4)
+	if err := readFull(r, mb, headerFixedSize); err != nil {
+		return nil, fmt.Errorf("archive: reading manifest: %w", err)
+	}
+	if crc32c(mb[:manLen]) != binary.LittleEndian.Uint32(mb[manLen:]) {
+		return nil, corruptf("archive: manifest checksum mismatch")
+	}
+	m := new(Manifest)
+	if err := json.Unmarshal(mb[:manLen], m); err != nil {
+		return nil, corruptf("archive: decoding manifest: %v", err)
+	}
+	if m.FormatVersion != int(version) {
+		return nil, corruptf("archive: manifest says format version %d, header says %d", m.FormatVersion, version)
+	}
+
+	ar := &Reader{r: r, size: size, manifest: m}
+	if _, ok := codecID(m.Codec); !ok {
+		return nil, fmt.Errorf("archive: manifest names unknown compression method %q", m.Codec)
+	}
+	for _, name := range []string{"none", m.Codec} {
+		c, err := codec.New(name, 0)
+		if err != nil {
+			return nil, fmt.Errorf("archive: %w", err)
+		}
+		cid, _ := codecID(name)
+		ar.codecs[cid] = c
+	}
+
+	fb := make([]byte, t.footerLen)
+	if err := readFull(r, fb, t.footerOff); err != nil {
+		return nil, fmt.Errorf("archive: reading footer: %w", err)
+	}
+	if crc32c(fb) != t.footerCRC {
+		return nil, corruptf("archive: footer checksum mismatch")
+	}
+	f, err := parseFooter(fb)
+	if err != nil {
+		return nil, err
+	}
+	if err := ar.buildIndex(f, dataStart, t.footerOff); err != nil {
+		return nil, err
+	}
+	return ar, nil
+}
+
+// readTrailer reads and checks the last 32 bytes.
+func readTrailer(r io.ReaderAt, size int64) (trailer, error) {
+	if size < minArchiveLength {
+		return trailer{}, ErrIncomplete
+	}
+	var b [trailerSize]byte
+	if err := readFull(r, b[:], size-trailerSize); err != nil {
+		return trailer{}, fmt.Errorf("archive: reading trailer: %w", err)
+	}
+	if string(b[24:]) != trailerMagic {
+		return trailer{}, ErrIncomplete
+	}
+	off := binary.LittleEndian.Uint64(b[0:])
+	n := binary.LittleEndian.Uint64(b[8:])
+	if off > uint64(size) || n > uint64(size) {
+		return trailer{}, corruptf("archive: trailer places the footer at %d+%d, beyond the end of a %d byte file", off, n, size)
+	}
+	return trailer{
+		footerOff: int64(off),
+		footerLen: int64(n),
+		footerCRC: binary.LittleEndian.Uint32(b[16:]),
+		version:   binary.LittleEndian.Uint32(b[20:]),
+	}, nil
+}
+
+// buildIndex checks the footer's entries against each other and against the
+// file layout, then builds the per-stream frame lists. Frames must tile the
+// data area exactly, each stream's frames must carry seq 0, 1, 2, ... and
+// end with one End frame, and the footer's totals must add up.
+func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
+	ar.streams = f.streams
+	ar.frames = f.frames
+	ar.byID = make(map[uint32]int, len(f.streams))
+	for i, s := range f.streams {
+		if i > 0 && s.ID <= f.streams[i-1].ID {
+			return corruptf("archive: footer lists streams out of order or twice (stream %d)", s.ID)
+		}
+		if !s.Kind.contentKind() {
+			return corruptf("archive: footer gives stream %d invalid kind %d", s.ID, uint8(s.Kind))
+		}
+		ar.byID[s.ID] = i
+	}
+	ar.byStrm = make([][]int32, len(f.streams))
+	type tally struct {
+		raw, stored int64
+		ended       bool
+	}
+	tallies := make([]tally, len(f.streams))
+	off := dataStart
+	for i, e := range f.frames {
+		where := func(format string, args ...any) error {
+			return corruptf("archive: stream %d frame %d at offset %d: %s", e.stream, e.seq, e.off, fmt.Sprintf(format, args...))
+		}
+		if e.off != off {
+			return where("footer says the frame starts at %d, but the previous frame ends at %d", e.off, off)
+		}
+		if e.raw > MaxBlockSize || e.stored > MaxBlockSize {
+			return where("lengths %d/%d exceed the %d byte limit", e.raw, e.stored, MaxBlockSize)
+		}
+		off += frameHeaderSize + int64(e.stored)
+		if off > dataEnd {
+			return where("frame runs past the footer at %d", dataEnd)
+		}
+		si, ok := ar.byID[e.stream]
+		if !ok {
+			return where("stream is missing from the footer's stream list")
+		}
+		s, t := &f.streams[si], &tallies[si]
+		if t.ended {
+			return where("frame follows the stream's End frame")
+		}
+		if int(e.seq) != len(ar.byStrm[si]) {
+			return where("out of sequence (want seq %d)", len(ar.byStrm[si]))
+		}
+		switch {
+		case e.kind == KindEnd:
+			if e.codec != codecNone || e.raw != endPayloadSize || e.stored != endPayloadSize {
+				return where("malformed End frame entry")
+			}
+			t.ended = true
+		case e.kind != s.Kind:
+			return where("%v frame in a %v stream", e.kind, s.Kind)
+		case int(e.codec) >= len(ar.codecs) || ar.codecs[e.codec] == nil:
+			return where("codec id %d is not this archive's (%s)", e.codec, ar.manifest.Codec)
+		case e.codec == codecNone && e.raw != e.stored:
+			return where("uncompressed frame with raw length %d but stored length %d", e.raw, e.stored)
+		case e.raw == 0:
+			return where("empty data frame")
+		default:
+			t.raw += int64(e.raw)
+			t.stored += int64(e.stored)
+		}
+		ar.byStrm[si] = append(ar.byStrm[si], int32(i))
+	}
+	if off != dataEnd {
+		return corruptf("archive: frames end at %d but the footer starts at %d", off, dataEnd)
+	}
+	for i, s := range f.streams {
+		t := tallies[i]
+		switch {
+		case !t.ended:
+			return corruptf("archive: stream %d has no End frame", s.ID)
+		case s.Frames != len(ar.byStrm[i])-1:
+			return corruptf("archive: footer says stream %d has %d frames, the index lists %d", s.ID, s.Frames, len(ar.byStrm[i])-1)
+		case s.RawBytes != t.raw || s.StoredBytes != t.stored:
+			return corruptf("archive: footer totals of stream %d (%d raw, %d stored bytes) do not match its frames (%d, %d)",
+				s.ID, s.RawBytes, s.StoredBytes, t.raw, t.stored)
+		}
+	}
+	return nil
+}
+
+// readFull reads exactly len(b) bytes at off; an io.ReaderAt may return
+// io.EOF together with a full read at the end of the file.
+func readFull(r io.ReaderAt, b []byte, off int64) error {
+	n, err := r.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return fmt.Errorf("short read at offset %d: %w", off, io.ErrUnexpectedEOF)
+	}
+	return err
+}
+
+// Manifest returns the manifest from the header. Callers must not modify
+// it; it is shared by everyone using the Reader.
+func (ar *Reader) Manifest() *Manifest { return ar.manifest }
+
+// Streams lists every stream in id order.
+func (ar *Reader) Streams() []StreamInfo {
+	return append([]StreamInfo(nil), ar.streams...)
+}
+
+// Stream describes one stream, reporting false if the archive has none
+// with that id.
+func (ar *Reader) Stream(id uint32) (*StreamInfo, bool) {
+	i, ok := ar.byID[id]
+	if !ok {
+		return nil, false
+	}
+	s := ar.streams[i]
+	return &s, true
+}

@@ -1,0 +1,148 @@
+package archive
+
+import (
+	"context"
+	"fmt"
+	"io"
+)
+
+// OpenStream returns the raw content of one stream, decompressed, in seq
+// order. Every frame is checked against its header checksum, its payload
+// checksum, its footer entry and its raw length; at the end the stream's
+// totals and CRC over all raw bytes are checked against the End frame and
+// the footer. Any mismatch is returned instead of io.EOF, so a reader that
+// reaches io.EOF has exactly the bytes that were written.
+//
+// Each returned reader holds one frame of buffers; many may be open at
+// once. An unknown id gives a reader whose first Read fails.
+func (ar *Reader) OpenStream(id uint32) io.ReadCloser {
+	i, ok := ar.byID[id]
+	if !ok {
+		return &streamReader{err: fmt.Errorf("archive: no stream %d in archive", id)}
+	}
+	return &streamReader{ar: ar, info: &ar.streams[i], frames: ar.byStrm[i]}
+}
+
+// streamReader reads one stream frame by frame.
+type streamReader struct {
+	ar     *Reader
+	info   *StreamInfo
+	frames []int32 // indexes into ar.frames, End last
+	next   int
+
+	buf    []byte // header + stored payload of the current frame
+	raw    []byte // decompressed payload
+	pos    int    // read position in raw
+	crc    uint32
+	total  int64
+	closed bool
+	err    error // sticky: io.EOF after a verified End frame
+}
+
+// Read implements io.Reader.
+func (s *streamReader) Read(p []byte) (int, error) {
+	for s.pos >= len(s.raw) {
+		if s.err != nil {
+			return 0, s.err
+		}
+		if s.closed {
+			return 0, fmt.Errorf("archive: stream %d: read after close", s.info.ID)
+		}
+		s.err = s.nextFrame()
+	}
+	n := copy(p, s.raw[s.pos:])
+	s.pos += n
+	return n, nil
+}
+
+// Close releases the buffers.
+func (s *streamReader) Close() error {
+	s.closed = true
+	s.buf, s.raw, s.pos = nil, nil, 0
+	return nil
+}
+
+// drain reads the whole stream without copying it out, checking ctx
+// between frames; Verify uses it.
+func (s *streamReader) drain(ctx context.Context) error {
+	for {
+		if s.err != nil {
+			if s.err == io.EOF {
+				return nil
+			}
+			return s.err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s.err = s.nextFrame()
+	}
+}
+
+// nextFrame loads and checks the next frame into s.raw. It returns io.EOF
+// after the End frame has been read and every total matched.
+func (s *streamReader) nextFrame() error {
+	s.raw, s.pos = s.raw[:0], 0
+	if s.next >= len(s.frames) {
+		// Open guarantees the End frame is last; this is defensive.
+		return corruptf("archive: stream %d ends without an End frame", s.info.ID)
+	}
+	e := s.ar.frames[s.frames[s.next]]
+	s.next++
+	fail := func(format string, args ...any) error {
+		return corruptf("archive: stream %d frame %d at offset %d: %s", e.stream, e.seq, e.off, fmt.Sprintf(format, args...))
+	}
+
+	n := frameHeaderSize + int(e.stored)
+	if cap(s.buf) < n {
+		s.buf = make([]byte, n)
+	}
+	s.buf = s.buf[:n]
+	if err := readFull(s.ar.r, s.buf, e.off); err != nil {
+		return fmt.Errorf("archive: stream %d frame %d at offset %d: %w", e.stream, e.seq, e.off, err)
+	}
+	h, err := parseFrameHeader(s.buf[:frameHeaderSize])
+	if err != nil {
+		return fail("%v", err)
+	}
+	wantFlags := uint16(0)
+	if e.kind == KindEnd {
+		wantFlags = uint16(s.info.Kind)
+	}
+	if h.kind != e.kind || h.codec != e.codec || h.flags != wantFlags || h.stream != e.stream ||
+		h.seq != e.seq || h.rawLen != e.raw || h.storedLen != e.stored {
+		return fail("frame header does not match the footer index")
+	}
+	payload := s.buf[frameHeaderSize:]
+	if crc32c(payload) != h.payloadCRC {
+		return fail("checksum mismatch")
+	}
+
+	if h.kind == KindEnd {
+		return s.checkEnd(parseEndPayload(payload), fail)
+	}
+	s.raw, err = s.ar.codecs[h.codec].Decompress(s.raw, payload, int(h.rawLen))
+	if err != nil {
+		return fail("decompressing: %v", err)
+	}
+	s.crc = crc32cUpdate(s.crc, s.raw)
+	s.total += int64(len(s.raw))
+	return nil
+}
+
+// checkEnd compares what was read with the End frame and the footer.
+func (s *streamReader) checkEnd(end endPayload, fail func(string, ...any) error) error {
+	info := s.info
+	frames := uint64(len(s.frames) - 1)
+	switch {
+	case end.frames != frames || uint64(info.Frames) != frames:
+		return fail("End frame counts %d frames, footer %d, read %d", end.frames, info.Frames, frames)
+	case end.raw != uint64(s.total) || info.RawBytes != s.total:
+		return fail("End frame counts %d raw bytes, footer %d, read %d", end.raw, info.RawBytes, s.total)
+	case end.rows != uint64(info.Rows):
+		return fail("End frame counts %d rows, footer %d", end.rows, info.Rows)
+	case end.crc != s.crc || info.CRC != s.crc:
+		return fail("stream checksum mismatch (End frame %08x, footer %08x, read %08x)", end.crc, info.CRC, s.crc)
+	}
+	return io.EOF
+}

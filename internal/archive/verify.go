@@ -1,0 +1,126 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// maxVerifyErrors bounds how many problems Verify reports: enough to show
+// whether damage is local or everywhere, short enough to read.
+const maxVerifyErrors = 10
+
+// Verify reads and checks every frame of every stream, workers streams at
+// a time (GOMAXPROCS if workers <= 0), and checks that the manifest's
+// chunks, large objects and schema stream exist with the right kinds. It
+// goes on past the first bad stream and returns up to ten problems in
+// stream order as one error, or ctx's error if ctx ends first.
+func (ar *Reader) Verify(ctx context.Context, workers int) error {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var (
+		mu   sync.Mutex
+		errs = map[uint32]error{}
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for _, info := range ar.streams {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			s := ar.OpenStream(info.ID).(*streamReader)
+			defer s.Close()
+			err := s.drain(gctx)
+			if err == nil {
+				return nil
+			}
+			if ctxErr := gctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+				return err
+			}
+			mu.Lock()
+			errs[info.ID] = err
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+
+	var problems []error
+	ids := make([]uint32, 0, len(errs))
+	for id := range errs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		problems = append(problems, errs[id])
+	}
+	problems = append(problems, ar.checkManifest()...)
+	if len(problems) == 0 {
+		return nil
+	}
+	return &verifyError{errs: problems}
+}
+
+// checkManifest reports manifest entries whose stream is missing or of the
+// wrong kind: such an archive would restore without error but incompletely.
+func (ar *Reader) checkManifest() []error {
+	var errs []error
+	want := func(what string, id uint32, kind Kind) {
+		s, ok := ar.Stream(id)
+		switch {
+		case !ok:
+			errs = append(errs, corruptf("archive: manifest %s refers to stream %d, which the archive lacks", what, id))
+		case s.Kind != kind:
+			errs = append(errs, corruptf("archive: manifest %s refers to stream %d, which holds %v, not %v", what, id, s.Kind, kind))
+		}
+	}
+	m := ar.manifest
+	for i, c := range m.Chunks {
+		if c.Table < 0 || c.Table >= len(m.Tables) {
+			errs = append(errs, corruptf("archive: manifest chunk %d refers to table %d of %d", i, c.Table, len(m.Tables)))
+		}
+		want(fmt.Sprintf("chunk %d", i), c.Stream, KindData)
+	}
+	for _, lo := range m.LargeObjects {
+		want(fmt.Sprintf("large object %d", lo.OID), lo.Stream, KindLargeObject)
+	}
+	for _, s := range ar.streams {
+		if s.Kind == KindSchema {
+			want("schema_stream", m.SchemaStream, KindSchema)
+			break
+		}
+	}
+	return errs
+}
+
+// verifyError lists Verify's problems on one line.
+type verifyError struct{ errs []error }
+
+func (e *verifyError) Error() string {
+	n := min(len(e.errs), maxVerifyErrors)
+	msgs := make([]string, n)
+	for i := range n {
+		msgs[i] = e.errs[i].Error()
+	}
+	s := strings.Join(msgs, "; ")
+	if len(e.errs) > n {
+		s += fmt.Sprintf("; and %d more problem(s)", len(e.errs)-n)
+	}
+	return s
+}
+
+// Unwrap exposes every problem to errors.Is and errors.As.
+func (e *verifyError) Unwrap() []error { return e.errs }

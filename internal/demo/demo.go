@@ -1,0 +1,216 @@
+// Package demo runs pgsprint's main job end to end on a throwaway local
+// cluster: sample data, dump, restore, verify, and the same with pg_dump and
+// pg_restore for comparison, all measured in one run.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/restore"
+	"github.com/pgsprint/pgsprint/internal/verify"
+)
+
+// Options configure the demo.
+type Options struct {
+	Scale   int // pgbench scale factor of the sample database
+	Jobs    int
+	Codec   codec.Codec
+	Version string
+	Out     io.Writer
+}
+
+// Run starts a cluster, runs the comparison and removes everything again.
+func Run(ctx context.Context, opts Options) error {
+	out := opts.Out
+	fmt.Fprintf(out, "starting a throwaway PostgreSQL cluster...\n")
+	c, err := pgtest.Start(ctx, pgtest.Options{})
+	if err != nil {
+		return fmt.Errorf("start demo cluster: %w", err)
+	}
+	defer c.Close()
+	dir, err := os.MkdirTemp("", "pgsprint-demo-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	fmt.Fprintf(out, "PostgreSQL %d on port %d; loading sample data (pgbench scale %d plus extras)...\n", c.Version(), c.Port(), opts.Scale)
+	if err := loadSample(ctx, c, opts.Scale); err != nil {
+		return err
+	}
+	d := &demo{c: c, dir: dir, opts: opts}
+	return d.compare(ctx)
+}
+
+type demo struct {
+	c    *pgtest.Cluster
+	dir  string
+	opts Options
+}
+
+// measured is one tool's dump and restore.
+type measured struct {
+	name          string
+	dump, restore time.Duration
+	size          int64
+}
+
+func (d *demo) compare(ctx context.Context) error {
+	out := d.opts.Out
+	ours, err := d.runPgsprint(ctx)
+	if err != nil {
+		return err
+	}
+	if err := d.check(ctx, "restored"); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "verified: schema identical per pg_dump, every table's row count and content hash identical\n")
+	peer, err := d.runPgDump(ctx)
+	if err != nil {
+		return err
+	}
+	if err := d.check(ctx, "restored_pg"); err != nil {
+		return fmt.Errorf("pg_restore result: %w", err)
+	}
+	fmt.Fprintf(out, "\n%-28s %10s %10s %10s %12s\n", "tool (jobs "+strconv.Itoa(d.opts.Jobs)+")", "dump", "restore", "total", "archive")
+	for _, m := range []measured{ours, peer} {
+		fmt.Fprintf(out, "%-28s %9.2fs %9.2fs %9.2fs %9.1f MiB\n", m.name, m.dump.Seconds(), m.restore.Seconds(),
+			(m.dump + m.restore).Seconds(), float64(m.size)/(1<<20))
+	}
+	fmt.Fprintf(out, "%-28s %9.2fx %9.2fx %9.2fx %11.2fx\n", "pg_dump time / pgsprint time",
+		ratio(peer.dump, ours.dump), ratio(peer.restore, ours.restore), ratio(peer.dump+peer.restore, ours.dump+ours.restore),
+		float64(peer.size)/float64(ours.size))
+	return nil
+}
+
+func ratio(a, b time.Duration) float64 { return a.Seconds() / b.Seconds() }
+
+func (d *demo) runPgsprint(ctx context.Context) (measured, error) {
+	m := measured{name: "pgsprint (" + d.opts.Codec.Name() + ")"}
+	file := filepath.Join(d.dir, "sample.pgs")
+	src, err := pgx.ParseConfig(d.c.ConnString("sample"))
+	if err != nil {
+		return m, err
+	}
+	t := time.Now()
+	if _, err := dump.Run(ctx, dump.Options{Source: src, File: file, Jobs: d.opts.Jobs, Codec: d.opts.Codec, Version: d.opts.Version}); err != nil {
+		return m, err
+	}
+	m.dump = time.Since(t)
+	st, err := os.Stat(file)
+	if err != nil {
+		return m, err
+	}
+	m.size = st.Size()
+	if err := d.c.CreateDB(ctx, "restored"); err != nil {
+		return m, err
+	}
+	dst, err := pgx.ParseConfig(d.c.ConnString("restored"))
+	if err != nil {
+		return m, err
+	}
+	t = time.Now()
+	if _, err := restore.Run(ctx, restore.Options{Target: dst, File: file, Jobs: d.opts.Jobs}); err != nil {
+		return m, err
+	}
+	m.restore = time.Since(t)
+	fmt.Fprintf(d.opts.Out, "pgsprint: dump %.2fs, restore %.2fs, archive %.1f MiB\n", m.dump.Seconds(), m.restore.Seconds(), float64(m.size)/(1<<20))
+	return m, nil
+}
+
+// runPgDump measures the peer: pg_dump -Fc then pg_restore -j N.
+func (d *demo) runPgDump(ctx context.Context) (measured, error) {
+	m := measured{name: "pg_dump -Fc / pg_restore -j"}
+	file := filepath.Join(d.dir, "sample.dump")
+	bin := d.c.BinDir()
+	t := time.Now()
+	if err := run(ctx, filepath.Join(bin, "pg_dump"), "-Fc", "-f", file, "-d", d.c.ConnString("sample")); err != nil {
+		return m, err
+	}
+	m.dump = time.Since(t)
+	st, err := os.Stat(file)
+	if err != nil {
+		return m, err
+	}
+	m.size = st.Size()
+	if err := d.c.CreateDB(ctx, "restored_pg"); err != nil {
+		return m, err
+	}
+	t = time.Now()
+	if err := run(ctx, filepath.Join(bin, "pg_restore"), "--exit-on-error", "-j", strconv.Itoa(d.opts.Jobs), "-d", d.c.ConnString("restored_pg"), file); err != nil {
+		return m, err
+	}
+	m.restore = time.Since(t)
+	fmt.Fprintf(d.opts.Out, "pg_dump/pg_restore: dump %.2fs, restore %.2fs, archive %.1f MiB\n", m.dump.Seconds(), m.restore.Seconds(), float64(m.size)/(1<<20))
+	return m, nil
+}
+
+// check compares the sample database with a restored copy.
+func (d *demo) check(ctx context.Context, db string) error {
+	a, err := verify.SchemaDump(ctx, d.c.BinDir(), d.c.ConnString("sample"))
+	if err != nil {
+		return err
+	}
+	b, err := verify.SchemaDump(ctx, d.c.BinDir(), d.c.ConnString(db))
+	if err != nil {
+		return err
+	}
+	if diff := verify.SchemaDiff(a, b); diff != "" {
+		return fmt.Errorf("schema of %s differs from the source:\n%s", db, diff)
+	}
+	fa, err := verify.Fingerprint(ctx, d.c.ConnString("sample"))
+	if err != nil {
+		return err
+	}
+	fb, err := verify.Fingerprint(ctx, d.c.ConnString(db))
+	if err != nil {
+		return err
+	}
+	if diff := verify.FingerprintDiff(fa, fb); len(diff) > 0 {
+		return fmt.Errorf("data of %s differs from the source: %v", db, diff)
+	}
+	return nil
+}
+
+func run(ctx context.Context, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v: %s", filepath.Base(name), err, out)
+	}
+	return nil
+}
+
+// loadSample builds the sample database: pgbench's tables with foreign keys,
+// plus a few object kinds pgbench lacks.
+func loadSample(ctx context.Context, c *pgtest.Cluster, scale int) error {
+	if err := c.CreateDB(ctx, "sample"); err != nil {
+		return err
+	}
+	if err := run(ctx, filepath.Join(c.BinDir(), "pgbench"), "-i", "-q", "--foreign-keys",
+		"-s", strconv.Itoa(scale), c.ConnString("sample")); err != nil {
+		return err
+	}
+	return c.Exec(ctx, "sample", `
+CREATE TABLE events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at timestamptz NOT NULL,
+	kind text NOT NULL, payload jsonb);
+INSERT INTO events (at, kind, payload)
+	SELECT now() - i * interval '1 minute', (ARRAY['login','logout','buy'])[1 + i % 3],
+		jsonb_build_object('n', i, 'tag', md5(i::text))
+	FROM generate_series(1, 100000) i;
+CREATE INDEX ON events (kind, at);
+CREATE MATERIALIZED VIEW branch_totals AS SELECT bid, sum(abalance) AS total FROM pgbench_accounts GROUP BY bid;
+SELECT lo_from_bytea(0, convert_to(repeat('pgsprint ', 100000), 'UTF8'));
+ANALYZE;`)
+}

@@ -1,0 +1,83 @@
+package dump
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
+)
+
+// catalog is what the leader reads from the source inside the snapshot.
+type catalog struct {
+	tools        pgbin.Tools
+	tables       []pg.TableInfo
+	sequences    []pg.SequenceInfo
+	largeObjects []pg.LargeObjectInfo
+	matviews     [][2]string
+}
+
+func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server) (*catalog, error) {
+	var c catalog
+	var err error
+	if c.tables, err = pg.ListTables(ctx, conn, srv); err != nil {
+		return nil, err
+	}
+	if err = pg.LockTables(ctx, conn, c.tables); err != nil {
+		return nil, err
+	}
+	if c.sequences, err = pg.ListSequences(ctx, conn); err != nil {
+		return nil, err
+	}
+	if c.largeObjects, err = pg.ListLargeObjects(ctx, conn); err != nil {
+		return nil, err
+	}
+	if c.matviews, err = pg.ListMatviews(ctx, conn); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// manifest lays out the archive's streams: 0 is the schema, then one per
+// chunk (one chunk per table for now), then one per large object.
+func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, opts Options) *archive.Manifest {
+	m := &archive.Manifest{
+		ToolVersion:      opts.Version,
+		ServerVersion:    srv.Version,
+		ServerVersionNum: srv.VersionNum,
+		PgDumpVersion:    tools.Version,
+		Database:         srv.Database,
+		Encoding:         srv.Encoding,
+		Snapshot:         snap.ID,
+		SnapshotTime:     snap.Time,
+		BlockSize:        opts.BlockSize,
+		MaxInterleave:    opts.Jobs + 1,
+		SchemaStream:     0,
+	}
+	next := uint32(1)
+	for i, t := range c.tables {
+		m.Tables = append(m.Tables, archive.Table{
+			Schema: t.Schema, Name: t.Name, Columns: t.Columns,
+			Pages: t.Pages, SizeBytes: t.SizeBytes, Rows: t.Rows,
+		})
+		m.Chunks = append(m.Chunks, archive.Chunk{Stream: next, Table: i, Where: t.Where})
+		next++
+	}
+	for _, s := range c.sequences {
+		m.Sequences = append(m.Sequences, archive.Sequence{Schema: s.Schema, Name: s.Name, LastValue: s.LastValue, IsCalled: s.IsCalled})
+	}
+	for _, lo := range c.largeObjects {
+		alo := archive.LargeObject{Stream: next, OID: lo.OID, Owner: lo.Owner, HasACL: lo.HasACL, Comment: lo.Comment}
+		for _, g := range lo.Grants {
+			alo.ACL = append(alo.ACL, archive.Grant{Grantee: g.Grantee, Privilege: g.Privilege, Grantable: g.Grantable})
+		}
+		m.LargeObjects = append(m.LargeObjects, alo)
+		next++
+	}
+	for _, mv := range c.matviews {
+		m.Matviews = append(m.Matviews, archive.QualifiedRel{Schema: mv[0], Name: mv[1]})
+	}
+	return m
+}

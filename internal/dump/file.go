@@ -1,0 +1,70 @@
+package dump
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// atomicFile is an archive being written under a temporary name in the
+// destination's directory; only Commit gives it the final name, so a file
+// with that name is always complete.
+type atomicFile struct {
+	f     *os.File
+	buf   *bufio.Writer
+	final string
+	done  bool
+}
+
+func createAtomic(path string) (*atomicFile, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	// CreateTemp makes the file with mode 0600: archives hold all the data.
+	f, err := os.CreateTemp(dir, "."+base+".partial-*")
+	if err != nil {
+		return nil, fmt.Errorf("create archive %s: %w", path, err)
+	}
+	return &atomicFile{f: f, buf: bufio.NewWriterSize(f, 1<<20), final: path}, nil
+}
+
+func (a *atomicFile) Write(p []byte) (int, error) {
+	n, err := a.buf.Write(p)
+	if err != nil {
+		return n, fmt.Errorf("write archive %s: %w", a.final, err)
+	}
+	return n, nil
+}
+
+// Commit flushes, syncs and renames the file to its final name.
+func (a *atomicFile) Commit() error {
+	if err := a.buf.Flush(); err != nil {
+		return fmt.Errorf("write archive %s: %w", a.final, err)
+	}
+	if err := a.f.Sync(); err != nil {
+		return fmt.Errorf("sync archive %s: %w", a.final, err)
+	}
+	if err := a.f.Close(); err != nil {
+		return fmt.Errorf("close archive %s: %w", a.final, err)
+	}
+	if err := os.Rename(a.f.Name(), a.final); err != nil {
+		return fmt.Errorf("rename archive into place: %w", err)
+	}
+	a.done = true
+	if d, err := os.Open(filepath.Dir(a.final)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Abort removes the partial file unless Commit succeeded.
+func (a *atomicFile) Abort() {
+	if a.done {
+		return
+	}
+	a.f.Close()
+	os.Remove(a.f.Name())
+}

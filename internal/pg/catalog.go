@@ -1,0 +1,189 @@
+package pg
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Server describes the server and database being dumped.
+type Server struct {
+	Version    string // server_version, e.g. "15.18 (Debian ...)"
+	VersionNum int    // server_version_num, e.g. 150018
+	Database   string
+	Encoding   string
+}
+
+// Major is the major version (15 for 150018).
+func (s Server) Major() int { return s.VersionNum / 10000 }
+
+// ReadServer reads version, database name and encoding.
+func ReadServer(ctx context.Context, conn *pgx.Conn) (Server, error) {
+	var s Server
+	err := conn.QueryRow(ctx, `SELECT current_setting('server_version'),
+		current_setting('server_version_num')::int, current_database(),
+		current_setting('server_encoding')`).Scan(&s.Version, &s.VersionNum, &s.Database, &s.Encoding)
+	if err != nil {
+		return s, fmt.Errorf("read server version: %w", err)
+	}
+	return s, nil
+}
+
+// TableInfo is a relation whose rows pg_dump would dump as table data.
+type TableInfo struct {
+	OID       uint32
+	Schema    string
+	Name      string
+	Columns   []string
+	Pages     int64
+	Rows      int64
+	SizeBytes int64
+	// Where is set for extension configuration tables: pg_dump dumps only
+	// the rows matching the extension's filter condition.
+	Where string
+}
+
+// Qualified returns the quoted schema.name.
+func (t TableInfo) Qualified() string { return Qualified(t.Schema, t.Name) }
+
+// notExtensionMember excludes objects that belong to an extension; the
+// extension's own script recreates them.
+const notExtensionMember = `NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+	WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')`
+
+const userSchema = `n.nspname NOT IN ('pg_catalog', 'information_schema')
+	AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp\_%'`
+
+// ListTables returns every table with data to dump: plain tables, leaf
+// partitions, inheritance children and unlogged tables (COPY of a parent
+// never includes its children's rows), plus extension configuration tables.
+// Views, foreign tables and partitioned parents hold no rows of their own.
+func ListTables(ctx context.Context, conn *pgx.Conn, srv Server) ([]TableInfo, error) {
+	generated := ""
+	if srv.VersionNum >= 120000 {
+		generated = "AND a.attgenerated = ''"
+	}
+	q := `SELECT c.oid, n.nspname, c.relname, c.relpages::int8, greatest(c.reltuples, 0)::int8,
+		pg_catalog.pg_relation_size(c.oid),
+		ARRAY(SELECT a.attname::text FROM pg_catalog.pg_attribute a
+			WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ` + generated + `
+			ORDER BY a.attnum),
+		coalesce((SELECT x.extcondition[array_position(x.extconfig, c.oid)]
+			FROM pg_catalog.pg_extension x WHERE c.oid = ANY (x.extconfig)), '')
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	WHERE c.relkind = 'r' AND c.relpersistence <> 't' AND ` + userSchema + `
+	AND (` + notExtensionMember + `
+		OR EXISTS (SELECT 1 FROM pg_catalog.pg_extension x WHERE c.oid = ANY (x.extconfig)))
+	ORDER BY pg_catalog.pg_relation_size(c.oid) DESC, n.nspname, c.relname`
+	rows, err := conn.Query(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (TableInfo, error) {
+		var t TableInfo
+		err := r.Scan(&t.OID, &t.Schema, &t.Name, &t.Pages, &t.Rows, &t.SizeBytes, &t.Columns, &t.Where)
+		t.Where = extensionFilter(t.Where)
+		return t, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	return tables, nil
+}
+
+// extensionFilter turns pg_extension_config_dump's "WHERE ..." condition
+// into a bare predicate.
+func extensionFilter(cond string) string {
+	cond = strings.TrimSpace(cond)
+	if len(cond) >= 5 && strings.EqualFold(cond[:5], "WHERE") {
+		cond = strings.TrimSpace(cond[5:])
+	}
+	return cond
+}
+
+// LockTables takes ACCESS SHARE locks, as pg_dump does, so that no table can
+// be dropped or altered while its data is being read. Allowed on a standby.
+func LockTables(ctx context.Context, conn *pgx.Conn, tables []TableInfo) error {
+	const batch = 500
+	for i := 0; i < len(tables); i += batch {
+		names := make([]string, 0, batch)
+		for _, t := range tables[i:min(i+batch, len(tables))] {
+			names = append(names, t.Qualified())
+		}
+		if _, err := conn.Exec(ctx, "LOCK TABLE "+strings.Join(names, ", ")+" IN ACCESS SHARE MODE"); err != nil {
+			return fmt.Errorf("lock tables: %w", err)
+		}
+	}
+	return nil
+}
+
+// SequenceInfo is a sequence's state as the snapshot's transaction reads it.
+// Sequences are not transactional: like pg_dump, this reads the latest value.
+type SequenceInfo struct {
+	Schema    string
+	Name      string
+	LastValue int64
+	IsCalled  bool
+}
+
+// ListSequences reads every user sequence, including identity and serial ones.
+func ListSequences(ctx context.Context, conn *pgx.Conn) ([]SequenceInfo, error) {
+	rows, err := conn.Query(ctx, `SELECT n.nspname, c.relname
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	WHERE c.relkind = 'S' AND `+userSchema+` AND `+notExtensionMember+`
+	ORDER BY 1, 2`)
+	if err != nil {
+		return nil, fmt.Errorf("list sequences: %w", err)
+	}
+	seqs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (SequenceInfo, error) {
+		var s SequenceInfo
+		return s, r.Scan(&s.Schema, &s.Name)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list sequences: %w", err)
+	}
+	for i := range seqs {
+		s := &seqs[i]
+		q := "SELECT last_value, is_called FROM " + Qualified(s.Schema, s.Name)
+		if err := conn.QueryRow(ctx, q).Scan(&s.LastValue, &s.IsCalled); err != nil {
+			return nil, fmt.Errorf("read sequence %s: %w", Qualified(s.Schema, s.Name), err)
+		}
+	}
+	return seqs, nil
+}
+
+// ListMatviews returns populated materialized views; pg_dump's schema-only
+// output creates them empty, so the restore refreshes these.
+func ListMatviews(ctx context.Context, conn *pgx.Conn) ([][2]string, error) {
+	rows, err := conn.Query(ctx, `SELECT n.nspname, c.relname
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	WHERE c.relkind = 'm' AND c.relispopulated AND `+userSchema+` AND `+notExtensionMember+`
+	ORDER BY c.oid`)
+	if err != nil {
+		return nil, fmt.Errorf("list materialized views: %w", err)
+	}
+	mvs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
+		var m [2]string
+		return m, r.Scan(&m[0], &m[1])
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list materialized views: %w", err)
+	}
+	return mvs, nil
+}
+
+// CountUserTables counts tables in user schemas and names one of them, so
+// that a restore can refuse a non-empty target with a useful message.
+func CountUserTables(ctx context.Context, conn *pgx.Conn) (int, string, error) {
+	var n int
+	var example string
+	err := conn.QueryRow(ctx, `SELECT count(*), coalesce(min(pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)), '')
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't' AND `+userSchema+` AND `+notExtensionMember).Scan(&n, &example)
+	if err != nil {
+		return 0, "", fmt.Errorf("inspect target: %w", err)
+	}
+	return n, example, nil
+}

@@ -1,0 +1,157 @@
+// Package pg connects to PostgreSQL the way libpq tools do and reads what the
+// dump and restore pipelines need from the catalog, all through pgx.
+package pg
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// ConnOptions names a server as pg_dump's -d, -h, -p and -U do. DSN may be a
+// database name, a keyword/value string or a URI; PG* variables, .pgpass and
+// service files apply through pgx.
+type ConnOptions struct {
+	DSN  string
+	Host string
+	Port string
+	User string
+}
+
+func isConnString(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") || strings.Contains(s, "=")
+}
+
+func isURI(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// quoteValue quotes a keyword/value connection string value per libpq rules.
+func quoteValue(v string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+}
+
+// connString merges the flags and DSN into one string for pgx. As in pg_dump,
+// values in a connection string given to -d win over -h/-p/-U.
+func (o ConnOptions) connString() (string, error) {
+	var kv []string
+	add := func(k, v string) {
+		if v != "" {
+			kv = append(kv, k+"="+quoteValue(v))
+		}
+	}
+	add("host", o.Host)
+	add("port", o.Port)
+	add("user", o.User)
+	switch {
+	case isURI(o.DSN):
+		if len(kv) > 0 {
+			return "", errors.New("-h, -p and -U cannot be combined with a connection URI: put them in the URI")
+		}
+		return o.DSN, nil
+	case isConnString(o.DSN):
+		kv = append(kv, o.DSN)
+	default:
+		add("dbname", o.DSN)
+	}
+	return strings.Join(kv, " "), nil
+}
+
+// Config parses the options into a pgx configuration.
+func (o ConnOptions) Config() (*pgx.ConnConfig, error) {
+	s, err := o.connString()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgx.ParseConfig(s)
+	if err != nil {
+		return nil, fmt.Errorf("invalid connection options: %w", err)
+	}
+	return cfg, nil
+}
+
+// Connect opens one connection with the session settings every pgsprint
+// connection uses: no timeouts that would kill a long COPY, ISO dates and
+// row security off (so that a policy can never silently hide rows from a
+// dump; PostgreSQL raises an error instead).
+func Connect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+	cfg = cfg.Copy()
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	for k, v := range map[string]string{
+		"application_name":                    "pgsprint",
+		"DateStyle":                           "ISO",
+		"IntervalStyle":                       "postgres",
+		"extra_float_digits":                  "3",
+		"statement_timeout":                   "0",
+		"lock_timeout":                        "0",
+		"idle_in_transaction_session_timeout": "0",
+		"row_security":                        "off",
+	} {
+		if _, set := cfg.RuntimeParams[k]; !set {
+			cfg.RuntimeParams[k] = v
+		}
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", Describe(cfg), errors.Unwrap(err))
+	}
+	return conn, nil
+}
+
+// Describe names a server and database for messages, without the password.
+func Describe(cfg *pgx.ConnConfig) string {
+	return fmt.Sprintf("database %q on %s:%d as %q", cfg.Database, cfg.Host, cfg.Port, cfg.User)
+}
+
+// ChildConn returns the -d argument and extra environment for pg_dump,
+// pg_restore and psql run against the same server. The password travels in
+// PGPASSWORD, never on a command line.
+func ChildConn(cfg *pgx.ConnConfig) (dsn string, env []string) {
+	kv := []string{
+		"host=" + quoteValue(cfg.Host),
+		fmt.Sprintf("port=%d", cfg.Port),
+		"user=" + quoteValue(cfg.User),
+		"dbname=" + quoteValue(cfg.Database),
+		"sslmode=" + sslMode(&cfg.Config),
+	}
+	if cfg.Password != "" {
+		env = append(env, "PGPASSWORD="+cfg.Password)
+	}
+	return strings.Join(kv, " "), env
+}
+
+// sslMode recovers libpq's sslmode from what pgx made of it.
+func sslMode(c *pgconn.Config) string {
+	plainFallback := false
+	for _, f := range c.Fallbacks {
+		if f.TLSConfig == nil {
+			plainFallback = true
+		}
+	}
+	switch {
+	case c.TLSConfig == nil && len(c.Fallbacks) > 0:
+		return "allow"
+	case c.TLSConfig == nil:
+		return "disable"
+	case plainFallback:
+		return "prefer"
+	}
+	return tlsMode(c.TLSConfig)
+}
+
+func tlsMode(t *tls.Config) string {
+	switch {
+	case t.InsecureSkipVerify && t.VerifyPeerCertificate == nil:
+		return "require"
+	case t.InsecureSkipVerify:
+		return "verify-ca"
+	}
+	return "verify-full"
+}

@@ -1,0 +1,31 @@
+package pg
+
+import (
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Ident quotes one identifier, always, so hostile names are safe in SQL.
+func Ident(name string) string {
+	return pgx.Identifier{name}.Sanitize()
+}
+
+// Qualified quotes schema.name.
+func Qualified(schema, name string) string {
+	return pgx.Identifier{schema, name}.Sanitize()
+}
+
+// ColumnList quotes and joins column names for a COPY column list.
+func ColumnList(cols []string) string {
+	q := make([]string, len(cols))
+	for i, c := range cols {
+		q[i] = Ident(c)
+	}
+	return strings.Join(q, ", ")
+}
+
+// Literal quotes a string as an SQL literal (standard_conforming_strings on).
+func Literal(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}

@@ -1,0 +1,41 @@
+package pg
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Snapshot is the leader's open transaction whose snapshot every worker and
+// pg_dump import. It must stay open until they all have, so the leader keeps
+// it until the dump ends.
+type Snapshot struct {
+	ID   string
+	Time time.Time
+}
+
+// ExportSnapshot starts a REPEATABLE READ READ ONLY transaction on conn and
+// exports its snapshot. Works on a hot standby and without superuser.
+func ExportSnapshot(ctx context.Context, conn *pgx.Conn) (*Snapshot, error) {
+	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+		return nil, fmt.Errorf("begin snapshot transaction: %w", err)
+	}
+	var s Snapshot
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.pg_export_snapshot(), pg_catalog.now()").Scan(&s.ID, &s.Time); err != nil {
+		return nil, fmt.Errorf("export snapshot: %w", err)
+	}
+	return &s, nil
+}
+
+// ImportSnapshot makes conn see exactly what the leader's snapshot sees.
+func ImportSnapshot(ctx context.Context, conn *pgx.Conn, id string) error {
+	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+		return fmt.Errorf("begin worker transaction: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "SET TRANSACTION SNAPSHOT "+Literal(id)); err != nil {
+		return fmt.Errorf("import snapshot %s: %w", id, err)
+	}
+	return nil
+}

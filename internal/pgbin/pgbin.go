@@ -1,0 +1,113 @@
+// Package pgbin finds the PostgreSQL client programs (pg_dump, pg_restore,
+// psql) that pgsprint drives for DDL, choosing a version that can handle the
+// servers involved.
+package pgbin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// EnvBinDir names a directory that overrides discovery.
+const EnvBinDir = "PGSPRINT_PG_BIN"
+
+// Tools is one directory of PostgreSQL client programs of one version.
+type Tools struct {
+	Dir     string
+	Major   int
+	Version string // as printed by pg_dump --version, e.g. "15.18"
+}
+
+// PgDump, PgRestore and Psql return the paths of the programs.
+func (t Tools) PgDump() string    { return filepath.Join(t.Dir, "pg_dump") }
+func (t Tools) PgRestore() string { return filepath.Join(t.Dir, "pg_restore") }
+func (t Tools) Psql() string      { return filepath.Join(t.Dir, "psql") }
+
+var versionRE = regexp.MustCompile(`\(PostgreSQL\) (\d+)(?:\.(\d+))?`)
+
+// probe reads the version of the pg_dump in dir.
+func probe(ctx context.Context, dir string) (Tools, bool) {
+	for _, p := range []string{"pg_dump", "pg_restore"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			return Tools{}, false
+		}
+	}
+	out, err := exec.CommandContext(ctx, filepath.Join(dir, "pg_dump"), "--version").Output()
+	if err != nil {
+		return Tools{}, false
+	}
+	m := versionRE.FindStringSubmatch(string(out))
+	if m == nil {
+		return Tools{}, false
+	}
+	major, _ := strconv.Atoi(m[1])
+	v := m[1]
+	if m[2] != "" {
+		v += "." + m[2]
+	}
+	return Tools{Dir: dir, Major: major, Version: v}, true
+}
+
+// candidates lists directories to look in: PGSPRINT_PG_BIN alone if set;
+// else Debian's /usr/lib/postgresql/N/bin, pg_config --bindir, and PATH.
+func candidates(ctx context.Context) []string {
+	if d := os.Getenv(EnvBinDir); d != "" {
+		return []string{d}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	if out, err := exec.CommandContext(ctx, "pg_config", "--bindir").Output(); err == nil {
+		dirs = append(dirs, strings.TrimSpace(string(out)))
+	}
+	if p, err := exec.LookPath("pg_dump"); err == nil {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		dirs = append(dirs, filepath.Dir(p))
+	}
+	return dirs
+}
+
+// Installed returns every distinct installation found, oldest first.
+func Installed(ctx context.Context) []Tools {
+	seen := map[string]bool{}
+	var all []Tools
+	for _, d := range candidates(ctx) {
+		abs, err := filepath.Abs(d)
+		if err != nil || seen[abs] {
+			continue
+		}
+		seen[abs] = true
+		if t, ok := probe(ctx, abs); ok {
+			all = append(all, t)
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Major < all[j].Major })
+	return all
+}
+
+// Find returns the oldest installation whose major version is at least
+// minMajor: pg_dump must be at least as new as the server it reads, and the
+// oldest such one writes archives the most pg_restore versions can read.
+func Find(ctx context.Context, minMajor int) (Tools, error) {
+	all := Installed(ctx)
+	for _, t := range all {
+		if t.Major >= minMajor {
+			return t, nil
+		}
+	}
+	if len(all) == 0 {
+		return Tools{}, fmt.Errorf("no pg_dump/pg_restore found: install PostgreSQL %d client programs or set %s", minMajor, EnvBinDir)
+	}
+	var have []string
+	for _, t := range all {
+		have = append(have, t.Version+" in "+t.Dir)
+	}
+	return Tools{}, fmt.Errorf("PostgreSQL %d or newer client programs are needed (found only %s): install them or set %s", minMajor, strings.Join(have, ", "), EnvBinDir)
+}

@@ -1,0 +1,645 @@
+// Package pgtest runs throwaway PostgreSQL servers for tests and provides the
+// comparison helpers (schema dumps, data fingerprints) that every round-trip
+// test of pgsprint relies on.
+//
+// A dump/restore tool can only be trusted when it is exercised against a real
+// server: the catalog, COPY quoting and large-object semantics are too subtle
+// to mock. This package therefore starts real postmasters from the installed
+// PostgreSQL binaries, in temporary directories, one per test (or per test
+// package), and tears them down afterwards.
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SuperuserName is the bootstrap superuser of every cluster. It is fixed so
+// that tests can build connection strings and expected ownership without
+// asking the cluster.
+const SuperuserName = "postgres"
+
+// SuperuserPassword is the password of SuperuserName. Local (unix socket)
+// connections are trusted, but TCP connections use scram-sha-256 so that the
+// code paths that send a password are exercised too; tests pass this value to
+// whatever they are testing (a flag, PGPASSWORD, a config field).
+const SuperuserPassword = "postgres-test-pw"
+
+// EnvBinDir names the environment variable that selects the PostgreSQL bin
+// directory when Options.BinDir is empty, so that CI can run the same tests
+// against several major versions without code changes.
+const EnvBinDir = "PGSPRINT_TEST_PG_BIN"
+
+// EnvRequire names the environment variable that, when set to a non-empty
+// value, turns the "no PostgreSQL binaries" skip of New into a failure, so
+// that CI cannot silently pass by skipping every database test.
+const EnvRequire = "PGSPRINT_TEST_REQUIRE_PG"
+
+// ErrNoBinaries is returned (wrapped) when no PostgreSQL installation can be
+// found. New turns it into a skip, because a developer machine without
+// PostgreSQL should still be able to run the rest of the test suite.
+var ErrNoBinaries = errors.New("pgtest: no PostgreSQL binaries found")
+
+// Options configures Start. The zero value is a sensible default.
+type Options struct {
+	// BinDir is the directory holding initdb, pg_ctl, postgres, pg_dump and
+	// psql. It is selectable because pgsprint must be tested against several
+	// major versions. When empty, FindBinDir's search order applies.
+	BinDir string
+
+	// Settings are extra postgresql.conf parameters, appended after the
+	// harness defaults so that they win. Values are written quoted, which
+	// PostgreSQL accepts for every parameter type.
+	Settings map[string]string
+}
+
+// Cluster is a throwaway PostgreSQL server in a temporary directory. It
+// listens on a unix socket in its own directory and on TCP 127.0.0.1 on a
+// free port. Local connections are trusted; TCP connections require
+// scram-sha-256 (the superuser's password is SuperuserPassword).
+type Cluster struct {
+	binDir  string
+	dir     string // root of everything the cluster owns; removed by Close
+	dataDir string
+	sockDir string
+	logFile string
+	port    int
+	version int
+	cred    *syscall.Credential // nil when the server runs as the current user
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New starts a cluster for a test and stops it when the test ends. It skips
+// the test when no PostgreSQL binaries exist at all (unless EnvRequire is set)
+// and fails it on any other error, because a broken harness must not look
+// like a passing test.
+func New(t testing.TB, opts ...Options) *Cluster {
+	t.Helper()
+	var o Options
+	switch len(opts) {
+	case 0:
+	case 1:
+		o = opts[0]
+	default:
+		t.Fatalf("pgtest.New: at most one Options value, got %d", len(opts))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, o)
+	if err != nil {
+		if errors.Is(err, ErrNoBinaries) && os.Getenv(EnvRequire) == "" {
+			t.Skipf("skipping: %v (install PostgreSQL or set %s; set %s=1 to make this a failure)", err, EnvBinDir, EnvRequire)
+		}
+		t.Fatalf("pgtest: starting cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("pgtest: closing cluster: %v", err)
+		}
+	})
+	return c
+}
+
+// FindBinDir returns the PostgreSQL bin directory to use. The search order is
+// explicit, then $PGSPRINT_TEST_PG_BIN, then the newest
+// /usr/lib/postgresql/N/bin (Debian/Ubuntu layout), then `pg_config
+// --bindir`, then the directory of initdb on PATH. Every candidate must
+// contain initdb, so that a half-installed client-only package is not picked.
+func FindBinDir(explicit string) (string, error) {
+	check := func(dir, origin string) (string, error) {
+		if _, err := os.Stat(filepath.Join(dir, "initdb")); err != nil {
+			return "", fmt.Errorf("pgtest: bin dir %q (from %s) has no initdb: %w", dir, origin, err)
+		}
+		return dir, nil
+	}
+	if explicit != "" {
+		return check(explicit, "Options.BinDir")
+	}
+	if env := os.Getenv(EnvBinDir); env != "" {
+		return check(env, "$"+EnvBinDir)
+	}
+	if dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin"); len(dirs) > 0 {
+		type cand struct {
+			dir string
+			ver float64
+		}
+		var cands []cand
+		for _, d := range dirs {
+			v, err := strconv.ParseFloat(filepath.Base(filepath.Dir(d)), 64)
+			if err != nil {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+				cands = append(cands, cand{d, v})
+			}
+		}
+		sort.Slice(cands, func(i, j int) bool { return cands[i].ver > cands[j].ver })
+		if len(cands) > 0 {
+			return cands[0].dir, nil
+		}
+	}
+	if pgConfig, err := exec.LookPath("pg_config"); err == nil {
+		if out, err := exec.Command(pgConfig, "--bindir").Output(); err == nil {
+			dir := strings.TrimSpace(string(out))
+			if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
+				return dir, nil
+			}
+		}
+	}
+	if initdb, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(initdb), nil
+	}
+	return "", fmt.Errorf("%w (looked at $%s, /usr/lib/postgresql/*/bin, pg_config --bindir, PATH)", ErrNoBinaries, EnvBinDir)
+}
+
+// Start creates, configures and starts a new cluster and returns once it
+// accepts connections. The caller must Close it.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	binDir, err := FindBinDir(opts.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	for key := range opts.Settings {
+		if !isConfName(key) {
+			return nil, fmt.Errorf("pgtest: invalid setting name %q", key)
+		}
+	}
+	cred, err := serverCredential()
+	if err != nil {
+		return nil, err
+	}
+
+	// Unix socket paths are limited to ~107 bytes, so avoid a long $TMPDIR.
+	base := os.TempDir()
+	if len(base) > 60 {
+		base = "/tmp"
+	}
+	dir, err := os.MkdirTemp(base, "pgtest-")
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: creating temp dir: %w", err)
+	}
+	c := &Cluster{
+		binDir:  binDir,
+		dir:     dir,
+		dataDir: filepath.Join(dir, "data"),
+		sockDir: filepath.Join(dir, "sock"),
+		logFile: filepath.Join(dir, "server.log"),
+		cred:    cred,
+	}
+	if err := c.start(ctx, opts); err != nil {
+		if cerr := c.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context, opts Options) error {
+	if err := os.Mkdir(c.sockDir, 0o755); err != nil {
+		return fmt.Errorf("pgtest: creating socket dir: %w", err)
+	}
+	if err := os.Chmod(c.dir, 0o755); err != nil {
+		return fmt.Errorf("pgtest: chmod %s: %w", c.dir, err)
+	}
+	if c.cred != nil {
+		for _, d := range []string{c.dir, c.sockDir} {
+			if err := os.Chown(d, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+				return fmt.Errorf("pgtest: chown %s to the postgres user: %w", d, err)
+			}
+		}
+	}
+	pwFile := filepath.Join(c.dir, "pwfile")
+	if err := os.WriteFile(pwFile, []byte(SuperuserPassword+"\n"), 0o600); err != nil {
+		return fmt.Errorf("pgtest: writing password file: %w", err)
+	}
+	if c.cred != nil {
+		if err := os.Chown(pwFile, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+			return fmt.Errorf("pgtest: chown password file: %w", err)
+		}
+	}
+
+	// Prefer C.UTF-8 (real UTF-8 ctype, deterministic collation); fall back
+	// to C where that locale does not exist.
+	var initErr error
+	for _, locale := range []string{"C.UTF-8", "C"} {
+		initErr = c.run(ctx, filepath.Join(c.binDir, "initdb"),
+			"-D", c.dataDir, "-U", SuperuserName, "-E", "UTF8", "--locale="+locale,
+			"--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile="+pwFile, "--no-sync")
+		if initErr == nil {
+			break
+		}
+		if err := os.RemoveAll(c.dataDir); err != nil {
+			return fmt.Errorf("pgtest: removing failed data dir: %w", err)
+		}
+	}
+	if initErr != nil {
+		return fmt.Errorf("pgtest: initdb: %w", initErr)
+	}
+	if err := os.Remove(pwFile); err != nil {
+		return fmt.Errorf("pgtest: removing password file: %w", err)
+	}
+	ver, err := os.ReadFile(filepath.Join(c.dataDir, "PG_VERSION"))
+	if err != nil {
+		return fmt.Errorf("pgtest: reading PG_VERSION: %w", err)
+	}
+	if c.version, err = strconv.Atoi(strings.TrimSpace(string(ver))); err != nil {
+		return fmt.Errorf("pgtest: parsing PG_VERSION %q: %w", ver, err)
+	}
+
+	hba := "# written by pgtest\n" +
+		"local all all trust\n" +
+		"local replication all trust\n" +
+		"host all all 127.0.0.1/32 scram-sha-256\n" +
+		"host replication all 127.0.0.1/32 scram-sha-256\n"
+	if err := c.writeOwned(filepath.Join(c.dataDir, "pg_hba.conf"), hba); err != nil {
+		return err
+	}
+
+	// A free port is found by binding to :0 and releasing it; another
+	// process may grab it in between, so retry a few times.
+	var startErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		c.port = port
+		if err := c.writeOwned(filepath.Join(c.dataDir, "pgtest.conf"), c.config(opts.Settings)); err != nil {
+			return err
+		}
+		conf := filepath.Join(c.dataDir, "postgresql.conf")
+		if attempt == 0 {
+			f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				return fmt.Errorf("pgtest: opening postgresql.conf: %w", err)
+			}
+			_, werr := f.WriteString("\ninclude 'pgtest.conf'\n")
+			if cerr := f.Close(); werr == nil {
+				werr = cerr
+			}
+			if werr != nil {
+				return fmt.Errorf("pgtest: appending to postgresql.conf: %w", werr)
+			}
+		}
+		startErr = c.run(ctx, filepath.Join(c.binDir, "pg_ctl"),
+			"start", "-w", "-t", "60", "-D", c.dataDir, "-l", c.logFile)
+		if startErr == nil {
+			return c.waitReady(ctx)
+		}
+		if !strings.Contains(c.logTail(), "could not bind") {
+			break
+		}
+	}
+	return fmt.Errorf("pgtest: pg_ctl start: %w\nserver log:\n%s", startErr, c.logTail())
+}
+
+// config renders the harness's postgresql.conf additions: speed over safety,
+// a private socket directory and the chosen port.
+func (c *Cluster) config(extra map[string]string) string {
+	var b strings.Builder
+	b.WriteString("# written by pgtest; the data is disposable, so durability is off\n")
+	set := func(k, v string) { fmt.Fprintf(&b, "%s = %s\n", k, quoteConfValue(v)) }
+	set("listen_addresses", "127.0.0.1")
+	set("port", strconv.Itoa(c.port))
+	set("unix_socket_directories", c.sockDir)
+	set("fsync", "off")
+	set("synchronous_commit", "off")
+	set("full_page_writes", "off")
+	set("shared_buffers", "32MB")
+	set("max_connections", "100")
+	set("wal_level", "replica")
+	set("max_wal_size", "1GB")
+	set("password_encryption", "scram-sha-256")
+	set("logging_collector", "off")
+	set("lc_messages", "C")
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		set(k, extra[k])
+	}
+	return b.String()
+}
+
+// waitReady confirms with a real login that the server accepts
+// connections; pg_ctl -w only checks the postmaster.pid status line.
+func (c *Cluster) waitReady(ctx context.Context) error {
+	var lastErr error
+	for i := 0; i < 100; i++ {
+		conn, err := pgx.Connect(ctx, c.ConnString("postgres"))
+		if err == nil {
+			return conn.Close(ctx)
+		}
+		lastErr = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pgtest: waiting for server: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("pgtest: server does not accept connections: %w\nserver log:\n%s", lastErr, c.logTail())
+}
+
+// Close stops the server with an immediate shutdown (the data is thrown away,
+// so a clean checkpoint would only waste time) and removes its directory. It
+// is safe to call more than once; later calls return the first result.
+func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() {
+		var errs []error
+		if _, err := os.Stat(filepath.Join(c.dataDir, "postmaster.pid")); err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			err := c.run(ctx, filepath.Join(c.binDir, "pg_ctl"), "stop", "-w", "-m", "immediate", "-D", c.dataDir)
+			cancel()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("pgtest: pg_ctl stop: %w", err))
+			}
+		}
+		if err := os.RemoveAll(c.dir); err != nil {
+			errs = append(errs, fmt.Errorf("pgtest: removing %s: %w", c.dir, err))
+		}
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}
+
+// BinDir is the directory of the binaries this cluster runs, so that tests
+// use the matching pg_dump/psql.
+func (c *Cluster) BinDir() string { return c.binDir }
+
+// Version is the server's major version (e.g. 15), for tests whose
+// expectations depend on it.
+func (c *Cluster) Version() int { return c.version }
+
+// Port is the TCP port, which is also the number in the unix socket's name.
+func (c *Cluster) Port() int { return c.port }
+
+// SocketDir is the directory holding the unix socket, i.e. the libpq "host"
+// of local connections.
+func (c *Cluster) SocketDir() string { return c.sockDir }
+
+// LogFile is the server's log, useful to print when a test fails in a way
+// the client error does not explain.
+func (c *Cluster) LogFile() string { return c.logFile }
+
+// ConnString returns a libpq keyword/value connection string that reaches
+// database db over the unix socket as the superuser. Values are quoted per
+// libpq rules, so hostile database names are safe.
+func (c *Cluster) ConnString(db string) string {
+	return KeywordConnString(map[string]string{
+		"host":   c.sockDir,
+		"port":   strconv.Itoa(c.port),
+		"user":   SuperuserName,
+		"dbname": db,
+	})
+}
+
+// TCPConnString returns a connection string that reaches database db over TCP
+// as user. It holds no password: tests supply it the way the code under test
+// expects (for the superuser it is SuperuserPassword). sslmode=disable saves
+// the pointless TLS negotiation with a server that has no certificate.
+func (c *Cluster) TCPConnString(db, user string) string {
+	return KeywordConnString(map[string]string{
+		"host":    "127.0.0.1",
+		"port":    strconv.Itoa(c.port),
+		"user":    user,
+		"dbname":  db,
+		"sslmode": "disable",
+	})
+}
+
+// KeywordConnString renders params as a libpq keyword/value string in a
+// stable order (host, port, user, dbname first, then alphabetical), quoting
+// each value when libpq requires it.
+func KeywordConnString(params map[string]string) string {
+	order := []string{"host", "port", "user", "dbname"}
+	seen := map[string]bool{}
+	var parts []string
+	for _, k := range order {
+		if v, ok := params[k]; ok {
+			parts = append(parts, k+"="+QuoteConnValue(v))
+			seen[k] = true
+		}
+	}
+	var rest []string
+	for k := range params {
+		if !seen[k] {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	for _, k := range rest {
+		parts = append(parts, k+"="+QuoteConnValue(params[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// QuoteConnValue quotes a value for a libpq keyword/value connection string:
+// values that are empty or contain whitespace, quotes or backslashes are
+// wrapped in single quotes with ' and \ backslash-escaped; others are left
+// bare for readability.
+func QuoteConnValue(v string) string {
+	if v != "" && !strings.ContainsAny(v, " \t\n\r\v\f'\\") {
+		return v
+	}
+	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
+	return "'" + r.Replace(v) + "'"
+}
+
+// QuoteIdent quotes a SQL identifier unconditionally, so that names with
+// quotes, spaces, upper case or unicode round-trip exactly.
+func QuoteIdent(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// CreateDB creates database name (any string without NUL) owned by the
+// superuser, from template0 so that nothing added to template1 leaks in.
+func (c *Cluster) CreateDB(ctx context.Context, name string) error {
+	if strings.ContainsRune(name, 0) {
+		return fmt.Errorf("pgtest: database name %q contains NUL", name)
+	}
+	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+QuoteIdent(name)+" TEMPLATE template0"); err != nil {
+		return fmt.Errorf("pgtest: creating database %q: %w", name, err)
+	}
+	return nil
+}
+
+// Exec runs a multi-statement SQL script in database db over the simple query
+// protocol (one implicit transaction unless the script has its own
+// BEGIN/COMMIT). Use ExecPsql for scripts with psql meta-commands or
+// statements that cannot run inside a transaction block.
+func (c *Cluster) Exec(ctx context.Context, db, sql string) error {
+	conn, err := pgx.Connect(ctx, c.ConnString(db))
+	if err != nil {
+		return fmt.Errorf("pgtest: connecting to %q: %w", db, err)
+	}
+	_, execErr := conn.PgConn().Exec(ctx, sql).ReadAll()
+	closeErr := conn.Close(ctx)
+	if execErr != nil {
+		return fmt.Errorf("pgtest: executing in %q: %w", db, execErr)
+	}
+	if closeErr != nil {
+		return fmt.Errorf("pgtest: closing connection to %q: %w", db, closeErr)
+	}
+	return nil
+}
+
+// ExecPsql feeds script to `psql -X -v ON_ERROR_STOP=1` on database db, so
+// psql meta-commands work and the first error aborts with a non-nil error
+// that quotes psql's message and line number.
+func (c *Cluster) ExecPsql(ctx context.Context, db, script string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, "psql"),
+		"-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", c.ConnString(db), "-f", "-")
+	cmd.Env = cleanEnv()
+	cmd.Stdin = strings.NewReader(script)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("pgtest: psql on %q: %w\n%s", db, err, tail(out.String(), 4000))
+	}
+	return nil
+}
+
+// run executes a server-side binary as the server's OS user, in the
+// cluster directory (the postgres user may not be able to read the test's
+// working directory).
+func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = c.dir
+	cmd.Env = cleanEnv()
+	if c.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+		if u, err := user.LookupId(strconv.Itoa(int(c.cred.Uid))); err == nil {
+			cmd.Env = append(cmd.Env, "HOME="+u.HomeDir, "USER="+u.Username, "LOGNAME="+u.Username)
+		}
+	}
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	// pg_ctl's postmaster must not keep our pipes open; -l redirects it,
+	// but WaitDelay guarantees Wait returns even if something does.
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, tail(out.String(), 4000))
+	}
+	return nil
+}
+
+// writeOwned writes a file in the data directory and hands it to the server
+// user, which refuses to read configuration it cannot access.
+func (c *Cluster) writeOwned(path, content string) error {
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		return fmt.Errorf("pgtest: writing %s: %w", path, err)
+	}
+	if c.cred != nil {
+		if err := os.Chown(path, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+			return fmt.Errorf("pgtest: chown %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) logTail() string {
+	b, err := os.ReadFile(c.logFile)
+	if err != nil {
+		return fmt.Sprintf("(no server log: %v)", err)
+	}
+	return tail(string(b), 4000)
+}
+
+// serverCredential returns the identity to run initdb/pg_ctl under: nil (the
+// current user) unless we are root, which initdb refuses, in which case the
+// OS user "postgres".
+func serverCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: running as root, and initdb refuses root, but there is no OS user \"postgres\": %w", err)
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: parsing uid %q of user postgres: %w", u.Uid, err)
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: parsing gid %q of user postgres: %w", u.Gid, err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// cleanEnv is the process environment without PG* variables, so that a
+// developer's PGHOST, PGPASSWORD or PGSERVICE cannot redirect the harness's
+// own commands; client encoding is pinned to UTF8.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "PG") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "PGCLIENTENCODING=UTF8", "PGCONNECT_TIMEOUT=10")
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pgtest: finding a free port: %w", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		return 0, fmt.Errorf("pgtest: releasing probe port: %w", err)
+	}
+	return port, nil
+}
+
+// isConfName accepts the characters of PostgreSQL parameter names
+// (including dotted custom "ext.name" ones), so a setting cannot inject
+// further configuration lines.
+func isConfName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func quoteConfValue(v string) string {
+	r := strings.NewReplacer(`\`, `\\`, `'`, `''`, "\n", `\n`, "\r", `\r`)
+	return "'" + r.Replace(v) + "'"
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}

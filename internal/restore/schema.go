@@ -1,0 +1,104 @@
+package restore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/pg"
+)
+
+// extractSchema writes the archive's pg_dump custom-format stream to a
+// private temp file for pg_restore, which needs a seekable file.
+func extractSchema(ar *archive.Reader, m *archive.Manifest) (string, error) {
+	f, err := os.CreateTemp("", "pgsprint-schema-*.dump")
+	if err != nil {
+		return "", fmt.Errorf("extract schema: %w", err)
+	}
+	s := ar.OpenStream(m.SchemaStream)
+	defer s.Close()
+	if _, err := io.Copy(f, s); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", fmt.Errorf("extract schema: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("extract schema: %w", err)
+	}
+	return f.Name(), nil
+}
+
+// pgRestore runs pg_restore on the schema archive against cfg, stopping at
+// the first error.
+func (r *run) pgRestore(ctx context.Context, cfg *pgx.ConnConfig, args ...string) error {
+	dsn, env := pg.ChildConn(cfg)
+	all := []string{"--exit-on-error", "--no-password", "--dbname=" + dsn}
+	all = append(all, r.ownershipFlags()...)
+	for _, a := range args {
+		if a != "" {
+			all = append(all, a)
+		}
+	}
+	all = append(all, r.schema)
+	cmd := exec.CommandContext(ctx, r.tools.PgRestore(), all...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("pg_restore: %s", pg.ToolError(stderr.Bytes(), err))
+	}
+	return nil
+}
+
+func (r *run) ownershipFlags() []string {
+	var f []string
+	if r.opts.NoOwner {
+		f = append(f, "--no-owner")
+	}
+	if r.opts.NoACL {
+		f = append(f, "--no-privileges")
+	}
+	return f
+}
+
+// postData creates indexes, constraints, triggers and the rest of
+// post-data with pg_restore's own parallelism.
+func (r *run) postData(ctx context.Context) error {
+	return r.pgRestore(ctx, r.target, "--section=post-data", "--jobs="+strconv.Itoa(r.opts.Jobs))
+}
+
+// dropArchivedObjects runs the DROP ... IF EXISTS statements pg_restore
+// --clean would issue for every object in the archive, in its reverse
+// dependency order, and nothing else. pg_restore cannot drop without also
+// creating, so its script is cut before the first object it creates.
+func (r *run) dropArchivedObjects(ctx context.Context) error {
+	out, err := exec.CommandContext(ctx, r.tools.PgRestore(), "--clean", "--if-exists", "--file=-", r.schema).Output()
+	if err != nil {
+		return fmt.Errorf("pg_restore --clean: %w", err)
+	}
+	if i := bytes.Index(out, []byte("\n--\n-- Name: ")); i >= 0 {
+		out = out[:i+1]
+	}
+	dsn, env := pg.ChildConn(r.target)
+	cmd := exec.CommandContext(ctx, r.tools.Psql(), "--no-psqlrc", "--quiet", "--no-password",
+		"--set=ON_ERROR_STOP=1", "--dbname="+dsn)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = bytes.NewReader(out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("drop existing objects: %s", pg.ToolError(stderr.Bytes(), err))
+	}
+	return nil
+}

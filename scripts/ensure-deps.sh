@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what the tests and the demo need and are missing on this machine:
+# Go modules, and PostgreSQL server binaries from Debian's packages when none
+# are found. Safe to run again: it does nothing when everything is there.
+set -euo pipefail
+
+have_pg() {
+  [ -n "${PGSPRINT_TEST_PG_BIN:-}" ] && [ -x "$PGSPRINT_TEST_PG_BIN/initdb" ] && return 0
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && return 0
+  command -v initdb >/dev/null 2>&1 && command -v pg_dump >/dev/null 2>&1
+}
+
+if ! have_pg; then
+  echo "ensure-deps: no PostgreSQL server binaries found; installing Debian's postgresql" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq postgresql postgresql-contrib >/dev/null
+fi
+
+if ! id postgres >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  # initdb refuses to run as root; the test clusters run as this user.
+  useradd --system --no-create-home --shell /usr/sbin/nologin postgres
+fi
+
+go mod download
