@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/spf13/cobra"
 )
 
@@ -43,7 +43,7 @@ func main() {
 
 func exitCode(ctx context.Context, err error) int {
 	var ue usageError
-	var ce *pgconn.ConnectError
+	var ce *pg.ConnectError
 	switch {
 	case ctx.Err() != nil:
 		return exitInterrupted

@@ -232,6 +232,9 @@ func TestFrameErrorMessage(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) {
 		t.Errorf("error does not match ErrCorrupt")
 	}
+	if _, err := io.Copy(io.Discard, ar.OpenStream(12)); err == nil || err.Error() != want {
+		t.Errorf("io.Copy error = %v, want %q", err, want)
+	}
 	verr := ar.Verify(context.Background(), 2)
 	if verr == nil || !strings.Contains(verr.Error(), want) || !errors.Is(verr, ErrCorrupt) {
 		t.Errorf("Verify = %v, want %q", verr, want)

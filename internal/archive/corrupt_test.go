@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"testing"
 )
 
@@ -41,6 +42,16 @@ func checkAll(t *testing.T, data []byte, want []testStream) error {
 	}
 	if len(got) != len(want) {
 		return errors.New("stream count differs")
+	}
+	// Again through WriteTo, the path io.Copy takes.
+	for _, s := range want {
+		var buf bytes.Buffer
+		if _, err := io.Copy(&buf, ar.OpenStream(s.id)); err != nil {
+			return err
+		}
+		if !bytes.Equal(buf.Bytes(), s.data) {
+			t.Fatalf("stream %d copied back wrong data without an error", s.id)
+		}
 	}
 	return ar.Verify(context.Background(), 2)
 }

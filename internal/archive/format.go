@@ -118,6 +118,7 @@ type VersionError struct {
 	Version int
 }
 
+// Error names both versions so the user knows to upgrade pgsprint.
 func (e *VersionError) Error() string {
 	return fmt.Sprintf("archive format version %d is newer than this pgsprint understands (%d)", e.Version, FormatVersion)
 }
@@ -126,7 +127,10 @@ func (e *VersionError) Error() string {
 // archive)" and matches ErrCorrupt.
 type corruptError struct{ msg string }
 
-func (e *corruptError) Error() string        { return e.msg + " (corrupted archive)" }
+// Error implements error.
+func (e *corruptError) Error() string { return e.msg + " (corrupted archive)" }
+
+// Is makes errors.Is(err, ErrCorrupt) true.
 func (e *corruptError) Is(target error) bool { return target == ErrCorrupt }
 
 func corruptf(format string, args ...any) error {

@@ -23,7 +23,7 @@ func TestFuzzCorpus(t *testing.T) {
 	for _, name := range []string{"zstd", "lz4", "gzip", "none"} {
 		path := filepath.Join(corpusDir, "seed-"+name)
 		if *updateCorpus {
-			data, _ := smallArchive(t, name)
+			data, _ := seedArchive(t, name)
 			if err := os.MkdirAll(corpusDir, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -36,11 +36,25 @@ func TestFuzzCorpus(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v (run go test -run TestFuzzCorpus -update-fuzz-corpus)", path, err)
 		}
-		_, streams := smallArchive(t, name)
+		_, streams := seedArchive(t, name)
 		if err := checkAll(t, data, streams); err != nil {
 			t.Errorf("%s: %v (run go test -run TestFuzzCorpus -update-fuzz-corpus)", path, err)
 		}
 	}
+}
+
+// seedArchive is a minimal archive with every stream kind and more than
+// one frame per stream; small seeds let the fuzzer mutate and minimize
+// quickly.
+func seedArchive(t testing.TB, codecName string) ([]byte, []testStream) {
+	t.Helper()
+	streams := []testStream{
+		{id: 1, kind: KindSchema, data: []byte("PGDMP\x01\x0e")},
+		{id: 2, kind: KindData, data: copyRows(1, 3), rows: 3},
+		{id: 3, kind: KindData},
+		{id: 4, kind: KindLargeObject, data: bytes.Repeat([]byte("lo "), 30)},
+	}
+	return writeArchive(t, mustCodec(t, codecName, 0), streams, 48), streams
 }
 
 // readCorpusFile decodes a one-value "go test fuzz v1" file.

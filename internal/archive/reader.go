@@ -19,7 +19,6 @@ import (
 // *os.File is): restore workers read different streams at once.
 type Reader struct {
 	r        io.ReaderAt
-	size     int64
 	manifest *Manifest
 
 	streams []StreamInfo               // sorted by ID
@@ -89,7 +88,7 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 		return nil, corruptf("archive: manifest says format version %d, header says %d", m.FormatVersion, version)
 	}
 
-	ar := &Reader{r: r, size: size, manifest: m}
+	ar := &Reader{r: r, manifest: m}
 	if _, ok := codecID(m.Codec); !ok {
 		return nil, fmt.Errorf("archive: manifest names unknown compression method %q", m.Codec)
 	}
@@ -205,6 +204,8 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 			return where("codec id %d is not this archive's (%s)", e.codec, ar.manifest.Codec)
 		case e.codec == codecNone && e.raw != e.stored:
 			return where("uncompressed frame with raw length %d but stored length %d", e.raw, e.stored)
+		case e.codec != codecNone && e.stored >= e.raw:
+			return where("compressed frame of %d bytes is not smaller than its %d raw bytes", e.stored, e.raw)
 		case e.raw == 0:
 			return where("empty data frame")
 		default:

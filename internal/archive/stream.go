@@ -55,6 +55,35 @@ func (s *streamReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// WriteTo writes the rest of the stream to w frame by frame, sparing
+// io.Copy a buffer copy. Like Read, it fails rather than finish early.
+func (s *streamReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		if s.pos < len(s.raw) {
+			n, err := w.Write(s.raw[s.pos:])
+			total += int64(n)
+			s.pos += n
+			if err != nil {
+				return total, err
+			}
+			if s.pos < len(s.raw) {
+				return total, io.ErrShortWrite
+			}
+		}
+		if s.err != nil {
+			if s.err == io.EOF {
+				return total, nil
+			}
+			return total, s.err
+		}
+		if s.closed {
+			return total, fmt.Errorf("archive: stream %d: read after close", s.info.ID)
+		}
+		s.err = s.nextFrame()
+	}
+}
+
 // Close releases the buffers.
 func (s *streamReader) Close() error {
 	s.closed = true

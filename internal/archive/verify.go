@@ -109,6 +109,7 @@ func (ar *Reader) checkManifest() []error {
 // verifyError lists Verify's problems on one line.
 type verifyError struct{ errs []error }
 
+// Error joins the first problems with "; " so the result stays one line.
 func (e *verifyError) Error() string {
 	n := min(len(e.errs), maxVerifyErrors)
 	msgs := make([]string, n)

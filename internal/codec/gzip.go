@@ -38,17 +38,22 @@ func newGzip(level int) (*gzipCodec, error) {
 	return c, nil
 }
 
+// Name implements Codec.
 func (c *gzipCodec) Name() string { return "gzip" }
-func (c *gzipCodec) Level() int   { return c.level }
+
+// Level implements Codec.
+func (c *gzipCodec) Level() int { return c.level }
 
 // appendWriter lets a gzip.Writer write straight into the caller's dst.
 type appendWriter struct{ b []byte }
 
+// Write appends p; it never fails.
 func (a *appendWriter) Write(p []byte) (int, error) {
 	a.b = append(a.b, p...)
 	return len(p), nil
 }
 
+// Compress writes src as one gzip member.
 func (c *gzipCodec) Compress(dst, src []byte) ([]byte, error) {
 	if err := checkSrcLen("gzip", len(src)); err != nil {
 		return nil, err
@@ -70,6 +75,7 @@ func (c *gzipCodec) Compress(dst, src []byte) ([]byte, error) {
 	return out.b, nil
 }
 
+// Decompress reads exactly one gzip member of exactly rawLen bytes.
 func (c *gzipCodec) Decompress(dst, src []byte, rawLen int) ([]byte, error) {
 	if err := checkRawLen("gzip", rawLen); err != nil {
 		return nil, err

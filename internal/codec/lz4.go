@@ -39,8 +39,11 @@ func newLZ4(level int) *lz4Codec {
 	return c
 }
 
+// Name implements Codec.
 func (c *lz4Codec) Name() string { return "lz4" }
-func (c *lz4Codec) Level() int   { return c.level }
+
+// Level implements Codec.
+func (c *lz4Codec) Level() int { return c.level }
 
 // Compress always gives the compressor a CompressBlockBound-sized buffer,
 // which makes it succeed even on incompressible input (it then emits one
@@ -68,6 +71,8 @@ func (c *lz4Codec) Compress(dst, src []byte) ([]byte, error) {
 	return dst[:n], nil
 }
 
+// Decompress decodes one raw LZ4 block into exactly rawLen bytes; the
+// decoder bounds-checks every copy, so damaged input fails cleanly.
 func (c *lz4Codec) Decompress(dst, src []byte, rawLen int) ([]byte, error) {
 	if err := checkRawLen("lz4", rawLen); err != nil {
 		return nil, err

@@ -7,9 +7,13 @@ import "fmt"
 // store an incompressible block raw whatever the archive's codec is.
 type none struct{}
 
+// Name implements Codec.
 func (none) Name() string { return "none" }
-func (none) Level() int   { return 0 }
 
+// Level implements Codec; "none" has no levels.
+func (none) Level() int { return 0 }
+
+// Compress copies src.
 func (none) Compress(dst, src []byte) ([]byte, error) {
 	if err := checkSrcLen("none", len(src)); err != nil {
 		return nil, err
@@ -17,6 +21,7 @@ func (none) Compress(dst, src []byte) ([]byte, error) {
 	return append(dst[:0], src...), nil
 }
 
+// Decompress copies src, which must be exactly rawLen bytes.
 func (none) Decompress(dst, src []byte, rawLen int) ([]byte, error) {
 	if err := checkRawLen("none", rawLen); err != nil {
 		return nil, err

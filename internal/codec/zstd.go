@@ -35,8 +35,12 @@ func newZstd(level int) *zstdCodec {
 	return &zstdCodec{level: level}
 }
 
+// Name implements Codec.
 func (z *zstdCodec) Name() string { return "zstd" }
-func (z *zstdCodec) Level() int   { return z.level }
+
+// Level implements Codec; it is the zstd level asked for, which the
+// encoder maps to the nearest of its four speed settings.
+func (z *zstdCodec) Level() int { return z.level }
 
 func (z *zstdCodec) encoder() (*zstd.Encoder, error) {
 	z.encOnce.Do(func() {
@@ -68,6 +72,7 @@ func (z *zstdCodec) decoder() (*zstd.Decoder, error) {
 	return z.dec, z.decErr
 }
 
+// Compress encodes src as one zstd frame with the shared encoder.
 func (z *zstdCodec) Compress(dst, src []byte) ([]byte, error) {
 	if err := checkSrcLen("zstd", len(src)); err != nil {
 		return nil, err
@@ -82,6 +87,7 @@ func (z *zstdCodec) Compress(dst, src []byte) ([]byte, error) {
 	return enc.EncodeAll(src, dst[:0]), nil
 }
 
+// Decompress decodes with the shared decoder into at most rawLen bytes.
 func (z *zstdCodec) Decompress(dst, src []byte, rawLen int) ([]byte, error) {
 	if err := checkRawLen("zstd", rawLen); err != nil {
 		return nil, err

@@ -83,7 +83,7 @@ func setCopyEncoding(ctx context.Context, conn *pgx.Conn, enc string) error {
 func CopyOutSQL(t archive.Table, c archive.Chunk) string {
 	rel := pg.Qualified(t.Schema, t.Name)
 	if c.Where == "" {
-		return fmt.Sprintf("COPY %s (%s) TO STDOUT", rel, pg.ColumnList(t.Columns))
+		return fmt.Sprintf("COPY %s%s TO STDOUT", rel, pg.CopyColumns(t.Columns))
 	}
 	return fmt.Sprintf("COPY (SELECT %s FROM ONLY %s WHERE %s) TO STDOUT", pg.ColumnList(t.Columns), rel, c.Where)
 }

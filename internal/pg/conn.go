@@ -100,10 +100,33 @@ func Connect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", Describe(cfg), errors.Unwrap(err))
+		return nil, &ConnectError{Target: Describe(cfg), Err: err}
 	}
 	return conn, nil
 }
+
+// ConnectError is a failure to connect, kept distinct so that the command
+// can exit with the connection-error code.
+type ConnectError struct {
+	Target string
+	Err    error
+}
+
+// Error names the target and the server's own message when there is one,
+// without pgx's repetition of the socket path.
+func (e *ConnectError) Error() string {
+	var pgErr *pgconn.PgError
+	if errors.As(e.Err, &pgErr) {
+		return "connect to " + e.Target + ": " + pgErr.Message
+	}
+	inner := e.Err
+	if u := errors.Unwrap(inner); u != nil {
+		inner = u
+	}
+	return "connect to " + e.Target + ": " + inner.Error()
+}
+
+func (e *ConnectError) Unwrap() error { return e.Err }
 
 // Describe names a server and database for messages, without the password.
 func Describe(cfg *pgx.ConnConfig) string {

@@ -16,7 +16,16 @@ func Qualified(schema, name string) string {
 	return pgx.Identifier{schema, name}.Sanitize()
 }
 
-// ColumnList quotes and joins column names for a COPY column list.
+// CopyColumns returns " (a, b, c)" for a COPY column list, or "" for a
+// table without columns, where COPY takes no list (each row is an empty line).
+func CopyColumns(cols []string) string {
+	if len(cols) == 0 {
+		return ""
+	}
+	return " (" + ColumnList(cols) + ")"
+}
+
+// ColumnList quotes and joins column names for a select list.
 func ColumnList(cols []string) string {
 	q := make([]string, len(cols))
 	for i, c := range cols {

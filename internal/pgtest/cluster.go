@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
 // SuperuserName is the bootstrap superuser of every cluster. It is fixed so
@@ -72,7 +74,8 @@ type Options struct {
 // Cluster is a throwaway PostgreSQL server in a temporary directory. It
 // listens on a unix socket in its own directory and on TCP 127.0.0.1 on a
 // free port. Local connections are trusted; TCP connections require
-// scram-sha-256 (the superuser's password is SuperuserPassword).
+// scram-sha-256 (the superuser's password is SuperuserPassword). Its methods
+// are safe for concurrent use, so one cluster can serve parallel subtests.
 type Cluster struct {
 	binDir  string
 	dir     string // root of everything the cluster owns; removed by Close
@@ -165,6 +168,11 @@ func FindBinDir(explicit string) (string, error) {
 		}
 	}
 	if initdb, err := exec.LookPath("initdb"); err == nil {
+		// Resolve symlinks: a lone /usr/local/bin/initdb link does not
+		// bring pg_dump and psql of the same version along.
+		if real, err := filepath.EvalSymlinks(initdb); err == nil {
+			initdb = real
+		}
 		return filepath.Dir(initdb), nil
 	}
 	return "", fmt.Errorf("%w (looked at $%s, /usr/lib/postgresql/*/bin, pg_config --bindir, PATH)", ErrNoBinaries, EnvBinDir)
@@ -466,19 +474,13 @@ func QuoteConnValue(v string) string {
 	return "'" + r.Replace(v) + "'"
 }
 
-// QuoteIdent quotes a SQL identifier unconditionally, so that names with
-// quotes, spaces, upper case or unicode round-trip exactly.
-func QuoteIdent(name string) string {
-	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
-}
-
 // CreateDB creates database name (any string without NUL) owned by the
 // superuser, from template0 so that nothing added to template1 leaks in.
 func (c *Cluster) CreateDB(ctx context.Context, name string) error {
 	if strings.ContainsRune(name, 0) {
 		return fmt.Errorf("pgtest: database name %q contains NUL", name)
 	}
-	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+QuoteIdent(name)+" TEMPLATE template0"); err != nil {
+	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+pg.Ident(name)+" TEMPLATE template0"); err != nil {
 		return fmt.Errorf("pgtest: creating database %q: %w", name, err)
 	}
 	return nil

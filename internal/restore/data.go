@@ -113,7 +113,7 @@ func (r *run) tableName(c *archive.Chunk) string {
 
 // CopyInSQL is the statement that loads one chunk.
 func CopyInSQL(t archive.Table) string {
-	return fmt.Sprintf("COPY %s (%s) FROM STDIN", pg.Qualified(t.Schema, t.Name), pg.ColumnList(t.Columns))
+	return fmt.Sprintf("COPY %s%s FROM STDIN", pg.Qualified(t.Schema, t.Name), pg.CopyColumns(t.Columns))
 }
 
 // loadChunk streams one chunk's blocks, checked and decompressed, into COPY.
