@@ -18,7 +18,7 @@ vet:
 
 # Unit tests and integration tests against throwaway PostgreSQL clusters.
 test: deps vet
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	PGSPRINT_TEST_REQUIRE_PG=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # A throwaway cluster with sample data: dump, restore, verify, show numbers.
 demo: deps

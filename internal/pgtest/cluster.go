@@ -108,9 +108,7 @@ func New(t testing.TB, opts ...Options) *Cluster {
 	defer cancel()
 	c, err := Start(ctx, o)
 	if err != nil {
-		if errors.Is(err, ErrNoBinaries) && os.Getenv(EnvRequire) == "" {
-			t.Skipf("skipping: %v (install PostgreSQL or set %s; set %s=1 to make this a failure)", err, EnvBinDir, EnvRequire)
-		}
+		skipIfNoBinaries(t, err)
 		t.Fatalf("pgtest: starting cluster: %v", err)
 	}
 	t.Cleanup(func() {
@@ -119,6 +117,24 @@ func New(t testing.TB, opts ...Options) *Cluster {
 		}
 	})
 	return c
+}
+
+// RequireBinaries skips the test when no PostgreSQL binaries exist (unless
+// EnvRequire is set, then it fails it), for tests that start clusters
+// through something other than New.
+func RequireBinaries(t testing.TB) {
+	t.Helper()
+	if _, err := FindBinDir(""); err != nil {
+		skipIfNoBinaries(t, err)
+		t.Fatal(err)
+	}
+}
+
+func skipIfNoBinaries(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, ErrNoBinaries) && os.Getenv(EnvRequire) == "" {
+		t.Skipf("skipping: %v (install PostgreSQL or set %s; set %s=1 to make this a failure)", err, EnvBinDir, EnvRequire)
+	}
 }
 
 // FindBinDir returns the PostgreSQL bin directory to use. The search order is
