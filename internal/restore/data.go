@@ -124,7 +124,7 @@ func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk) (
 	defer s.Close()
 	tag, err := conn.PgConn().CopyFrom(ctx, s, CopyInSQL(r.m.Tables[c.Table]))
 	if err != nil {
-		return 0, fmt.Errorf("restore table %s (stream %d): %w", name, c.Stream, err)
+		return 0, fmt.Errorf("restore table %s (stream %d): %w", name, c.Stream, pg.ExplainLost(err))
 	}
 	info, _ := r.ar.Stream(c.Stream)
 	if tag.RowsAffected() != info.Rows {
