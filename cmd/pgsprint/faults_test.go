@@ -178,4 +178,3 @@ func checkOneError(t *testing.T, code, wantCode int, stderr, sub string) {
 		t.Errorf("error does not mention %q:\n%s", sub, stderr)
 	}
 }
-
