@@ -191,6 +191,11 @@ func largeObjectMetadata(lo *archive.LargeObject, noOwner, noACL bool) []string 
 			stmts = append(stmts, fmt.Sprintf("REVOKE ALL ON %s FROM %s", obj, pg.Ident(lo.Owner)))
 		}
 		for _, g := range lo.ACL {
+			if g.Privilege != "SELECT" && g.Privilege != "UPDATE" {
+				// Large objects have no other privileges; anything else is a
+				// damaged or forged archive, and must not reach SQL text.
+				continue
+			}
 			to := "PUBLIC"
 			if g.Grantee != "" {
 				to = pg.Ident(g.Grantee)
