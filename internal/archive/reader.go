@@ -77,29 +77,11 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 	if err := readFull(r, mb, headerFixedSize); err != nil {
 		return nil, fmt.Errorf("archive: reading manifest: %w", err)
 	}
-	if crc32c(mb[:manLen]) != binary.LittleEndian.Uint32(mb[manLen:]) {
-		return nil, corruptf("archive: manifest checksum mismatch")
+	m, codecs, err := decodeManifest(mb, version)
+	if err != nil {
+		return nil, err
 	}
-	m := new(Manifest)
-	if err := json.Unmarshal(mb[:manLen], m); err != nil {
-		return nil, corruptf("archive: decoding manifest: %v", err)
-	}
-	if m.FormatVersion != int(version) {
-		return nil, corruptf("archive: manifest says format version %d, header says %d", m.FormatVersion, version)
-	}
-
-	ar := &Reader{r: r, manifest: m}
-	if _, ok := codecID(m.Codec); !ok {
-		return nil, fmt.Errorf("archive: manifest names unknown compression method %q", m.Codec)
-	}
-	for _, name := range []string{"none", m.Codec} {
-		c, err := codec.New(name, 0)
-		if err != nil {
-			return nil, fmt.Errorf("archive: %w", err)
-		}
-		cid, _ := codecID(name)
-		ar.codecs[cid] = c
-	}
+	ar := &Reader{r: r, manifest: m, codecs: codecs}
 
 	fb := make([]byte, t.footerLen)
 	if err := readFull(r, fb, t.footerOff); err != nil {
@@ -263,4 +245,34 @@ func (ar *Reader) Stream(id uint32) (*StreamInfo, bool) {
 	}
 	s := ar.streams[i]
 	return &s, true
+}
+
+// decodeManifest checks the manifest bytes (JSON followed by its CRC-32C)
+// against the header's version and prepares the decoders the frames may
+// use: none, and the manifest's codec.
+func decodeManifest(mb []byte, version uint32) (*Manifest, [codecGzip + 1]codec.Codec, error) {
+	var codecs [codecGzip + 1]codec.Codec
+	manLen := len(mb) - 4
+	if crc32c(mb[:manLen]) != binary.LittleEndian.Uint32(mb[manLen:]) {
+		return nil, codecs, corruptf("archive: manifest checksum mismatch")
+	}
+	m := new(Manifest)
+	if err := json.Unmarshal(mb[:manLen], m); err != nil {
+		return nil, codecs, corruptf("archive: decoding manifest: %v", err)
+	}
+	if m.FormatVersion != int(version) {
+		return nil, codecs, corruptf("archive: manifest says format version %d, header says %d", m.FormatVersion, version)
+	}
+	if _, ok := codecID(m.Codec); !ok {
+		return nil, codecs, fmt.Errorf("archive: manifest names unknown compression method %q", m.Codec)
+	}
+	for _, name := range []string{"none", m.Codec} {
+		c, err := codec.New(name, 0)
+		if err != nil {
+			return nil, codecs, fmt.Errorf("archive: %w", err)
+		}
+		cid, _ := codecID(name)
+		codecs[cid] = c
+	}
+	return m, codecs, nil
 }

@@ -1,0 +1,289 @@
+package archive
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/pgsprint/pgsprint/internal/codec"
+)
+
+// Sequential reads an archive front to back from a source that cannot seek
+// (a pipe, stdin, a network stream), returning frames in the order they
+// were written. It checks everything the seekable Reader checks, in the
+// order the bytes arrive: header and manifest first, each frame's header
+// and payload checksum and its place in its stream, each stream's End
+// totals, and at the end the footer against every frame seen (through a
+// rolling checksum, so memory does not grow with the number of frames) and
+// the trailer. Until Next returns io.EOF, the archive is not known to be
+// complete: a consumer must treat what it read as provisional.
+type Sequential struct {
+	r        *bufio.Reader
+	off      int64
+	version  uint32
+	manifest *Manifest
+	codecs   [codecGzip + 1]codec.Codec
+	streams  map[uint32]*seqStream
+	frames   int64
+	index    uint32 // rolling CRC-32C over the footer encoding of every frame seen
+	done     bool
+	err      error
+}
+
+// seqStream is what Sequential has seen of one stream.
+type seqStream struct {
+	info  StreamInfo
+	next  uint32
+	ended bool
+}
+
+// Frame is one frame as read by Sequential. Data is the decompressed
+// payload; the caller owns it. An End frame has End set and Totals filled
+// (and checked against the frames before it) and no Data.
+type Frame struct {
+	Kind   Kind // the stream's kind, also for End frames
+	Stream uint32
+	Seq    uint32
+	Data   []byte
+	End    bool
+	Totals StreamInfo
+}
+
+// NewSequential reads and checks the header and manifest from r.
+func NewSequential(r io.Reader) (*Sequential, error) {
+	s := &Sequential{r: bufio.NewReaderSize(r, 1<<20), streams: map[uint32]*seqStream{}}
+	var hb [headerFixedSize]byte
+	n, err := io.ReadFull(s.r, hb[:])
+	if n < len(headerMagic) {
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("archive: reading header: %w", err)
+		}
+		return nil, ErrNotArchive
+	}
+	if string(hb[:8]) != headerMagic {
+		return nil, ErrNotArchive
+	}
+	if err != nil {
+		return nil, s.truncated(err)
+	}
+	s.version = binary.LittleEndian.Uint32(hb[8:])
+	if s.version > FormatVersion {
+		return nil, &VersionError{Version: int(s.version)}
+	}
+	if s.version == 0 {
+		return nil, corruptf("archive: format version 0")
+	}
+	manLen := int64(binary.LittleEndian.Uint32(hb[12:]))
+	if manLen > MaxManifestSize {
+		return nil, corruptf("archive: manifest length %d exceeds the %d byte limit", manLen, MaxManifestSize)
+	}
+	mb := make([]byte, manLen+4)
+	if _, err := io.ReadFull(s.r, mb); err != nil {
+		return nil, s.truncated(err)
+	}
+	s.off = headerFixedSize + manLen + 4
+	if s.manifest, s.codecs, err = decodeManifest(mb, s.version); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Manifest returns the archive's manifest.
+func (s *Sequential) Manifest() *Manifest { return s.manifest }
+
+// truncated reports an archive that ended early as incomplete, and passes
+// other read errors on.
+func (s *Sequential) truncated(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: input ended at byte %d before the trailer (truncated, or the dump failed)", ErrIncomplete, s.off)
+	}
+	return fmt.Errorf("archive: reading at byte %d: %w", s.off, err)
+}
+
+// Next returns the next frame. It returns io.EOF only after the footer and
+// trailer have been read and everything matched; after any other error it
+// keeps returning that error.
+func (s *Sequential) Next() (*Frame, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	f, err := s.next()
+	if err != nil {
+		s.err = err
+	}
+	return f, err
+}
+
+func (s *Sequential) next() (*Frame, error) {
+	var hb [frameHeaderSize]byte
+	if _, err := io.ReadFull(s.r, hb[:4]); err != nil {
+		return nil, s.truncated(err)
+	}
+	if string(hb[:4]) == footerMagic {
+		return nil, s.finish()
+	}
+	if _, err := io.ReadFull(s.r, hb[4:]); err != nil {
+		return nil, s.truncated(err)
+	}
+	at := s.off
+	h, err := parseFrameHeader(hb[:])
+	if err != nil {
+		return nil, corruptf("archive: frame at offset %d: %v", at, err)
+	}
+	fail := func(format string, args ...any) error {
+		return corruptf("archive: stream %d frame %d at offset %d: %s", h.stream, h.seq, at, fmt.Sprintf(format, args...))
+	}
+	if h.rawLen > MaxBlockSize || h.storedLen > MaxBlockSize {
+		return nil, fail("lengths %d/%d exceed the %d byte limit", h.rawLen, h.storedLen, MaxBlockSize)
+	}
+	st := s.streams[h.stream]
+	if st == nil {
+		st = &seqStream{info: StreamInfo{ID: h.stream, Kind: h.kind}}
+		if h.kind == KindEnd {
+			st.info.Kind = Kind(h.flags)
+		}
+		if !st.info.Kind.contentKind() {
+			return nil, fail("invalid kind %d", uint8(st.info.Kind))
+		}
+		s.streams[h.stream] = st
+	}
+	switch {
+	case st.ended:
+		return nil, fail("frame follows the stream's End frame")
+	case h.seq != st.next:
+		return nil, fail("out of sequence (want seq %d)", st.next)
+	case h.kind == KindEnd && (h.codec != codecNone || h.rawLen != endPayloadSize || h.storedLen != endPayloadSize || Kind(h.flags) != st.info.Kind):
+		return nil, fail("malformed End frame")
+	case h.kind != KindEnd && h.kind != st.info.Kind:
+		return nil, fail("%v frame in a %v stream", h.kind, st.info.Kind)
+	case h.kind != KindEnd && h.flags != 0:
+		return nil, fail("nonzero flags")
+	case int(h.codec) >= len(s.codecs) || s.codecs[h.codec] == nil:
+		return nil, fail("codec id %d is not this archive's (%s)", h.codec, s.manifest.Codec)
+	case h.kind != KindEnd && h.codec == codecNone && h.rawLen != h.storedLen:
+		return nil, fail("uncompressed frame with raw length %d but stored length %d", h.rawLen, h.storedLen)
+	case h.codec != codecNone && h.storedLen >= h.rawLen:
+		return nil, fail("compressed frame of %d bytes is not smaller than its %d raw bytes", h.storedLen, h.rawLen)
+	case h.kind != KindEnd && h.rawLen == 0:
+		return nil, fail("empty data frame")
+	}
+	payload := make([]byte, h.storedLen)
+	if _, err := io.ReadFull(s.r, payload); err != nil {
+		return nil, s.truncated(err)
+	}
+	if crc32c(payload) != h.payloadCRC {
+		return nil, fail("checksum mismatch")
+	}
+	s.off += frameHeaderSize + int64(h.storedLen)
+	s.frames++
+	s.index = crc32cUpdate(s.index, frameEntryBytes(frameEntry{off: at, stream: h.stream, seq: h.seq,
+		raw: h.rawLen, stored: h.storedLen, kind: h.kind, codec: h.codec}))
+	st.next++
+
+	f := &Frame{Kind: st.info.Kind, Stream: h.stream, Seq: h.seq}
+	if h.kind == KindEnd {
+		end := parseEndPayload(payload)
+		i := &st.info
+		switch {
+		case end.frames != uint64(i.Frames):
+			return nil, fail("End frame counts %d frames, read %d", end.frames, i.Frames)
+		case end.raw != uint64(i.RawBytes):
+			return nil, fail("End frame counts %d raw bytes, read %d", end.raw, i.RawBytes)
+		case end.crc != i.CRC:
+			return nil, fail("stream checksum mismatch (End frame %08x, read %08x)", end.crc, i.CRC)
+		case end.rows > 1<<62:
+			return nil, fail("impossible row count %d", end.rows)
+		}
+		i.Rows = int64(end.rows)
+		st.ended = true
+		f.End, f.Totals = true, *i
+		return f, nil
+	}
+	raw, err := s.codecs[h.codec].Decompress(nil, payload, int(h.rawLen))
+	if err != nil {
+		return nil, fail("decompressing: %v", err)
+	}
+	st.info.Frames++
+	st.info.RawBytes += int64(len(raw))
+	st.info.StoredBytes += int64(h.storedLen)
+	st.info.CRC = crc32cUpdate(st.info.CRC, raw)
+	f.Data = raw
+	return f, nil
+}
+
+// finish reads the footer (its magic already consumed) and the trailer and
+// checks them against everything seen; it returns io.EOF when all agree.
+func (s *Sequential) finish() error {
+	footerOff := s.off
+	var fixed [footerFixedSize]byte
+	copy(fixed[:], footerMagic)
+	if _, err := io.ReadFull(s.r, fixed[4:]); err != nil {
+		return s.truncated(err)
+	}
+	ns := uint64(binary.LittleEndian.Uint32(fixed[4:]))
+	nf := binary.LittleEndian.Uint64(fixed[8:])
+	if ns != uint64(len(s.streams)) || nf != uint64(s.frames) {
+		return corruptf("archive: footer lists %d streams and %d frames, the archive has %d and %d", ns, nf, len(s.streams), s.frames)
+	}
+	body := make([]byte, footerFixedSize+ns*streamEntrySize+nf*frameEntrySize)
+	copy(body, fixed[:])
+	if _, err := io.ReadFull(s.r, body[footerFixedSize:]); err != nil {
+		return s.truncated(err)
+	}
+	s.off += int64(len(body))
+	var tb [trailerSize]byte
+	if _, err := io.ReadFull(s.r, tb[:]); err != nil {
+		return s.truncated(err)
+	}
+	if _, err := s.r.ReadByte(); err != io.EOF {
+		return corruptf("archive: bytes follow the trailer")
+	}
+	t := trailer{
+		footerOff: int64(binary.LittleEndian.Uint64(tb[0:])),
+		footerLen: int64(binary.LittleEndian.Uint64(tb[8:])),
+		footerCRC: binary.LittleEndian.Uint32(tb[16:]),
+		version:   binary.LittleEndian.Uint32(tb[20:]),
+	}
+	switch {
+	case string(tb[24:]) != trailerMagic:
+		return corruptf("archive: bad trailer magic")
+	case t.version != s.version:
+		return corruptf("archive: header says format version %d, trailer says %d", s.version, t.version)
+	case t.footerOff != footerOff || t.footerLen != int64(len(body)):
+		return corruptf("archive: trailer places the footer at %d+%d, it is at %d+%d", t.footerOff, t.footerLen, footerOff, len(body))
+	case crc32c(body) != t.footerCRC:
+		return corruptf("archive: footer checksum mismatch")
+	}
+	f, err := parseFooter(body)
+	if err != nil {
+		return err
+	}
+	index := uint32(0)
+	for _, e := range f.frames {
+		index = crc32cUpdate(index, frameEntryBytes(e))
+	}
+	if index != s.index {
+		return corruptf("archive: footer index does not match the frames read")
+	}
+	for _, fs := range f.streams {
+		st := s.streams[fs.ID]
+		switch {
+		case st == nil:
+			return corruptf("archive: footer lists stream %d, which has no frames", fs.ID)
+		case !st.ended:
+			return corruptf("archive: stream %d has no End frame", fs.ID)
+		case fs != st.info:
+			return corruptf("archive: footer totals of stream %d do not match its frames", fs.ID)
+		}
+	}
+	s.done = true
+	return io.EOF
+}
+
+// frameEntryBytes is a frame's footer encoding, for the rolling index check.
+func frameEntryBytes(e frameEntry) []byte {
+	f := footer{frames: []frameEntry{e}}
+	return f.marshal()[footerFixedSize:]
+}

@@ -1,0 +1,124 @@
+package archive
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+)
+
+// readSequential reads data front to back and returns every stream's bytes
+// and the first error (io.EOF for a complete, sound archive).
+func readSequential(data []byte) (map[uint32][]byte, error) {
+	got := map[uint32][]byte{}
+	s, err := NewSequential(bytes.NewReader(data))
+	if err != nil {
+		return got, err
+	}
+	for {
+		f, err := s.Next()
+		if err != nil {
+			return got, err
+		}
+		if _, ok := got[f.Stream]; !ok {
+			got[f.Stream] = []byte{}
+		}
+		got[f.Stream] = append(got[f.Stream], f.Data...)
+	}
+}
+
+func TestSequentialRoundTrip(t *testing.T) {
+	for _, name := range []string{"zstd", "lz4", "gzip", "none"} {
+		t.Run(name, func(t *testing.T) {
+			streams := standardStreams(1)
+			data := writeArchive(t, mustCodec(t, name, 0), streams, 4096)
+			got, err := readSequential(data)
+			if err != io.EOF {
+				t.Fatalf("sequential read ended with %v, want io.EOF", err)
+			}
+			for _, s := range streams {
+				if !bytes.Equal(got[s.id], s.data) {
+					t.Errorf("stream %d: %d bytes read, want %d", s.id, len(got[s.id]), len(s.data))
+				}
+			}
+			if len(got) != len(streams) {
+				t.Errorf("%d streams read, want %d", len(got), len(streams))
+			}
+		})
+	}
+}
+
+// TestSequentialDamage truncates and flips every byte of a small archive:
+// the reader must never report success, and whatever it handed out before
+// failing must be a correct prefix of the stream.
+func TestSequentialDamage(t *testing.T) {
+	for _, name := range []string{"zstd", "none"} {
+		data, streams := smallArchive(t, name)
+		want := map[uint32][]byte{}
+		for _, s := range streams {
+			want[s.id] = s.data
+		}
+		check := func(what string, damaged []byte) {
+			got, err := readSequential(damaged)
+			if err == io.EOF || err == nil {
+				t.Fatalf("%s %s: sequential read succeeded", name, what)
+			}
+			for id, b := range got {
+				if !bytes.HasPrefix(want[id], b) {
+					t.Fatalf("%s %s: stream %d handed out wrong data before failing (%v)", name, what, id, err)
+				}
+			}
+		}
+		for n := 0; n < len(data); n++ {
+			_, err := readSequential(data[:n])
+			if n >= headerFixedSize && !errors.Is(err, ErrIncomplete) && !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s truncated to %d: %v, want an incomplete-archive error", name, n, err)
+			}
+			check("truncated", data[:n])
+		}
+		for i := range data {
+			damaged := append([]byte(nil), data...)
+			damaged[i] ^= 0x10
+			check("flipped", damaged)
+		}
+		check("appended", append(append([]byte(nil), data...), 0))
+	}
+}
+
+func TestSequentialIncompleteMessage(t *testing.T) {
+	data, _ := smallArchive(t, "zstd")
+	_, err := readSequential(data[:len(data)-10])
+	if !errors.Is(err, ErrIncomplete) {
+		t.Fatalf("err = %v", err)
+	}
+	if want := "truncated, or the dump failed"; !bytes.Contains([]byte(err.Error()), []byte(want)) {
+		t.Errorf("message %q lacks %q", err, want)
+	}
+}
+
+// FuzzSequential: the streaming reader never panics, and whenever it
+// accepts an input as complete, the seekable reader agrees byte for byte.
+func FuzzSequential(f *testing.F) {
+	for _, name := range []string{"zstd", "lz4", "gzip", "none"} {
+		data, _ := seedArchive(f, name)
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := readSequential(data)
+		if err != io.EOF {
+			return
+		}
+		want, err := readAll(data)
+		if err != nil {
+			t.Fatalf("sequential reader accepted an archive the seekable reader rejects: %v", err)
+		}
+		for id, b := range want {
+			if !bytes.Equal(got[id], b) {
+				t.Fatalf("stream %d differs between the readers", id)
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("readers see %d and %d streams", len(got), len(want))
+		}
+	})
+}
