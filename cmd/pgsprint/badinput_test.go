@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,7 +62,6 @@ GRANT SELECT ON t TO app;`)
 		{"missing database", nil, []string{"dump", "-d", c.ConnString("nosuchdb"), "-f", out}, exitConnection, `database "nosuchdb" does not exist`},
 		{"wrong password", append([]string{"PGPASSWORD=wrong-pw"}, noPassfile...), []string{"dump", "-d", c.TCPConnString("small", "app"), "-f", out}, exitConnection, "password authentication failed"},
 		{"unknown codec", nil, []string{"dump", "-d", c.ConnString("small"), "-f", out, "-Z", "brotli"}, exitUsage, "unknown compression method"},
-		{"no file", nil, []string{"dump", "-d", c.ConnString("small")}, exitUsage, "-f FILE"},
 		{"unknown flag", nil, []string{"dump", "--frobnicate"}, exitUsage, "unknown flag"},
 		{"unwritable directory", nil, []string{"dump", "-d", c.ConnString("small"), "-f", filepath.Join(dir, "no", "such", "dir.pgs")}, exitFailure, "create archive"},
 		{"truncated archive", nil, []string{"restore", "-f", truncated, "-d", c.ConnString("postgres")}, exitFailure, "incomplete"},
@@ -87,6 +87,18 @@ GRANT SELECT ON t TO app;`)
 			noPartialFiles(t, dir, "good.pgs", "truncated.pgs", "flipped.pgs")
 		})
 	}
+
+	t.Run("binary archive refused on a terminal", func(t *testing.T) {
+		// script(1) runs the command with a pseudo-terminal as stdout.
+		if _, err := exec.LookPath("script"); err != nil {
+			t.Skip("script(1) not installed")
+		}
+		cmd := exec.Command("script", "-qec", binary+" dump -d '"+c.ConnString("small")+"'; echo exit=$?", "/dev/null")
+		out, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(out), "refusing to write a binary archive to a terminal") || !strings.Contains(string(out), "exit=2") {
+			t.Errorf("dump to a terminal was not refused:\n%.500s", out)
+		}
+	})
 
 	t.Run("password through the environment reaches pg_dump too", func(t *testing.T) {
 		env := append([]string{"PGPASSWORD=right-pw"}, noPassfile...)

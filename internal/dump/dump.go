@@ -6,6 +6,7 @@ package dump
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -25,7 +26,8 @@ const DefaultBlockSize = 1 << 20
 // Options configure one dump.
 type Options struct {
 	Source    *pgx.ConnConfig
-	File      string // archive path, written under a temporary name first
+	File      string    // archive path, written under a temporary name first; "-" for Stdout
+	Stdout    io.Writer // where File "-" writes
 	Jobs      int
 	Codec     codec.Codec
 	BlockSize int
@@ -85,7 +87,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	m := cat.manifest(srv, snap, tools, opts)
 
-	out, err := createAtomic(opts.File)
+	out, err := openOutput(opts.File, opts.Stdout)
 	if err != nil {
 		return nil, err
 	}

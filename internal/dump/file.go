@@ -3,9 +3,54 @@ package dump
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
+
+// output is where the archive bytes go: a file renamed into place on
+// Commit, or a stream (stdout) that a reader knows complete only by its
+// trailer.
+type output interface {
+	io.Writer
+	Commit() error
+	Abort()
+}
+
+// openOutput returns the archive destination: path "-" is w (stdout).
+func openOutput(path string, w io.Writer) (output, error) {
+	if path == "-" {
+		return &streamOutput{buf: bufio.NewWriterSize(w, 1<<20)}, nil
+	}
+	return createAtomic(path)
+}
+
+// streamOutput writes the archive to a pipe. Nothing can be taken back
+// from a pipe; a failed dump just never writes the trailer, so that every
+// reader sees an incomplete archive.
+type streamOutput struct {
+	buf *bufio.Writer
+}
+
+func (s *streamOutput) Write(p []byte) (int, error) {
+	n, err := s.buf.Write(p)
+	if err != nil {
+		return n, fmt.Errorf("write archive to standard output: %w", err)
+	}
+	return n, nil
+}
+
+// Commit flushes what is buffered.
+func (s *streamOutput) Commit() error {
+	if err := s.buf.Flush(); err != nil {
+		return fmt.Errorf("write archive to standard output: %w", err)
+	}
+	return nil
+}
+
+// Abort flushes nothing more: the trailer is missing, which marks the
+// stream incomplete.
+func (s *streamOutput) Abort() {}
 
 // atomicFile is an archive being written under a temporary name in the
 // destination's directory; only Commit gives it the final name, so a file
