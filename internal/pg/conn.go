@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -134,18 +135,40 @@ func Describe(cfg *pgx.ConnConfig) string {
 }
 
 // ChildConn returns the -d argument and extra environment for pg_dump,
-// pg_restore and psql run against the same server. The password travels in
-// PGPASSWORD, never on a command line.
+// pg_restore and psql run against the same server and database as cfg.
+//
+// The child gets the user's own connection string, so that everything libpq
+// understands (sslrootcert, sslcert, target_session_attrs, service, ...)
+// reaches it unchanged, with dbname set to cfg's (a restore --create
+// retargets it). The password travels in PGPASSWORD, never on a command
+// line: a URI loses its password, and a keyword string that embeds one is
+// replaced by one rebuilt from the parsed configuration (which keeps
+// host, port, user, dbname and sslmode but not TLS file options: pass
+// those in PGSSLROOTCERT and friends, or the password in PGPASSWORD).
 func ChildConn(cfg *pgx.ConnConfig) (dsn string, env []string) {
+	if cfg.Password != "" {
+		env = append(env, "PGPASSWORD="+cfg.Password)
+	}
+	orig := cfg.ConnString()
+	if isURI(orig) {
+		if u, err := url.Parse(orig); err == nil {
+			if u.User != nil {
+				u.User = url.User(u.User.Username())
+			}
+			u.Path = "/" + cfg.Database
+			u.RawPath = ""
+			return u.String(), env
+		}
+	}
+	if orig != "" && !isURI(orig) && !strings.Contains(orig, "password") {
+		return orig + " dbname=" + quoteValue(cfg.Database), env
+	}
 	kv := []string{
 		"host=" + quoteValue(cfg.Host),
 		fmt.Sprintf("port=%d", cfg.Port),
 		"user=" + quoteValue(cfg.User),
 		"dbname=" + quoteValue(cfg.Database),
 		"sslmode=" + sslMode(&cfg.Config),
-	}
-	if cfg.Password != "" {
-		env = append(env, "PGPASSWORD="+cfg.Password)
 	}
 	return strings.Join(kv, " "), env
 }

@@ -1,8 +1,11 @@
-package pg
+package pg_test
 
 import (
 	"strings"
 	"testing"
+
+	. "github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
 func TestConnOptionsConfig(t *testing.T) {
@@ -42,32 +45,50 @@ func TestConnOptionsConfig(t *testing.T) {
 	}
 }
 
-// TestChildConnKeepsPasswordOffTheCommandLine: the DSN given to pg_dump and
-// pg_restore reaches the same server but carries no password.
-func TestChildConnKeepsPasswordOffTheCommandLine(t *testing.T) {
+// TestChildConn: the connection string given to pg_dump and pg_restore
+// reaches the same server and database with the user's options intact, but
+// carries no password.
+func TestChildConn(t *testing.T) {
+	t.Setenv("PGPASSFILE", "/nonexistent")
+	ca := pgtest.NewTLS(t).CAFile
 	for _, tc := range []struct {
-		dsn, sslmode string
+		name     string
+		opts     ConnOptions
+		database string // retarget to this database; "" keeps it
+		want     string
 	}{
-		{"postgresql://u:s3cret@h:5433/d?sslmode=disable", "disable"},
-		{"postgresql://u:s3cret@h:5433/d?sslmode=require", "require"},
-		{"postgresql://u:s3cret@h:5433/d?sslmode=prefer", "prefer"},
-		{"postgresql://u:s3cret@h:5433/d?sslmode=verify-full", "verify-full"},
+		{"uri with password", ConnOptions{DSN: "postgresql://u:s3cret@h:5433/d?sslmode=verify-ca&sslrootcert=" + ca}, "",
+			"postgresql://u@h:5433/d?sslmode=verify-ca&sslrootcert=" + ca},
+		{"uri retargeted", ConnOptions{DSN: "postgresql://u:s3cret@h/d"}, "new db",
+			"postgresql://u@h/new%20db"},
+		{"keyword string keeps TLS options", ConnOptions{DSN: "host=h dbname=d sslmode=verify-full sslrootcert='" + ca + "'", User: "u"}, "",
+			"user='u' host=h dbname=d sslmode=verify-full sslrootcert='" + ca + "' dbname='d'"},
+		{"keyword string with password is rebuilt", ConnOptions{DSN: "host=h port=5433 user=u dbname=d password=s3cret sslmode=disable"}, "",
+			"host='h' port=5433 user='u' dbname='d' sslmode=disable"},
+		{"plain name retargeted", ConnOptions{DSN: "d", Host: "h"}, "other",
+			"host='h' dbname='d' dbname='other'"},
 	} {
-		cfg, err := ConnOptions{DSN: tc.dsn}.Config()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dsn, env := ChildConn(cfg)
-		if strings.Contains(dsn, "s3cret") {
-			t.Errorf("child DSN holds the password: %s", dsn)
-		}
-		want := "host='h' port=5433 user='u' dbname='d' sslmode=" + tc.sslmode
-		if dsn != want {
-			t.Errorf("child DSN = %s, want %s", dsn, want)
-		}
-		if len(env) != 1 || env[0] != "PGPASSWORD=s3cret" {
-			t.Errorf("child env = %v", env)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("PGPASSWORD", "")
+			cfg, err := tc.opts.Config()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.database != "" {
+				cfg = cfg.Copy()
+				cfg.Database = tc.database
+			}
+			dsn, env := ChildConn(cfg)
+			if dsn != tc.want {
+				t.Errorf("child DSN\n got %s\nwant %s", dsn, tc.want)
+			}
+			if strings.Contains(dsn, "s3cret") {
+				t.Errorf("child DSN holds the password: %s", dsn)
+			}
+			if strings.Contains(tc.opts.DSN, "s3cret") && (len(env) != 1 || env[0] != "PGPASSWORD=s3cret") {
+				t.Errorf("child env = %v", env)
+			}
+		})
 	}
 }
 
