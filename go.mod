@@ -3,10 +3,12 @@ module github.com/pgsprint/pgsprint
 go 1.26.8
 
 require (
+	github.com/DataDog/zstd v1.5.7
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/klauspost/compress v1.20.3
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.9
 	golang.org/x/sync v0.24.0
 )
 
@@ -14,6 +16,5 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
