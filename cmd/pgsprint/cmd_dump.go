@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/plan"
 )
 
 type dumpOptions struct {
@@ -18,6 +19,8 @@ type dumpOptions struct {
 	jobs      int
 	compress  string
 	blockSize int
+	chunkSize sizeFlag
+	splitBy   string
 }
 
 func newDumpCmd() *cobra.Command {
@@ -45,6 +48,9 @@ only when complete.`,
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers")
 	fs.StringVarP(&o.compress, "compress", "Z", "zstd", "compression: zstd, lz4, gzip or none, with an optional :LEVEL")
 	fs.IntVar(&o.blockSize, "block-size", dump.DefaultBlockSize, "raw bytes per compressed block")
+	o.chunkSize = plan.DefaultChunkSize
+	fs.Var(&o.chunkSize, "chunk-size", "split tables larger than this into chunks of about this size, read in parallel (0: never split)")
+	fs.StringVar(&o.splitBy, "split-by", string(plan.Auto), "how to split big tables: auto (ctid ranges on PostgreSQL 14+, else integer key ranges), ctid or key")
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd
@@ -61,19 +67,24 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
+	method, err := plan.ParseMethod(o.splitBy)
+	if err != nil {
+		return usageError{err}
+	}
 	cfg, err := o.conn.Config()
 	if err != nil {
 		return usageError{err}
 	}
 	res, err := dump.Run(ctx, dump.Options{
 		Source: cfg, File: o.file, Jobs: o.jobs, Codec: c, BlockSize: o.blockSize,
+		Split:   plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Version: version, Logger: o.log.logger(),
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.log.summaryOut(), "dumped %d tables (%d rows), %d sequences, %d large objects to %s: %s raw, %s stored (%s), in %s\n",
-		res.Tables, res.Rows, res.Sequences, res.LargeObjects, o.file,
+	fmt.Fprintf(o.log.summaryOut(), "dumped %d tables in %d chunks (%d rows), %d sequences, %d large objects to %s: %s raw, %s stored (%s), in %s\n",
+		res.Tables, res.Chunks, res.Rows, res.Sequences, res.LargeObjects, o.file,
 		humanBytes(res.RawBytes), humanBytes(res.StoredBytes), c.Name(), res.Elapsed.Round(1e6))
 	return nil
 }

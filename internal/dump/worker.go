@@ -3,12 +3,12 @@ package dump
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/plan"
 )
 
 // unit is one piece of work for a data worker: a chunk or a large object.
@@ -18,18 +18,20 @@ type unit struct {
 	size  int64 // for largest-first ordering
 }
 
-// planUnits orders the work largest first, so that the longest unit never
-// starts last and leaves the other workers idle at the end.
-func planUnits(m *archive.Manifest) []unit {
+// planUnits orders the work largest first (chunks by their estimated
+// size, large objects by theirs), so that the longest unit never starts
+// last and leaves the other workers idle at the end.
+func planUnits(m *archive.Manifest, sizes map[uint32]int64) []unit {
 	var us []unit
 	for i := range m.Chunks {
 		c := &m.Chunks[i]
-		us = append(us, unit{chunk: c, size: m.Tables[c.Table].SizeBytes})
+		us = append(us, unit{chunk: c, size: sizes[c.Stream]})
 	}
 	for i := range m.LargeObjects {
-		us = append(us, unit{lo: &m.LargeObjects[i]})
+		lo := &m.LargeObjects[i]
+		us = append(us, unit{lo: lo, size: lo.Size})
 	}
-	sort.SliceStable(us, func(i, j int) bool { return us[i].size > us[j].size })
+	plan.LargestFirst(us, func(u unit) int64 { return u.size })
 	return us
 }
 
@@ -78,14 +80,15 @@ func setCopyEncoding(ctx context.Context, conn *pgx.Conn, enc string) error {
 	return nil
 }
 
-// CopyOutSQL is the statement that reads one chunk. Generated columns are
-// left out (the target computes them), as pg_dump does.
+// CopyOutSQL is the statement that reads one chunk: a whole table by its
+// column list, or a range through plan.SelectSQL, the query the planner's
+// tests EXPLAIN. Generated columns are left out (the target computes
+// them), as pg_dump does.
 func CopyOutSQL(t archive.Table, c archive.Chunk) string {
-	rel := pg.Qualified(t.Schema, t.Name)
 	if c.Where == "" {
-		return fmt.Sprintf("COPY %s%s TO STDOUT", rel, pg.CopyColumns(t.Columns))
+		return fmt.Sprintf("COPY %s%s TO STDOUT", pg.Qualified(t.Schema, t.Name), pg.CopyColumns(t.Columns))
 	}
-	return fmt.Sprintf("COPY (SELECT %s FROM ONLY %s WHERE %s) TO STDOUT", pg.ColumnList(t.Columns), rel, c.Where)
+	return fmt.Sprintf("COPY (%s) TO STDOUT", plan.SelectSQL(t.Schema, t.Name, t.Columns, c.Where))
 }
 
 func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archive.Manifest, c *archive.Chunk, blockSize int) (int64, error) {
