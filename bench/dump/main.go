@@ -39,6 +39,7 @@ type config struct {
 	binDir     string
 	workDir    string
 	chunkSize  int64
+	rounds     int
 }
 
 func main() {
@@ -57,11 +58,12 @@ func main() {
 	flag.IntVar(&c.partitions, "partitions", 30, "partitions of the second dataset (0: skip it)")
 	flag.StringVar(&jobs, "jobs", "2,4", "pgsprint dump and raw-limit worker counts")
 	flag.IntVar(&c.rssJobs, "rss-jobs", 8, "also run pgsprint with this many workers, for peak RSS (0: skip)")
-	flag.StringVar(&codecs, "codecs", "zstd:1,lz4", "extra pgsprint -j2 runs with these -Z specs, for the codec choice")
+	flag.StringVar(&codecs, "codecs", "zstd:3,lz4", "extra pgsprint -j2 runs with these -Z specs, for the codec choice")
 	flag.BoolVar(&c.purego, "purego", true, "also run a pure Go build (CGO_ENABLED=0) of pgsprint -j2")
 	flag.StringVar(&c.binDir, "bin-dir", "", "PostgreSQL bin directory (default: as the tests find it)")
 	flag.StringVar(&c.workDir, "work-dir", "", "where archives are written (default: a temporary directory)")
 	flag.Int64Var(&c.chunkSize, "chunk-size", plan.DefaultChunkSize, "pgsprint --chunk-size in bytes")
+	flag.IntVar(&c.rounds, "rounds", 2, "run every command this many times, interleaved, and keep the fastest (the machine is shared)")
 	flag.Parse()
 	for _, j := range strings.Split(jobs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(j))

@@ -73,7 +73,7 @@ func rawCopy(ctx context.Context, connString string, jobs int, split plan.Option
 	})
 	for range jobs {
 		g.Go(func() error {
-			conn, err := pg.Connect(gctx, cfg)
+			conn, err := pg.Connect(gctx, dump.BulkReadConfig(cfg))
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 )
@@ -55,4 +57,18 @@ func (s *sizeFlag) Set(v string) error {
 	}
 	*s = sizeFlag(n * mult)
 	return nil
+}
+
+// startCPUProfile writes a CPU profile to path until the returned stop
+// is called: where a dump's client-side time goes, for benchmarks.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -1,10 +1,13 @@
 package dump
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
@@ -38,7 +41,7 @@ func planUnits(m *archive.Manifest, sizes map[uint32]int64) []unit {
 // worker imports the snapshot on its own connection and dumps units until
 // the channel closes. It returns the rows it copied.
 func worker(ctx context.Context, opts Options, w *archive.Writer, snapID string, m *archive.Manifest, units <-chan unit) (int64, error) {
-	conn, err := pg.Connect(ctx, opts.Source)
+	conn, err := pg.Connect(ctx, BulkReadConfig(opts.Source))
 	if err != nil {
 		return 0, err
 	}
@@ -65,6 +68,23 @@ func worker(ctx context.Context, opts Options, w *archive.Writer, snapID string,
 		}
 	}
 	return rows, nil
+}
+
+// bulkReadSize is the read buffer of a dump connection. pgx reads 8 KiB at
+// a time; COPY OUT sends one message per row, so a bigger buffer turns
+// many small reads into one system call per socket buffer's worth.
+const bulkReadSize = 256 << 10
+
+// BulkReadConfig returns a copy of cfg whose connections read the socket
+// through a bulkReadSize buffer, for connections that mostly receive COPY
+// data. The raw-limit benchmark reads the same way, so that it measures
+// the server and the wire rather than pgx's default buffer.
+func BulkReadConfig(cfg *pgx.ConnConfig) *pgx.ConnConfig {
+	cfg = cfg.Copy()
+	cfg.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
+		return pgproto3.NewFrontend(bufio.NewReaderSize(r, bulkReadSize), w)
+	}
+	return cfg
 }
 
 // setCopyEncoding keeps COPY bytes exactly as stored in a SQL_ASCII
