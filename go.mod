@@ -3,6 +3,7 @@ module github.com/pgsprint/pgsprint
 go 1.26.8
 
 require (
+	github.com/DataDog/zstd v1.5.7
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/klauspost/compress v1.20.3
 	github.com/pierrec/lz4/v4 v4.1.33

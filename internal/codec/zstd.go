@@ -18,6 +18,10 @@ const zstdDefaultLevel = 3
 // the encoder and a dump rarely needs the decoder.
 type zstdCodec struct {
 	level int
+	// c is the C libzstd compressor in a cgo build, nil in a pure Go one
+	// (then enc compresses). Decompression always uses klauspost's
+	// decoder, which bounds its memory by the frame's raw length.
+	c zstdCompressor
 
 	encOnce sync.Once
 	enc     *zstd.Encoder
@@ -32,8 +36,19 @@ func newZstd(level int) *zstdCodec {
 	if level == 0 {
 		level = zstdDefaultLevel
 	}
-	return &zstdCodec{level: level}
+	return &zstdCodec{level: level, c: newZstdCompressor(level)}
 }
+
+// zstdCompressor is an alternative zstd encoder; its output is standard
+// zstd frames, so archives do not depend on which build wrote them.
+type zstdCompressor interface {
+	compress(dst, src []byte) ([]byte, error)
+}
+
+// ZstdEngine names the zstd compressor of this build: C libzstd through
+// cgo by default, klauspost/compress when built with CGO_ENABLED=0 or the
+// pgsprint_purego tag. Benchmarks print it so numbers say what they measured.
+const ZstdEngine = zstdEngine
 
 // Name implements Codec.
 func (z *zstdCodec) Name() string { return "zstd" }
@@ -79,6 +94,9 @@ func (z *zstdCodec) Compress(dst, src []byte) ([]byte, error) {
 	}
 	if len(src) == 0 {
 		return dst[:0], nil
+	}
+	if z.c != nil {
+		return z.c.compress(dst, src)
 	}
 	enc, err := z.encoder()
 	if err != nil {

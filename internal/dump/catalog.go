@@ -8,18 +8,20 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/plan"
 )
 
 // catalog is what the leader reads from the source inside the snapshot.
 type catalog struct {
 	tools        pgbin.Tools
 	tables       []pg.TableInfo
+	chunks       [][]plan.Chunk // per table: its ranges, one when not split
 	sequences    []pg.SequenceInfo
 	largeObjects []pg.LargeObjectInfo
 	matviews     [][2]string
 }
 
-func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server) (*catalog, error) {
+func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options) (*catalog, error) {
 	var c catalog
 	var err error
 	if c.tables, err = pg.ListTables(ctx, conn, srv); err != nil {
@@ -27,6 +29,15 @@ func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server) (*catalog, 
 	}
 	if err = pg.LockTables(ctx, conn, c.tables); err != nil {
 		return nil, err
+	}
+	// Split only after locking: the sizes and split points are then those
+	// of the snapshot's tables, which no one can truncate or rewrite.
+	for _, t := range c.tables {
+		chunks, err := plan.Split(ctx, conn, srv, t, split)
+		if err != nil {
+			return nil, err
+		}
+		c.chunks = append(c.chunks, chunks)
 	}
 	if c.sequences, err = pg.ListSequences(ctx, conn); err != nil {
 		return nil, err
@@ -41,9 +52,11 @@ func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server) (*catalog, 
 }
 
 // manifest lays out the archive's streams: 0 is the schema, then one per
-// chunk (one chunk per table for now), then one per large object.
-func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, opts Options) *archive.Manifest {
-	m := &archive.Manifest{
+// chunk (one or more per table), then one per large object. sizes holds
+// each stream's estimated bytes, for largest-first scheduling.
+func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, opts Options) (m *archive.Manifest, sizes map[uint32]int64) {
+	sizes = make(map[uint32]int64)
+	m = &archive.Manifest{
 		ToolVersion:      opts.Version,
 		ServerVersion:    srv.Version,
 		ServerVersionNum: srv.VersionNum,
@@ -62,8 +75,11 @@ func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, 
 			Schema: t.Schema, Name: t.Name, Columns: t.Columns,
 			Pages: t.Pages, SizeBytes: t.SizeBytes, Rows: t.Rows,
 		})
-		m.Chunks = append(m.Chunks, archive.Chunk{Stream: next, Table: i, Where: t.Where})
-		next++
+		for _, ch := range c.chunks[i] {
+			m.Chunks = append(m.Chunks, archive.Chunk{Stream: next, Table: i, Where: ch.Where})
+			sizes[next] = ch.Size
+			next++
+		}
 	}
 	for _, s := range c.sequences {
 		m.Sequences = append(m.Sequences, archive.Sequence{Schema: s.Schema, Name: s.Name, LastValue: s.LastValue, IsCalled: s.IsCalled})
@@ -79,5 +95,5 @@ func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, 
 	for _, mv := range c.matviews {
 		m.Matviews = append(m.Matviews, archive.QualifiedRel{Schema: mv[0], Name: mv[1]})
 	}
-	return m
+	return m, sizes
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/plan"
 )
 
 // DefaultBlockSize is the raw size of a data block: big enough for codecs
@@ -31,13 +32,16 @@ type Options struct {
 	Jobs      int
 	Codec     codec.Codec
 	BlockSize int
-	Version   string // pgsprint's version, recorded in the manifest
-	Logger    *slog.Logger
+	// Split says which tables are cut into chunks, and how.
+	Split   plan.Options
+	Version string // pgsprint's version, recorded in the manifest
+	Logger  *slog.Logger
 }
 
 // Result summarises a finished dump.
 type Result struct {
 	Tables       int
+	Chunks       int // table data streams: more than Tables when tables were split
 	LargeObjects int
 	Sequences    int
 	Rows         int64
@@ -81,11 +85,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	log.Info("snapshot exported", "snapshot", snap.ID, "server", srv.Version, "pg_dump", tools.Version)
 
-	cat, err := readCatalog(ctx, leader, srv)
+	opts.Split.Jobs = opts.Jobs
+	cat, err := readCatalog(ctx, leader, srv, opts.Split)
 	if err != nil {
 		return nil, err
 	}
-	m := cat.manifest(srv, snap, tools, opts)
+	m, sizes := cat.manifest(srv, snap, tools, opts)
 
 	out, err := openOutput(opts.File, opts.Stdout)
 	if err != nil {
@@ -98,8 +103,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("write archive header: %w", err)
 	}
 
-	res := &Result{Tables: len(m.Tables), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences)}
-	if err := runWorkers(ctx, opts, w, snap.ID, cat, m, res); err != nil {
+	res := &Result{Tables: len(m.Tables), Chunks: len(m.Chunks), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences)}
+	if err := runWorkers(ctx, opts, w, snap.ID, cat, m, planUnits(m, sizes), res); err != nil {
 		return nil, err
 	}
 	if err := w.Close(); err != nil {
@@ -119,7 +124,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 // runWorkers runs pg_dump for the schema beside N data workers, all in the
 // one snapshot. The first error cancels everything.
-func runWorkers(ctx context.Context, opts Options, w *archive.Writer, snapID string, cat *catalog, m *archive.Manifest, res *Result) error {
+func runWorkers(ctx context.Context, opts Options, w *archive.Writer, snapID string, cat *catalog, m *archive.Manifest, work []unit, res *Result) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		return dumpSchema(gctx, opts.Source, snapID, cat.tools, w.Stream(archive.KindSchema, m.SchemaStream), opts.BlockSize)
@@ -128,7 +133,7 @@ func runWorkers(ctx context.Context, opts Options, w *archive.Writer, snapID str
 	units := make(chan unit)
 	g.Go(func() error {
 		defer close(units)
-		for _, u := range planUnits(m) {
+		for _, u := range work {
 			select {
 			case units <- u:
 			case <-gctx.Done():

@@ -1,14 +1,17 @@
 package dump
 
 import (
+	"bufio"
 	"context"
 	"fmt"
-	"sort"
+	"io"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/plan"
 )
 
 // unit is one piece of work for a data worker: a chunk or a large object.
@@ -18,25 +21,27 @@ type unit struct {
 	size  int64 // for largest-first ordering
 }
 
-// planUnits orders the work largest first, so that the longest unit never
-// starts last and leaves the other workers idle at the end.
-func planUnits(m *archive.Manifest) []unit {
+// planUnits orders the work largest first (chunks by their estimated
+// size, large objects by theirs), so that the longest unit never starts
+// last and leaves the other workers idle at the end.
+func planUnits(m *archive.Manifest, sizes map[uint32]int64) []unit {
 	var us []unit
 	for i := range m.Chunks {
 		c := &m.Chunks[i]
-		us = append(us, unit{chunk: c, size: m.Tables[c.Table].SizeBytes})
+		us = append(us, unit{chunk: c, size: sizes[c.Stream]})
 	}
 	for i := range m.LargeObjects {
-		us = append(us, unit{lo: &m.LargeObjects[i]})
+		lo := &m.LargeObjects[i]
+		us = append(us, unit{lo: lo, size: lo.Size})
 	}
-	sort.SliceStable(us, func(i, j int) bool { return us[i].size > us[j].size })
+	plan.LargestFirst(us, func(u unit) int64 { return u.size })
 	return us
 }
 
 // worker imports the snapshot on its own connection and dumps units until
 // the channel closes. It returns the rows it copied.
 func worker(ctx context.Context, opts Options, w *archive.Writer, snapID string, m *archive.Manifest, units <-chan unit) (int64, error) {
-	conn, err := pg.Connect(ctx, opts.Source)
+	conn, err := pg.Connect(ctx, BulkReadConfig(opts.Source))
 	if err != nil {
 		return 0, err
 	}
@@ -65,6 +70,23 @@ func worker(ctx context.Context, opts Options, w *archive.Writer, snapID string,
 	return rows, nil
 }
 
+// bulkReadSize is the read buffer of a dump connection. pgx reads 8 KiB at
+// a time; COPY OUT sends one message per row, so a bigger buffer turns
+// many small reads into one system call per socket buffer's worth.
+const bulkReadSize = 256 << 10
+
+// BulkReadConfig returns a copy of cfg whose connections read the socket
+// through a bulkReadSize buffer, for connections that mostly receive COPY
+// data. The raw-limit benchmark reads the same way, so that it measures
+// the server and the wire rather than pgx's default buffer.
+func BulkReadConfig(cfg *pgx.ConnConfig) *pgx.ConnConfig {
+	cfg = cfg.Copy()
+	cfg.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
+		return pgproto3.NewFrontend(bufio.NewReaderSize(r, bulkReadSize), w)
+	}
+	return cfg
+}
+
 // setCopyEncoding keeps COPY bytes exactly as stored in a SQL_ASCII
 // database, where converting to UTF8 would reject non-UTF8 bytes on restore.
 // Other encodings convert to and from UTF8 losslessly.
@@ -78,14 +100,15 @@ func setCopyEncoding(ctx context.Context, conn *pgx.Conn, enc string) error {
 	return nil
 }
 
-// CopyOutSQL is the statement that reads one chunk. Generated columns are
-// left out (the target computes them), as pg_dump does.
+// CopyOutSQL is the statement that reads one chunk: a whole table by its
+// column list, or a range through plan.SelectSQL, the query the planner's
+// tests EXPLAIN. Generated columns are left out (the target computes
+// them), as pg_dump does.
 func CopyOutSQL(t archive.Table, c archive.Chunk) string {
-	rel := pg.Qualified(t.Schema, t.Name)
 	if c.Where == "" {
-		return fmt.Sprintf("COPY %s%s TO STDOUT", rel, pg.CopyColumns(t.Columns))
+		return fmt.Sprintf("COPY %s%s TO STDOUT", pg.Qualified(t.Schema, t.Name), pg.CopyColumns(t.Columns))
 	}
-	return fmt.Sprintf("COPY (SELECT %s FROM ONLY %s WHERE %s) TO STDOUT", pg.ColumnList(t.Columns), rel, c.Where)
+	return fmt.Sprintf("COPY (%s) TO STDOUT", plan.SelectSQL(t.Schema, t.Name, t.Columns, c.Where))
 }
 
 func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archive.Manifest, c *archive.Chunk, blockSize int) (int64, error) {

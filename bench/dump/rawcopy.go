@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/plan"
+)
+
+// rawCopy is the raw limit: the chunks pgsprint would dump, read in one
+// exported snapshot with exactly its COPY statements over jobs
+// connections, largest first, into io.Discard. No archive, no
+// compression, no schema: what the server and the wire can deliver.
+func rawCopy(ctx context.Context, connString string, jobs int, split plan.Options) error {
+	cfg, err := pgx.ParseConfig(connString)
+	if err != nil {
+		return err
+	}
+	leader, err := pg.Connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer leader.Close(context.WithoutCancel(ctx))
+	srv, err := pg.ReadServer(ctx, leader)
+	if err != nil {
+		return err
+	}
+	snap, err := pg.ExportSnapshot(ctx, leader)
+	if err != nil {
+		return err
+	}
+	tables, err := pg.ListTables(ctx, leader, srv)
+	if err != nil {
+		return err
+	}
+	type job struct {
+		sql  string
+		size int64
+	}
+	var work []job
+	split.Jobs = jobs
+	for _, t := range tables {
+		chunks, err := plan.Split(ctx, leader, srv, t, split)
+		if err != nil {
+			return err
+		}
+		at := archive.Table{Schema: t.Schema, Name: t.Name, Columns: t.Columns}
+		for _, c := range chunks {
+			work = append(work, job{dump.CopyOutSQL(at, archive.Chunk{Where: c.Where}), c.Size})
+		}
+	}
+	plan.LargestFirst(work, func(j job) int64 { return j.size })
+
+	g, gctx := errgroup.WithContext(ctx)
+	queue := make(chan job)
+	g.Go(func() error {
+		defer close(queue)
+		for _, j := range work {
+			select {
+			case queue <- j:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	for range jobs {
+		g.Go(func() error {
+			conn, err := pg.Connect(gctx, dump.BulkReadConfig(cfg))
+			if err != nil {
+				return err
+			}
+			defer conn.Close(context.WithoutCancel(gctx))
+			if err := pg.ImportSnapshot(gctx, conn, snap.ID); err != nil {
+				return err
+			}
+			for j := range queue {
+				if _, err := conn.PgConn().CopyTo(gctx, io.Discard, j.sql); err != nil {
+					return fmt.Errorf("%s: %w", j.sql, err)
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
