@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // humanBytes formats a byte count with a binary unit.
 func humanBytes(n int64) string {
@@ -14,4 +17,13 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// dur formats a duration for the phase report: milliseconds under ten
+// seconds, tenths above.
+func dur(d time.Duration) string {
+	if d < 10*time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
 }
