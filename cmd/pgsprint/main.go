@@ -66,7 +66,7 @@ func newRootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
-	root.AddCommand(newDumpCmd(), newRestoreCmd(), newDemoCmd())
+	root.AddCommand(newDumpCmd(), newRestoreCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newDemoCmd())
 	return root
 }
 

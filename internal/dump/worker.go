@@ -94,7 +94,7 @@ func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archiv
 	bw := archive.NewBlockWriter(w.Stream(archive.KindData, c.Stream), blockSize)
 	tag, err := conn.PgConn().CopyTo(ctx, bw, CopyOutSQL(t, *c))
 	if err != nil {
-		return 0, fmt.Errorf("dump table %s: %w", name, err)
+		return 0, fmt.Errorf("dump table %s: %w", name, pg.ExplainLost(err))
 	}
 	if err := bw.Close(); err != nil {
 		return 0, fmt.Errorf("dump table %s: %w", name, err)

@@ -1,6 +1,11 @@
 package pg
 
-import "strings"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
 
 // ToolError reduces a client program's stderr to its most telling line, so
 // that a failed pg_dump or pg_restore reaches the user as one line.
@@ -15,4 +20,14 @@ func ToolError(stderr []byte, err error) string {
 		return last
 	}
 	return err.Error()
+}
+
+// ExplainLost turns the bare EOF that a dropped connection produces (the
+// server restarted, or the session was terminated) into an error that says
+// so; other errors pass through unchanged.
+func ExplainLost(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("lost the connection to the server (it restarted or the session was terminated): %w", err)
+	}
+	return err
 }

@@ -81,7 +81,7 @@ func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, f
 		n = tag.RowsAffected()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("restore table %s (stream %d): %w", name, c.Stream, err)
+		return 0, fmt.Errorf("restore table %s (stream %d): %w", name, c.Stream, pg.ExplainLost(err))
 	}
 	if n != info.Rows {
 		return 0, fmt.Errorf("restore table %s: loaded %d rows, archive holds %d", name, n, info.Rows)
@@ -173,6 +173,11 @@ func largeObjectMetadata(lo *archive.LargeObject, noOwner, noACL bool) []string 
 			stmts = append(stmts, fmt.Sprintf("REVOKE ALL ON %s FROM %s", obj, pg.Ident(lo.Owner)))
 		}
 		for _, g := range lo.ACL {
+			if g.Privilege != "SELECT" && g.Privilege != "UPDATE" {
+				// Large objects have no other privileges; anything else is a
+				// damaged or forged archive, and must not reach SQL text.
+				continue
+			}
 			to := "PUBLIC"
 			if g.Grantee != "" {
 				to = pg.Ident(g.Grantee)

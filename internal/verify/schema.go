@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
@@ -33,11 +32,13 @@ const maxDiffLines = 80
 // pg_dump inherits the environment, so PGPASSWORD or a passfile can supply a
 // password for TCP connection strings.
 func SchemaDump(ctx context.Context, binDir, connString string) (string, error) {
-	cfg, err := pgconn.ParseConfig(connString)
+	cfg, err := pg.ConnOptions{DSN: connString}.Config()
 	if err != nil {
-		return "", fmt.Errorf("parsing connection string: %w", err)
+		return "", err
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "pg_dump"), "--schema-only", "-d", connString)
+	dsn, env := pg.ChildConn(cfg)
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "pg_dump"), "--schema-only", "--no-password", "--dbname="+dsn)
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

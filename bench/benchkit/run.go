@@ -1,0 +1,128 @@
+// Package benchkit runs and measures the commands the benchmarks compare:
+// wall time, the child's CPU seconds and peak RSS, for single commands and
+// for two commands joined by a pipe, and prints the results as Markdown.
+package benchkit
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+)
+
+// Result is one measured command (or pipeline stage).
+type Result struct {
+	Name   string
+	Wall   time.Duration
+	CPU    time.Duration // user + system of the process and its waited-for children
+	MaxRSS int64         // bytes
+	Size   int64         // output size when the benchmark records one
+	Err    error
+}
+
+// Command is one program to run with arguments and extra environment.
+type Command struct {
+	Args []string
+	Env  []string
+}
+
+// Cmd is a shorthand for Command{Args: args}.
+func Cmd(args ...string) Command { return Command{Args: args} }
+
+func (c Command) exec(ctx context.Context) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, c.Args[0], c.Args[1:]...)
+	cmd.Env = append(os.Environ(), c.Env...)
+	return cmd
+}
+
+// usage fills CPU and peak RSS from a finished process.
+func usage(r *Result, ps *os.ProcessState) {
+	if ps == nil {
+		return
+	}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		r.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		r.MaxRSS = ru.Maxrss * 1024 // Linux reports KiB
+	}
+}
+
+// Run runs one command to completion and measures it. Its stdout is
+// discarded unless stdout is given.
+func Run(ctx context.Context, name string, c Command, stdout io.Writer) Result {
+	r := Result{Name: name}
+	cmd := c.exec(ctx)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	r.Wall = time.Since(start)
+	usage(&r, cmd.ProcessState)
+	if err != nil {
+		r.Err = fmt.Errorf("%s: %v: %s", name, err, lastLine(stderr.String()))
+	}
+	return r
+}
+
+// Pipeline runs a | b, measuring each side and the whole: the first result
+// is the pipeline (wall of the whole, CPU summed, RSS the larger), then a
+// and b.
+func Pipeline(ctx context.Context, name string, a, b Command) (Result, Result, Result) {
+	ra, rb := Result{Name: name + " (writer)"}, Result{Name: name + " (reader)"}
+	ca, cb := a.exec(ctx), b.exec(ctx)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return Result{Name: name, Err: err}, ra, rb
+	}
+	var ea, eb bytes.Buffer
+	ca.Stdout, ca.Stderr = pw, &ea
+	cb.Stdin, cb.Stderr = pr, &eb
+	start := time.Now()
+	if err := ca.Start(); err != nil {
+		return Result{Name: name, Err: err}, ra, rb
+	}
+	if err := cb.Start(); err != nil {
+		ca.Process.Kill()
+		ca.Wait()
+		return Result{Name: name, Err: err}, ra, rb
+	}
+	pw.Close()
+	pr.Close()
+	errA := ca.Wait()
+	ra.Wall = time.Since(start)
+	errB := cb.Wait()
+	rb.Wall = time.Since(start)
+	usage(&ra, ca.ProcessState)
+	usage(&rb, cb.ProcessState)
+	whole := Result{Name: name, Wall: rb.Wall, CPU: ra.CPU + rb.CPU, MaxRSS: max(ra.MaxRSS, rb.MaxRSS)}
+	if errA != nil {
+		whole.Err = fmt.Errorf("%s: writer: %v: %s", name, errA, lastLine(ea.String()))
+	} else if errB != nil {
+		whole.Err = fmt.Errorf("%s: reader: %v: %s", name, errB, lastLine(eb.String()))
+	}
+	ra.Err, rb.Err = whole.Err, whole.Err
+	return whole, ra, rb
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// StartCluster starts a throwaway cluster tuned the same for every tool
+// measured on it: enough shared buffers and WAL that checkpoints do not
+// dominate, nothing that only one tool would benefit from.
+func StartCluster(ctx context.Context, binDir string) (*pgtest.Cluster, error) {
+	return pgtest.Start(ctx, pgtest.Options{BinDir: binDir, Settings: map[string]string{
+		"shared_buffers":     "512MB",
+		"max_wal_size":       "8GB",
+		"checkpoint_timeout": "30min",
+		"max_connections":    "100",
+	}})
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/pg"
+)
+
+type listOptions struct {
+	json bool
+}
+
+func newListCmd() *cobra.Command {
+	var o listOptions
+	cmd := &cobra.Command{
+		Use:   "list FILE",
+		Short: "Show what an archive holds: source, snapshot, codec, tables with rows and sizes",
+		Example: `  pgsprint list mydb.pgs
+  pgsprint list --json mydb.pgs | jq '.tables[] | select(.rows > 1000000)'`,
+		Args: exactlyOneFile,
+		RunE: func(cmd *cobra.Command, args []string) error { return runList(args[0], o, os.Stdout) },
+	}
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	return cmd
+}
+
+// listing is the JSON form of `pgsprint list`.
+type listing struct {
+	Manifest *archive.Manifest      `json:"manifest"`
+	Tables   []archive.TableSummary `json:"tables"`
+}
+
+func runList(path string, o listOptions, out io.Writer) error {
+	f, err := archive.OpenFile(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	m, tables := f.Manifest(), f.Tables()
+	if o.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(listing{Manifest: m, Tables: tables})
+	}
+	fmt.Fprintf(out, "database:   %s (PostgreSQL %s, encoding %s)\n", m.Database, m.ServerVersion, m.Encoding)
+	fmt.Fprintf(out, "snapshot:   %s at %s\n", m.Snapshot, m.SnapshotTime.Format("2006-01-02 15:04:05 MST"))
+	fmt.Fprintf(out, "written by: pgsprint %s with pg_dump %s, format %d\n", m.ToolVersion, m.PgDumpVersion, m.FormatVersion)
+	fmt.Fprintf(out, "codec:      %s level %d, %s blocks\n", m.Codec, m.Level, humanBytes(int64(m.BlockSize)))
+	var rows, raw, stored int64
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\ntable\trows\traw\tstored\tchunks\t")
+	for _, t := range tables {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t\n", pg.Qualified(t.Schema, t.Name), t.Rows, humanBytes(t.RawBytes), humanBytes(t.StoredBytes), t.Chunks)
+		rows, raw, stored = rows+t.Rows, raw+t.RawBytes, stored+t.StoredBytes
+	}
+	fmt.Fprintf(tw, "%d tables\t%d\t%s\t%s\t%d\t\n", len(tables), rows, humanBytes(raw), humanBytes(stored), len(m.Chunks))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\n%d sequences, %d large objects, %d materialized views to refresh\n", len(m.Sequences), len(m.LargeObjects), len(m.Matviews))
+	return nil
+}
+
+// exactlyOneFile requires one positional archive path.
+func exactlyOneFile(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usageError{fmt.Errorf("want one archive file, got %d arguments (see %s --help)", len(args), cmd.CommandPath())}
+	}
+	return nil
+}

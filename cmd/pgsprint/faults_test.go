@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+)
+
+// TestFaults: a backend killed mid-dump, a full disk, a row the target
+// rejects, and Ctrl-C each end the run with a clear one-line error and a
+// meaningful exit code, leave no file that looks like an archive, and leave
+// no pgsprint session behind on the server.
+func TestFaults(t *testing.T) {
+	ctx := context.Background()
+	c := pgtest.New(t)
+	if err := c.CreateDB(ctx, "big"); err != nil {
+		t.Fatal(err)
+	}
+	// About 300 MB: long enough to dump that a test can act while a COPY runs.
+	err := c.Exec(ctx, "big", `CREATE TABLE big AS SELECT i, repeat(md5(i::text), 30) AS v FROM generate_series(1, 300000) i;
+CREATE TABLE small AS SELECT i FROM generate_series(1, 1000) i; ANALYZE;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, c.ConnString("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+
+	t.Run("worker backend terminated", func(t *testing.T) {
+		dir := t.TempDir()
+		cmd, stderr := startPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "-j", "2", "-Z", "none")
+		pid := waitForCopy(t, admin, "COPY%TO STDOUT")
+		if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1)", pid); err != nil {
+			t.Fatal(err)
+		}
+		code := waitExit(t, cmd)
+		checkOneError(t, code, exitFailure, stderr.String(), "terminat")
+		noPartialFiles(t, dir)
+		noSessionsLeft(t, admin)
+	})
+
+	t.Run("disk full", func(t *testing.T) {
+		dir := t.TempDir()
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", dir).CombinedOutput(); err != nil {
+			t.Skipf("cannot mount a small tmpfs to fill (needs root): %v %s", err, out)
+		}
+		defer exec.Command("umount", dir).Run()
+		r := pgsprint(t, nil, "dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "-Z", "none")
+		checkOneError(t, r.code, exitFailure, r.stderr, "no space left on device")
+		noPartialFiles(t, dir)
+		noSessionsLeft(t, admin)
+	})
+
+	t.Run("target rejects a row", func(t *testing.T) {
+		dir := t.TempDir()
+		file := filepath.Join(dir, "big.pgs")
+		mustPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", file, "-q")
+		if err := c.CreateDB(ctx, "strict"); err != nil {
+			t.Fatal(err)
+		}
+		// The target adds a constraint the source never had to every table
+		// it creates, so loading "small" fails on one row.
+		err := c.Exec(ctx, "strict", `CREATE FUNCTION strict_check() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM pg_event_trigger_ddl_commands() WHERE object_identity = 'public.small') THEN
+    ALTER TABLE public.small ADD CONSTRAINT no_777 CHECK (i <> 777);
+  END IF;
+END $$;
+CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXECUTE FUNCTION strict_check();`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := pgsprint(t, nil, "restore", "-f", file, "-d", c.ConnString("strict"), "-j", "2")
+		checkOneError(t, r.code, exitFailure, r.stderr, `"public"."small"`)
+		if !strings.Contains(r.stderr, "no_777") {
+			t.Errorf("error does not name the violated constraint: %s", r.stderr)
+		}
+		noSessionsLeft(t, admin)
+	})
+
+	t.Run("interrupt", func(t *testing.T) {
+		dir := t.TempDir()
+		cmd, stderr := startPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "-j", "2", "-Z", "none")
+		waitForCopy(t, admin, "COPY%TO STDOUT")
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		code := waitExit(t, cmd)
+		checkOneError(t, code, exitInterrupted, stderr.String(), "interrupted")
+		noPartialFiles(t, dir)
+		noSessionsLeft(t, admin)
+	})
+}
+
+// startPgsprint starts the binary in the background.
+func startPgsprint(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, &stderr
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		return cmd.ProcessState.ExitCode()
+	case <-time.After(time.Minute):
+		t.Fatal("pgsprint did not exit within a minute")
+		return -1
+	}
+}
+
+// waitForCopy returns the pid of a pgsprint backend running a query like
+// pattern, once one does.
+func waitForCopy(t *testing.T, admin *pgx.Conn, pattern string) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var pid int
+		err := admin.QueryRow(context.Background(), `SELECT pid FROM pg_stat_activity
+			WHERE application_name = 'pgsprint' AND state = 'active' AND query LIKE $1 LIMIT 1`, pattern).Scan(&pid)
+		if err == nil {
+			return pid
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no pgsprint COPY seen on the server")
+	return 0
+}
+
+// noSessionsLeft fails if pgsprint sessions (an open snapshot transaction
+// above all) outlive the process for more than a few seconds.
+func noSessionsLeft(t *testing.T, admin *pgx.Conn) {
+	t.Helper()
+	var n int
+	for range 50 {
+		if err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgsprint'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("%d pgsprint sessions still on the server after the process ended", n)
+}
+
+func checkOneError(t *testing.T, code, wantCode int, stderr, sub string) {
+	t.Helper()
+	t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
+	if code != wantCode {
+		t.Errorf("exit code %d, want %d; stderr:\n%s", code, wantCode, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "pgsprint: error: ") {
+		t.Errorf("want exactly one error line, got:\n%s", stderr)
+	}
+	if !strings.Contains(strings.ToLower(stderr), strings.ToLower(sub)) {
+		t.Errorf("error does not mention %q:\n%s", sub, stderr)
+	}
+}

@@ -1,0 +1,67 @@
+package archive
+
+import (
+	"fmt"
+	"os"
+)
+
+// File is an archive opened from a path, for commands that read one.
+type File struct {
+	*Reader
+	f *os.File
+}
+
+// OpenFile opens and checks the archive at path (header, trailer, footer).
+func OpenFile(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open archive: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open archive: %w", err)
+	}
+	r, err := Open(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open archive %s: %w", path, err)
+	}
+	return &File{Reader: r, f: f}, nil
+}
+
+// Close closes the underlying file.
+func (f *File) Close() error { return f.f.Close() }
+
+// TableSummary is what an archive holds of one table, summed over its
+// chunks, as `pgsprint list` shows it.
+type TableSummary struct {
+	Schema      string `json:"schema"`
+	Name        string `json:"name"`
+	Chunks      int    `json:"chunks"`
+	Rows        int64  `json:"rows"`
+	RawBytes    int64  `json:"raw_bytes"`
+	StoredBytes int64  `json:"stored_bytes"`
+}
+
+// Tables sums the footer's stream totals per table, in manifest order.
+func (r *Reader) Tables() []TableSummary {
+	m := r.Manifest()
+	out := make([]TableSummary, len(m.Tables))
+	for i, t := range m.Tables {
+		out[i] = TableSummary{Schema: t.Schema, Name: t.Name}
+	}
+	for _, c := range m.Chunks {
+		if c.Table < 0 || c.Table >= len(out) {
+			continue
+		}
+		s := &out[c.Table]
+		s.Chunks++
+		if info, ok := r.Stream(c.Stream); ok {
+			s.Rows += info.Rows
+			s.RawBytes += info.RawBytes
+			s.StoredBytes += info.StoredBytes
+		}
+	}
+	return out
+}
