@@ -32,10 +32,11 @@ func main() {
 	jobs := flag.Int("j", 2, "parallel jobs for both tools")
 	only := flag.String("datasets", "pgbench,mixed,fk", "comma-separated datasets to run")
 	binDir := flag.String("bin", "", "PostgreSQL bin directory (default: found like the tests do)")
+	extra := flag.String("extra", "", "also measure pgsprint restore --no-analyze with these extra flags (space-separated), e.g. --split-min-bytes=-1")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *binDir, *only, *scale, *mixed, *fk, *jobs); err != nil {
+	if err := run(ctx, *binDir, *only, *extra, *scale, *mixed, *fk, *jobs); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/restore:", err)
 		os.Exit(1)
 	}
@@ -48,9 +49,10 @@ type bench struct {
 	pgsprint string
 	dir      string
 	jobs     int
+	extra    []string
 }
 
-func run(ctx context.Context, binDir, only string, scale int, mixed, fk float64, jobs int) error {
+func run(ctx context.Context, binDir, only, extra string, scale int, mixed, fk float64, jobs int) error {
 	bin, err := pgtest.FindBinDir(binDir)
 	if err != nil {
 		return err
@@ -63,7 +65,7 @@ func run(ctx context.Context, binDir, only string, scale int, mixed, fk float64,
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return err
 	}
-	b := &bench{bin: bin, dir: dir, jobs: jobs, pgsprint: filepath.Join(dir, "pgsprint")}
+	b := &bench{bin: bin, dir: dir, jobs: jobs, pgsprint: filepath.Join(dir, "pgsprint"), extra: strings.Fields(extra)}
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", b.pgsprint, "./cmd/pgsprint").CombinedOutput(); err != nil {
 		return fmt.Errorf("build pgsprint: %v: %s", err, out)
 	}
@@ -123,10 +125,11 @@ func (b *bench) compare(ctx context.Context, name, title string, build func(stri
 	}
 	var results []benchkit.Result
 	report := filepath.Join(b.dir, name+".report")
-	for _, tool := range []struct {
+	type tool struct {
 		name string
 		cmd  func(db string) benchkit.Command
-	}{
+	}
+	tools := []tool{
 		{"pg_restore -j " + j, func(db string) benchkit.Command {
 			return benchkit.Cmd(filepath.Join(b.bin, "pg_restore"), "-j", j, "-d", b.c.ConnString(db), fdir)
 		}},
@@ -136,7 +139,13 @@ func (b *bench) compare(ctx context.Context, name, title string, build func(stri
 		{"pgsprint restore -j " + j + " (with ANALYZE)", func(db string) benchkit.Command {
 			return benchkit.Cmd("sh", "-c", `exec "$0" restore -j "$1" -f "$2" -d "$3" 2>"$4"`, b.pgsprint, j, file, b.c.ConnString(db), report)
 		}},
-	} {
+	}
+	if len(b.extra) > 0 {
+		tools = append(tools, tool{"pgsprint restore -j " + j + " --no-analyze " + strings.Join(b.extra, " "), func(db string) benchkit.Command {
+			return benchkit.Cmd(append([]string{b.pgsprint, "restore", "-q", "--no-analyze", "-j", j, "-f", file, "-d", b.c.ConnString(db)}, b.extra...)...)
+		}})
+	}
+	for _, tool := range tools {
 		db := "dst_" + name
 		if err := b.c.CreateDB(ctx, db); err != nil {
 			return err

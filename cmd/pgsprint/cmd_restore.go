@@ -23,6 +23,7 @@ type restoreOptions struct {
 	noACL     bool
 	mwm       string
 	noAnalyze bool
+	splitMin  int64
 }
 
 func newRestoreCmd() *cobra.Command {
@@ -62,6 +63,8 @@ created, as pg_restore --create does.`,
 	fs.BoolVarP(&o.noACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
 	fs.StringVar(&o.mwm, "maintenance-work-mem", "512MB", "maintenance_work_mem of each connection, for index builds (empty: the server's)")
 	fs.BoolVar(&o.noAnalyze, "no-analyze", false, "do not ANALYZE the restored tables")
+	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
+	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd
@@ -83,7 +86,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	}
 	res, err := restore.Run(ctx, restore.Options{
 		Target: cfg, File: o.file, Jobs: o.jobs, Create: o.create, Clean: o.clean,
-		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze,
+		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
 		Logger: o.log.logger(),
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"sort"
@@ -19,10 +20,10 @@ import (
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
-// splitMinBytes is the smallest chunk worth loading on several connections:
-// below it, the extra connections cost more than they save, and a chunk
-// loaded on one connection can use COPY FREEZE.
-const splitMinBytes = 256 << 20
+// defaultSplitMinBytes is the smallest chunk worth loading on several
+// connections: below it, the extra connections cost more than they save,
+// and a chunk loaded on one connection can use COPY FREEZE.
+const defaultSplitMinBytes = 256 << 20
 
 // postDataScript reads the schema archive's post-data entries with their
 // SQL and dependencies. An error means the post-data cannot be taken apart
@@ -53,6 +54,13 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 	for _, c := range r.m.Chunks {
 		chunksOf[c.Table]++
 	}
+	splitMin := r.opts.SplitMinBytes
+	switch {
+	case splitMin == 0:
+		splitMin = defaultSplitMinBytes
+	case splitMin < 0:
+		splitMin = math.MaxInt64
+	}
 	tables := map[string]schedule.TableFacts{}
 	for i := range r.m.Chunks {
 		c := &r.m.Chunks[i]
@@ -67,7 +75,7 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 		name := "load " + r.tableName(c)
 		lock := []schedule.Lock{{Key: key, Mode: schedule.RowExclusive}}
 		switch {
-		case r.opts.Jobs > 1 && info.RawBytes >= splitMinBytes && c.Where == "":
+		case r.opts.Jobs > 1 && info.RawBytes >= splitMin && c.Where == "":
 			sl := newSplitLoad(c, r.opts.Jobs)
 			for p := range r.opts.Jobs {
 				f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: fmt.Sprintf("%s (part %d/%d)", name, p+1, r.opts.Jobs),

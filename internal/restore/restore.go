@@ -32,7 +32,11 @@ type Options struct {
 	// "512MB"); index builds sort in it. Empty keeps the server's.
 	MaintenanceWorkMem string
 	NoAnalyze          bool // skip ANALYZE of the restored tables
-	Logger             *slog.Logger
+	// SplitMinBytes is the smallest chunk loaded on several connections at
+	// once (0: 256 MiB; negative: never), for measuring the trade-off
+	// against COPY FREEZE on one connection.
+	SplitMinBytes int64
+	Logger        *slog.Logger
 }
 
 // Result summarises a finished restore.
