@@ -102,7 +102,7 @@ func requireSameValidity(t *testing.T, src, dst string) {
 			t.Fatal(err)
 		}
 		defer conn.Close(ctx)
-		rows, err := conn.Query(ctx, `SELECT c.conrelid::regclass::text || ' ' || c.conname || ' ' || c.contype, c.convalidated
+		rows, err := conn.Query(ctx, `SELECT c.conrelid::regclass::text || ' ' || c.conname || ' ' || c.contype::text, c.convalidated
 			FROM pg_catalog.pg_constraint c JOIN pg_catalog.pg_namespace n ON n.oid = c.connamespace
 			WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')`)
 		if err != nil {
