@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 
@@ -12,14 +13,17 @@ import (
 )
 
 type restoreOptions struct {
-	conn    connFlags
-	log     logFlags
-	file    string
-	jobs    int
-	create  bool
-	clean   bool
-	noOwner bool
-	noACL   bool
+	conn      connFlags
+	log       logFlags
+	file      string
+	jobs      int
+	create    bool
+	clean     bool
+	noOwner   bool
+	noACL     bool
+	mwm       string
+	noAnalyze bool
+	splitMin  int64
 }
 
 func newRestoreCmd() *cobra.Command {
@@ -29,10 +33,15 @@ func newRestoreCmd() *cobra.Command {
 		Short: "Restore an archive into a database, in parallel",
 		Long: `Restore a pgsprint archive into a database.
 
-The schema's pre-data part is created with pg_restore, table data and large
-objects are loaded on N connections at once, sequences are set, then
-indexes, constraints and the rest of post-data are created with
-pg_restore -j N and materialized views are refreshed.
+The schema's pre-data part is created with pg_restore and sequences are set.
+Then N connections load table data and large objects (a large table on
+several connections at once) and build each table's indexes as soon as its
+rows are in: PRIMARY KEY and UNIQUE constraints as unique indexes then
+attached, foreign keys added NOT VALID then validated in parallel, largest
+work first. The rest of post-data (triggers, policies, comments, grants, ...)
+is restored by pg_restore in pg_dump's order, tables are analyzed and
+materialized views refreshed. A report of the phases and the slowest steps
+ends the run.
 
 The target must have no user tables unless --clean is given. With --create,
 -d names the database to connect to first and the archived database is
@@ -52,6 +61,10 @@ created, as pg_restore --create does.`,
 	fs.BoolVarP(&o.clean, "clean", "c", false, "drop the archive's objects before recreating them")
 	fs.BoolVarP(&o.noOwner, "no-owner", "O", false, "do not restore object ownership")
 	fs.BoolVarP(&o.noACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
+	fs.StringVar(&o.mwm, "maintenance-work-mem", "512MB", "maintenance_work_mem of each connection, for index builds (empty: the server's)")
+	fs.BoolVar(&o.noAnalyze, "no-analyze", false, "do not ANALYZE the restored tables")
+	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
+	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd
@@ -73,16 +86,35 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	}
 	res, err := restore.Run(ctx, restore.Options{
 		Target: cfg, File: o.file, Jobs: o.jobs, Create: o.create, Clean: o.clean,
-		NoOwner: o.noOwner, NoACL: o.noACL, Logger: o.log.logger(),
+		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
+		Logger: o.log.logger(),
 	})
 	if err != nil {
 		return err
 	}
-	var phases []string
-	for _, p := range res.Phases {
-		phases = append(phases, fmt.Sprintf("%s %s", p.Name, p.Elapsed.Round(1e6)))
-	}
-	fmt.Fprintf(o.log.summaryOut(), "restored %d tables (%d rows), %d sequences, %d large objects into %q in %s (%s)\n",
-		res.Tables, res.Rows, res.Sequences, res.LargeObjects, res.Database, res.Elapsed.Round(1e6), strings.Join(phases, ", "))
+	out := o.log.summaryOut()
+	fmt.Fprintf(out, "restored %d tables (%d rows), %d sequences, %d large objects into %q in %s\n",
+		res.Tables, res.Rows, res.Sequences, res.LargeObjects, res.Database, res.Elapsed.Round(1e6))
+	printPhases(out, res)
 	return nil
+}
+
+// printPhases writes the phase report: steps overlap, so each shows when it
+// started, its span and the work summed over connections.
+func printPhases(w io.Writer, res *restore.Result) {
+	fmt.Fprintf(w, "  %-18s %9s %9s %9s %6s\n", "phase", "start", "wall", "busy", "items")
+	for _, p := range res.Phases {
+		busy, items := "", ""
+		if p.Items > 0 {
+			busy, items = dur(p.Busy), fmt.Sprint(p.Items)
+		}
+		fmt.Fprintf(w, "  %-18s %9s %9s %9s %6s\n", p.Name, dur(p.Start), dur(p.Elapsed), busy, items)
+	}
+	if len(res.Slowest) > 0 {
+		var s []string
+		for _, it := range res.Slowest {
+			s = append(s, fmt.Sprintf("%s %s", it.Name, dur(it.Elapsed)))
+		}
+		fmt.Fprintf(w, "  slowest: %s\n", strings.Join(s, "; "))
+	}
 }

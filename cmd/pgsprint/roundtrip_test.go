@@ -4,7 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
@@ -50,6 +53,7 @@ func TestRoundTripTorture(t *testing.T) {
 			mustPgsprint(t, "restore", "-f", file, "-d", c.ConnString(dst), "-j", tc.jobs, "-q")
 			pgtest.RequireSameSchema(t, c.BinDir(), c.ConnString(src), c.ConnString(dst))
 			pgtest.RequireSameData(t, c.ConnString(src), c.ConnString(dst))
+			requireSameValidity(t, c.ConnString(src), c.ConnString(dst))
 		})
 	}
 
@@ -82,4 +86,50 @@ func TestRoundTripTorture(t *testing.T) {
 			t.Fatalf("data after --create differs: %v", diff)
 		}
 	})
+}
+
+// requireSameValidity checks that every constraint is exactly as validated
+// as in the source: the restore adds foreign keys NOT VALID and validates
+// them afterwards, and pg_dump's text does not show the difference. Only
+// constraints NOT VALID in the source may be so after the restore, and the
+// source must have one for the check to mean something.
+func requireSameValidity(t *testing.T, src, dst string) {
+	t.Helper()
+	read := func(connString string) map[string]bool {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, connString)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		rows, err := conn.Query(ctx, `SELECT c.conrelid::regclass::text || ' ' || c.conname || ' ' || c.contype::text, c.convalidated
+			FROM pg_catalog.pg_constraint c JOIN pg_catalog.pg_namespace n ON n.oid = c.connamespace
+			WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		var name string
+		var valid bool
+		if _, err := pgx.ForEachRow(rows, []any{&name, &valid}, func() error { got[name] = valid; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	want, got := read(src), read(dst)
+	var invalid []string
+	for name, v := range want {
+		if g, ok := got[name]; !ok || g != v {
+			t.Errorf("constraint %s: validated %v after restore, %v in the source", name, g, v)
+		}
+		if !v {
+			invalid = append(invalid, name)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d constraints after restore, %d in the source", len(got), len(want))
+	}
+	if len(invalid) != 1 || !strings.Contains(invalid[0], "orders_price_not_huge") {
+		t.Errorf("source constraints NOT VALID: %v, want the torture schema's orders_price_not_huge", invalid)
+	}
 }

@@ -2,103 +2,32 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"sort"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
-// unit is one piece of data to load: a chunk of a table or a large object.
-type unit struct {
-	chunk *archive.Chunk
-	lo    *archive.LargeObject
-	size  int64
-}
-
-// loadData loads every chunk and large object on opts.Jobs connections,
-// largest first.
-func (r *run) loadData(ctx context.Context) error {
-	var units []unit
-	for i := range r.m.Chunks {
-		c := &r.m.Chunks[i]
-		info, ok := r.ar.Stream(c.Stream)
-		if !ok {
-			return fmt.Errorf("archive has no data for table %s", r.tableName(c))
-		}
-		units = append(units, unit{chunk: c, size: info.RawBytes})
-	}
-	for i := range r.m.LargeObjects {
-		lo := &r.m.LargeObjects[i]
-		info, ok := r.ar.Stream(lo.Stream)
-		if !ok {
-			return fmt.Errorf("archive has no data for large object %d", lo.OID)
-		}
-		units = append(units, unit{lo: lo, size: info.RawBytes})
-	}
-	sort.SliceStable(units, func(i, j int) bool { return units[i].size > units[j].size })
-
-	var rows atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	work := make(chan unit)
-	g.Go(func() error {
-		defer close(work)
-		for _, u := range units {
-			select {
-			case work <- u:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
-	for range r.opts.Jobs {
-		g.Go(func() error {
-			conn, err := r.connectWorker(gctx)
-			if err != nil {
-				return err
-			}
-			defer conn.Close(context.WithoutCancel(gctx))
-			for u := range work {
-				if u.chunk != nil {
-					n, err := r.loadChunk(gctx, conn, u.chunk)
-					if err != nil {
-						return err
-					}
-					rows.Add(n)
-				} else if err := r.loadLargeObject(gctx, conn, u.lo); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("restore interrupted: %w", context.Cause(ctx))
-		}
-		return err
-	}
-	r.res.Rows = rows.Load()
-	return nil
-}
-
-// connectWorker opens a loading connection. synchronous_commit=off is safe
-// here: a crash mid-restore means restoring again anyway.
+// connectWorker opens a worker connection with settings that need no
+// server change. synchronous_commit=off is safe here: a crash mid-restore
+// means restoring again anyway. maintenance_work_mem is what index builds
+// sort in; parallel maintenance workers let one large index build use the
+// cores that other work leaves idle.
 func (r *run) connectWorker(ctx context.Context) (*pgx.Conn, error) {
 	conn, err := pg.Connect(ctx, r.target)
 	if err != nil {
 		return nil, err
 	}
 	setup := "SET synchronous_commit TO off"
-	if r.m.Encoding == "SQL_ASCII" {
-		setup += "; SET client_encoding TO 'SQL_ASCII'"
+	if r.opts.MaintenanceWorkMem != "" {
+		setup += "; SET maintenance_work_mem TO " + pg.Literal(r.opts.MaintenanceWorkMem)
 	}
+	setup += fmt.Sprintf("; SET max_parallel_maintenance_workers TO %d", min(max(r.opts.Jobs-1, 1), 8))
 	if _, err := conn.Exec(ctx, setup); err != nil {
 		conn.Close(ctx)
 		return nil, fmt.Errorf("set up restore session: %w", err)
@@ -116,19 +45,72 @@ func CopyInSQL(t archive.Table) string {
 	return fmt.Sprintf("COPY %s%s FROM STDIN", pg.Qualified(t.Schema, t.Name), pg.CopyColumns(t.Columns))
 }
 
+// load is the payload of a data task.
+type load struct {
+	chunk  *archive.Chunk
+	lo     *archive.LargeObject
+	freeze bool       // the table's only chunk: TRUNCATE + COPY FREEZE
+	split  *splitLoad // one of several connections sharing the chunk
+}
+
 // loadChunk streams one chunk's blocks, checked and decompressed, into COPY.
 // The row count the server reports must equal the one the dump recorded.
-func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk) (int64, error) {
+//
+// With freeze, the table was created by this restore and this is its only
+// chunk: TRUNCATE in the same transaction lets COPY FREEZE write rows
+// already frozen and visible to all, so nothing has to set hint bits or
+// freeze them later. If TRUNCATE is not allowed (the table belongs to
+// another role), it loads as usual.
+func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, freeze bool) (int64, error) {
 	name := r.tableName(c)
+	info, _ := r.ar.Stream(c.Stream)
 	s := r.ar.OpenStream(c.Stream)
 	defer s.Close()
-	tag, err := conn.PgConn().CopyFrom(ctx, s, CopyInSQL(r.m.Tables[c.Table]))
+	copySQL := CopyInSQL(r.m.Tables[c.Table])
+	var n int64
+	var err error
+	if freeze {
+		n, err = r.copyFreeze(ctx, conn, name, copySQL, s)
+		if err == errNoFreeze {
+			freeze = false
+		}
+	}
+	if !freeze {
+		var tag pgconn.CommandTag
+		tag, err = conn.PgConn().CopyFrom(ctx, s, copySQL)
+		n = tag.RowsAffected()
+	}
 	if err != nil {
 		return 0, fmt.Errorf("restore table %s (stream %d): %w", name, c.Stream, pg.ExplainLost(err))
 	}
-	info, _ := r.ar.Stream(c.Stream)
-	if tag.RowsAffected() != info.Rows {
-		return 0, fmt.Errorf("restore table %s: loaded %d rows, archive holds %d", name, tag.RowsAffected(), info.Rows)
+	if n != info.Rows {
+		return 0, fmt.Errorf("restore table %s: loaded %d rows, archive holds %d", name, n, info.Rows)
+	}
+	return n, nil
+}
+
+// errNoFreeze says TRUNCATE was refused, so COPY FREEZE cannot be used.
+var errNoFreeze = errors.New("no privilege to truncate")
+
+func (r *run) copyFreeze(ctx context.Context, conn *pgx.Conn, name, copySQL string, s io.Reader) (int64, error) {
+	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
+		return 0, err
+	}
+	if _, err := conn.Exec(ctx, "TRUNCATE ONLY "+name); err != nil {
+		conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+			return 0, errNoFreeze
+		}
+		return 0, err
+	}
+	tag, err := conn.PgConn().CopyFrom(ctx, s, copySQL+" WITH (FREEZE)")
+	if err != nil {
+		conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		return 0, err
+	}
+	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+		return 0, err
 	}
 	return tag.RowsAffected(), nil
 }

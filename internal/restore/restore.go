@@ -1,6 +1,8 @@
 // Package restore loads a pgsprint archive into a database: pre-data with
-// pg_restore, table data and large objects by parallel workers, sequences,
-// then post-data and materialized view refreshes.
+// pg_restore, sequences, then table data, large objects, indexes,
+// constraints, foreign keys and ANALYZE as one dependency graph on N
+// connections (internal/schedule), the rest of post-data with pg_restore,
+// and materialized view refreshes.
 package restore
 
 import (
@@ -26,7 +28,15 @@ type Options struct {
 	Clean   bool // drop the archive's objects in the target first
 	NoOwner bool // do not restore ownership (as pg_restore --no-owner)
 	NoACL   bool // do not restore privileges (as pg_restore --no-privileges)
-	Logger  *slog.Logger
+	// MaintenanceWorkMem is each connection's maintenance_work_mem (e.g.
+	// "512MB"); index builds sort in it. Empty keeps the server's.
+	MaintenanceWorkMem string
+	NoAnalyze          bool // skip ANALYZE of the restored tables
+	// SplitMinBytes is the smallest chunk loaded on several connections at
+	// once (0: 256 MiB; negative: never), for measuring the trade-off
+	// against COPY FREEZE on one connection.
+	SplitMinBytes int64
+	Logger        *slog.Logger
 }
 
 // Result summarises a finished restore.
@@ -38,10 +48,23 @@ type Result struct {
 	Sequences    int
 	Elapsed      time.Duration
 	Phases       []Phase
+	Slowest      []Item // the longest tasks, longest first
 }
 
-// Phase is the wall time of one step of the restore.
+// Phase is one step of the restore. Steps run by the scheduler overlap
+// (indexes of one table build while another loads), so Start and Elapsed
+// give the span from the step's first task to its last, and Busy the time
+// its tasks took summed over connections.
 type Phase struct {
+	Name    string
+	Start   time.Duration // since the restore began
+	Elapsed time.Duration
+	Busy    time.Duration // zero for steps outside the scheduler
+	Items   int           // tasks run, zero for steps outside the scheduler
+}
+
+// Item is one task of the restore and how long it took.
+type Item struct {
 	Name    string
 	Elapsed time.Duration
 }
@@ -77,7 +100,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer os.Remove(schemaFile)
 
-	r := &run{opts: opts, ar: ar, m: m, schema: schemaFile, log: log,
+	r := &run{opts: opts, ar: ar, m: m, schema: schemaFile, log: log, begin: start,
 		res: &Result{Tables: len(m.Tables), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences)}}
 	if err := r.run(ctx); err != nil {
 		return nil, err
@@ -96,12 +119,13 @@ type run struct {
 	target *pgx.ConnConfig
 	log    *slog.Logger
 	res    *Result
+	begin  time.Time
 }
 
 func (r *run) phase(name string, fn func() error) error {
 	t := time.Now()
 	err := fn()
-	r.res.Phases = append(r.res.Phases, Phase{Name: name, Elapsed: time.Since(t)})
+	r.res.Phases = append(r.res.Phases, Phase{Name: name, Start: t.Sub(r.begin), Elapsed: time.Since(t)})
 	r.log.Info("phase done", "phase", name, "elapsed", time.Since(t).Round(time.Millisecond))
 	return err
 }
@@ -115,14 +139,27 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	r.res.Database = r.target.Database
-	if err := r.phase("data", func() error { return r.loadData(ctx) }); err != nil {
-		return err
-	}
 	if err := r.phase("sequences", func() error { return r.setSequences(ctx) }); err != nil {
 		return err
 	}
-	if err := r.phase("post-data", func() error { return r.postData(ctx) }); err != nil {
+	script, err := r.postDataScript(ctx)
+	if err != nil {
+		// Without a parsed table of contents, pg_restore does all of
+		// post-data after the data is in.
+		r.log.Warn("post-data left to pg_restore", "reason", err)
+		script = nil
+	}
+	g, err := r.buildGraph(script)
+	if err != nil {
 		return err
+	}
+	if err := r.runGraph(ctx, g, script); err != nil {
+		return err
+	}
+	if script == nil {
+		if err := r.phase("post-data", func() error { return r.postData(ctx) }); err != nil {
+			return err
+		}
 	}
 	return r.phase("refresh", func() error { return r.refreshMatviews(ctx) })
 }

@@ -1,0 +1,167 @@
+// Command restore benchmarks `pgsprint restore -j N` against
+// `pg_restore -j N` from `pg_dump -Fd -j N` of the same database, on the
+// same throwaway cluster in the same run, for pgbench, the mixed dataset and
+// the FK-heavy schema. The machine is shared, so compare the ratios of one
+// run, not absolute times across runs.
+//
+//	go run ./bench/restore --scale 100 -j 2
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/bench/benchkit"
+	"github.com/pgsprint/pgsprint/bench/dataset"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+)
+
+func main() {
+	scale := flag.Int("scale", 100, "pgbench scale")
+	mixed := flag.Float64("mixed-scale", 1, "mixed dataset scale (1 is about 1 GB)")
+	fk := flag.Float64("fk-scale", 1, "FK-heavy dataset scale (1 is about 6 million rows)")
+	jobs := flag.Int("j", 2, "parallel jobs for both tools")
+	only := flag.String("datasets", "pgbench,mixed,fk", "comma-separated datasets to run")
+	binDir := flag.String("bin", "", "PostgreSQL bin directory (default: found like the tests do)")
+	extra := flag.String("extra", "", "also measure pgsprint restore --no-analyze with these extra flags (space-separated), e.g. --split-min-bytes=-1")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, *binDir, *only, *extra, *scale, *mixed, *fk, *jobs); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/restore:", err)
+		os.Exit(1)
+	}
+}
+
+// bench is one run's cluster, binaries and scratch directory.
+type bench struct {
+	c        *pgtest.Cluster
+	bin      string // PostgreSQL bin directory
+	pgsprint string
+	dir      string
+	jobs     int
+	extra    []string
+}
+
+func run(ctx context.Context, binDir, only, extra string, scale int, mixed, fk float64, jobs int) error {
+	bin, err := pgtest.FindBinDir(binDir)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "pgsprint-bench-restore-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	b := &bench{bin: bin, dir: dir, jobs: jobs, pgsprint: filepath.Join(dir, "pgsprint"), extra: strings.Fields(extra)}
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", b.pgsprint, "./cmd/pgsprint").CombinedOutput(); err != nil {
+		return fmt.Errorf("build pgsprint: %v: %s", err, out)
+	}
+	if b.c, err = benchkit.StartCluster(ctx, bin); err != nil {
+		return err
+	}
+	defer b.c.Close()
+	fmt.Printf("# restore benchmark: -j %d, PostgreSQL %d, %d CPUs (ratios are from one run on a shared machine)\n", jobs, b.c.Version(), runtime.NumCPU())
+	for _, name := range strings.Split(only, ",") {
+		var title string
+		var build func(conn string) error
+		switch name {
+		case "pgbench":
+			title = fmt.Sprintf("pgbench -i -s %d", scale)
+			build = func(conn string) error { return dataset.Pgbench(ctx, bin, conn, scale, 0) }
+		case "mixed":
+			title = fmt.Sprintf("mixed, scale %g", mixed)
+			build = func(conn string) error { return dataset.Mixed(ctx, conn, mixed) }
+		case "fk":
+			title = fmt.Sprintf("FK-heavy, scale %g", fk)
+			build = func(conn string) error { return dataset.FKHeavy(ctx, conn, fk) }
+		default:
+			return fmt.Errorf("unknown dataset %q", name)
+		}
+		if err := b.compare(ctx, name, title, build); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compare builds one dataset, dumps it with both tools and measures both
+// restores into fresh databases, checkpointing before each so that neither
+// pays for the other's dirty buffers.
+func (b *bench) compare(ctx context.Context, name, title string, build func(string) error) error {
+	src := "src_" + name
+	if err := b.c.CreateDB(ctx, src); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "building %s...\n", title)
+	if err := build(b.c.ConnString(src)); err != nil {
+		return fmt.Errorf("build %s: %w", name, err)
+	}
+	j := fmt.Sprint(b.jobs)
+	fdir := filepath.Join(b.dir, name+".dir")
+	file := filepath.Join(b.dir, name+".pgs")
+	for _, r := range []benchkit.Result{
+		benchkit.Run(ctx, "pg_dump -Fd", benchkit.Cmd(filepath.Join(b.bin, "pg_dump"), "-Fd", "-j", j, "-f", fdir, "-d", b.c.ConnString(src)), nil),
+		benchkit.Run(ctx, "pgsprint dump", benchkit.Cmd(b.pgsprint, "dump", "-q", "-j", j, "-f", file, "-d", b.c.ConnString(src)), nil),
+	} {
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	if err := b.c.Exec(ctx, "postgres", "DROP DATABASE "+pgx.Identifier{src}.Sanitize()); err != nil {
+		return err
+	}
+	var results []benchkit.Result
+	report := filepath.Join(b.dir, name+".report")
+	type tool struct {
+		name string
+		cmd  func(db string) benchkit.Command
+	}
+	tools := []tool{
+		{"pg_restore -j " + j, func(db string) benchkit.Command {
+			return benchkit.Cmd(filepath.Join(b.bin, "pg_restore"), "-j", j, "-d", b.c.ConnString(db), fdir)
+		}},
+		{"pgsprint restore -j " + j + " --no-analyze", func(db string) benchkit.Command {
+			return benchkit.Cmd(b.pgsprint, "restore", "-q", "--no-analyze", "-j", j, "-f", file, "-d", b.c.ConnString(db))
+		}},
+		{"pgsprint restore -j " + j + " (with ANALYZE)", func(db string) benchkit.Command {
+			return benchkit.Cmd("sh", "-c", `exec "$0" restore -j "$1" -f "$2" -d "$3" 2>"$4"`, b.pgsprint, j, file, b.c.ConnString(db), report)
+		}},
+	}
+	if len(b.extra) > 0 {
+		tools = append(tools, tool{"pgsprint restore -j " + j + " --no-analyze " + strings.Join(b.extra, " "), func(db string) benchkit.Command {
+			return benchkit.Cmd(append([]string{b.pgsprint, "restore", "-q", "--no-analyze", "-j", j, "-f", file, "-d", b.c.ConnString(db)}, b.extra...)...)
+		}})
+	}
+	for _, tool := range tools {
+		db := "dst_" + name
+		if err := b.c.CreateDB(ctx, db); err != nil {
+			return err
+		}
+		if err := b.c.Exec(ctx, "postgres", "CHECKPOINT"); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "%s: %s...\n", title, tool.name)
+		results = append(results, benchkit.Run(ctx, tool.name, tool.cmd(db), nil))
+		if err := b.c.Exec(ctx, "postgres", "DROP DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
+			return err
+		}
+	}
+	benchkit.Markdown(os.Stdout, title, results, results[0].Name)
+	if rep, err := os.ReadFile(report); err == nil {
+		fmt.Printf("\npgsprint's phase report:\n\n```\n%s```\n", rep)
+	}
+	return nil
+}

@@ -1,0 +1,299 @@
+package restore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/schedule"
+	"github.com/pgsprint/pgsprint/internal/toc"
+)
+
+// defaultSplitMinBytes is the smallest chunk worth loading on several
+// connections: below it, the extra connections cost more than they save,
+// and a chunk loaded on one connection can use COPY FREEZE.
+const defaultSplitMinBytes = 256 << 20
+
+// postDataScript reads the schema archive's post-data entries with their
+// SQL and dependencies. An error means the post-data cannot be taken apart
+// and pg_restore must do all of it.
+func (r *run) postDataScript(ctx context.Context) (*toc.Script, error) {
+	list, err := exec.CommandContext(ctx, r.tools.PgRestore(), "--list", "--section=post-data", r.schema).Output()
+	if err != nil {
+		return nil, fmt.Errorf("pg_restore --list: %w", err)
+	}
+	ids, err := toc.ListIDs(string(list))
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--verbose", "--file=-", "--section=post-data"}, r.ownershipFlags()...)
+	script, err := exec.CommandContext(ctx, r.tools.PgRestore(), append(args, r.schema)...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("pg_restore --file: %w", err)
+	}
+	return toc.ParseScript(string(script), ids)
+}
+
+// buildGraph lays out the whole data and post-data work: one task per chunk
+// (or per connection for a large chunk), per large object, then the
+// post-data plan unless script is nil.
+func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
+	g := &schedule.Graph{}
+	chunksOf := map[int]int{}
+	for _, c := range r.m.Chunks {
+		chunksOf[c.Table]++
+	}
+	splitMin := r.opts.SplitMinBytes
+	switch {
+	case splitMin == 0:
+		splitMin = defaultSplitMinBytes
+	case splitMin < 0:
+		splitMin = math.MaxInt64
+	}
+	tables := map[string]schedule.TableFacts{}
+	for i := range r.m.Chunks {
+		c := &r.m.Chunks[i]
+		info, ok := r.ar.Stream(c.Stream)
+		if !ok {
+			return nil, fmt.Errorf("archive has no data for table %s", r.tableName(c))
+		}
+		t := r.m.Tables[c.Table]
+		key := schedule.TableKey(t.Schema, t.Name)
+		f := tables[key]
+		f.Size += info.RawBytes
+		name := "load " + r.tableName(c)
+		lock := []schedule.Lock{{Key: key, Mode: schedule.RowExclusive}}
+		switch {
+		case r.opts.Jobs > 1 && info.RawBytes >= splitMin && c.Where == "":
+			sl := newSplitLoad(c, r.opts.Jobs)
+			for p := range r.opts.Jobs {
+				f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: fmt.Sprintf("%s (part %d/%d)", name, p+1, r.opts.Jobs),
+					Kind: schedule.Data, Cost: info.RawBytes, Locks: lock, Table: key, Data: &load{chunk: c, split: sl}}))
+			}
+		case chunksOf[c.Table] == 1 && c.Where == "":
+			lock = []schedule.Lock{{Key: key, Mode: schedule.AccessExclusive}}
+			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Kind: schedule.Data, Cost: info.RawBytes,
+				Locks: lock, Table: key, Data: &load{chunk: c, freeze: true}}))
+		default:
+			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Kind: schedule.Data, Cost: info.RawBytes,
+				Locks: lock, Table: key, Data: &load{chunk: c}}))
+		}
+		tables[key] = f
+	}
+	for i := range r.m.LargeObjects {
+		lo := &r.m.LargeObjects[i]
+		info, ok := r.ar.Stream(lo.Stream)
+		if !ok {
+			return nil, fmt.Errorf("archive has no data for large object %d", lo.OID)
+		}
+		g.Add(&schedule.Task{Name: fmt.Sprintf("large object %d", lo.OID), Kind: schedule.Data, Cost: info.RawBytes, Data: &load{lo: lo}})
+	}
+	if script == nil {
+		return g, nil
+	}
+	if _, err := schedule.PlanPostData(g, script, schedule.PlanOptions{Tables: tables, Analyze: !r.opts.NoAnalyze}); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// engine runs a graph's tasks on one connection per worker.
+type engine struct {
+	r        *run
+	preamble []string
+	conns    []*workerConn
+	rows     atomic.Int64
+}
+
+// workerConn is a worker's connection and the session mode it is in: COPY
+// data travels in UTF8 (or SQL_ASCII), while pg_dump's SQL is in the
+// archive's encoding with pg_restore's session settings.
+type workerConn struct {
+	conn *pgx.Conn
+	mode sessionMode
+}
+
+// sessionMode is what a worker connection was last set up for.
+type sessionMode int
+
+const (
+	fresh sessionMode = iota
+	copyMode
+	sqlMode
+)
+
+// runGraph executes the graph and records the phase report.
+func (r *run) runGraph(ctx context.Context, g *schedule.Graph, script *toc.Script) error {
+	e := &engine{r: r, conns: make([]*workerConn, r.opts.Jobs)}
+	if script != nil {
+		e.preamble = script.Preamble
+	}
+	defer func() {
+		for _, c := range e.conns {
+			if c != nil {
+				c.conn.Close(context.WithoutCancel(ctx))
+			}
+		}
+	}()
+	start := time.Now()
+	timings, err := g.Run(ctx, r.opts.Jobs, e.exec)
+	r.report(g, timings, start)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("restore interrupted: %w", context.Cause(ctx))
+		}
+		return err
+	}
+	r.res.Rows = e.rows.Load()
+	return nil
+}
+
+// conn returns worker w's connection, set up for COPY or for SQL.
+func (e *engine) conn(ctx context.Context, w int, mode sessionMode) (*pgx.Conn, error) {
+	c := e.conns[w]
+	if c == nil {
+		conn, err := e.r.connectWorker(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c = &workerConn{conn: conn}
+		e.conns[w] = c
+	}
+	if c.mode == mode {
+		return c.conn, nil
+	}
+	var setup []string
+	if mode == sqlMode {
+		setup = e.preamble
+	} else {
+		setup = []string{"SET client_encoding TO 'UTF8'"}
+		if e.r.m.Encoding == "SQL_ASCII" {
+			setup = []string{"SET client_encoding TO 'SQL_ASCII'"}
+		}
+	}
+	for _, s := range setup {
+		if _, err := c.conn.Exec(ctx, s); err != nil {
+			return nil, fmt.Errorf("set up restore session: %w", err)
+		}
+	}
+	c.mode = mode
+	return c.conn, nil
+}
+
+func (e *engine) exec(ctx context.Context, w int, t *schedule.Task) error {
+	switch t.Kind {
+	case schedule.Data:
+		conn, err := e.conn(ctx, w, copyMode)
+		if err != nil {
+			return err
+		}
+		l := t.Data.(*load)
+		var n int64
+		switch {
+		case l.lo != nil:
+			return e.r.loadLargeObject(ctx, conn, l.lo)
+		case l.split != nil:
+			n, err = e.r.loadPart(ctx, conn, l.split)
+		default:
+			n, err = e.r.loadChunk(ctx, conn, l.chunk, l.freeze)
+		}
+		e.rows.Add(n)
+		return err
+	case schedule.Rest:
+		return e.r.restoreEntries(ctx, t.Entries)
+	case schedule.Analyze:
+		conn, err := e.conn(ctx, w, sqlMode)
+		if err != nil {
+			return err
+		}
+		schema, name, _ := strings.Cut(t.Table, "\x00")
+		if _, err := conn.Exec(ctx, "ANALYZE "+pg.Qualified(schema, name)); err != nil {
+			return fmt.Errorf("analyze %s: %w", pg.Qualified(schema, name), err)
+		}
+		return nil
+	}
+	conn, err := e.conn(ctx, w, sqlMode)
+	if err != nil {
+		return err
+	}
+	for _, s := range t.SQL {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// restoreEntries hands the listed entries to pg_restore, in the listed
+// (pg_dump's) order.
+func (r *run) restoreEntries(ctx context.Context, ids []int) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	f, err := os.CreateTemp("", "pgsprint-list-*.txt")
+	if err != nil {
+		return fmt.Errorf("write pg_restore list: %w", err)
+	}
+	defer os.Remove(f.Name())
+	var b bytes.Buffer
+	for _, id := range ids {
+		b.WriteString(strconv.Itoa(id) + ";\n")
+	}
+	if _, err := f.Write(b.Bytes()); err != nil {
+		f.Close()
+		return fmt.Errorf("write pg_restore list: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write pg_restore list: %w", err)
+	}
+	return r.pgRestore(ctx, r.target, "--use-list="+f.Name())
+}
+
+// report turns task timings into the phase report: for each kind of task,
+// the wall time from its first start to its last end (phases overlap: an
+// index builds while other tables load), the time summed over workers, and
+// the slowest tasks.
+func (r *run) report(g *schedule.Graph, timings []schedule.Timing, start time.Time) {
+	type span struct {
+		first, last, busy time.Duration
+		n                 int
+	}
+	spans := map[schedule.Kind]*span{}
+	for _, tm := range timings {
+		k := g.Tasks[tm.Task].Kind
+		s := spans[k]
+		if s == nil {
+			s = &span{first: tm.Start}
+			spans[k] = s
+		}
+		s.first = min(s.first, tm.Start)
+		s.last = max(s.last, tm.End)
+		s.busy += tm.End - tm.Start
+		s.n++
+	}
+	offset := start.Sub(r.begin)
+	for k := schedule.Data; k <= schedule.Analyze; k++ {
+		if s := spans[k]; s != nil {
+			r.res.Phases = append(r.res.Phases, Phase{Name: k.String(), Start: offset + s.first,
+				Elapsed: s.last - s.first, Busy: s.busy, Items: s.n})
+		}
+	}
+	sorted := append([]schedule.Timing{}, timings...)
+	sort.Slice(sorted, func(i, j int) bool {
+		return sorted[i].End-sorted[i].Start > sorted[j].End-sorted[j].Start
+	})
+	for _, tm := range sorted[:min(len(sorted), 5)] {
+		r.res.Slowest = append(r.res.Slowest, Item{Name: g.Tasks[tm.Task].Name, Elapsed: tm.End - tm.Start})
+	}
+}

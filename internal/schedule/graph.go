@@ -1,0 +1,303 @@
+// Package schedule runs a restore's work as a dependency graph on N
+// workers: table loads, index builds, constraints, foreign keys, the rest of
+// post-data and ANALYZE. A task starts when its dependencies are done and no
+// running task holds a conflicting table lock, so that workers never sit
+// blocked inside the server (and can never deadlock there); among the tasks
+// that could start, the largest goes first, because the longest work
+// started last is what makes a restore slow.
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Kind groups tasks for the phase report.
+type Kind int
+
+// Task kinds, in the order the phase report lists them.
+const (
+	Data Kind = iota
+	Index
+	Constraint
+	ForeignKey
+	Rest
+	Analyze
+	numKinds
+)
+
+// String names a kind in the phase report.
+func (k Kind) String() string {
+	return [...]string{"data", "indexes", "constraints", "foreign keys", "rest of post-data", "analyze"}[k]
+}
+
+// LockMode is a PostgreSQL table lock mode, weakest first.
+type LockMode int
+
+// The table lock modes the restore's statements take.
+const (
+	AccessShare LockMode = iota + 1
+	RowShare
+	RowExclusive
+	ShareUpdateExclusive
+	Share
+	ShareRowExclusive
+	Exclusive
+	AccessExclusive
+)
+
+// Conflicts reports whether two lock modes on one table conflict, per
+// PostgreSQL's table lock conflict matrix.
+func Conflicts(a, b LockMode) bool {
+	if a > b {
+		a, b = b, a
+	}
+	switch a {
+	case AccessShare:
+		return b == AccessExclusive
+	case RowShare:
+		return b >= Exclusive
+	case RowExclusive:
+		return b >= Share
+	case ShareUpdateExclusive:
+		return b >= ShareUpdateExclusive
+	case Share:
+		return b != Share
+	}
+	return true // ShareRowExclusive and stronger conflict with themselves and all above
+}
+
+// Lock is a lock a task takes on a table (or on a named resource such as
+// DDLMutex), held until the task ends.
+type Lock struct {
+	Key  string // the table's schema and name, unquoted, joined by a NUL byte
+	Mode LockMode
+}
+
+// DDLMutex is a lock key that serialises short catalog changes touching
+// several tables (attaching partition indexes, adding foreign keys), whose
+// lock order inside the server is not ours to choose.
+const DDLMutex = "\x00ddl"
+
+// TableKey is the lock key of a table.
+func TableKey(schema, name string) string { return schema + "\x00" + name }
+
+// Task is one unit of work.
+type Task struct {
+	Name  string // for reports, e.g. "index app.orders_pkey"
+	Kind  Kind
+	Cost  int64 // estimated work (bytes); larger starts first
+	Deps  []int // indexes of tasks that must finish first
+	Locks []Lock
+
+	// Payload for the executor; which fields are set depends on the task.
+	SQL     []string // statements run one by one on a worker's connection
+	Entries []int    // dump IDs pg_restore restores (Kind Rest)
+	Table   string   // lock key of the table (Data, Analyze)
+	Data    any      // caller's payload (Data tasks)
+}
+
+// Graph is a set of tasks and their dependencies.
+type Graph struct {
+	Tasks []*Task
+}
+
+// Add appends a task and returns its index.
+func (g *Graph) Add(t *Task) int {
+	g.Tasks = append(g.Tasks, t)
+	return len(g.Tasks) - 1
+}
+
+// Timing is when one task ran.
+type Timing struct {
+	Task   int
+	Worker int
+	Start  time.Duration // since Run began
+	End    time.Duration
+}
+
+// Exec runs one task on worker w (0..workers-1).
+type Exec func(ctx context.Context, w int, t *Task) error
+
+// Validate checks that dependencies name existing tasks and form no cycle.
+func (g *Graph) Validate() error {
+	state := make([]int8, len(g.Tasks)) // 0 new, 1 visiting, 2 done
+	var visit func(i int) error
+	visit = func(i int) error {
+		switch state[i] {
+		case 1:
+			return fmt.Errorf("schedule: dependency cycle through %q", g.Tasks[i].Name)
+		case 2:
+			return nil
+		}
+		state[i] = 1
+		for _, d := range g.Tasks[i].Deps {
+			if d < 0 || d >= len(g.Tasks) {
+				return fmt.Errorf("schedule: task %q depends on unknown task %d", g.Tasks[i].Name, d)
+			}
+			if err := visit(d); err != nil {
+				return err
+			}
+		}
+		state[i] = 2
+		return nil
+	}
+	for i := range g.Tasks {
+		if err := visit(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run executes every task on workers goroutines. The first error cancels
+// the rest: running tasks see their context cancelled and no new task
+// starts. It returns when every started task has returned.
+func (g *Graph) Run(ctx context.Context, workers int, exec Exec) ([]Timing, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	if workers < 1 {
+		workers = 1
+	}
+	s := newState(g)
+	begin := time.Now()
+	eg, gctx := errgroup.WithContext(ctx)
+	for w := range workers {
+		eg.Go(func() error {
+			for {
+				i, ok := s.next(gctx)
+				if !ok {
+					return gctx.Err()
+				}
+				start := time.Since(begin)
+				err := exec(gctx, w, g.Tasks[i])
+				s.finish(i, Timing{Task: i, Worker: w, Start: start, End: time.Since(begin)}, err)
+				if err != nil {
+					return err
+				}
+			}
+		})
+	}
+	err := eg.Wait()
+	return s.timings, err
+}
+
+// state is the scheduler's bookkeeping, guarded by mu.
+type state struct {
+	g       *Graph
+	mu      sync.Mutex
+	cond    *sync.Cond
+	pending []int // unmet dependency count per task
+	users   [][]int
+	ready   []int // tasks whose dependencies are done, not started
+	held    map[string][]LockMode
+	left    int // tasks not finished
+	failed  bool
+	timings []Timing
+}
+
+func newState(g *Graph) *state {
+	s := &state{g: g, pending: make([]int, len(g.Tasks)), users: make([][]int, len(g.Tasks)),
+		held: map[string][]LockMode{}, left: len(g.Tasks)}
+	s.cond = sync.NewCond(&s.mu)
+	for i, t := range g.Tasks {
+		seen := map[int]bool{}
+		for _, d := range t.Deps {
+			if !seen[d] {
+				seen[d] = true
+				s.pending[i]++
+				s.users[d] = append(s.users[d], i)
+			}
+		}
+		if s.pending[i] == 0 {
+			s.ready = append(s.ready, i)
+		}
+	}
+	s.sortReady()
+	return s
+}
+
+// sortReady orders ready tasks largest first, then in graph order.
+func (s *state) sortReady() {
+	sort.SliceStable(s.ready, func(a, b int) bool {
+		ta, tb := s.g.Tasks[s.ready[a]], s.g.Tasks[s.ready[b]]
+		if ta.Cost != tb.Cost {
+			return ta.Cost > tb.Cost
+		}
+		return s.ready[a] < s.ready[b]
+	})
+}
+
+// next blocks until a task can start and takes its locks, or returns false
+// when every task is done or the run failed or was cancelled.
+func (s *state) next(ctx context.Context) (int, bool) {
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.failed = true
+		s.mu.Unlock()
+		s.cond.Broadcast()
+	})
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if s.failed || s.left == 0 {
+			return 0, false
+		}
+		for k, i := range s.ready {
+			if s.lockable(s.g.Tasks[i]) {
+				s.ready = append(s.ready[:k], s.ready[k+1:]...)
+				for _, l := range s.g.Tasks[i].Locks {
+					s.held[l.Key] = append(s.held[l.Key], l.Mode)
+				}
+				return i, true
+			}
+		}
+		s.cond.Wait()
+	}
+}
+
+func (s *state) lockable(t *Task) bool {
+	for _, l := range t.Locks {
+		for _, h := range s.held[l.Key] {
+			if Conflicts(l.Mode, h) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// finish releases a task's locks and readies the tasks waiting on it.
+func (s *state) finish(i int, tm Timing, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.cond.Broadcast()
+	s.timings = append(s.timings, tm)
+	for _, l := range s.g.Tasks[i].Locks {
+		h := s.held[l.Key]
+		for k, m := range h {
+			if m == l.Mode {
+				s.held[l.Key] = append(h[:k], h[k+1:]...)
+				break
+			}
+		}
+	}
+	if err != nil {
+		s.failed = true
+		return
+	}
+	s.left--
+	for _, u := range s.users[i] {
+		if s.pending[u]--; s.pending[u] == 0 {
+			s.ready = append(s.ready, u)
+		}
+	}
+	s.sortReady()
+}

@@ -1,0 +1,309 @@
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgsprint/pgsprint/internal/toc"
+)
+
+func TestConflicts(t *testing.T) {
+	for _, tc := range []struct {
+		a, b LockMode
+		want bool
+	}{
+		{Share, Share, false},                              // two CREATE INDEX on one table
+		{Share, RowExclusive, true},                        // CREATE INDEX vs COPY
+		{ShareUpdateExclusive, ShareUpdateExclusive, true}, // two VALIDATE on one table
+		{ShareUpdateExclusive, RowShare, false},            // VALIDATE vs the referenced side of another
+		{RowShare, Share, false},                           // referenced side vs CREATE INDEX
+		{ShareRowExclusive, ShareRowExclusive, true},       // two ADD FOREIGN KEY
+		{AccessShare, AccessExclusive, true},               //
+		{AccessShare, Exclusive, false},                    //
+		{RowExclusive, RowExclusive, false},                // two COPY into one table
+		{AccessExclusive, AccessExclusive, true},           //
+		{ShareUpdateExclusive, Share, true},                // ANALYZE vs CREATE INDEX
+		{Exclusive, RowShare, true},                        //
+		{ShareRowExclusive, RowExclusive, true},            //
+		{ShareUpdateExclusive, RowExclusive, false},        // ANALYZE vs COPY
+		{ShareRowExclusive, ShareUpdateExclusive, true},    //
+		{RowShare, RowExclusive, false},                    //
+		{AccessExclusive, AccessShare, true},               //
+		{Share, ShareRowExclusive, true},                   //
+		{Share, ShareUpdateExclusive, true},                //
+		{RowExclusive, ShareUpdateExclusive, false},        //
+		{ShareRowExclusive, Share, true},                   //
+		{Exclusive, AccessShare, false},                    //
+		{RowShare, AccessExclusive, true},                  //
+		{RowShare, ShareRowExclusive, false},               //
+		{ShareUpdateExclusive, ShareRowExclusive, true},    //
+		{RowExclusive, Exclusive, true},                    //
+		{AccessShare, ShareRowExclusive, false},            //
+		{ShareUpdateExclusive, AccessShare, false},         //
+		{Share, Exclusive, true},                           //
+		{RowShare, RowShare, false},                        //
+		{AccessShare, AccessShare, false},                  //
+		{Exclusive, Exclusive, true},                       //
+	} {
+		if got := Conflicts(tc.a, tc.b); got != tc.want {
+			t.Errorf("Conflicts(%d, %d) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// entry renders one TOC entry as pg_restore --verbose prints it.
+func entry(id int, typ, name string, deps []int, sql string) string {
+	d := ""
+	if len(deps) > 0 {
+		var s []string
+		for _, x := range deps {
+			s = append(s, fmt.Sprint(x))
+		}
+		d = "-- Dependencies: " + strings.Join(s, " ") + "\n"
+	}
+	return fmt.Sprintf("--\n-- TOC entry %d (class 1259 OID %d)\n%s-- Name: %s; Type: %s; Schema: public; Owner: postgres\n--\n\n%s\n\n\n", id, id+10000, d, name, typ, sql)
+}
+
+// fkSchema is the post-data of three tables: a and b reference each other,
+// c references itself and a; a has a secondary index, a clustered index and
+// an exclusion constraint, b a deferrable unique constraint.
+func fkSchema() (script string, ids []int) {
+	var b strings.Builder
+	b.WriteString("SET statement_timeout = 0;\nSELECT pg_catalog.set_config('search_path', '', false);\n\nSET default_tablespace = '';\n\n")
+	add := func(id int, typ, name string, deps []int, sql string) {
+		b.WriteString(entry(id, typ, name, deps, sql))
+		ids = append(ids, id)
+	}
+	add(100, "CONSTRAINT", "a a_pkey", []int{1}, "ALTER TABLE ONLY public.a\n    ADD CONSTRAINT a_pkey PRIMARY KEY (id);")
+	add(101, "CONSTRAINT", "b b_pkey", []int{2}, "ALTER TABLE ONLY public.b\n    ADD CONSTRAINT b_pkey PRIMARY KEY (id) WITH (fillfactor='70');")
+	add(102, "CONSTRAINT", "b b_k_key", []int{2}, "ALTER TABLE ONLY public.b\n    ADD CONSTRAINT b_k_key UNIQUE (k) DEFERRABLE INITIALLY DEFERRED;")
+	add(103, "CONSTRAINT", "c c_pkey", []int{3}, "ALTER TABLE ONLY public.c\n    ADD CONSTRAINT c_pkey PRIMARY KEY (id);")
+	add(104, "CONSTRAINT", "a a_excl", []int{1}, "ALTER TABLE ONLY public.a\n    ADD CONSTRAINT a_excl EXCLUDE USING gist (r WITH &&);")
+	add(110, "INDEX", "a_v_idx", []int{1}, "CREATE INDEX a_v_idx ON public.a USING btree (v);")
+	add(111, "INDEX", "a_w_idx", []int{1}, "CREATE INDEX a_w_idx ON public.a USING btree (w);\n\nALTER TABLE public.a CLUSTER ON a_w_idx;")
+	add(120, "COMMENT", "INDEX a_v_idx", []int{110}, "COMMENT ON INDEX public.a_v_idx IS 'x';")
+	add(130, "FK CONSTRAINT", "a a_b_fk", []int{1, 2, 101}, "ALTER TABLE ONLY public.a\n    ADD CONSTRAINT a_b_fk FOREIGN KEY (b_id) REFERENCES public.b(id) DEFERRABLE INITIALLY DEFERRED;")
+	add(131, "FK CONSTRAINT", "b b_a_fk", []int{2, 1, 100}, "ALTER TABLE ONLY public.b\n    ADD CONSTRAINT b_a_fk FOREIGN KEY (a_id) REFERENCES public.a(id) MATCH FULL ON DELETE RESTRICT;")
+	add(132, "FK CONSTRAINT", "c c_c_fk", []int{3, 103}, "ALTER TABLE ONLY public.c\n    ADD CONSTRAINT c_c_fk FOREIGN KEY (parent) REFERENCES public.c(id);")
+	add(133, "FK CONSTRAINT", "c c_a_fk", []int{3, 1, 100}, "ALTER TABLE ONLY public.c\n    ADD CONSTRAINT c_a_fk FOREIGN KEY (a_id) REFERENCES public.a(id) NOT VALID;")
+	add(140, "TRIGGER", "a a_trg", []int{1}, "CREATE TRIGGER a_trg AFTER INSERT ON public.a FOR EACH ROW EXECUTE FUNCTION public.f();")
+	b.WriteString("--\n-- PostgreSQL database dump complete\n--\n\n\\unrestrict KEY\n")
+	return b.String(), ids
+}
+
+// plan builds the graph of fkSchema with two load tasks per table.
+func plan(t *testing.T) (*Graph, map[string][]int, int) {
+	t.Helper()
+	text, ids := fkSchema()
+	script, err := toc.ParseScript(text, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Graph{}
+	tables := map[string]TableFacts{}
+	loads := map[string][]int{}
+	for i, name := range []string{"a", "b", "c"} {
+		key := TableKey("public", name)
+		for p := range 2 {
+			loads[name] = append(loads[name], g.Add(&Task{Name: fmt.Sprintf("load %s %d", name, p), Kind: Data,
+				Cost: int64(100 * (i + 1)), Locks: []Lock{{key, RowExclusive}}, Table: key}))
+		}
+		tables[key] = TableFacts{Loads: loads[name], Size: int64(100 * (i + 1))}
+	}
+	rest, err := PlanPostData(g, script, PlanOptions{Tables: tables, Analyze: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, loads, rest
+}
+
+// reaches reports whether task a depends on task b, directly or not.
+func reaches(g *Graph, a, b int) bool {
+	seen := map[int]bool{}
+	var walk func(int) bool
+	walk = func(i int) bool {
+		for _, d := range g.Tasks[i].Deps {
+			if d == b || (!seen[d] && walk(d)) {
+				return true
+			}
+			seen[d] = true
+		}
+		return false
+	}
+	return walk(a)
+}
+
+func find(t *testing.T, g *Graph, name string) int {
+	t.Helper()
+	for i, tk := range g.Tasks {
+		if tk.Name == name {
+			return i
+		}
+	}
+	t.Fatalf("no task %q", name)
+	return -1
+}
+
+func TestPlanOrder(t *testing.T) {
+	g, loads, rest := plan(t)
+	must := func(a, b string) {
+		t.Helper()
+		if !reaches(g, find(t, g, a), find(t, g, b)) {
+			t.Errorf("%q does not wait for %q", a, b)
+		}
+	}
+	// No index of a table before all its data.
+	for i, tk := range g.Tasks {
+		if tk.Kind != Index && tk.Kind != Constraint && tk.Kind != Analyze {
+			continue
+		}
+		for _, l := range tk.Locks {
+			table := strings.TrimPrefix(l.Key, "public\x00")
+			for _, ld := range loads[table] {
+				if !reaches(g, i, ld) {
+					t.Errorf("%q does not wait for %q", tk.Name, g.Tasks[ld].Name)
+				}
+			}
+		}
+	}
+	// Foreign keys after both ends' unique indexes and constraints.
+	must("foreign key a a_b_fk", "unique index b b_pkey")
+	must("foreign key a a_b_fk", "constraint b b_pkey")
+	must("foreign key a a_b_fk", "constraint a a_pkey")
+	must("foreign key b b_a_fk", "constraint a a_pkey")
+	must("foreign key b b_a_fk", "unique index b b_k_key")
+	must("validate a a_b_fk", "foreign key a a_b_fk")
+	must("validate c c_c_fk", "foreign key c c_c_fk")
+	must("index markers a_w_idx", "index a_w_idx")
+	must("analyze public.a", "validate b b_a_fk")
+	must("analyze public.a", "index markers a_w_idx")
+	for i := range g.Tasks {
+		if g.Tasks[i].Kind != Rest && g.Tasks[i].Kind != Analyze && i != rest && !reaches(g, rest, i) {
+			t.Errorf("rest of post-data does not wait for %q", g.Tasks[i].Name)
+		}
+	}
+
+	// The shapes pg_dump writes become the fast forms, with flags kept.
+	sql := func(name string) string { return strings.Join(g.Tasks[find(t, g, name)].SQL, "\n") }
+	for name, want := range map[string]string{
+		"unique index b b_pkey": "CREATE UNIQUE INDEX b_pkey ON public.b USING btree (id) WITH (fillfactor = '70');",
+		"constraint b b_pkey":   "ALTER TABLE ONLY public.b ADD CONSTRAINT b_pkey PRIMARY KEY USING INDEX b_pkey;",
+		"constraint b b_k_key":  "ALTER TABLE ONLY public.b ADD CONSTRAINT b_k_key UNIQUE USING INDEX b_k_key DEFERRABLE INITIALLY DEFERRED;",
+		"foreign key a a_b_fk":  "REFERENCES public.b(id) DEFERRABLE INITIALLY DEFERRED NOT VALID;",
+		"validate a a_b_fk":     "ALTER TABLE ONLY public.a VALIDATE CONSTRAINT a_b_fk;",
+		"foreign key c c_a_fk":  "REFERENCES public.a(id) NOT VALID;",
+		"constraint a a_excl":   "ADD CONSTRAINT a_excl EXCLUDE USING gist (r WITH &&);",
+		"index markers a_w_idx": "ALTER TABLE public.a CLUSTER ON a_w_idx;",
+		"unique index c c_pkey": "SET default_tablespace = '';",
+	} {
+		if got := sql(name); !strings.Contains(got, want) {
+			t.Errorf("%s: SQL %q does not contain %q", name, got, want)
+		}
+	}
+	if strings.Contains(sql("foreign key c c_a_fk"), "NOT VALID NOT VALID") {
+		t.Error("a key NOT VALID in the source got NOT VALID twice")
+	}
+	for _, name := range []string{"validate c c_a_fk"} {
+		for _, tk := range g.Tasks {
+			if tk.Name == name {
+				t.Errorf("%s: a key NOT VALID in the source must stay so", name)
+			}
+		}
+	}
+	if got := fmt.Sprint(g.Tasks[rest].Entries); got != "[120 140]" {
+		t.Errorf("pg_restore gets entries %s, want [120 140]", got)
+	}
+}
+
+// TestRunNoConflicts runs the plan with workers that hold each task for a
+// moment and checks, while they run, that no two running tasks hold
+// conflicting locks (so none could block or deadlock in the server, even
+// with circular foreign keys) and that every task starts after its
+// dependencies end.
+func TestRunNoConflicts(t *testing.T) {
+	for _, workers := range []int{1, 2, 3, 8} {
+		t.Run(fmt.Sprint(workers), func(t *testing.T) {
+			g, _, _ := plan(t)
+			var mu sync.Mutex
+			running := map[*Task]bool{}
+			done := map[*Task]bool{}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err := g.Run(ctx, workers, func(ctx context.Context, w int, tk *Task) error {
+				mu.Lock()
+				for _, d := range tk.Deps {
+					if !done[g.Tasks[d]] {
+						t.Errorf("%q started before %q finished", tk.Name, g.Tasks[d].Name)
+					}
+				}
+				for o := range running {
+					for _, a := range tk.Locks {
+						for _, b := range o.Locks {
+							if a.Key == b.Key && Conflicts(a.Mode, b.Mode) {
+								t.Errorf("%q runs beside %q with conflicting locks on %q", tk.Name, o.Name, a.Key)
+							}
+						}
+					}
+				}
+				running[tk] = true
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+				mu.Lock()
+				delete(running, tk)
+				done[tk] = true
+				mu.Unlock()
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(done) != len(g.Tasks) {
+				t.Fatalf("ran %d of %d tasks", len(done), len(g.Tasks))
+			}
+		})
+	}
+}
+
+func TestRunLargestFirstAndCancel(t *testing.T) {
+	g := &Graph{}
+	for _, c := range []int64{1, 5, 3} {
+		g.Add(&Task{Name: fmt.Sprint(c), Cost: c})
+	}
+	var order []string
+	if _, err := g.Run(context.Background(), 1, func(_ context.Context, _ int, tk *Task) error {
+		order = append(order, tk.Name)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(order, ","); got != "5,3,1" {
+		t.Errorf("order %s, want 5,3,1", got)
+	}
+
+	// A failing task stops the others: nothing new starts.
+	g = &Graph{}
+	first := g.Add(&Task{Name: "fails", Cost: 10})
+	g.Add(&Task{Name: "after", Deps: []int{first}})
+	ran := 0
+	_, err := g.Run(context.Background(), 2, func(_ context.Context, _ int, tk *Task) error {
+		ran++
+		if tk.Name == "fails" {
+			return fmt.Errorf("boom")
+		}
+		return nil
+	})
+	if err == nil || ran != 1 {
+		t.Errorf("err %v after %d tasks, want boom after 1", err, ran)
+	}
+
+	g = &Graph{}
+	a := g.Add(&Task{Name: "a"})
+	g.Tasks[a].Deps = []int{g.Add(&Task{Name: "b", Deps: []int{a}})}
+	if err := g.Validate(); err == nil {
+		t.Error("a dependency cycle was accepted")
+	}
+}

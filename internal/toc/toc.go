@@ -1,0 +1,198 @@
+// Package toc reads the table of contents of a pg_dump custom archive as
+// pg_restore prints it, so that restore can run some post-data entries
+// itself (in parallel, in a different form) and hand the rest back to
+// pg_restore by dump ID. pg_restore stays the authority on each entry's SQL:
+// this package only splits its verbose script into entries.
+package toc
+
+import (
+	"bufio"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Entry is one TOC entry of a pg_restore script, as printed with --verbose.
+type Entry struct {
+	ID   int    // dump ID, as used by pg_restore -L
+	Type string // e.g. "INDEX", "CONSTRAINT", "FK CONSTRAINT", "INDEX ATTACH"
+	Name string // pg_dump's tag, e.g. "orders orders_pkey", for messages
+	Deps []int  // dump IDs this entry depends on
+	// SQL is the entry's statements, without pg_restore's comment header.
+	SQL string
+	// Settings are the session settings (default_tablespace,
+	// default_table_access_method) pg_restore had in effect for the entry;
+	// they must be applied before SQL when it runs on another connection.
+	Settings []string
+}
+
+// Script is a parsed `pg_restore --verbose --file=-` output.
+type Script struct {
+	// Preamble holds the SET and set_config statements pg_restore runs
+	// once per session before any entry.
+	Preamble []string
+	Entries  []Entry
+}
+
+// ListIDs returns the dump IDs of a `pg_restore -l` listing, in order.
+func ListIDs(list string) ([]int, error) {
+	var ids []int
+	for _, line := range strings.Split(list, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, ";") {
+			continue
+		}
+		i := strings.IndexByte(line, ';')
+		if i <= 0 {
+			return nil, fmt.Errorf("toc: unexpected list line %q", line)
+		}
+		id, err := strconv.Atoi(line[:i])
+		if err != nil {
+			return nil, fmt.Errorf("toc: unexpected list line %q", line)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+const entryMarker = "-- TOC entry "
+
+// ParseScript splits a verbose pg_restore script into entries. want is the
+// listing's dump IDs for the same selection (from ListIDs): the parse is
+// refused unless it finds exactly those entries in that order, so that text
+// inside an entry that merely looks like a header can never go unnoticed.
+func ParseScript(script string, want []int) (*Script, error) {
+	s := &Script{}
+	lines := strings.SplitAfter(script, "\n")
+	settings := map[string]string{}
+	var order []string
+	var cur *Entry
+	var body []string
+	flush := func() {
+		if cur == nil {
+			return
+		}
+		// Trailing session settings belong to the next entry; trailing
+		// comments and psql meta-commands to nobody.
+		end := len(body)
+		for end > 0 {
+			l := strings.TrimSpace(body[end-1])
+			switch {
+			case l == "", strings.HasPrefix(l, "--"), strings.HasPrefix(l, `\`):
+				end--
+				continue
+			case isSessionSetting(l):
+				k, _ := settingKey(l)
+				if _, seen := settings[k]; !seen {
+					order = append(order, k)
+				}
+				settings[k] = l
+				end--
+				continue
+			}
+			break
+		}
+		cur.SQL = strings.TrimSpace(strings.Join(body[:end], ""))
+		s.Entries = append(s.Entries, *cur)
+		cur, body = nil, nil
+	}
+	for i := 0; i < len(lines); i++ {
+		line := strings.TrimRight(lines[i], "\n")
+		if strings.HasPrefix(line, entryMarker) && i > 0 && strings.TrimRight(lines[i-1], "\n") == "--" {
+			if cur == nil && len(s.Entries) == 0 {
+				s.Preamble = preamble(lines[:i-1], settings, &order)
+			}
+			flush()
+			id, err := strconv.Atoi(strings.Fields(strings.TrimPrefix(line, entryMarker))[0])
+			if err != nil {
+				return nil, fmt.Errorf("toc: bad entry header %q", line)
+			}
+			cur = &Entry{ID: id}
+			for _, k := range order {
+				cur.Settings = append(cur.Settings, settings[k])
+			}
+			// Header lines up to the closing "--".
+			for i++; i < len(lines); i++ {
+				h := strings.TrimRight(lines[i], "\n")
+				if h == "--" {
+					break
+				}
+				switch {
+				case strings.HasPrefix(h, "-- Dependencies: "):
+					for _, f := range strings.Fields(strings.TrimPrefix(h, "-- Dependencies: ")) {
+						d, err := strconv.Atoi(f)
+						if err != nil {
+							return nil, fmt.Errorf("toc: bad dependency line %q", h)
+						}
+						cur.Deps = append(cur.Deps, d)
+					}
+				case strings.HasPrefix(h, "-- Name: "):
+					k := strings.LastIndex(h, "; Type: ")
+					if k < 0 {
+						return nil, fmt.Errorf("toc: bad name line %q", h)
+					}
+					cur.Name = h[len("-- Name: "):k]
+					t := h[k+len("; Type: "):]
+					if j := strings.Index(t, "; Schema: "); j >= 0 {
+						t = t[:j]
+					}
+					cur.Type = t
+				}
+			}
+			continue
+		}
+		if cur != nil {
+			body = append(body, lines[i])
+		}
+	}
+	flush()
+	if len(s.Entries) != len(want) {
+		return nil, fmt.Errorf("toc: script has %d entries, listing has %d", len(s.Entries), len(want))
+	}
+	for i, e := range s.Entries {
+		if e.ID != want[i] || e.Type == "" {
+			return nil, fmt.Errorf("toc: script entry %d is dump ID %d (type %q), listing has %d", i, e.ID, e.Type, want[i])
+		}
+	}
+	return s, nil
+}
+
+// preamble collects the session statements before the first entry.
+func preamble(lines []string, settings map[string]string, order *[]string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(strings.Join(lines, "")))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		switch {
+		case isSessionSetting(l):
+			k, _ := settingKey(l)
+			if _, seen := settings[k]; !seen {
+				*order = append(*order, k)
+			}
+			settings[k] = l
+		case strings.HasPrefix(l, "SET ") && strings.HasSuffix(l, ";"),
+			strings.HasPrefix(l, "SELECT pg_catalog.set_config(") && strings.HasSuffix(l, ";"):
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// isSessionSetting reports whether l is one of the settings pg_restore
+// changes between entries.
+func isSessionSetting(l string) bool {
+	k, ok := settingKey(l)
+	return ok && (k == "default_tablespace" || k == "default_table_access_method")
+}
+
+func settingKey(l string) (string, bool) {
+	if !strings.HasPrefix(l, "SET ") || !strings.HasSuffix(l, ";") {
+		return "", false
+	}
+	f := strings.Fields(l)
+	if len(f) < 4 || f[2] != "=" {
+		return "", false
+	}
+	return f[1], true
+}

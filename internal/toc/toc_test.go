@@ -1,0 +1,131 @@
+package toc
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const script = `SET statement_timeout = 0;
+SELECT pg_catalog.set_config('search_path', '', false);
+
+SET default_tablespace = '';
+
+--
+-- TOC entry 10 (class 2606 OID 1)
+-- Dependencies: 1 2
+-- Name: t t_pkey; Type: CONSTRAINT; Schema: s; Owner: o
+--
+
+ALTER TABLE ONLY s.t
+    ADD CONSTRAINT t_pkey PRIMARY KEY (id);
+
+
+SET default_tablespace = fast;
+
+--
+-- TOC entry 11 (class 1259 OID 2)
+-- Name: t_x; Type: INDEX; Schema: s; Owner: o
+--
+
+CREATE INDEX t_x ON s.t USING btree (((x || ';
+--
+-- TOC entry 12 (class 0 OID 0)
+--
+'::text)));
+
+
+--
+-- TOC entry 12 (class 0 OID 0)
+-- Dependencies: 11
+-- Name: INDEX t_x; Type: COMMENT; Schema: s; Owner: o
+--
+
+COMMENT ON INDEX s.t_x IS 'a; b';
+
+
+--
+-- PostgreSQL database dump complete
+--
+
+\unrestrict KEY
+`
+
+func TestParseScript(t *testing.T) {
+	s, err := ParseScript(script, []int{10, 11, 12})
+	if err == nil {
+		// The fake header inside the string literal splits entry 11, so
+		// the parse must notice that dump ID 12 appears twice.
+		t.Fatalf("a header inside a string literal went unnoticed: %+v", s.Entries)
+	}
+	clean := strings.Replace(script, "';\n--\n-- TOC entry 12 (class 0 OID 0)\n--\n'", "';'", 1)
+	s, err = ParseScript(clean, []int{10, 11, 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(s.Preamble, " "); got != "SET statement_timeout = 0; SELECT pg_catalog.set_config('search_path', '', false);" {
+		t.Errorf("preamble %q", got)
+	}
+	for i, want := range []struct {
+		typ, name, sql, settings, deps string
+	}{
+		{"CONSTRAINT", "t t_pkey", "ALTER TABLE ONLY s.t\n    ADD CONSTRAINT t_pkey PRIMARY KEY (id);", "SET default_tablespace = '';", "[1 2]"},
+		{"INDEX", "t_x", "CREATE INDEX t_x ON s.t USING btree (((x || ';'::text)));", "SET default_tablespace = fast;", "[]"},
+		{"COMMENT", "INDEX t_x", "COMMENT ON INDEX s.t_x IS 'a; b';", "SET default_tablespace = fast;", "[11]"},
+	} {
+		e := s.Entries[i]
+		if e.Type != want.typ || e.Name != want.name || e.SQL != want.sql || strings.Join(e.Settings, " ") != want.settings || fmtInts(e.Deps) != want.deps {
+			t.Errorf("entry %d = %+v, want %+v", i, e, want)
+		}
+	}
+	if _, err := ParseScript(clean, []int{10, 12}); err == nil {
+		t.Error("a listing that disagrees with the script was accepted")
+	}
+}
+
+func fmtInts(v []int) string {
+	var s []string
+	for _, x := range v {
+		s = append(s, strconv.Itoa(x))
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}
+
+func TestStatements(t *testing.T) {
+	for _, tc := range []struct {
+		sql  string
+		want []string
+	}{
+		{"CREATE INDEX a ON s.t (x);\n\nALTER TABLE s.t CLUSTER ON a;", []string{"CREATE INDEX a ON s.t (x);", "ALTER TABLE s.t CLUSTER ON a;"}},
+		{"SELECT ';' AS \"a;b\", $q$;$q$, E'\\';', 1; -- c;\nSELECT 2;", []string{"SELECT ';' AS \"a;b\", $q$;$q$, E'\\';', 1;", "-- c;\nSELECT 2;"}},
+		{"/* ; /* ; */ */ SELECT 1;", []string{"/* ; /* ; */ */ SELECT 1;"}},
+	} {
+		st, err := Statements(tc.sql)
+		if err != nil {
+			t.Errorf("%q: %v", tc.sql, err)
+			continue
+		}
+		var got []string
+		for _, s := range st {
+			got = append(got, s.Text)
+		}
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("%q split into %q, want %q", tc.sql, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"SELECT 1", "SELECT 'x;", `SELECT "x;`, "SELECT $a$;"} {
+		if _, err := Statements(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestIdent(t *testing.T) {
+	toks, err := Tokenize(`ALTER TABLE ONLY "My ""T"".x".plain`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toks[3].Ident() + "|" + toks[5].Ident(); got != `My "T".x|plain` {
+		t.Errorf("idents %q", got)
+	}
+}
