@@ -2,6 +2,7 @@ package archive
 
 import (
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -65,3 +66,18 @@ func (r *Reader) Tables() []TableSummary {
 	}
 	return out
 }
+
+// Source is what a restore reads: the seekable Reader, or the Demux over a
+// pipe. Stream totals of a Demux are known only once the stream's End
+// frame has been read, so planning must fall back to the manifest's
+// estimates when Stream reports false.
+type Source interface {
+	Manifest() *Manifest
+	OpenStream(id uint32) io.ReadCloser
+	Stream(id uint32) (*StreamInfo, bool)
+}
+
+var (
+	_ Source = (*Reader)(nil)
+	_ Source = (*Demux)(nil)
+)

@@ -112,7 +112,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 // run is the state of one restore.
 type run struct {
 	opts   Options
-	ar     *archive.Reader
+	ar     archive.Source
 	m      *archive.Manifest
 	schema string // pg_dump custom archive extracted to a temp file
 	tools  pgbin.Tools

@@ -17,7 +17,7 @@ import (
 
 // extractSchema writes the archive's pg_dump custom-format stream to a
 // private temp file for pg_restore, which needs a seekable file.
-func extractSchema(ar *archive.Reader, m *archive.Manifest) (string, error) {
+func extractSchema(ar archive.Source, m *archive.Manifest) (string, error) {
 	f, err := os.CreateTemp("", "pgsprint-schema-*.dump")
 	if err != nil {
 		return "", fmt.Errorf("extract schema: %w", err)
