@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need and are missing on this machine:
 # Go modules, PostgreSQL server binaries from Debian's packages when none
-# are found, and the extra major versions of scripts/install-pg-versions.sh. Safe to run again: it does nothing when everything is there.
+# are found, and the extra major versions of scripts/install-pg-versions.sh.
+# Safe to run again: it does nothing when everything is there.
 set -euo pipefail
 
 have_pg() {
