@@ -65,7 +65,9 @@ func (s *Cluster) startCopy(ctx context.Context, primary *Cluster) error {
 			return fmt.Errorf("pgtest: removing copied %s: %w", f, err)
 		}
 	}
-	return s.listenAndStart(ctx, map[string]string{"hot_standby": "on"}, false)
+	// hot_standby_feedback keeps the primary from vacuuming away rows that a
+	// long dump on the standby still reads, which would cancel it.
+	return s.listenAndStart(ctx, map[string]string{"hot_standby": "on", "hot_standby_feedback": "on"}, false)
 }
 
 // WaitReplayed waits until standby has replayed everything c had written
