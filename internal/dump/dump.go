@@ -69,6 +69,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if srv.InRecovery {
+		log.Warn("the source is a standby: data of unlogged tables cannot be read there and is skipped (as pg_dump does); their definitions are kept")
+	}
 	tools, err := pgbin.Find(ctx, srv.Major())
 	if err != nil {
 		return nil, err
