@@ -70,11 +70,13 @@ func (s *Cluster) startCopy(ctx context.Context, primary *Cluster) error {
 	return s.listenAndStart(ctx, map[string]string{"hot_standby": "on", "hot_standby_feedback": "on"}, false)
 }
 
-// WaitReplayed waits until standby has replayed everything c had written
-// when WaitReplayed was called, so that a test knows what the standby sees.
+// WaitReplayed waits until standby has replayed everything c had inserted
+// into its WAL when WaitReplayed was called, so that a test knows what the
+// standby sees. The insert position, not the write position: with
+// synchronous_commit off, a commit can be inserted and not yet written.
 func (c *Cluster) WaitReplayed(ctx context.Context, standby *Cluster) error {
 	var target string
-	if err := c.queryRow(ctx, "SELECT pg_catalog.pg_current_wal_lsn()::text", &target); err != nil {
+	if err := c.queryRow(ctx, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text", &target); err != nil {
 		return fmt.Errorf("pgtest: reading primary's WAL position: %w", err)
 	}
 	for {
