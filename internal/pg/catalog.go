@@ -14,17 +14,27 @@ type Server struct {
 	VersionNum int    // server_version_num, e.g. 150018
 	Database   string
 	Encoding   string
+	// InRecovery is true on a hot standby: unlogged tables cannot be read
+	// there and ANALYZE cannot run, so planning must rely on the
+	// statistics replicated from the primary.
+	InRecovery bool
 }
 
 // Major is the major version (15 for 150018).
 func (s Server) Major() int { return s.VersionNum / 10000 }
+
+// HasTIDRangeScan reports whether `ctid >= '(a,0)' AND ctid < '(b,0)'` is
+// executed as a TID Range Scan (PostgreSQL 14 and later). On older servers
+// such a predicate reads the whole table, so chunking must fall back to key
+// ranges or whole tables, and say so.
+func (s Server) HasTIDRangeScan() bool { return s.VersionNum >= 140000 }
 
 // ReadServer reads version, database name and encoding.
 func ReadServer(ctx context.Context, conn *pgx.Conn) (Server, error) {
 	var s Server
 	err := conn.QueryRow(ctx, `SELECT current_setting('server_version'),
 		current_setting('server_version_num')::int, current_database(),
-		current_setting('server_encoding')`).Scan(&s.Version, &s.VersionNum, &s.Database, &s.Encoding)
+		current_setting('server_encoding'), pg_catalog.pg_is_in_recovery()`).Scan(&s.Version, &s.VersionNum, &s.Database, &s.Encoding, &s.InRecovery)
 	if err != nil {
 		return s, fmt.Errorf("read server version: %w", err)
 	}
@@ -60,10 +70,16 @@ const userSchema = `n.nspname NOT IN ('pg_catalog', 'information_schema')
 // partitions, inheritance children and unlogged tables (COPY of a parent
 // never includes its children's rows), plus extension configuration tables.
 // Views, foreign tables and partitioned parents hold no rows of their own.
+// On a standby, unlogged tables are left out: their data cannot be read
+// there (pg_dump skips it too).
 func ListTables(ctx context.Context, conn *pgx.Conn, srv Server) ([]TableInfo, error) {
 	generated := ""
 	if srv.VersionNum >= 120000 {
 		generated = "AND a.attgenerated = ''"
+	}
+	persistence := "c.relpersistence <> 't'"
+	if srv.InRecovery {
+		persistence = "c.relpersistence = 'p'"
 	}
 	q := `SELECT c.oid, n.nspname, c.relname, c.relpages::int8, greatest(c.reltuples, 0)::int8,
 		pg_catalog.pg_relation_size(c.oid),
@@ -73,7 +89,7 @@ func ListTables(ctx context.Context, conn *pgx.Conn, srv Server) ([]TableInfo, e
 		coalesce((SELECT x.extcondition[array_position(x.extconfig, c.oid)]
 			FROM pg_catalog.pg_extension x WHERE c.oid = ANY (x.extconfig)), '')
 	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-	WHERE c.relkind = 'r' AND c.relpersistence <> 't' AND ` + userSchema + `
+	WHERE c.relkind = 'r' AND ` + persistence + ` AND ` + userSchema + `
 	AND (` + notExtensionMember + `
 		OR EXISTS (SELECT 1 FROM pg_catalog.pg_extension x WHERE c.oid = ANY (x.extconfig)))
 	ORDER BY pg_catalog.pg_relation_size(c.oid) DESC, n.nspname, c.relname`

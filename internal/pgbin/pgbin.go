@@ -18,6 +18,14 @@ import (
 // EnvBinDir names a directory that overrides discovery.
 const EnvBinDir = "PGSPRINT_PG_BIN"
 
+// EnvInstallRoot names the directory holding extra major versions as NN/bin
+// (scripts/install-pg-versions.sh puts them there), so that a machine can
+// carry several majors side by side, as Debian's /usr/lib/postgresql does.
+const EnvInstallRoot = "PGSPRINT_PG_ROOT"
+
+// DefaultInstallRoot is the EnvInstallRoot used when it is unset.
+const DefaultInstallRoot = "/opt/pgsprint-pg"
+
 // Tools is one directory of PostgreSQL client programs of one version.
 type Tools struct {
 	Dir     string
@@ -32,8 +40,10 @@ func (t Tools) Psql() string      { return filepath.Join(t.Dir, "psql") }
 
 var versionRE = regexp.MustCompile(`\(PostgreSQL\) (\d+)(?:\.(\d+))?`)
 
-// probe reads the version of the pg_dump in dir.
-func probe(ctx context.Context, dir string) (Tools, bool) {
+// Probe reads the version of the pg_dump in dir; ok is false when dir has
+// no working pg_dump and pg_restore. Exported so that the test harness
+// names versions exactly as discovery does.
+func Probe(ctx context.Context, dir string) (tools Tools, ok bool) {
 	for _, p := range []string{"pg_dump", "pg_restore"} {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
 			return Tools{}, false
@@ -55,13 +65,27 @@ func probe(ctx context.Context, dir string) (Tools, bool) {
 	return Tools{Dir: dir, Major: major, Version: v}, true
 }
 
+// VersionDirs returns the bin directories of side-by-side installations of
+// several major versions: Debian's /usr/lib/postgresql/N/bin, then
+// $PGSPRINT_PG_ROOT/N/bin (default /opt/pgsprint-pg/N/bin). Both discovery
+// and the test harness look there, so that they agree on what is installed.
+func VersionDirs() []string {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	root := os.Getenv(EnvInstallRoot)
+	if root == "" {
+		root = DefaultInstallRoot
+	}
+	extra, _ := filepath.Glob(filepath.Join(root, "*", "bin"))
+	return append(dirs, extra...)
+}
+
 // candidates lists directories to look in: PGSPRINT_PG_BIN alone if set;
-// else Debian's /usr/lib/postgresql/N/bin, pg_config --bindir, and PATH.
+// else VersionDirs, pg_config --bindir, and PATH.
 func candidates(ctx context.Context) []string {
 	if d := os.Getenv(EnvBinDir); d != "" {
 		return []string{d}
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	dirs := VersionDirs()
 	if out, err := exec.CommandContext(ctx, "pg_config", "--bindir").Output(); err == nil {
 		dirs = append(dirs, strings.TrimSpace(string(out)))
 	}
@@ -84,7 +108,7 @@ func Installed(ctx context.Context) []Tools {
 			continue
 		}
 		seen[abs] = true
-		if t, ok := probe(ctx, abs); ok {
+		if t, ok := Probe(ctx, abs); ok {
 			all = append(all, t)
 		}
 	}

@@ -37,3 +37,45 @@ func TestFind(t *testing.T) {
 		t.Fatalf("empty dir: error = %v", err)
 	}
 }
+
+// TestFindAmongSeveral installs fake majors side by side under
+// PGSPRINT_PG_ROOT (majors far above any real one, so that real
+// installations on the machine cannot be picked) and checks that Find takes
+// the oldest one that is new enough, or names the version it needs.
+func TestFindAmongSeveral(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	for _, v := range []string{"90.1", "92.3"} {
+		bin := filepath.Join(root, strings.Split(v, ".")[0], "bin")
+		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(fakeInstall(t, v), bin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(EnvBinDir, "")
+	t.Setenv(EnvInstallRoot, root)
+	for _, tc := range []struct {
+		min     int
+		want    string // version picked; "" for an error
+		wantErr string
+	}{
+		{min: 89, want: "90.1"},
+		{min: 90, want: "90.1"},
+		{min: 91, want: "92.3"},
+		{min: 92, want: "92.3"},
+		{min: 93, wantErr: "PostgreSQL 93 or newer client programs are needed"},
+	} {
+		got, err := Find(ctx, tc.min)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "92.3") {
+				t.Errorf("Find(%d) = %+v, %v; want an error containing %q and the versions found", tc.min, got, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got.Version != tc.want {
+			t.Errorf("Find(%d) = %+v, %v; want version %s", tc.min, got, err, tc.want)
+		}
+	}
+}

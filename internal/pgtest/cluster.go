@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 )
 
 // SuperuserName is the bootstrap superuser of every cluster. It is fixed so
@@ -139,9 +140,10 @@ func skipIfNoBinaries(t testing.TB, err error) {
 
 // FindBinDir returns the PostgreSQL bin directory to use. The search order is
 // explicit, then $PGSPRINT_TEST_PG_BIN, then the newest
-// /usr/lib/postgresql/N/bin (Debian/Ubuntu layout), then `pg_config
-// --bindir`, then the directory of initdb on PATH. Every candidate must
-// contain initdb, so that a half-installed client-only package is not picked.
+// /usr/lib/postgresql/N/bin (Debian/Ubuntu layout), then the newest of
+// pgbin.VersionDirs (the extra majors), then `pg_config --bindir`, then the
+// directory of initdb on PATH. Every candidate must contain initdb, so that a
+// half-installed client-only package is not picked.
 func FindBinDir(explicit string) (string, error) {
 	check := func(dir, origin string) (string, error) {
 		if _, err := os.Stat(filepath.Join(dir, "initdb")); err != nil {
@@ -175,6 +177,15 @@ func FindBinDir(explicit string) (string, error) {
 			return cands[0].dir, nil
 		}
 	}
+	// Then the newest of the side-by-side installs under pgbin's install
+	// root (scripts/install-pg-versions.sh).
+	if all := installs(); len(all) > 0 {
+		newest := 0
+		for v := range all {
+			newest = max(newest, v)
+		}
+		return all[newest], nil
+	}
 	if pgConfig, err := exec.LookPath("pg_config"); err == nil {
 		if out, err := exec.Command(pgConfig, "--bindir").Output(); err == nil {
 			dir := strings.TrimSpace(string(out))
@@ -191,7 +202,7 @@ func FindBinDir(explicit string) (string, error) {
 		}
 		return filepath.Dir(initdb), nil
 	}
-	return "", fmt.Errorf("%w (looked at $%s, /usr/lib/postgresql/*/bin, pg_config --bindir, PATH)", ErrNoBinaries, EnvBinDir)
+	return "", fmt.Errorf("%w (looked at $%s, /usr/lib/postgresql/*/bin, $%s/*/bin, pg_config --bindir, PATH)", ErrNoBinaries, EnvBinDir, pgbin.EnvInstallRoot)
 }
 
 // Start creates, configures and starts a new cluster and returns once it
@@ -206,11 +217,26 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, fmt.Errorf("pgtest: invalid setting name %q", key)
 		}
 	}
+	c, err := newCluster(binDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.start(ctx, opts); err != nil {
+		if cerr := c.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// newCluster makes the directory of a cluster that is not yet initialized:
+// the cluster root and its socket directory, owned by the server's user.
+func newCluster(binDir string) (*Cluster, error) {
 	cred, err := serverCredential()
 	if err != nil {
 		return nil, err
 	}
-
 	// Unix socket paths are limited to ~107 bytes, so avoid a long $TMPDIR.
 	base := os.TempDir()
 	if len(base) > 60 {
@@ -228,29 +254,23 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		logFile: filepath.Join(dir, "server.log"),
 		cred:    cred,
 	}
-	if err := c.start(ctx, opts); err != nil {
-		if cerr := c.Close(); cerr != nil {
-			err = errors.Join(err, cerr)
+	if err := os.Mkdir(c.sockDir, 0o755); err != nil {
+		return nil, errors.Join(fmt.Errorf("pgtest: creating socket dir: %w", err), os.RemoveAll(dir))
+	}
+	if err := os.Chmod(c.dir, 0o755); err != nil {
+		return nil, errors.Join(fmt.Errorf("pgtest: chmod %s: %w", c.dir, err), os.RemoveAll(dir))
+	}
+	if c.cred != nil {
+		for _, d := range []string{c.dir, c.sockDir} {
+			if err := os.Chown(d, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+				return nil, errors.Join(fmt.Errorf("pgtest: chown %s to the postgres user: %w", d, err), os.RemoveAll(dir))
+			}
 		}
-		return nil, err
 	}
 	return c, nil
 }
 
 func (c *Cluster) start(ctx context.Context, opts Options) error {
-	if err := os.Mkdir(c.sockDir, 0o755); err != nil {
-		return fmt.Errorf("pgtest: creating socket dir: %w", err)
-	}
-	if err := os.Chmod(c.dir, 0o755); err != nil {
-		return fmt.Errorf("pgtest: chmod %s: %w", c.dir, err)
-	}
-	if c.cred != nil {
-		for _, d := range []string{c.dir, c.sockDir} {
-			if err := os.Chown(d, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
-				return fmt.Errorf("pgtest: chown %s to the postgres user: %w", d, err)
-			}
-		}
-	}
 	pwFile := filepath.Join(c.dir, "pwfile")
 	if err := os.WriteFile(pwFile, []byte(SuperuserPassword+"\n"), 0o600); err != nil {
 		return fmt.Errorf("pgtest: writing password file: %w", err)
@@ -297,7 +317,13 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	if err := c.writeOwned(filepath.Join(c.dataDir, "pg_hba.conf"), hba); err != nil {
 		return err
 	}
+	return c.listenAndStart(ctx, opts.Settings, true)
+}
 
+// listenAndStart picks a free port, writes pgtest.conf (and, when include
+// is set, the line of postgresql.conf that includes it), and starts the
+// server in the initialized data directory.
+func (c *Cluster) listenAndStart(ctx context.Context, settings map[string]string, include bool) error {
 	// A free port is found by binding to :0 and releasing it; another
 	// process may grab it in between, so retry a few times.
 	var startErr error
@@ -307,11 +333,11 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 			return err
 		}
 		c.port = port
-		if err := c.writeOwned(filepath.Join(c.dataDir, "pgtest.conf"), c.config(opts.Settings)); err != nil {
+		if err := c.writeOwned(filepath.Join(c.dataDir, "pgtest.conf"), c.config(settings)); err != nil {
 			return err
 		}
 		conf := filepath.Join(c.dataDir, "postgresql.conf")
-		if attempt == 0 {
+		if attempt == 0 && include {
 			f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
 			if err != nil {
 				return fmt.Errorf("pgtest: opening postgresql.conf: %w", err)

@@ -132,7 +132,7 @@ func (r *run) phase(name string, fn func() error) error {
 
 func (r *run) run(ctx context.Context) error {
 	var err error
-	if r.tools, err = pgbin.Find(ctx, majorOf(r.m.PgDumpVersion)); err != nil {
+	if r.tools, err = r.chooseTools(ctx); err != nil {
 		return err
 	}
 	if err := r.phase("pre-data", func() error { return r.preData(ctx) }); err != nil {

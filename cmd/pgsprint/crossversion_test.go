@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/verify"
+)
+
+// envMatrix set to "full" makes TestCrossVersion run every pair of installed
+// versions (older or equal source, newer or equal target) instead of every
+// version into the newest, and TestDumpFromStandby run on every version.
+const envMatrix = "PGSPRINT_TEST_PG_MATRIX"
+
+// versionPair is one cross-version round trip: dump from src, restore into dst.
+type versionPair struct{ src, dst int }
+
+// matrix lists the round trips to run over the installed versions: each
+// version into the newest (the upgrade path users take), or with full every
+// pair whose target is at least as new as its source.
+func matrix(versions []int, full bool) []versionPair {
+	var pairs []versionPair
+	newest := versions[len(versions)-1]
+	for i, s := range versions {
+		if !full {
+			pairs = append(pairs, versionPair{s, newest})
+			continue
+		}
+		for _, d := range versions[i:] {
+			pairs = append(pairs, versionPair{s, d})
+		}
+	}
+	return pairs
+}
+
+// versionsOrSkip returns the versions the cross-version tests use, skipping
+// (or failing, under make test) when fewer than min are installed.
+func versionsOrSkip(t *testing.T, min int) []int {
+	t.Helper()
+	vs := pgtest.Versions()
+	if len(vs) < min {
+		msg := fmt.Sprintf("need %d PostgreSQL major versions, have %v (scripts/install-pg-versions.sh installs more)", min, vs)
+		if os.Getenv(pgtest.EnvRequire) != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return vs
+}
+
+// TestCrossVersion dumps the torture database from one major version and
+// restores it into another: the archive must load into a newer server, with
+// pgsprint picking pg_dump for the source and pg_restore for the target by
+// itself. Both sides are compared with the newest pg_dump installed, which
+// prints what legitimately differs between versions the same way on both.
+func TestCrossVersion(t *testing.T) {
+	ctx := context.Background()
+	versions := versionsOrSkip(t, 2)
+	full := os.Getenv(envMatrix) == "full"
+	pairs := matrix(versions, full)
+	newestBin, err := pgtest.BinDirFor(versions[len(versions)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// One cluster per version, serving as source (database "src") and as
+	// target (a database per source version).
+	clusters := map[int]*pgtest.Cluster{}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, v := range versions {
+		dir, err := pgtest.BinDirFor(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := pgtest.New(t, pgtest.Options{BinDir: dir})
+		clusters[v] = c
+		isSource := false
+		for _, p := range pairs {
+			isSource = isSource || p.src == v
+		}
+		if !isSource {
+			continue
+		}
+		if err := c.CreateDB(ctx, "src"); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.ExecPsql(ctx, "src", pgtest.TortureSQL()); err != nil {
+				mu.Lock()
+				defer mu.Unlock()
+				t.Errorf("loading torture into PostgreSQL %d: %v", v, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	dir := t.TempDir()
+
+	for _, p := range pairs {
+		t.Run(fmt.Sprintf("%d_to_%d", p.src, p.dst), func(t *testing.T) {
+			src, dst := clusters[p.src], clusters[p.dst]
+			if missing := missingExtensions(t, src, dst); len(missing) > 0 {
+				// Some builds (the PyPI wheels of 13 and 16) carry no
+				// contrib modules: a limit of the target, not of pgsprint.
+				t.Skipf("PostgreSQL %d here lacks extensions the source uses: %v", p.dst, missing)
+			}
+			file := filepath.Join(dir, fmt.Sprintf("%d-%d.pgs", p.src, p.dst))
+			mustPgsprint(t, "dump", "-d", src.ConnString("src"), "-f", file, "-j", "2", "-q")
+			if src != dst {
+				// Roles are cluster-wide: bring the owners and grantees
+				// over first, as pg_dumpall --globals-only would.
+				if err := src.CopyRoles(ctx, dst); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db := fmt.Sprintf("from %d", p.src)
+			if err := dst.CreateDB(ctx, db); err != nil {
+				t.Fatal(err)
+			}
+			mustPgsprint(t, "restore", "-f", file, "-d", dst.ConnString(db), "-j", "2", "-q")
+			pgtest.RequireSameSchemaAcrossVersions(t, newestBin, src.ConnString("src"), dst.ConnString(db))
+			pgtest.RequireSameData(t, src.ConnString("src"), dst.ConnString(db))
+		})
+	}
+}
+
+// TestDumpFromStandby dumps from a streaming hot standby while transfers
+// run on the primary: the snapshot is exported on the standby, the locks
+// are taken there, and the restored copy must hold the primary's torture
+// data exactly and a bank whose accounts agree with its ledger (one instant).
+func TestDumpFromStandby(t *testing.T) {
+	ctx := context.Background()
+	versions := versionsOrSkip(t, 1)
+	if os.Getenv(envMatrix) != "full" {
+		versions = versions[len(versions)-1:]
+	}
+	for _, v := range versions {
+		t.Run(fmt.Sprint(v), func(t *testing.T) {
+			bin, err := pgtest.BinDirFor(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			primary := pgtest.New(t, pgtest.Options{BinDir: bin})
+			if err := primary.CreateDB(ctx, "src"); err != nil {
+				t.Fatal(err)
+			}
+			pgtest.LoadTorture(t, primary, "src")
+			const accounts, opening = 100, 1000
+			err = primary.Exec(ctx, "src", fmt.Sprintf(`
+CREATE TABLE public.account (id int PRIMARY KEY, balance bigint NOT NULL);
+CREATE TABLE public.ledger (id bigserial PRIMARY KEY, account int NOT NULL, delta bigint NOT NULL);
+INSERT INTO public.account SELECT i, %d FROM generate_series(1, %d) i;`, opening, accounts))
+			if err != nil {
+				t.Fatal(err)
+			}
+			standby := primary.NewStandby(t)
+			if err := primary.WaitReplayed(ctx, standby); err != nil {
+				t.Fatal(err)
+			}
+			// The primary's torture tables do not change from here on.
+			torture := pgtest.Fingerprint(t, primary.ConnString("src"))
+
+			stop := make(chan struct{})
+			var transfers atomic.Int64
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				conn, err := pgx.Connect(ctx, primary.ConnString("src"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer conn.Close(ctx)
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					from, to := 1+i%accounts, 1+(i*7+3)%accounts
+					err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+						b := &pgx.Batch{}
+						b.Queue("UPDATE public.account SET balance = balance - 5 WHERE id = $1", from)
+						b.Queue("UPDATE public.account SET balance = balance + 5 WHERE id = $1", to)
+						b.Queue("INSERT INTO public.ledger (account, delta) VALUES ($1, -5), ($2, 5)", from, to)
+						return tx.SendBatch(ctx, b).Close()
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					transfers.Add(1)
+				}
+			}()
+			// Let some transfers reach the standby first, so that the
+			// snapshot falls in the middle of the stream.
+			for transfers.Load() < 50 && !t.Failed() {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := primary.WaitReplayed(ctx, standby); err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(t.TempDir(), "standby.pgs")
+			mustPgsprint(t, "dump", "-d", standby.ConnString("src"), "-f", file, "-j", "2", "-q")
+			close(stop)
+			wg.Wait()
+
+			if err := primary.CreateDB(ctx, "copy"); err != nil {
+				t.Fatal(err)
+			}
+			mustPgsprint(t, "restore", "-f", file, "-d", primary.ConnString("copy"), "-j", "2", "-q")
+			pgtest.RequireSameSchema(t, primary.BinDir(), primary.ConnString("src"), primary.ConnString("copy"))
+
+			// The torture tables did not change: equal to the primary's.
+			// The bank did: it must be consistent in itself.
+			restored := pgtest.Fingerprint(t, primary.ConnString("copy"))
+			// Unlogged tables cannot be read on a standby: like pg_dump,
+			// pgsprint keeps their definition and skips their rows.
+			if got := restored["app.cache"]; got != "rows=0 md5=" {
+				t.Errorf("unlogged app.cache restored from a standby as %q, want it empty", got)
+			}
+			delete(torture, "app.cache")
+			delete(restored, "app.cache")
+			var diff []string
+			for _, d := range verify.FingerprintDiff(torture, restored) {
+				if !strings.Contains(d, "public.") {
+					diff = append(diff, d)
+				}
+			}
+			if len(diff) > 0 {
+				t.Fatalf("restored torture data differs from the primary's:\n%s", strings.Join(diff, "\n"))
+			}
+			conn, err := pgx.Connect(ctx, primary.ConnString("copy"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			var total, ledgerRows, mismatched int64
+			err = conn.QueryRow(ctx, `SELECT (SELECT sum(balance) FROM public.account), (SELECT count(*) FROM public.ledger),
+				(SELECT count(*) FROM public.account a WHERE a.balance <> 1000 + coalesce((SELECT sum(delta) FROM public.ledger l WHERE l.account = a.id), 0))`).
+				Scan(&total, &ledgerRows, &mismatched)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if total != accounts*opening || mismatched != 0 {
+				t.Errorf("restored bank: total %d (want %d), %d accounts disagree with the ledger: tables from different instants", total, accounts*opening, mismatched)
+			}
+			if ledgerRows == 0 {
+				t.Error("restored ledger is empty: the standby's snapshot predates every transfer, the test proves nothing")
+			}
+			t.Logf("PostgreSQL %d standby: %d ledger rows in the dump, %d transfers in all", v, ledgerRows, transfers.Load())
+		})
+	}
+}
+
+// missingExtensions lists the extensions installed in src's database "src"
+// that dst's server does not have available.
+func missingExtensions(t *testing.T, src, dst *pgtest.Cluster) []string {
+	t.Helper()
+	ctx := context.Background()
+	names := func(c *pgtest.Cluster, db, q string) map[string]bool {
+		conn, err := pgx.Connect(ctx, c.ConnString(db))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		rows, err := conn.Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := map[string]bool{}
+		for _, n := range list {
+			set[n] = true
+		}
+		return set
+	}
+	used := names(src, "src", "SELECT extname::text FROM pg_catalog.pg_extension")
+	avail := names(dst, "postgres", "SELECT name::text FROM pg_catalog.pg_available_extensions")
+	var missing []string
+	for n := range used {
+		if !avail[n] {
+			missing = append(missing, n)
+		}
+	}
+	sort.Strings(missing)
+	return missing
+}

@@ -1,0 +1,51 @@
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestEveryVersion starts a cluster of each installed major version (or
+// those $PGSPRINT_TEST_PG_VERSIONS lists), loads the torture schema into it
+// and checks that the cluster reports the version it was asked for, so that
+// a broken install or a torture.sql feature an old server lacks shows up
+// here, by version, rather than in a round trip.
+func TestEveryVersion(t *testing.T) {
+	versions := Versions()
+	if len(versions) == 0 {
+		RequireBinaries(t)
+		t.Skip("no PostgreSQL versions found")
+	}
+	for _, v := range versions {
+		t.Run(strconv.Itoa(v), func(t *testing.T) {
+			t.Parallel()
+			dir, err := BinDirFor(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := New(t, Options{BinDir: dir})
+			if c.Version() != v {
+				t.Fatalf("cluster from %s is version %d, want %d", dir, c.Version(), v)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			if err := c.CreateDB(ctx, "torture"); err != nil {
+				t.Fatal(err)
+			}
+			LoadTorture(t, c, "torture")
+		})
+	}
+}
+
+// TestBinDirForMissing checks that asking for a version that is not
+// installed fails with ErrNoBinaries and names the version.
+func TestBinDirForMissing(t *testing.T) {
+	_, err := BinDirFor(7)
+	if !errors.Is(err, ErrNoBinaries) || !strings.Contains(err.Error(), "PostgreSQL 7 is not installed") {
+		t.Fatalf("BinDirFor(7) error = %v", err)
+	}
+}
