@@ -127,7 +127,9 @@ func reportFingerprints(out io.Writer, a, b map[string]string, all bool) bool {
 }
 
 func compareSchemas(ctx context.Context, o compareOptions) (string, error) {
-	tools, err := pgbin.Find(ctx, 0)
+	// The newest pg_dump can read every older server, and dumping both
+	// sides with the same one keeps version artifacts out of the diff.
+	tools, err := pgbin.Newest(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -135,3 +135,13 @@ func Find(ctx context.Context, minMajor int) (Tools, error) {
 	}
 	return Tools{}, fmt.Errorf("PostgreSQL %d or newer client programs are needed (found only %s): install them or set %s", minMajor, strings.Join(have, ", "), EnvBinDir)
 }
+
+// Newest returns the newest installation: the one to compare two servers
+// with, since it can dump every older server and dumps both the same way.
+func Newest(ctx context.Context) (Tools, error) {
+	all := Installed(ctx)
+	if len(all) == 0 {
+		return Tools{}, fmt.Errorf("no pg_dump found: install PostgreSQL client programs or set %s", EnvBinDir)
+	}
+	return all[len(all)-1], nil
+}

@@ -32,9 +32,15 @@ func TestFind(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "PostgreSQL 17 or newer") || !strings.Contains(err.Error(), "15.4") {
 		t.Fatalf("Find(17) error = %v, want one naming the needed and found versions", err)
 	}
+	if got, err := Newest(ctx); err != nil || got.Dir != dir {
+		t.Fatalf("Newest = %+v, %v", got, err)
+	}
 	t.Setenv(EnvBinDir, t.TempDir())
 	if _, err := Find(ctx, 15); err == nil || !strings.Contains(err.Error(), "no pg_dump") {
 		t.Fatalf("empty dir: error = %v", err)
+	}
+	if _, err := Newest(ctx); err == nil {
+		t.Fatal("Newest with nothing installed succeeded")
 	}
 }
 
