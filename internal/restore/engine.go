@@ -78,14 +78,14 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 			sl := newSplitLoad(c, r.opts.Jobs)
 			for p := range r.opts.Jobs {
 				f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: fmt.Sprintf("%s (part %d/%d)", name, p+1, r.opts.Jobs),
-					Kind: schedule.Data, Cost: info.RawBytes, Locks: lock, Table: key, Data: &load{chunk: c, split: sl}}))
+					Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: info.RawBytes, Locks: lock, Table: key, Data: &load{chunk: c, split: sl}}))
 			}
 		case chunksOf[c.Table] == 1 && c.Where == "":
 			lock = []schedule.Lock{{Key: key, Mode: schedule.AccessExclusive}}
-			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Kind: schedule.Data, Cost: info.RawBytes,
+			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: info.RawBytes,
 				Locks: lock, Table: key, Data: &load{chunk: c, freeze: true}}))
 		default:
-			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Kind: schedule.Data, Cost: info.RawBytes,
+			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: info.RawBytes,
 				Locks: lock, Table: key, Data: &load{chunk: c}}))
 		}
 		tables[key] = f
@@ -96,7 +96,7 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 		if !ok {
 			return nil, fmt.Errorf("archive has no data for large object %d", lo.OID)
 		}
-		g.Add(&schedule.Task{Name: fmt.Sprintf("large object %d", lo.OID), Kind: schedule.Data, Cost: info.RawBytes, Data: &load{lo: lo}})
+		g.Add(&schedule.Task{Name: fmt.Sprintf("large object %d", lo.OID), Step: chunkStep(lo.Stream), Kind: schedule.Data, Cost: info.RawBytes, Data: &load{lo: lo}})
 	}
 	if script == nil {
 		return g, nil
