@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,8 +24,8 @@ import (
 // so that the target's schema equals the source's.
 const JournalSchema = "pgsprint_journal"
 
-// journalTable is the qualified journal table.
-var journalTable = pg.Qualified(JournalSchema, "steps")
+// journalTable is the qualified journal table, pg.Qualified(JournalSchema, "steps").
+const journalTable = `"` + JournalSchema + `"."steps"`
 
 // stepBegin is the row written with the journal itself: it names the
 // archive even before any other step is done.
@@ -168,7 +169,7 @@ func (r *run) checkJournal(found *journal, id string) error {
 // running their last statement (a CREATE INDEX can take minutes); each ends
 // by rolling back once it finds its client gone, but until then it holds
 // locks, and a resumed run must not race it.
-func waitForOrphans(ctx context.Context, conn *pgx.Conn, log interface{ Info(string, ...any) }) error {
+func waitForOrphans(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
 	const q = `SELECT count(*) FROM pg_catalog.pg_stat_activity
 		WHERE datname = pg_catalog.current_database() AND pid <> pg_catalog.pg_backend_pid()
 		AND application_name IN ('pgsprint', 'pg_restore', 'psql') AND state IS DISTINCT FROM 'idle'`
