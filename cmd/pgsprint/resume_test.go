@@ -75,7 +75,7 @@ func TestResume(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	phases := []killPoint{
 		{"pre-data", "", 300 * time.Millisecond},
-		{"data", "load stream %", 400 * time.Millisecond},
+		{"data", "pre-data", 800 * time.Millisecond},
 		{"indexes", "%index %", 300 * time.Millisecond},
 		{"constraints and rest", "validate %", 300 * time.Millisecond},
 	}
@@ -111,7 +111,7 @@ func TestResume(t *testing.T) {
 				}
 			}
 			if !done && rng.IntN(2) == 0 { // kill the resumed run too, at any point
-				kp2 := killPoint{"resume", "", time.Duration(200+rng.IntN(1500)) * time.Millisecond}
+				kp2 := killPoint{"resume", "", time.Duration(500+rng.IntN(2500)) * time.Millisecond}
 				done = !killAt(t, target, kp2, rng, append(restoreArgs(dst), "--resume")...)
 				if !done {
 					t.Logf("killed the resumed run too, with %d steps journaled", journalSteps(t, target))
