@@ -24,6 +24,7 @@ type restoreOptions struct {
 	mwm       string
 	noAnalyze bool
 	splitMin  int64
+	resume    bool
 }
 
 func newRestoreCmd() *cobra.Command {
@@ -45,10 +46,18 @@ ends the run.
 
 The target must have no user tables unless --clean is given. With --create,
 -d names the database to connect to first and the archived database is
-created, as pg_restore --create does.`,
+created, as pg_restore --create does.
+
+Every step commits together with a row in a journal kept in the target
+(schema pgsprint_journal, dropped when the restore completes). If a restore
+is interrupted, even killed, run the same command with --resume: finished
+chunks, indexes and constraints are skipped, the rest is done, and no row is
+lost or loaded twice. A target holding an unfinished restore is refused
+without --resume (or --clean, to start over).`,
 		Example: `  createdb copy && pgsprint restore -f mydb.pgs -d copy
   pgsprint restore -f mydb.pgs -d postgres --create -j 8
-  pgsprint restore -f mydb.pgs -d copy --clean`,
+  pgsprint restore -f mydb.pgs -d copy --clean
+  pgsprint restore -f mydb.pgs -d copy --resume     # finish an interrupted restore`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRestore(cmd.Context(), o) },
 	}
@@ -63,6 +72,7 @@ created, as pg_restore --create does.`,
 	fs.BoolVarP(&o.noACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
 	fs.StringVar(&o.mwm, "maintenance-work-mem", "512MB", "maintenance_work_mem of each connection, for index builds (empty: the server's)")
 	fs.BoolVar(&o.noAnalyze, "no-analyze", false, "do not ANALYZE the restored tables")
+	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted restore of the same archive, skipping what it finished")
 	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
 	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
 	o.log.register(fs)
@@ -87,7 +97,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	res, err := restore.Run(ctx, restore.Options{
 		Target: cfg, File: o.file, Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
-		Logger: o.log.logger(),
+		Resume: o.resume, Logger: o.log.logger(),
 	})
 	if err != nil {
 		return err
@@ -95,6 +105,9 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	out := o.log.summaryOut()
 	fmt.Fprintf(out, "restored %d tables (%d rows), %d sequences, %d large objects into %q in %s\n",
 		res.Tables, res.Rows, res.Sequences, res.LargeObjects, res.Database, res.Elapsed.Round(1e6))
+	if res.Resumed > 0 {
+		fmt.Fprintf(out, "  resumed: %d steps were already done by the interrupted run\n", res.Resumed)
+	}
 	printPhases(out, res)
 	return nil
 }

@@ -53,38 +53,33 @@ type load struct {
 	split  *splitLoad // one of several connections sharing the chunk
 }
 
-// loadChunk streams one chunk's blocks, checked and decompressed, into COPY.
-// The row count the server reports must equal the one the dump recorded.
+// chunkStep is the journal step of loading one stream (a chunk or a large
+// object): stream numbers are fixed by the archive.
+func chunkStep(stream uint32) string { return fmt.Sprintf("load stream %d", stream) }
+
+// loadChunk streams one chunk's blocks, checked and decompressed, into COPY,
+// in one transaction that also records the chunk in the journal: it commits
+// with every row and its journal row, or not at all. The row count the
+// server reports must equal the one the dump recorded before it commits.
 //
 // With freeze, the table was created by this restore and this is its only
 // chunk: TRUNCATE in the same transaction lets COPY FREEZE write rows
 // already frozen and visible to all, so nothing has to set hint bits or
-// freeze them later. If TRUNCATE is not allowed (the table belongs to
-// another role), it loads as usual.
+// freeze them later (and it wipes whatever an interrupted run left). If
+// TRUNCATE is not allowed (the table belongs to another role), it loads as
+// usual.
 func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, freeze bool) (int64, error) {
 	name := r.tableName(c)
 	info, _ := r.ar.Stream(c.Stream)
 	s := r.ar.OpenStream(c.Stream)
 	defer s.Close()
 	copySQL := CopyInSQL(r.m.Tables[c.Table])
-	var n int64
-	var err error
-	if freeze {
-		n, err = r.copyFreeze(ctx, conn, name, copySQL, s)
-		if err == errNoFreeze {
-			freeze = false
-		}
-	}
-	if !freeze {
-		var tag pgconn.CommandTag
-		tag, err = conn.PgConn().CopyFrom(ctx, s, copySQL)
-		n = tag.RowsAffected()
+	n, err := r.copyInTx(ctx, conn, name, copySQL, s, info.Rows, freeze, chunkStep(c.Stream))
+	if err == errNoFreeze {
+		n, err = r.copyInTx(ctx, conn, name, copySQL, s, info.Rows, false, chunkStep(c.Stream))
 	}
 	if err != nil {
 		return 0, fmt.Errorf("restore table %s (stream %d): %w", name, c.Stream, pg.ExplainLost(err))
-	}
-	if n != info.Rows {
-		return 0, fmt.Errorf("restore table %s: loaded %d rows, archive holds %d", name, n, info.Rows)
 	}
 	return n, nil
 }
@@ -92,33 +87,51 @@ func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, f
 // errNoFreeze says TRUNCATE was refused, so COPY FREEZE cannot be used.
 var errNoFreeze = errors.New("no privilege to truncate")
 
-func (r *run) copyFreeze(ctx context.Context, conn *pgx.Conn, name, copySQL string, s io.Reader) (int64, error) {
+// copyInTx runs [TRUNCATE +] COPY + journal row in one transaction.
+func (r *run) copyInTx(ctx context.Context, conn *pgx.Conn, name, copySQL string, s io.Reader, want int64, freeze bool, step string) (int64, error) {
 	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
 		return 0, err
 	}
-	if _, err := conn.Exec(ctx, "TRUNCATE ONLY "+name); err != nil {
-		conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "42501" {
-			return 0, errNoFreeze
+	done := false
+	defer func() {
+		if !done {
+			conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 		}
+	}()
+	if freeze {
+		if _, err := conn.Exec(ctx, "TRUNCATE ONLY "+name); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+				return 0, errNoFreeze
+			}
+			return 0, err
+		}
+		copySQL += " WITH (FREEZE)"
+	}
+	tag, err := conn.PgConn().CopyFrom(ctx, s, copySQL)
+	if err != nil {
 		return 0, err
 	}
-	tag, err := conn.PgConn().CopyFrom(ctx, s, copySQL+" WITH (FREEZE)")
-	if err != nil {
-		conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+	if n := tag.RowsAffected(); n != want {
+		return 0, fmt.Errorf("loaded %d rows, archive holds %d", n, want)
+	}
+	if err := r.j.record(ctx, conn, step); err != nil {
 		return 0, err
 	}
 	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
 		return 0, err
 	}
+	done = true
 	return tag.RowsAffected(), nil
 }
 
 // loadLargeObject recreates one large object with its OID, contents, owner,
-// privileges and comment, in one transaction.
+// privileges and comment, in one transaction with its journal row.
 func (r *run) loadLargeObject(ctx context.Context, conn *pgx.Conn, lo *archive.LargeObject) error {
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if err := r.j.record(ctx, tx, chunkStep(lo.Stream)); err != nil {
+			return err
+		}
 		if r.opts.Clean {
 			if _, err := tx.Exec(ctx, "SELECT pg_catalog.lo_unlink(oid) FROM pg_catalog.pg_largeobject_metadata WHERE oid = $1", lo.OID); err != nil {
 				return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,7 +28,7 @@ const defaultSplitMinBytes = 256 << 20
 // SQL and dependencies. An error means the post-data cannot be taken apart
 // and pg_restore must do all of it.
 func (r *run) postDataScript(ctx context.Context) (*toc.Script, error) {
-	list, err := exec.CommandContext(ctx, r.tools.PgRestore(), "--list", "--section=post-data", r.schema).Output()
+	list, err := r.command(ctx, r.tools.PgRestore(), "--list", "--section=post-data", r.schema).Output()
 	if err != nil {
 		return nil, fmt.Errorf("pg_restore --list: %w", err)
 	}
@@ -38,7 +37,7 @@ func (r *run) postDataScript(ctx context.Context) (*toc.Script, error) {
 		return nil, err
 	}
 	args := append([]string{"--verbose", "--file=-", "--section=post-data"}, r.ownershipFlags()...)
-	script, err := exec.CommandContext(ctx, r.tools.PgRestore(), append(args, r.schema)...).Output()
+	script, err := r.command(ctx, r.tools.PgRestore(), append(args, r.schema)...).Output()
 	if err != nil {
 		return nil, fmt.Errorf("pg_restore --file: %w", err)
 	}
@@ -79,14 +78,14 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 			sl := newSplitLoad(c, r.opts.Jobs)
 			for p := range r.opts.Jobs {
 				f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: fmt.Sprintf("%s (part %d/%d)", name, p+1, r.opts.Jobs),
-					Kind: schedule.Data, Cost: info.RawBytes, Locks: lock, Table: key, Data: &load{chunk: c, split: sl}}))
+					Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: info.RawBytes, Locks: lock, Table: key, Data: &load{chunk: c, split: sl}}))
 			}
 		case chunksOf[c.Table] == 1 && c.Where == "":
 			lock = []schedule.Lock{{Key: key, Mode: schedule.AccessExclusive}}
-			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Kind: schedule.Data, Cost: info.RawBytes,
+			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: info.RawBytes,
 				Locks: lock, Table: key, Data: &load{chunk: c, freeze: true}}))
 		default:
-			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Kind: schedule.Data, Cost: info.RawBytes,
+			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: info.RawBytes,
 				Locks: lock, Table: key, Data: &load{chunk: c}}))
 		}
 		tables[key] = f
@@ -97,7 +96,7 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 		if !ok {
 			return nil, fmt.Errorf("archive has no data for large object %d", lo.OID)
 		}
-		g.Add(&schedule.Task{Name: fmt.Sprintf("large object %d", lo.OID), Kind: schedule.Data, Cost: info.RawBytes, Data: &load{lo: lo}})
+		g.Add(&schedule.Task{Name: fmt.Sprintf("large object %d", lo.OID), Step: chunkStep(lo.Stream), Kind: schedule.Data, Cost: info.RawBytes, Data: &load{lo: lo}})
 	}
 	if script == nil {
 		return g, nil
@@ -191,7 +190,13 @@ func (e *engine) conn(ctx context.Context, w int, mode sessionMode) (*pgx.Conn, 
 	return c.conn, nil
 }
 
+// exec runs one task. A task an earlier run finished (the journal says so)
+// is skipped; every other one commits its work together with its journal
+// row.
 func (e *engine) exec(ctx context.Context, w int, t *schedule.Task) error {
+	if e.r.j.isDone(t.Step) {
+		return nil
+	}
 	switch t.Kind {
 	case schedule.Data:
 		conn, err := e.conn(ctx, w, copyMode)
@@ -211,14 +216,14 @@ func (e *engine) exec(ctx context.Context, w int, t *schedule.Task) error {
 		e.rows.Add(n)
 		return err
 	case schedule.Rest:
-		return e.r.restoreEntries(ctx, t.Entries)
+		return e.r.restoreEntries(ctx, t.Entries, t.Step)
 	case schedule.Analyze:
 		conn, err := e.conn(ctx, w, sqlMode)
 		if err != nil {
 			return err
 		}
 		schema, name, _ := strings.Cut(t.Table, "\x00")
-		if _, err := conn.Exec(ctx, "ANALYZE "+pg.Qualified(schema, name)); err != nil {
+		if err := e.inTx(ctx, conn, t.Step, "ANALYZE "+pg.Qualified(schema, name)); err != nil {
 			return fmt.Errorf("analyze %s: %w", pg.Qualified(schema, name), err)
 		}
 		return nil
@@ -227,17 +232,32 @@ func (e *engine) exec(ctx context.Context, w int, t *schedule.Task) error {
 	if err != nil {
 		return err
 	}
-	for _, s := range t.SQL {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", t.Name, err)
-		}
+	if err := e.inTx(ctx, conn, t.Step, t.SQL...); err != nil {
+		return fmt.Errorf("%s: %w", t.Name, err)
 	}
 	return nil
 }
 
-// restoreEntries hands the listed entries to pg_restore, in the listed
-// (pg_dump's) order.
-func (r *run) restoreEntries(ctx context.Context, ids []int) error {
+// inTx runs statements and records step in one transaction. CREATE INDEX,
+// ALTER TABLE ... ADD CONSTRAINT / VALIDATE CONSTRAINT and ANALYZE are all
+// transactional, so an interrupted one leaves nothing behind.
+func (e *engine) inTx(ctx context.Context, conn *pgx.Conn, step string, stmts ...string) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		for _, s := range stmts {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return err
+			}
+		}
+		if step == "" {
+			return nil
+		}
+		return e.r.j.record(ctx, tx, step)
+	})
+}
+
+// restoreEntries restores the listed entries in the listed (pg_dump's)
+// order, atomically with their journal step.
+func (r *run) restoreEntries(ctx context.Context, ids []int, step string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -257,7 +277,7 @@ func (r *run) restoreEntries(ctx context.Context, ids []int) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write pg_restore list: %w", err)
 	}
-	return r.pgRestore(ctx, r.target, "--use-list="+f.Name())
+	return r.pgRestoreAtomic(ctx, step, "--use-list="+f.Name())
 }
 
 // report turns task timings into the phase report: for each kind of task,

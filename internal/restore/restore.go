@@ -7,12 +7,14 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
@@ -32,6 +34,10 @@ type Options struct {
 	// "512MB"); index builds sort in it. Empty keeps the server's.
 	MaintenanceWorkMem string
 	NoAnalyze          bool // skip ANALYZE of the restored tables
+	// Resume finishes a restore that was interrupted, using the journal it
+	// left in the target: finished steps are skipped, unfinished ones
+	// redone. Without an earlier run's journal it is an ordinary restore.
+	Resume bool
 	// SplitMinBytes is the smallest chunk loaded on several connections at
 	// once (0: 256 MiB; negative: never), for measuring the trade-off
 	// against COPY FREEZE on one connection.
@@ -46,6 +52,7 @@ type Result struct {
 	Rows         int64
 	LargeObjects int
 	Sequences    int
+	Resumed      int // steps an earlier, interrupted run had finished
 	Elapsed      time.Duration
 	Phases       []Phase
 	Slowest      []Item // the longest tasks, longest first
@@ -120,6 +127,7 @@ type run struct {
 	log    *slog.Logger
 	res    *Result
 	begin  time.Time
+	j      *journal // the target's journal of finished steps
 }
 
 func (r *run) phase(name string, fn func() error) error {
@@ -153,6 +161,9 @@ func (r *run) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := r.resetPartialTables(ctx); err != nil {
+		return err
+	}
 	if err := r.runGraph(ctx, g, script); err != nil {
 		return err
 	}
@@ -161,28 +172,122 @@ func (r *run) run(ctx context.Context) error {
 			return err
 		}
 	}
-	return r.phase("refresh", func() error { return r.refreshMatviews(ctx) })
+	if err := r.phase("refresh", func() error { return r.refreshMatviews(ctx) }); err != nil {
+		return err
+	}
+	// Everything is in: the journal goes, and with it the one object the
+	// source does not have.
+	return dropJournal(ctx, r.target)
 }
 
-// preData prepares the target and creates the schema's pre-data objects.
+// preData prepares the target, opens the journal and creates the schema's
+// pre-data objects, unless an earlier run of a resumed restore finished
+// them.
 func (r *run) preData(ctx context.Context) error {
 	r.target = r.opts.Target
+	id := ArchiveID(r.m)
 	if r.opts.Create {
-		if err := r.pgRestore(ctx, r.opts.Target, "--section=pre-data", "--create", cleanFlag(r.opts.Clean)); err != nil {
+		return r.preDataCreate(ctx, id)
+	}
+	conn, err := pg.Connect(ctx, r.target)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	found, err := readJournal(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if err := r.checkJournal(found, id); err != nil {
+		return err
+	}
+	if found != nil && r.opts.Resume {
+		r.j = found
+		r.res.Resumed = len(found.done) - 1
+		if err := waitForOrphans(ctx, conn, r.log); err != nil {
 			return err
 		}
-		r.target = r.opts.Target.Copy()
-		r.target.Database = r.m.Database
-		return nil
-	}
-	if r.opts.Clean {
+		if found.isDone(stepPreData) {
+			r.log.Info("resuming", "archive", id, "steps done", r.res.Resumed)
+			return nil
+		}
+		// Pre-data (pg_restore, one transaction per object) was cut short.
+		// The journal was created after the target was found empty (or
+		// cleaned), so whatever of the archive's objects it holds, this
+		// restore created: drop them and start pre-data again.
+		r.log.Info("resuming: pre-data was interrupted, dropping what it created")
 		if err := r.dropArchivedObjects(ctx); err != nil {
 			return err
 		}
-	} else if err := refuseNonEmpty(ctx, r.target); err != nil {
+	} else {
+		if found != nil { // --clean without --resume: start over
+			if _, err := conn.Exec(ctx, "DROP SCHEMA "+pg.Ident(JournalSchema)+" CASCADE"); err != nil {
+				return fmt.Errorf("drop restore journal: %w", err)
+			}
+		}
+		if r.opts.Clean {
+			if err := r.dropArchivedObjects(ctx); err != nil {
+				return err
+			}
+		} else if err := refuseNonEmpty(ctx, conn, r.target); err != nil {
+			return err
+		}
+		if r.j, err = createJournal(ctx, conn, id); err != nil {
+			return err
+		}
+	}
+	if err := r.pgRestore(ctx, r.target, "--section=pre-data"); err != nil {
 		return err
 	}
-	return r.pgRestore(ctx, r.target, "--section=pre-data")
+	return r.j.record(ctx, conn, stepPreData)
+}
+
+// preDataCreate is pre-data with --create: pg_restore creates the archived
+// database, and the journal is created in it once pre-data is done, so a
+// journal there always means pre-data finished. A database interrupted
+// before that holds no journal and is refused on resume.
+func (r *run) preDataCreate(ctx context.Context, id string) error {
+	created := r.opts.Target.Copy()
+	created.Database = r.m.Database
+	if !r.opts.Clean || r.opts.Resume {
+		conn, err := pg.Connect(ctx, created)
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == "3D000": // no such database: a fresh restore
+		case err != nil:
+			return err
+		default:
+			defer conn.Close(context.WithoutCancel(ctx))
+			r.target = created
+			found, err := readJournal(ctx, conn)
+			if err != nil {
+				return err
+			}
+			if err := r.checkJournal(found, id); err != nil {
+				return err
+			}
+			if r.opts.Resume {
+				if found == nil {
+					return fmt.Errorf("database %q exists but holds no pgsprint journal: it was not created by an interrupted restore of this archive, or that restore stopped before pre-data finished; use --clean --create without --resume to start over", created.Database)
+				}
+				r.j = found
+				r.res.Resumed = len(found.done) - 1
+				return waitForOrphans(ctx, conn, r.log)
+			}
+			r.target = r.opts.Target
+		}
+	}
+	if err := r.pgRestore(ctx, r.opts.Target, "--section=pre-data", "--create", cleanFlag(r.opts.Clean)); err != nil {
+		return err
+	}
+	r.target = created
+	conn, err := pg.Connect(ctx, created)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	r.j, err = createJournal(ctx, conn, id, stepPreData)
+	return err
 }
 
 func cleanFlag(clean bool) string {
@@ -200,12 +305,7 @@ func majorOf(version string) int {
 
 // refuseNonEmpty stops a restore into a database that already holds user
 // tables: loading on top of existing rows would duplicate or mix data.
-func refuseNonEmpty(ctx context.Context, cfg *pgx.ConnConfig) error {
-	conn, err := pg.Connect(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
+func refuseNonEmpty(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig) error {
 	n, example, err := pg.CountUserTables(ctx, conn)
 	if err != nil {
 		return err

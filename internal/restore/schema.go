@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -48,7 +47,7 @@ func (r *run) pgRestore(ctx context.Context, cfg *pgx.ConnConfig, args ...string
 		}
 	}
 	all = append(all, r.schema)
-	cmd := exec.CommandContext(ctx, r.tools.PgRestore(), all...)
+	cmd := r.command(ctx, r.tools.PgRestore(), all...)
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -72,10 +71,56 @@ func (r *run) ownershipFlags() []string {
 	return f
 }
 
-// postData creates indexes, constraints, triggers and the rest of
-// post-data with pg_restore's own parallelism.
+// postData creates indexes, constraints, triggers and the rest of post-data
+// when its table of contents could not be taken apart: in one transaction
+// with its journal step, so on one connection (this is the fallback path,
+// and correctness after an interruption comes first).
 func (r *run) postData(ctx context.Context) error {
-	return r.pgRestore(ctx, r.target, "--section=post-data", "--jobs="+strconv.Itoa(r.opts.Jobs))
+	if r.j.isDone("post-data") {
+		return nil
+	}
+	return r.pgRestoreAtomic(ctx, "post-data", "--section=post-data")
+}
+
+// pgRestoreAtomic restores the schema archive's entries selected by args
+// in one transaction that also records step in the journal. pg_restore
+// cannot add a statement to its own transaction, so it writes its script
+// (the same SQL it would run) and psql runs it with --single-transaction,
+// stopping at the first error: an interruption at any point leaves none of
+// it behind and the step unrecorded.
+func (r *run) pgRestoreAtomic(ctx context.Context, step string, args ...string) error {
+	gen := append(append([]string{"--file=-"}, r.ownershipFlags()...), args...)
+	script, err := r.command(ctx, r.tools.PgRestore(), append(gen, r.schema)...).Output()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("pg_restore --file: %w", err)
+	}
+	script = append(script, []byte("\n"+r.j.recordSQL(step)+";\n")...)
+	dsn, env := pg.ChildConn(r.target)
+	cmd := r.command(ctx, r.tools.Psql(), "--no-psqlrc", "--quiet", "--no-password", "--single-transaction",
+		"--set=ON_ERROR_STOP=1", "--dbname="+dsn)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = bytes.NewReader(script)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("pg_restore (through psql): %s", pg.ToolError(stderr.Bytes(), err))
+	}
+	return nil
+}
+
+// command is exec.CommandContext for a child program that must not outlive
+// pgsprint: if pgsprint is killed, a pg_restore left running would race the
+// resumed restore.
+func (r *run) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	dieWithParent(cmd)
+	return cmd
 }
 
 // dropArchivedObjects runs the DROP ... IF EXISTS statements pg_restore
@@ -88,7 +133,7 @@ func (r *run) postData(ctx context.Context) error {
 // parent's). Whatever really remains makes the strict pre-data step fail
 // with "already exists", which names the object.
 func (r *run) dropArchivedObjects(ctx context.Context) error {
-	out, err := exec.CommandContext(ctx, r.tools.PgRestore(), "--clean", "--if-exists", "--file=-", r.schema).Output()
+	out, err := r.command(ctx, r.tools.PgRestore(), "--clean", "--if-exists", "--file=-", r.schema).Output()
 	if err != nil {
 		return fmt.Errorf("pg_restore --clean: %w", err)
 	}
@@ -96,7 +141,7 @@ func (r *run) dropArchivedObjects(ctx context.Context) error {
 		out = out[:i+1]
 	}
 	dsn, env := pg.ChildConn(r.target)
-	cmd := exec.CommandContext(ctx, r.tools.Psql(), "--no-psqlrc", "--quiet", "--no-password", "--dbname="+dsn)
+	cmd := r.command(ctx, r.tools.Psql(), "--no-psqlrc", "--quiet", "--no-password", "--dbname="+dsn)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = bytes.NewReader(out)
 	var stderr bytes.Buffer

@@ -22,7 +22,10 @@ import (
 //
 // Every part is a task of its own; the first to start reads the stream, the
 // others join whenever a worker is free, so a part that starts after the
-// stream has been read simply loads nothing.
+// stream has been read simply loads nothing. Each part commits on its own;
+// the last to finish records the chunk in the journal. Only a chunk that is
+// a whole table is split, so a resumed run can undo an interrupted split
+// load by emptying the table.
 type splitLoad struct {
 	chunk *archive.Chunk
 	parts int
@@ -62,6 +65,13 @@ func (r *run) loadPart(ctx context.Context, conn *pgx.Conn, sl *splitLoad) (int6
 		info, _ := r.ar.Stream(sl.chunk.Stream)
 		if total != info.Rows {
 			return 0, fmt.Errorf("restore table %s: loaded %d rows, archive holds %d", name, total, info.Rows)
+		}
+		// Every part has committed: the chunk is done. Until this row
+		// commits, a resumed run empties the table and loads it again
+		// (resetPartialTables), since parts commit one by one at
+		// boundaries that depend on timing.
+		if err := r.j.record(ctx, conn, chunkStep(sl.chunk.Stream)); err != nil {
+			return 0, err
 		}
 	}
 	return n, nil

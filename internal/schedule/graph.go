@@ -94,6 +94,11 @@ type Task struct {
 	Cost  int64 // estimated work (bytes); larger starts first
 	Deps  []int // indexes of tasks that must finish first
 	Locks []Lock
+	// Step names the task's work in a restore journal: derived from the
+	// archive (a stream number, a dump ID), never from run order, so that a
+	// resumed run can tell which tasks an earlier one finished. Empty: the
+	// task is not journaled.
+	Step string
 
 	// Payload for the executor; which fields are set depends on the task.
 	SQL     []string // statements run one by one on a worker's connection

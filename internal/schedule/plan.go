@@ -91,7 +91,7 @@ func PlanPostData(g *Graph, script *toc.Script, opts PlanOptions) (int, error) {
 			statistics = statistics || it.e.Type == "STATISTICS"
 		}
 	}
-	rest := &Task{Name: fmt.Sprintf("pg_restore of %d other post-data entries", len(restIDs)), Kind: Rest,
+	rest := &Task{Name: fmt.Sprintf("pg_restore of %d other post-data entries", len(restIDs)), Step: "rest of post-data", Kind: Rest,
 		Deps: ours, Entries: restIDs, Locks: []Lock{{DDLMutex, AccessExclusive}}}
 	for key := range opts.Tables {
 		rest.Locks = append(rest.Locks, Lock{key, AccessExclusive})
@@ -106,7 +106,7 @@ func PlanPostData(g *Graph, script *toc.Script, opts PlanOptions) (int, error) {
 				deps = append(deps, restID)
 			}
 			schema, name, _ := strings.Cut(key, "\x00")
-			g.Add(&Task{Name: "analyze " + schema + "." + name, Kind: Analyze, Cost: f.Size, Deps: deps,
+			g.Add(&Task{Name: "analyze " + schema + "." + name, Step: fmt.Sprintf("analyze %q %q", schema, name), Kind: Analyze, Cost: f.Size, Deps: deps,
 				Locks: []Lock{{key, ShareUpdateExclusive}}, Table: key})
 		}
 	}
@@ -153,6 +153,12 @@ func locks(mode LockMode, keys ...string) []Lock {
 	return l
 }
 
+// step is the journal step of an entry's task: the role of the task and
+// the entry's dump ID, which is the same in every run of one archive.
+func step(role string, e *toc.Entry) string {
+	return fmt.Sprintf("%s %d", role, e.ID)
+}
+
 // withSettings prefixes an entry's session settings to a statement list.
 func withSettings(e *toc.Entry, stmts ...string) []string {
 	return append(append([]string{}, e.Settings...), stmts...)
@@ -188,13 +194,13 @@ func (p *planner) classify(it *item) {
 		}
 		it.tables, it.rest = []string{key}, false
 		it.build = func(p *planner) []int {
-			b := p.add(it, &Task{Name: "index " + e.Name, Kind: Index, Cost: p.cost(key),
+			b := p.add(it, &Task{Name: "index " + e.Name, Step: step("index", e), Kind: Index, Cost: p.cost(key),
 				SQL: withSettings(e, stmts[0].Text), Locks: locks(Share, key)})
 			p.byTable[key] = append(p.byTable[key], b)
 			if len(stmts) == 1 {
 				return []int{b}
 			}
-			m := p.add(it, &Task{Name: "index markers " + e.Name, Kind: Index, Cost: p.cost(key),
+			m := p.add(it, &Task{Name: "index markers " + e.Name, Step: step("index markers", e), Kind: Index, Cost: p.cost(key),
 				SQL: withSettings(e, texts(stmts[1:])...), Locks: locks(AccessExclusive, key)}, b)
 			p.byTable[key] = append(p.byTable[key], m)
 			return []int{b, m}
@@ -207,9 +213,9 @@ func (p *planner) classify(it *item) {
 		it.tables, it.rest = []string{key}, false
 		if uc, ok := parseUniqueConstraint(first); ok && p.loaded(key) && e.Type == "CONSTRAINT" {
 			it.build = func(p *planner) []int {
-				b := p.add(it, &Task{Name: "unique index " + e.Name, Kind: Index, Cost: p.cost(key),
+				b := p.add(it, &Task{Name: "unique index " + e.Name, Step: step("unique index", e), Kind: Index, Cost: p.cost(key),
 					SQL: withSettings(e, uc.createIndex()), Locks: locks(Share, key)})
-				a := p.add(it, &Task{Name: "constraint " + e.Name, Kind: Constraint, Cost: p.cost(key),
+				a := p.add(it, &Task{Name: "constraint " + e.Name, Step: step("constraint", e), Kind: Constraint, Cost: p.cost(key),
 					SQL:   withSettings(e, append([]string{uc.attach()}, texts(stmts[1:])...)...),
 					Locks: locks(AccessExclusive, key)}, b)
 				p.byTable[key] = append(p.byTable[key], b, a)
@@ -222,7 +228,7 @@ func (p *planner) classify(it *item) {
 			if !p.loaded(key) {
 				l = append(l, Lock{DDLMutex, AccessExclusive})
 			}
-			a := p.add(it, &Task{Name: "constraint " + e.Name, Kind: Constraint, Cost: p.cost(key),
+			a := p.add(it, &Task{Name: "constraint " + e.Name, Step: step("constraint", e), Kind: Constraint, Cost: p.cost(key),
 				SQL: withSettings(e, texts(stmts)...), Locks: l})
 			p.byTable[key] = append(p.byTable[key], a)
 			return []int{a}
@@ -240,13 +246,13 @@ func (p *planner) classify(it *item) {
 			if fk.notValid {
 				addSQL = stmts[0].Text
 			}
-			a := p.add(it, &Task{Name: "foreign key " + e.Name, Kind: ForeignKey, Cost: p.cost(fk.table),
+			a := p.add(it, &Task{Name: "foreign key " + e.Name, Step: step("foreign key", e), Kind: ForeignKey, Cost: p.cost(fk.table),
 				SQL:   withSettings(e, addSQL),
 				Locks: append(locks(ShareRowExclusive, fk.table, fk.refTable), Lock{DDLMutex, AccessExclusive})}, before...)
 			if fk.notValid {
 				return []int{a}
 			}
-			v := p.add(it, &Task{Name: "validate " + e.Name, Kind: ForeignKey, Cost: p.cost(fk.table, fk.refTable),
+			v := p.add(it, &Task{Name: "validate " + e.Name, Step: step("validate", e), Kind: ForeignKey, Cost: p.cost(fk.table, fk.refTable),
 				SQL:   withSettings(e, fk.validate()),
 				Locks: []Lock{{fk.table, ShareUpdateExclusive}, {fk.refTable, RowShare}}}, a)
 			return []int{a, v}
@@ -269,7 +275,7 @@ func (p *planner) classify(it *item) {
 				}
 			}
 			l := append(locks(AccessExclusive, it.tables...), Lock{DDLMutex, AccessExclusive})
-			return []int{p.add(it, &Task{Name: "attach " + e.Name, Kind: Index, SQL: withSettings(e, stmts[0].Text), Locks: l})}
+			return []int{p.add(it, &Task{Name: "attach " + e.Name, Step: step("attach", e), Kind: Index, SQL: withSettings(e, stmts[0].Text), Locks: l})}
 		}
 	}
 }

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/verify"
+)
+
+// resumeSource is a database that exercises every kind of restore step: a
+// table dumped in several ctid chunks, one loaded on several connections
+// (split), small tables loaded with COPY FREEZE, primary keys, a unique
+// and a plain index, foreign keys, a sequence, a trigger and a comment (the
+// rest of post-data), and a materialized view.
+const resumeSource = `
+CREATE TABLE big (id int PRIMARY KEY, grp int NOT NULL, v text NOT NULL);
+INSERT INTO big SELECT i, i % 1000, repeat(md5(i::text), 2) FROM generate_series(1, 120000) i;
+CREATE INDEX big_grp ON big (grp);
+CREATE TABLE split_me (id int PRIMARY KEY, v text NOT NULL UNIQUE);
+INSERT INTO split_me SELECT i, md5(i::text) || repeat('x', 40) FROM generate_series(1, 60000) i;
+CREATE TABLE accounts (id serial PRIMARY KEY, name text NOT NULL);
+INSERT INTO accounts (name) SELECT 'account ' || i FROM generate_series(1, 2000) i;
+CREATE TABLE orders (id bigserial PRIMARY KEY, account_id int NOT NULL REFERENCES accounts, big_id int REFERENCES big, amount numeric NOT NULL);
+INSERT INTO orders (account_id, big_id, amount) SELECT 1 + i % 2000, 1 + i % 120000, i / 7.0 FROM generate_series(1, 20000) i;
+CREATE INDEX orders_account ON orders (account_id);
+CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+CREATE TRIGGER orders_touch BEFORE UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION touch();
+COMMENT ON TABLE orders IS 'resume test';
+CREATE MATERIALIZED VIEW totals AS SELECT account_id, sum(amount) AS total FROM orders GROUP BY account_id;
+ANALYZE;`
+
+// TestResume kills restores with SIGKILL at random points of every phase
+// (pre-data, data, indexes, constraints and the rest), resumes them (killing
+// some resumes again), and requires the target to equal the source, schema
+// and data (pg_dump --schema-only text, every table's row count and
+// content hash, sequences), with no journal left. PGSPRINT_RESUME_ITERATIONS runs more
+// iterations than CI's four; PGSPRINT_RESUME_SEED replays one run.
+func TestResume(t *testing.T) {
+	ctx := context.Background()
+	c := pgtest.New(t)
+	if err := c.CreateDB(ctx, "src"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, "src", resumeSource); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "src.pgs")
+	mustPgsprint(t, "dump", "-d", c.ConnString("src"), "-f", file, "--chunk-size", "4MB", "-Z", "lz4", "-q")
+	other := filepath.Join(dir, "other.pgs") // same data, another snapshot: another archive
+	mustPgsprint(t, "dump", "-d", c.ConnString("src"), "-f", other, "--chunk-size", "4MB", "-Z", "lz4", "-q")
+
+	srcData := pgtest.Fingerprint(t, c.ConnString("src"))
+	srcSchema := pgtest.SchemaDump(t, c.BinDir(), c.ConnString("src"))
+	iterations := 4
+	if n, err := strconv.Atoi(os.Getenv("PGSPRINT_RESUME_ITERATIONS")); err == nil && n > 0 {
+		iterations = n
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("PGSPRINT_RESUME_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (PGSPRINT_RESUME_SEED replays it)", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	phases := []killPoint{
+		{"pre-data", "", 300 * time.Millisecond},
+		{"data", "pre-data", 800 * time.Millisecond},
+		{"indexes", "%index %", 300 * time.Millisecond},
+		{"constraints and rest", "validate %", 300 * time.Millisecond},
+	}
+	restoreArgs := func(dst string) []string {
+		return []string{"restore", "-f", file, "-d", c.ConnString(dst), "-j", "3", "--split-min-bytes", "2000000", "-q"}
+	}
+	for i := range iterations {
+		kp := phases[i%len(phases)]
+		dst := fmt.Sprintf("dst%d", i)
+		t.Run(fmt.Sprintf("%d %s", i, kp.name), func(t *testing.T) {
+			if err := c.CreateDB(ctx, dst); err != nil {
+				t.Fatal(err)
+			}
+			target, err := pgx.Connect(ctx, c.ConnString(dst))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer target.Close(ctx)
+
+			done := !killAt(t, target, kp, rng, restoreArgs(dst)...)
+			if done {
+				t.Logf("the restore finished before the kill point")
+			}
+			if !done {
+				t.Logf("killed in %s with %d steps journaled", kp.name, journalSteps(t, target))
+				if kp.name == "data" {
+					r := pgsprint(t, nil, restoreArgs(dst)...)
+					checkOneError(t, r.code, exitFailure, r.stderr, "--resume")
+					args := append(restoreArgs(dst), "--resume")
+					args[2] = other
+					r = pgsprint(t, nil, args...)
+					checkOneError(t, r.code, exitFailure, r.stderr, "another archive")
+				}
+			}
+			if !done && rng.IntN(2) == 0 { // kill the resumed run too, at any point
+				kp2 := killPoint{"resume", "", time.Duration(500+rng.IntN(2500)) * time.Millisecond}
+				done = !killAt(t, target, kp2, rng, append(restoreArgs(dst), "--resume")...)
+				if !done {
+					t.Logf("killed the resumed run too, with %d steps journaled", journalSteps(t, target))
+				}
+			}
+			if !done {
+				n := journalSteps(t, target) // -1: killed before the journal existed
+				args := append(restoreArgs(dst)[:len(restoreArgs(dst))-1], "--resume")
+				t0 := time.Now()
+				r := mustPgsprint(t, append(args, "-v")...)
+				t.Logf("final resume took %s", time.Since(t0))
+				var resumed int
+				if i := strings.Index(r.stderr, "resumed: "); i >= 0 {
+					fmt.Sscanf(r.stderr[i:], "resumed: %d steps", &resumed)
+				}
+				t.Logf("final resume skipped %d steps", resumed)
+				for _, line := range strings.Split(r.stderr, "\n") {
+					if strings.Contains(line, "resuming:") {
+						t.Log(line) // pre-data redone, partly loaded tables emptied
+					}
+				}
+				if n > 1 && resumed < n-1 {
+					t.Errorf("the journal listed %d finished steps, the resumed run skipped %d:\n%s", n-1, resumed, r.stderr)
+				}
+			}
+			var journal bool
+			if err := target.QueryRow(ctx, "SELECT to_regnamespace('pgsprint_journal') IS NOT NULL").Scan(&journal); err != nil {
+				t.Fatal(err)
+			}
+			if journal {
+				t.Error("the journal schema outlived a completed restore")
+			}
+			if diff := verify.SchemaDiff(srcSchema, pgtest.SchemaDump(t, c.BinDir(), c.ConnString(dst))); diff != "" {
+				t.Fatalf("schema after resume differs from the source:\n%s", diff)
+			}
+			if diff := verify.FingerprintDiff(srcData, pgtest.Fingerprint(t, c.ConnString(dst))); len(diff) > 0 {
+				t.Fatalf("data after resume differs from the source: %v", diff)
+			}
+		})
+	}
+}
+
+// killPoint is when to SIGKILL a restore: once a journal step like after
+// is recorded (or once it runs, if after is empty), after a random delay
+// of up to jitter.
+type killPoint struct {
+	name   string
+	after  string
+	jitter time.Duration
+}
+
+// killAt runs pgsprint with args, SIGKILLs it at kp and reports whether it
+// was killed (false: it ended first, successfully).
+func killAt(t *testing.T, target *pgx.Conn, kp killPoint, rng *rand.Rand, args ...string) bool {
+	t.Helper()
+	cmd, stderr := startPgsprint(t, args...)
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	deadline := time.After(2 * time.Minute)
+	for kp.after != "" && !journalHas(target, kp.after) {
+		select {
+		case <-exited:
+			return finished(t, cmd, stderr.String())
+		case <-deadline:
+			t.Fatalf("no journal step like %q within 2 minutes", kp.after)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	select {
+	case <-exited:
+		return finished(t, cmd, stderr.String())
+	case <-time.After(time.Duration(rng.Int64N(int64(kp.jitter) + 1))):
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	return !cmd.ProcessState.Success()
+}
+
+func finished(t *testing.T, cmd *exec.Cmd, stderr string) bool {
+	t.Helper()
+	if !cmd.ProcessState.Success() {
+		t.Fatalf("restore failed before it could be killed: %s", stderr)
+	}
+	return false
+}
+
+// journalHas reports whether the target's journal has a step like pattern.
+func journalHas(target *pgx.Conn, pattern string) bool {
+	var ok bool
+	err := target.QueryRow(context.Background(), `SELECT EXISTS (SELECT FROM pgsprint_journal.steps WHERE step LIKE $1)`, pattern).Scan(&ok)
+	return err == nil && ok
+}
+
+// journalSteps counts the journal's rows, -1 if there is no journal.
+func journalSteps(t *testing.T, target *pgx.Conn) int {
+	t.Helper()
+	var n int
+	if err := target.QueryRow(context.Background(), `SELECT count(*) FROM pgsprint_journal.steps`).Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
