@@ -29,6 +29,7 @@ type dumpOptions struct {
 	chunkSize sizeFlag
 	splitBy   string
 	profile   string
+	progress  progressFlags
 }
 
 func newDumpCmd() *cobra.Command {
@@ -62,6 +63,7 @@ only when complete.`,
 	fs.StringVar(&o.splitBy, "split-by", string(plan.Auto), "how to split big tables: auto (ctid ranges on PostgreSQL 14+, else integer key ranges), ctid or key")
 	fs.StringVar(&o.profile, "cpu-profile", "", "write a Go CPU profile of the dump to this file")
 	_ = fs.MarkHidden("cpu-profile")
+	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd
@@ -96,20 +98,26 @@ func runDump(ctx context.Context, o dumpOptions) error {
 		}
 		defer stop()
 	}
+	w, err := o.progress.start("dump", o.log.quiet)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
 	res, err := dump.Run(ctx, dump.Options{
 		Source: cfg, File: o.file, Stdout: os.Stdout, Jobs: o.jobs, Codec: c, BlockSize: o.blockSize,
 		Split:   plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
-		Version: version, Logger: o.log.logger(),
+		Version: version, Logger: o.log.logger(), Progress: w.tracker,
 	})
 	if err != nil {
 		return err
 	}
-	dest := o.file
-	if dest == "-" {
-		dest = "standard output"
+	s := w.tracker.Summary()
+	s.Target = o.file
+	if s.Target == "-" {
+		s.Target = "standard output"
 	}
-	fmt.Fprintf(o.log.summaryOut(), "dumped %d tables in %d chunks (%d rows), %d sequences, %d large objects to %s: %s raw, %s stored (%s), in %s\n",
-		res.Tables, res.Chunks, res.Rows, res.Sequences, res.LargeObjects, dest,
-		humanBytes(res.RawBytes), humanBytes(res.StoredBytes), c.Name(), res.Elapsed.Round(1e6))
-	return nil
+	s.Tables, s.Chunks, s.Rows, s.Sequences, s.LargeObj = res.Tables, res.Chunks, res.Rows, res.Sequences, res.LargeObjects
+	s.RawBytes, s.StoredBytes, s.Codec = res.RawBytes, res.StoredBytes, c.Name()
+	s.WallSeconds = res.Elapsed.Seconds()
+	return w.finish(s)
 }

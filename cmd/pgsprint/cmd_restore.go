@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"runtime"
-	"strings"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
@@ -24,6 +24,7 @@ type restoreOptions struct {
 	mwm       string
 	noAnalyze bool
 	splitMin  int64
+	progress  progressFlags
 }
 
 func newRestoreCmd() *cobra.Command {
@@ -65,6 +66,7 @@ created, as pg_restore --create does.`,
 	fs.BoolVar(&o.noAnalyze, "no-analyze", false, "do not ANALYZE the restored tables")
 	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
 	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
+	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd
@@ -84,37 +86,31 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
+	w, err := o.progress.start("restore", o.log.quiet)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
 	res, err := restore.Run(ctx, restore.Options{
 		Target: cfg, File: o.file, Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
-		Logger: o.log.logger(),
+		Logger: o.log.logger(), Progress: w.tracker,
 	})
 	if err != nil {
 		return err
 	}
-	out := o.log.summaryOut()
-	fmt.Fprintf(out, "restored %d tables (%d rows), %d sequences, %d large objects into %q in %s\n",
-		res.Tables, res.Rows, res.Sequences, res.LargeObjects, res.Database, res.Elapsed.Round(1e6))
-	printPhases(out, res)
-	return nil
-}
-
-// printPhases writes the phase report: steps overlap, so each shows when it
-// started, its span and the work summed over connections.
-func printPhases(w io.Writer, res *restore.Result) {
-	fmt.Fprintf(w, "  %-18s %9s %9s %9s %6s\n", "phase", "start", "wall", "busy", "items")
+	s := w.tracker.Summary()
+	s.Target = strconv.Quote(res.Database)
+	s.Tables, s.Rows, s.Sequences, s.LargeObj = res.Tables, res.Rows, res.Sequences, res.LargeObjects
+	s.WallSeconds = res.Elapsed.Seconds()
+	// The restore's own report is finer than the tracker's: scheduled
+	// steps overlap, and it knows each one's span and busy time.
+	s.Phases = nil
 	for _, p := range res.Phases {
-		busy, items := "", ""
-		if p.Items > 0 {
-			busy, items = dur(p.Busy), fmt.Sprint(p.Items)
-		}
-		fmt.Fprintf(w, "  %-18s %9s %9s %9s %6s\n", p.Name, dur(p.Start), dur(p.Elapsed), busy, items)
+		s.Phases = append(s.Phases, progress.PhaseTime{Name: p.Name, Start: p.Start, Elapsed: p.Elapsed, Busy: p.Busy, Items: p.Items})
 	}
-	if len(res.Slowest) > 0 {
-		var s []string
-		for _, it := range res.Slowest {
-			s = append(s, fmt.Sprintf("%s %s", it.Name, dur(it.Elapsed)))
-		}
-		fmt.Fprintf(w, "  slowest: %s\n", strings.Join(s, "; "))
+	for _, it := range res.Slowest {
+		s.Slowest = append(s.Slowest, progress.Step{Name: it.Name, Seconds: it.Elapsed.Seconds()})
 	}
+	return w.finish(s)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
 // DefaultBlockSize is the raw size of a data block: big enough for codecs
@@ -36,6 +37,8 @@ type Options struct {
 	Split   plan.Options
 	Version string // pgsprint's version, recorded in the manifest
 	Logger  *slog.Logger
+	// Progress hears about the work as it happens; nil reports nowhere.
+	Progress progress.Reporter
 }
 
 // Result summarises a finished dump.
@@ -64,6 +67,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.Progress == nil {
+		opts.Progress = progress.Nop{}
+	}
+	opts.Progress.Phase("catalog")
 
 	leader, err := pg.Connect(ctx, opts.Source)
 	if err != nil {
@@ -91,6 +98,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	m, sizes := cat.manifest(srv, snap, tools, opts)
+	opts.Progress.Begin(planOf(m))
+	opts.Progress.Phase("data")
 
 	out, err := openOutput(opts.File, opts.Stdout)
 	if err != nil {
@@ -107,6 +116,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := runWorkers(ctx, opts, w, snap.ID, cat, m, planUnits(m, sizes), res); err != nil {
 		return nil, err
 	}
+	opts.Progress.Phase("finish")
 	if err := w.Close(); err != nil {
 		return nil, fmt.Errorf("write archive footer: %w", err)
 	}
@@ -160,4 +170,17 @@ func runWorkers(ctx context.Context, opts Options, w *archive.Writer, snapID str
 		res.Rows += n
 	}
 	return nil
+}
+
+// planOf is the work a dump expects, from the catalog's estimates.
+func planOf(m *archive.Manifest) progress.Plan {
+	p := progress.Plan{Op: "dump", Tables: len(m.Tables), Chunks: len(m.Chunks) + len(m.LargeObjects)}
+	for _, t := range m.Tables {
+		p.Bytes += t.SizeBytes
+		p.Rows += t.Rows
+	}
+	for _, lo := range m.LargeObjects {
+		p.Bytes += lo.Size
+	}
+	return p
 }
