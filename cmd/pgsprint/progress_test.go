@@ -133,6 +133,34 @@ func TestProgress(t *testing.T) {
 		}
 	})
 
+	t.Run("list from stdin", func(t *testing.T) {
+		want := mustPgsprint(t, "list", "--json", file).stdout
+		for _, args := range [][]string{{"list", "--json", "-"}, {"list", "-"}} {
+			cmd := exec.Command(binary, args...)
+			in, err := os.Open(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stdin = in
+			out, err := cmd.Output()
+			in.Close()
+			if err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			if args[1] == "--json" && string(out) != want {
+				t.Errorf("list - differs from list FILE:\n%s\nwant:\n%s", out, want)
+			}
+			if !strings.Contains(string(out), "301000") && !strings.Contains(string(out), "300000") {
+				t.Errorf("%v lacks row counts:\n%s", args, out)
+			}
+		}
+		cmd := exec.Command(binary, "list", "-")
+		cmd.Stdin = strings.NewReader("PGSPRINT truncated")
+		if out, err := cmd.CombinedOutput(); err == nil {
+			t.Errorf("list of a damaged stream succeeded:\n%s", out)
+		}
+	})
+
 	t.Run("bars in tmux", func(t *testing.T) { testBarsInTmux(t, c, src) })
 
 	t.Run("quiet", func(t *testing.T) {
@@ -193,3 +221,14 @@ func testBarsInTmux(t *testing.T, c *pgtest.Cluster, src string) {
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// TestVersion: --version, -V and `version` name pgsprint's version and the
+// pg_dump it found.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"-V"}, {"version"}} {
+		r := mustPgsprint(t, args...)
+		if !strings.HasPrefix(r.stdout, "pgsprint ") || !strings.Contains(r.stdout, "pg_dump") {
+			t.Errorf("%v printed %q", args, r.stdout)
+		}
+	}
+}
