@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
+	"github.com/pgsprint/pgsprint/internal/sqlscript"
 )
 
 type restoreOptions struct {
@@ -25,6 +28,7 @@ type restoreOptions struct {
 	noAnalyze bool
 	splitMin  int64
 	progress  progressFlags
+	toSQL     bool
 }
 
 func newRestoreCmd() *cobra.Command {
@@ -49,7 +53,8 @@ The target must have no user tables unless --clean is given. With --create,
 created, as pg_restore --create does.`,
 		Example: `  createdb copy && pgsprint restore -f mydb.pgs -d copy
   pgsprint restore -f mydb.pgs -d postgres --create -j 8
-  pgsprint restore -f mydb.pgs -d copy --clean`,
+  pgsprint restore -f mydb.pgs -d copy --clean
+  pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -v ON_ERROR_STOP=1 -d copy -f mydb.sql`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRestore(cmd.Context(), o) },
 	}
@@ -66,6 +71,7 @@ created, as pg_restore --create does.`,
 	fs.BoolVar(&o.noAnalyze, "no-analyze", false, "do not ANALYZE the restored tables")
 	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
 	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
+	fs.BoolVar(&o.toSQL, "to-sql", false, "write the archive as one plain SQL script to standard output, for psql, instead of restoring it")
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -75,6 +81,9 @@ created, as pg_restore --create does.`,
 func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.file == "" {
 		return usageError{fmt.Errorf("no archive file given: use -f FILE")}
+	}
+	if o.toSQL {
+		return writeSQL(ctx, o)
 	}
 	if o.conn.DSN == "" && !o.create {
 		return usageError{fmt.Errorf("no target database given: use -d TARGET")}
@@ -113,4 +122,18 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		s.Slowest = append(s.Slowest, progress.Step{Name: it.Name, Seconds: it.Elapsed.Seconds()})
 	}
 	return w.finish(s)
+}
+
+// writeSQL is restore --to-sql: the archive as a plain SQL script on
+// standard output.
+func writeSQL(ctx context.Context, o restoreOptions) error {
+	if o.create || o.clean {
+		return usageError{fmt.Errorf("--to-sql does not take --create or --clean: load the script into the database you want")}
+	}
+	f, err := archive.OpenFile(o.file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return sqlscript.Write(ctx, f.Reader, os.Stdout, sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL})
 }
