@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/plan"
@@ -37,6 +38,9 @@ type Options struct {
 	Split   plan.Options
 	Version string // pgsprint's version, recorded in the manifest
 	Logger  *slog.Logger
+	// Filter selects schemas and tables as pg_dump's -n/-N/-t/-T do; the
+	// same selection goes to pg_dump for the schema.
+	Filter filter.Options
 	// Progress hears about the work as it happens; nil reports nowhere.
 	Progress progress.Reporter
 }
@@ -93,7 +97,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	log.Info("snapshot exported", "snapshot", snap.ID, "server", srv.Version, "pg_dump", tools.Version)
 
 	opts.Split.Jobs = opts.Jobs
-	cat, err := readCatalog(ctx, leader, srv, opts.Split)
+	cat, err := readCatalog(ctx, leader, srv, opts.Split, opts.Filter)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +141,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 func runWorkers(ctx context.Context, opts Options, w *archive.Writer, snapID string, cat *catalog, m *archive.Manifest, work []unit, res *Result) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return dumpSchema(gctx, opts.Source, snapID, cat.tools, w.Stream(archive.KindSchema, m.SchemaStream), opts.BlockSize)
+		return dumpSchema(gctx, opts.Source, snapID, cat.tools, w.Stream(archive.KindSchema, m.SchemaStream), opts.BlockSize, opts.Filter.PgDumpArgs())
 	})
 
 	units := make(chan unit)
