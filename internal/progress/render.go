@@ -202,7 +202,7 @@ func (d *Display) bars(t *Tracker, o Options) {
 	phase := p.New(0, mpb.NopStyle(), mpb.PrependDecorators(text(func(s State) string {
 		return fmt.Sprintf("pgsprint %s · %s · %s", s.Op, s.Phase, Dur(time.Duration(s.Elapsed*float64(time.Second))))
 	})))
-	data := p.New(1, mpb.BarStyle(), mpb.PrependDecorators(label("data")), mpb.AppendDecorators(text(func(s State) string {
+	data := p.New(0, mpb.BarStyle(), mpb.PrependDecorators(label("data")), mpb.AppendDecorators(text(func(s State) string {
 		out := " " + bytesOf(s)
 		if r := rateOf(s); r > 0 {
 			out += fmt.Sprintf("  %s/s", Bytes(int64(r)))
@@ -212,10 +212,10 @@ func (d *Display) bars(t *Tracker, o Options) {
 		}
 		return out
 	})))
-	rows := p.New(1, mpb.BarStyle(), mpb.PrependDecorators(label("rows")), mpb.AppendDecorators(text(func(s State) string {
+	rows := p.New(0, mpb.BarStyle(), mpb.PrependDecorators(label("rows")), mpb.AppendDecorators(text(func(s State) string {
 		return fmt.Sprintf(" %s of %s%s", Count(s.Rows), approx(s), Count(s.RowsTotal))
 	})))
-	chunks := p.New(1, mpb.BarStyle(), mpb.PrependDecorators(label("chunks")), mpb.AppendDecorators(text(func(s State) string {
+	chunks := p.New(0, mpb.BarStyle(), mpb.PrependDecorators(label("chunks")), mpb.AppendDecorators(text(func(s State) string {
 		out := fmt.Sprintf(" %d/%d", s.Chunks, s.ChunksAll)
 		if len(s.InFlight) > 0 {
 			out += "  in flight: " + inFlight(s.InFlight, 3)
@@ -224,6 +224,8 @@ func (d *Display) bars(t *Tracker, o Options) {
 	})))
 	var steps *mpb.Bar
 	all := []*mpb.Bar{phase, data, rows, chunks}
+	// Bars start with total 0 so that mpb lets SetTotal move it: the
+	// dump's estimate is replaced by the real size when it is exceeded.
 	set := func(b *mpb.Bar, cur, total int64) {
 		b.SetTotal(max(total, cur, 1), false)
 		b.SetCurrent(cur)
@@ -238,7 +240,7 @@ func (d *Display) bars(t *Tracker, o Options) {
 		set(chunks, int64(s.Chunks), int64(s.ChunksAll))
 		if s.StepsAll > 0 {
 			if steps == nil {
-				steps = p.New(1, mpb.BarStyle(), mpb.PrependDecorators(label("indexes")), mpb.AppendDecorators(text(func(s State) string {
+				steps = p.New(0, mpb.BarStyle(), mpb.PrependDecorators(label("indexes")), mpb.AppendDecorators(text(func(s State) string {
 					return fmt.Sprintf(" %d/%d indexes, constraints, foreign keys", s.Steps, s.StepsAll)
 				})))
 				all = append(all, steps)
