@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/plan"
 )
 
@@ -29,6 +30,8 @@ type dumpOptions struct {
 	chunkSize sizeFlag
 	splitBy   string
 	profile   string
+	progress  progressFlags
+	filter    filter.Options
 }
 
 func newDumpCmd() *cobra.Command {
@@ -46,7 +49,8 @@ only when complete.`,
 		Example: `  pgsprint dump -d mydb -f mydb.pgs
   pgsprint dump -d "postgresql://app@db1/prod" -f prod.pgs -j 8 -Z zstd:6
   PGPASSWORD=... pgsprint dump -h db1 -U app -d prod -f prod.pgs -Z lz4
-  pgsprint dump -d prod -f - | ssh backup 'cat > prod.pgs'`,
+  pgsprint dump -d prod -f - | ssh backup 'cat > prod.pgs'
+  pgsprint dump -d prod -f app.pgs -n app -T 'app.log_*' --exclude-table-data app.audit`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDump(cmd.Context(), o) },
 	}
@@ -62,6 +66,13 @@ only when complete.`,
 	fs.StringVar(&o.splitBy, "split-by", string(plan.Auto), "how to split big tables: auto (ctid ranges on PostgreSQL 14+, else integer key ranges), ctid or key")
 	fs.StringVar(&o.profile, "cpu-profile", "", "write a Go CPU profile of the dump to this file")
 	_ = fs.MarkHidden("cpu-profile")
+	fs.StringArrayVarP(&o.filter.Schemas, "schema", "n", nil, "dump only schemas matching this pattern (as pg_dump; repeatable)")
+	fs.StringArrayVarP(&o.filter.ExcludeSchemas, "exclude-schema", "N", nil, "do not dump schemas matching this pattern")
+	fs.StringArrayVarP(&o.filter.Tables, "table", "t", nil, "dump only tables matching this pattern (e.g. 'app.order*', '\"Mixed\"')")
+	fs.StringArrayVarP(&o.filter.ExcludeTables, "exclude-table", "T", nil, "do not dump tables matching this pattern")
+	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "dump the definition but not the rows of tables matching this pattern")
+	fs.BoolVarP(&o.filter.SchemaOnly, "schema-only", "s", false, "dump only the schema, no data")
+	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd
@@ -76,6 +87,9 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	}
 	if o.jobs < 1 {
 		return usageError{fmt.Errorf("-j must be at least 1")}
+	}
+	if err := o.filter.Check(); err != nil {
+		return usageError{err}
 	}
 	c, err := codec.Parse(o.compress)
 	if err != nil {
@@ -96,20 +110,26 @@ func runDump(ctx context.Context, o dumpOptions) error {
 		}
 		defer stop()
 	}
+	w, err := o.progress.start("dump", o.log.quiet)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
 	res, err := dump.Run(ctx, dump.Options{
 		Source: cfg, File: o.file, Stdout: os.Stdout, Jobs: o.jobs, Codec: c, BlockSize: o.blockSize,
 		Split:   plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
-		Version: version, Logger: o.log.logger(),
+		Version: version, Logger: o.log.logger(), Progress: w.tracker, Filter: o.filter,
 	})
 	if err != nil {
 		return err
 	}
-	dest := o.file
-	if dest == "-" {
-		dest = "standard output"
+	s := w.tracker.Summary()
+	s.Target = o.file
+	if s.Target == "-" {
+		s.Target = "standard output"
 	}
-	fmt.Fprintf(o.log.summaryOut(), "dumped %d tables in %d chunks (%d rows), %d sequences, %d large objects to %s: %s raw, %s stored (%s), in %s\n",
-		res.Tables, res.Chunks, res.Rows, res.Sequences, res.LargeObjects, dest,
-		humanBytes(res.RawBytes), humanBytes(res.StoredBytes), c.Name(), res.Elapsed.Round(1e6))
-	return nil
+	s.Tables, s.Chunks, s.Rows, s.Sequences, s.LargeObj = res.Tables, res.Chunks, res.Rows, res.Sequences, res.LargeObjects
+	s.RawBytes, s.StoredBytes, s.Codec = res.RawBytes, res.StoredBytes, c.Name()
+	s.WallSeconds = res.Elapsed.Seconds()
+	return w.finish(s)
 }

@@ -20,12 +20,16 @@ type listOptions struct {
 func newListCmd() *cobra.Command {
 	var o listOptions
 	cmd := &cobra.Command{
-		Use:   "list FILE",
+		Use:   "list FILE|-",
 		Short: "Show what an archive holds: source, snapshot, codec, tables with rows and sizes",
+		Long: `Show what an archive holds. With "-" the archive is read from standard
+input; its totals come at the end of each stream, so the whole archive is
+read (and checked) before anything is printed.`,
 		Example: `  pgsprint list mydb.pgs
+  ssh backup 'cat prod.pgs' | pgsprint list -
   pgsprint list --json mydb.pgs | jq '.tables[] | select(.rows > 1000000)'`,
 		Args: exactlyOneFile,
-		RunE: func(cmd *cobra.Command, args []string) error { return runList(args[0], o, os.Stdout) },
+		RunE: func(cmd *cobra.Command, args []string) error { return runList(args[0], o, os.Stdin, os.Stdout) },
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	return cmd
@@ -37,13 +41,11 @@ type listing struct {
 	Tables   []archive.TableSummary `json:"tables"`
 }
 
-func runList(path string, o listOptions, out io.Writer) error {
-	f, err := archive.OpenFile(path)
+func runList(path string, o listOptions, in io.Reader, out io.Writer) error {
+	m, tables, err := readListing(path, in)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	m, tables := f.Manifest(), f.Tables()
 	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -74,4 +76,22 @@ func exactlyOneFile(cmd *cobra.Command, args []string) error {
 		return usageError{fmt.Errorf("want one archive file, got %d arguments (see %s --help)", len(args), cmd.CommandPath())}
 	}
 	return nil
+}
+
+// readListing reads the manifest and per-table totals of the archive at
+// path, or of the one on in for "-".
+func readListing(path string, in io.Reader) (*archive.Manifest, []archive.TableSummary, error) {
+	if path == "-" {
+		m, tables, err := archive.ReadTables(in)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read archive from standard input: %w", err)
+		}
+		return m, tables, nil
+	}
+	f, err := archive.OpenFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	return f.Manifest(), f.Tables(), nil
 }

@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
+	"os"
 	"runtime"
-	"strings"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
+	"github.com/pgsprint/pgsprint/internal/sqlscript"
 )
 
 type restoreOptions struct {
@@ -25,6 +28,8 @@ type restoreOptions struct {
 	noAnalyze bool
 	splitMin  int64
 	resume    bool
+	progress  progressFlags
+	toSQL     bool
 }
 
 func newRestoreCmd() *cobra.Command {
@@ -57,7 +62,8 @@ without --resume (or --clean, to start over).`,
 		Example: `  createdb copy && pgsprint restore -f mydb.pgs -d copy
   pgsprint restore -f mydb.pgs -d postgres --create -j 8
   pgsprint restore -f mydb.pgs -d copy --clean
-  pgsprint restore -f mydb.pgs -d copy --resume     # finish an interrupted restore`,
+  pgsprint restore -f mydb.pgs -d copy --resume     # finish an interrupted restore
+  pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -v ON_ERROR_STOP=1 -d copy -f mydb.sql`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRestore(cmd.Context(), o) },
 	}
@@ -75,6 +81,8 @@ without --resume (or --clean, to start over).`,
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted restore of the same archive, skipping what it finished")
 	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
 	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
+	fs.BoolVar(&o.toSQL, "to-sql", false, "write the archive as one plain SQL script to standard output, for psql, instead of restoring it")
+	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd
@@ -83,6 +91,9 @@ without --resume (or --clean, to start over).`,
 func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.file == "" {
 		return usageError{fmt.Errorf("no archive file given: use -f FILE")}
+	}
+	if o.toSQL {
+		return writeSQL(ctx, o)
 	}
 	if o.conn.DSN == "" && !o.create {
 		return usageError{fmt.Errorf("no target database given: use -d TARGET")}
@@ -94,40 +105,51 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
+	w, err := o.progress.start("restore", o.log.quiet)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
 	res, err := restore.Run(ctx, restore.Options{
 		Target: cfg, File: o.file, Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
-		Resume: o.resume, Logger: o.log.logger(),
+		Resume: o.resume, Logger: o.log.logger(), Progress: w.tracker,
 	})
 	if err != nil {
 		return err
 	}
-	out := o.log.summaryOut()
-	fmt.Fprintf(out, "restored %d tables (%d rows), %d sequences, %d large objects into %q in %s\n",
-		res.Tables, res.Rows, res.Sequences, res.LargeObjects, res.Database, res.Elapsed.Round(1e6))
-	if res.Resumed > 0 {
-		fmt.Fprintf(out, "  resumed: %d steps were already done by the interrupted run\n", res.Resumed)
+	s := w.tracker.Summary()
+	s.Target = strconv.Quote(res.Database)
+	s.Tables, s.Rows, s.Sequences, s.LargeObj = res.Tables, res.Rows, res.Sequences, res.LargeObjects
+	s.WallSeconds = res.Elapsed.Seconds()
+	// The restore's own report is finer than the tracker's: scheduled
+	// steps overlap, and it knows each one's span and busy time.
+	s.Phases = nil
+	for _, p := range res.Phases {
+		s.Phases = append(s.Phases, progress.PhaseTime{Name: p.Name, Start: p.Start, Elapsed: p.Elapsed, Busy: p.Busy, Items: p.Items})
 	}
-	printPhases(out, res)
+	for _, it := range res.Slowest {
+		s.Slowest = append(s.Slowest, progress.Step{Name: it.Name, Seconds: it.Elapsed.Seconds()})
+	}
+	if err := w.finish(s); err != nil {
+		return err
+	}
+	if res.Resumed > 0 {
+		fmt.Fprintf(o.log.summaryOut(), "  resumed: %d steps were already done by the interrupted run\n", res.Resumed)
+	}
 	return nil
 }
 
-// printPhases writes the phase report: steps overlap, so each shows when it
-// started, its span and the work summed over connections.
-func printPhases(w io.Writer, res *restore.Result) {
-	fmt.Fprintf(w, "  %-18s %9s %9s %9s %6s\n", "phase", "start", "wall", "busy", "items")
-	for _, p := range res.Phases {
-		busy, items := "", ""
-		if p.Items > 0 {
-			busy, items = dur(p.Busy), fmt.Sprint(p.Items)
-		}
-		fmt.Fprintf(w, "  %-18s %9s %9s %9s %6s\n", p.Name, dur(p.Start), dur(p.Elapsed), busy, items)
+// writeSQL is restore --to-sql: the archive as a plain SQL script on
+// standard output.
+func writeSQL(ctx context.Context, o restoreOptions) error {
+	if o.create || o.clean {
+		return usageError{fmt.Errorf("--to-sql does not take --create or --clean: load the script into the database you want")}
 	}
-	if len(res.Slowest) > 0 {
-		var s []string
-		for _, it := range res.Slowest {
-			s = append(s, fmt.Sprintf("%s %s", it.Name, dur(it.Elapsed)))
-		}
-		fmt.Fprintf(w, "  slowest: %s\n", strings.Join(s, "; "))
+	f, err := archive.OpenFile(o.file)
+	if err != nil {
+		return err
 	}
+	defer f.Close()
+	return sqlscript.Write(ctx, f.Reader, os.Stdout, sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL})
 }

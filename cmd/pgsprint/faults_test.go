@@ -5,6 +5,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -170,7 +171,13 @@ func checkOneError(t *testing.T, code, wantCode int, stderr, sub string) {
 	if code != wantCode {
 		t.Errorf("exit code %d, want %d; stderr:\n%s", code, wantCode, stderr)
 	}
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	// Progress lines (stderr is not a terminal) may come before the error.
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if !progressLine.MatchString(l) {
+			lines = append(lines, l)
+		}
+	}
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], "pgsprint: error: ") {
 		t.Errorf("want exactly one error line, got:\n%s", stderr)
 	}
@@ -178,3 +185,6 @@ func checkOneError(t *testing.T, code, wantCode int, stderr, sub string) {
 		t.Errorf("error does not mention %q:\n%s", sub, stderr)
 	}
 }
+
+// progressLine matches a progress line such as "restore 5.001s: data and indexes, ...".
+var progressLine = regexp.MustCompile(`^(dump|restore) [0-9.]+(ms|s|m[0-9.]*s|h[0-9hm.]*s): `)

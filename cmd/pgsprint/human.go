@@ -6,7 +6,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // humanBytes formats a byte count with a binary unit.
@@ -72,13 +71,4 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, fmt.Errorf("cpu profile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
-}
-
-// dur formats a duration for the phase report: milliseconds under ten
-// seconds, tenths above.
-func dur(d time.Duration) string {
-	if d < 10*time.Second {
-		return d.Round(time.Millisecond).String()
-	}
-	return d.Round(100 * time.Millisecond).String()
 }

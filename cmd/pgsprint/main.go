@@ -59,14 +59,24 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "pgsprint",
 		Short:         "Fast, safe, parallel dump and restore of PostgreSQL databases",
-		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
-	root.AddCommand(newDumpCmd(), newRestoreCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newDemoCmd())
+	// --version also probes pg_dump, so it is a flag of our own rather
+	// than cobra's, which would run the probe on every invocation.
+	showVersion := root.Flags().BoolP("version", "V", false, "show pgsprint's version and the pg_dump/pg_restore it found")
+	root.Args = noArgs
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *showVersion {
+			fmt.Fprint(cmd.OutOrStdout(), versionText(cmd.Context()))
+			return nil
+		}
+		return cmd.Help()
+	}
+	root.AddCommand(newDumpCmd(), newRestoreCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newDemoCmd(), newVersionCmd())
 	return root
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,6 +57,27 @@ func TestRoundTripTorture(t *testing.T) {
 			requireSameValidity(t, c.ConnString(src), c.ConnString(dst))
 		})
 	}
+
+	t.Run("to-sql loads with psql alone", func(t *testing.T) {
+		file := filepath.Join(dir, "zstd.pgs")
+		r := mustPgsprint(t, "restore", "-f", file, "--to-sql")
+		script := filepath.Join(dir, "torture.sql")
+		if err := os.WriteFile(script, []byte(r.stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		const dst = "dst from sql"
+		if err := c.CreateDB(ctx, dst); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(filepath.Join(c.BinDir(), "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1",
+			"-d", c.ConnString(dst), "-f", script).CombinedOutput()
+		if err != nil {
+			t.Fatalf("psql: %v\n%s", err, out)
+		}
+		pgtest.RequireSameSchema(t, c.BinDir(), c.ConnString(src), c.ConnString(dst))
+		pgtest.RequireSameData(t, c.ConnString(src), c.ConnString(dst))
+		requireSameValidity(t, c.ConnString(src), c.ConnString(dst))
+	})
 
 	t.Run("clean over an existing copy", func(t *testing.T) {
 		file := filepath.Join(dir, "zstd.pgs")

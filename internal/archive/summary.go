@@ -46,8 +46,36 @@ type TableSummary struct {
 }
 
 // Tables sums the footer's stream totals per table, in manifest order.
-func (r *Reader) Tables() []TableSummary {
-	m := r.Manifest()
+func (r *Reader) Tables() []TableSummary { return tablesOf(r.Manifest(), r.Stream) }
+
+// ReadTables reads a whole archive from a pipe and sums its streams' End
+// totals per table: the manifest comes first, but the totals only with
+// each stream's end, so `pgsprint list -` must read everything. Every
+// frame is checked on the way, so an incomplete archive is an error.
+func ReadTables(r io.Reader) (*Manifest, []TableSummary, error) {
+	s, err := NewSequential(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	totals := map[uint32]*StreamInfo{}
+	for {
+		f, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if f.End {
+			t := f.Totals
+			totals[f.Stream] = &t
+		}
+	}
+	m := s.Manifest()
+	return m, tablesOf(m, func(id uint32) (*StreamInfo, bool) { t, ok := totals[id]; return t, ok }), nil
+}
+
+func tablesOf(m *Manifest, stream func(uint32) (*StreamInfo, bool)) []TableSummary {
 	out := make([]TableSummary, len(m.Tables))
 	for i, t := range m.Tables {
 		out[i] = TableSummary{Schema: t.Schema, Name: t.Name}
@@ -58,7 +86,7 @@ func (r *Reader) Tables() []TableSummary {
 		}
 		s := &out[c.Table]
 		s.Chunks++
-		if info, ok := r.Stream(c.Stream); ok {
+		if info, ok := stream(c.Stream); ok {
 			s.Rows += info.Rows
 			s.RawBytes += info.RawBytes
 			s.StoredBytes += info.StoredBytes

@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/plan"
@@ -21,11 +22,24 @@ type catalog struct {
 	matviews     [][2]string
 }
 
-func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options) (*catalog, error) {
+func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options) (*catalog, error) {
 	var c catalog
 	var err error
 	if c.tables, err = pg.ListTables(ctx, conn, srv); err != nil {
 		return nil, err
+	}
+	var chosen *filter.Resolved
+	if sel.Active() {
+		if chosen, err = sel.Resolve(ctx, conn); err != nil {
+			return nil, err
+		}
+		c.tables = keep(c.tables, func(t pg.TableInfo) bool {
+			rel := filter.Rel{Schema: t.Schema, Name: t.Name}
+			return chosen.Selected[rel] && !chosen.NoData[rel]
+		})
+	}
+	if sel.SchemaOnly {
+		c.tables = nil
 	}
 	if err = pg.LockTables(ctx, conn, c.tables); err != nil {
 		return nil, err
@@ -42,13 +56,34 @@ func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.
 	if c.sequences, err = pg.ListSequences(ctx, conn); err != nil {
 		return nil, err
 	}
-	if c.largeObjects, err = pg.ListLargeObjects(ctx, conn); err != nil {
-		return nil, err
+	if sel.LargeObjects() {
+		if c.largeObjects, err = pg.ListLargeObjects(ctx, conn); err != nil {
+			return nil, err
+		}
 	}
 	if c.matviews, err = pg.ListMatviews(ctx, conn); err != nil {
 		return nil, err
 	}
+	if chosen != nil {
+		c.sequences = keep(c.sequences, func(s pg.SequenceInfo) bool { return chosen.Selected[filter.Rel{Schema: s.Schema, Name: s.Name}] })
+		c.matviews = keep(c.matviews, func(mv [2]string) bool { return chosen.Selected[filter.Rel{Schema: mv[0], Name: mv[1]}] })
+	}
+	if sel.SchemaOnly {
+		// As pg_dump --schema-only: no sequence values, no refreshes.
+		c.sequences, c.matviews = nil, nil
+	}
 	return &c, nil
+}
+
+// keep returns the elements of s for which ok is true.
+func keep[T any](s []T, ok func(T) bool) []T {
+	var out []T
+	for _, v := range s {
+		if ok(v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // manifest lays out the archive's streams: 0 is the schema, then one per

@@ -15,9 +15,11 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
 // DefaultBlockSize is the raw size of a data block: big enough for codecs
@@ -36,6 +38,11 @@ type Options struct {
 	Split   plan.Options
 	Version string // pgsprint's version, recorded in the manifest
 	Logger  *slog.Logger
+	// Filter selects schemas and tables as pg_dump's -n/-N/-t/-T do; the
+	// same selection goes to pg_dump for the schema.
+	Filter filter.Options
+	// Progress hears about the work as it happens; nil reports nowhere.
+	Progress progress.Reporter
 }
 
 // Result summarises a finished dump.
@@ -64,6 +71,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.Progress == nil {
+		opts.Progress = progress.Nop{}
+	}
+	opts.Progress.Phase("catalog")
 
 	leader, err := pg.Connect(ctx, opts.Source)
 	if err != nil {
@@ -89,7 +100,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	log.Info("snapshot exported", "snapshot", snap.ID, "server", srv.Version, "pg_dump", tools.Version)
 
 	opts.Split.Jobs = opts.Jobs
-	cat, err := readCatalog(ctx, leader, srv, opts.Split)
+	cat, err := readCatalog(ctx, leader, srv, opts.Split, opts.Filter)
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +108,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	// whatever pg_dump is first on PATH.
 	cat.tools = tools
 	m, sizes := cat.manifest(srv, snap, tools, opts)
+	opts.Progress.Begin(planOf(m))
+	opts.Progress.Phase("data")
 
 	out, err := openOutput(opts.File, opts.Stdout)
 	if err != nil {
@@ -113,6 +126,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := runWorkers(ctx, opts, w, snap.ID, cat, m, planUnits(m, sizes), res); err != nil {
 		return nil, err
 	}
+	opts.Progress.Phase("finish")
 	if err := w.Close(); err != nil {
 		return nil, fmt.Errorf("write archive footer: %w", err)
 	}
@@ -133,7 +147,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 func runWorkers(ctx context.Context, opts Options, w *archive.Writer, snapID string, cat *catalog, m *archive.Manifest, work []unit, res *Result) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return dumpSchema(gctx, opts.Source, snapID, cat.tools, w.Stream(archive.KindSchema, m.SchemaStream), opts.BlockSize)
+		return dumpSchema(gctx, opts.Source, snapID, cat.tools, w.Stream(archive.KindSchema, m.SchemaStream), opts.BlockSize, opts.Filter.PgDumpArgs())
 	})
 
 	units := make(chan unit)
@@ -166,4 +180,17 @@ func runWorkers(ctx context.Context, opts Options, w *archive.Writer, snapID str
 		res.Rows += n
 	}
 	return nil
+}
+
+// planOf is the work a dump expects, from the catalog's estimates.
+func planOf(m *archive.Manifest) progress.Plan {
+	p := progress.Plan{Op: "dump", Tables: len(m.Tables), Chunks: len(m.Chunks) + len(m.LargeObjects)}
+	for _, t := range m.Tables {
+		p.Bytes += t.SizeBytes
+		p.Rows += t.Rows
+	}
+	for _, lo := range m.LargeObjects {
+		p.Bytes += lo.Size
+	}
+	return p
 }

@@ -16,10 +16,11 @@ import (
 
 // dumpSchema streams `pg_dump --schema-only -Fc` in the shared snapshot into
 // the schema stream. pg_dump is the authority on DDL for every object kind.
-func dumpSchema(ctx context.Context, src *pgx.ConnConfig, snapID string, tools pgbin.Tools, s *archive.StreamWriter, blockSize int) error {
+func dumpSchema(ctx context.Context, src *pgx.ConnConfig, snapID string, tools pgbin.Tools, s *archive.StreamWriter, blockSize int, selection []string) error {
 	dsn, env := pg.ChildConn(src)
-	cmd := exec.CommandContext(ctx, tools.PgDump(), "--schema-only", "--format=custom", "--no-password",
-		"--snapshot="+snapID, "--dbname="+dsn)
+	args := append([]string{"--schema-only", "--format=custom", "--no-password",
+		"--snapshot=" + snapID, "--dbname=" + dsn}, selection...)
+	cmd := exec.CommandContext(ctx, tools.PgDump(), args...)
 	cmd.Env = append(os.Environ(), env...)
 	bw := archive.NewBlockWriter(s, blockSize)
 	var stderr bytes.Buffer

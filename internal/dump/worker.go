@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -12,6 +13,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
 // unit is one piece of work for a data worker: a chunk or a large object.
@@ -56,13 +58,13 @@ func worker(ctx context.Context, opts Options, w *archive.Writer, snapID string,
 	for u := range units {
 		switch {
 		case u.chunk != nil:
-			n, err := copyChunk(ctx, conn, w, m, u.chunk, opts.BlockSize)
+			n, err := copyChunk(ctx, conn, w, m, u.chunk, opts.BlockSize, opts.Progress)
 			if err != nil {
 				return rows, err
 			}
 			rows += n
 		case u.lo != nil:
-			if err := copyLargeObject(ctx, conn, w, u.lo, opts.BlockSize); err != nil {
+			if err := copyLargeObject(ctx, conn, w, u.lo, opts.BlockSize, opts.Progress); err != nil {
 				return rows, err
 			}
 		}
@@ -111,11 +113,16 @@ func CopyOutSQL(t archive.Table, c archive.Chunk) string {
 	return fmt.Sprintf("COPY (%s) TO STDOUT", plan.SelectSQL(t.Schema, t.Name, t.Columns, c.Where))
 }
 
-func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archive.Manifest, c *archive.Chunk, blockSize int) (int64, error) {
+func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archive.Manifest, c *archive.Chunk, blockSize int, rep progress.Reporter) (int64, error) {
 	t := m.Tables[c.Table]
 	name := pg.Qualified(t.Schema, t.Name)
+	work := progress.Work{Kind: "data", Table: name, Name: name}
+	rep.Start(work)
+	began := time.Now()
 	bw := archive.NewBlockWriter(w.Stream(archive.KindData, c.Stream), blockSize)
-	tag, err := conn.PgConn().CopyTo(ctx, bw, CopyOutSQL(t, *c))
+	counter := progress.NewWriter(bw, rep)
+	tag, err := conn.PgConn().CopyTo(ctx, counter, CopyOutSQL(t, *c))
+	counter.Flush()
 	if err != nil {
 		return 0, fmt.Errorf("dump table %s: %w", name, pg.ExplainLost(err))
 	}
@@ -125,12 +132,19 @@ func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archiv
 	if got := bw.Rows(); got != tag.RowsAffected() {
 		return 0, fmt.Errorf("dump table %s: server sent %d rows but %d were written", name, tag.RowsAffected(), got)
 	}
+	rep.Done(work, progress.Done{Bytes: counter.Total, Rows: tag.RowsAffected(), Elapsed: time.Since(began)})
 	return tag.RowsAffected(), nil
 }
 
-func copyLargeObject(ctx context.Context, conn *pgx.Conn, w *archive.Writer, lo *archive.LargeObject, blockSize int) error {
+func copyLargeObject(ctx context.Context, conn *pgx.Conn, w *archive.Writer, lo *archive.LargeObject, blockSize int, rep progress.Reporter) error {
+	work := progress.Work{Kind: "data", Table: "large objects", Name: fmt.Sprintf("large object %d", lo.OID)}
+	rep.Start(work)
+	began := time.Now()
+	var size int64
 	s := w.Stream(archive.KindLargeObject, lo.Stream)
 	err := pg.ReadLargeObject(ctx, conn, lo.OID, blockSize, func(b []byte) error {
+		rep.Add(int64(len(b)), 0)
+		size += int64(len(b))
 		return s.WriteBlock(b, 0)
 	})
 	if err != nil {
@@ -139,5 +153,6 @@ func copyLargeObject(ctx context.Context, conn *pgx.Conn, w *archive.Writer, lo 
 	if err := s.Close(); err != nil {
 		return fmt.Errorf("dump large object %d: %w", lo.OID, err)
 	}
+	rep.Done(work, progress.Done{Bytes: size, Elapsed: time.Since(began)})
 	return nil
 }

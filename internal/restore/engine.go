@@ -145,8 +145,12 @@ func (r *run) runGraph(ctx context.Context, g *schedule.Graph, script *toc.Scrip
 			}
 		}
 	}()
+	plan, steps := r.planOf(g)
+	r.opts.Progress.Begin(plan)
+	r.opts.Progress.Steps(steps)
+	r.opts.Progress.Phase("data and indexes")
 	start := time.Now()
-	timings, err := g.Run(ctx, r.opts.Jobs, e.exec)
+	timings, err := g.Run(ctx, r.opts.Jobs, e.report)
 	r.report(g, timings, start)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -188,6 +192,18 @@ func (e *engine) conn(ctx context.Context, w int, mode sessionMode) (*pgx.Conn, 
 	}
 	c.mode = mode
 	return c.conn, nil
+}
+
+// report runs a task and tells the progress reporter about it.
+func (e *engine) report(ctx context.Context, w int, t *schedule.Task) error {
+	work := e.r.workOf(t)
+	e.r.opts.Progress.Start(work)
+	began := time.Now()
+	err := e.exec(ctx, w, t)
+	if err == nil {
+		e.r.opts.Progress.Done(work, e.r.doneOf(t, time.Since(began)))
+	}
+	return err
 }
 
 // exec runs one task. A task an earlier run finished (the journal says so)

@@ -19,6 +19,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
 // Options configure one restore.
@@ -43,6 +44,8 @@ type Options struct {
 	// against COPY FREEZE on one connection.
 	SplitMinBytes int64
 	Logger        *slog.Logger
+	// Progress hears about the work as it happens; nil reports nowhere.
+	Progress progress.Reporter
 }
 
 // Result summarises a finished restore.
@@ -86,6 +89,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.Progress == nil {
+		opts.Progress = progress.Nop{}
+	}
 	f, err := os.Open(opts.File)
 	if err != nil {
 		return nil, fmt.Errorf("open archive: %w", err)
@@ -107,7 +113,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer os.Remove(schemaFile)
 
-	r := &run{opts: opts, ar: ar, m: m, schema: schemaFile, log: log, begin: start,
+	r := &run{opts: opts, ar: newCountingSource(ar, opts.Progress), m: m, schema: schemaFile, log: log, begin: start,
 		res: &Result{Tables: len(m.Tables), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences)}}
 	if err := r.run(ctx); err != nil {
 		return nil, err
@@ -131,6 +137,7 @@ type run struct {
 }
 
 func (r *run) phase(name string, fn func() error) error {
+	r.opts.Progress.Phase(name)
 	t := time.Now()
 	err := fn()
 	r.res.Phases = append(r.res.Phases, Phase{Name: name, Start: t.Sub(r.begin), Elapsed: time.Since(t)})

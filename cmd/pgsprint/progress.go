@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/pgsprint/pgsprint/internal/progress"
+)
+
+// progressFlags choose how a dump or restore shows progress and its summary.
+type progressFlags struct {
+	mode        string
+	interval    time.Duration
+	summaryJSON string
+}
+
+func (p *progressFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&p.mode, "progress", "auto", "progress on stderr: auto (bars on a terminal, else lines), bars, lines, json (one event per line) or none")
+	fs.DurationVar(&p.interval, "progress-interval", 5*time.Second, "time between progress lines when stderr is not a terminal, and between json progress events")
+	fs.StringVar(&p.summaryJSON, "summary-json", "", "write the end-of-run summary to this file as JSON")
+}
+
+// watch is one run's progress: the tracker the pipeline reports to and
+// the display that shows it.
+type watch struct {
+	flags   progressFlags
+	quiet   bool
+	tracker *progress.Tracker
+	display *progress.Display
+}
+
+// start checks the flags and starts showing progress (nothing with -q).
+func (p progressFlags) start(op string, quiet bool) (*watch, error) {
+	mode, err := progress.ParseMode(p.mode)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if p.interval <= 0 {
+		return nil, usageError{fmt.Errorf("--progress-interval must be positive")}
+	}
+	if quiet {
+		mode = progress.None
+	}
+	w := &watch{flags: p, quiet: quiet, tracker: progress.NewTracker(op)}
+	w.display = progress.Show(w.tracker, progress.Options{Mode: mode, Out: os.Stderr,
+		Terminal: term.IsTerminal(int(os.Stderr.Fd())), Interval: p.interval})
+	return w, nil
+}
+
+// stop ends the display, e.g. when the run failed.
+func (w *watch) stop() { w.display.Stop() }
+
+// finish prints the summary (as a JSON event with --progress=json) and
+// writes --summary-json.
+func (w *watch) finish(s progress.Summary) error {
+	w.tracker.Finish(&s)
+	w.display.Stop()
+	if !w.quiet && w.flags.mode != string(progress.JSON) {
+		s.WriteText(os.Stderr)
+	}
+	if w.flags.summaryJSON != "" {
+		return s.WriteJSON(w.flags.summaryJSON)
+	}
+	return nil
+}

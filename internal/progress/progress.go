@@ -1,0 +1,242 @@
+// Package progress tells people what a dump or restore is doing while it
+// runs: live bars on a terminal, a line every few seconds in a log, or one
+// JSON event per line for scripts. The pipelines report through the small
+// Reporter interface, so they never depend on terminal code.
+package progress
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Reporter is what the dump and restore pipelines call as they work. Every
+// method may be called from many goroutines at once and must return
+// quickly: workers call Add for every few hundred KiB they move.
+type Reporter interface {
+	// Begin announces the planned work.
+	Begin(p Plan)
+	// Phase says a named step of the run has started (e.g. "pre-data").
+	Phase(name string)
+	// Steps adds n expected non-data tasks (index and constraint builds)
+	// once the pipeline knows them.
+	Steps(n int)
+	// Start says a worker began one unit of work.
+	Start(w Work)
+	// Add counts bytes and rows moved by a unit in flight.
+	Add(bytes, rows int64)
+	// Done says a unit of work finished, with its totals.
+	Done(w Work, d Done)
+}
+
+// Plan is the work a run expects. Bytes and Rows are estimates for a dump
+// (taken from the catalog) and exact for a restore (from the archive).
+type Plan struct {
+	Op     string `json:"op"` // "dump" or "restore"
+	Tables int    `json:"tables"`
+	Chunks int    `json:"chunks"`
+	Bytes  int64  `json:"bytes_total"`
+	Rows   int64  `json:"rows_total"`
+}
+
+// Work names one unit of work: a table chunk (Kind "data"), a large
+// object, or a restore step such as "index" or "constraint".
+type Work struct {
+	Kind  string `json:"kind"`
+	Table string `json:"table,omitempty"` // quoted schema.name, for data
+	Name  string `json:"name"`            // for messages
+}
+
+// Done is what a finished unit of work moved and how long it took.
+type Done struct {
+	Bytes   int64
+	Rows    int64
+	Elapsed time.Duration
+}
+
+// Nop is the Reporter used when nobody is watching.
+type Nop struct{}
+
+// Begin implements Reporter.
+func (Nop) Begin(Plan) {}
+
+// Phase implements Reporter.
+func (Nop) Phase(string) {}
+
+// Steps implements Reporter.
+func (Nop) Steps(int) {}
+
+// Start implements Reporter.
+func (Nop) Start(Work) {}
+
+// Add implements Reporter.
+func (Nop) Add(int64, int64) {}
+
+// Done implements Reporter.
+func (Nop) Done(Work, Done) {}
+
+// Tracker is a Reporter that keeps the run's state for a renderer to poll
+// and for the end-of-run summary. Workers only touch atomics and, at the
+// start and end of each unit, one mutex.
+type Tracker struct {
+	begin time.Time
+	bytes atomic.Int64
+	rows  atomic.Int64
+
+	mu        sync.Mutex
+	plan      Plan
+	phase     string
+	phases    []PhaseTime
+	steps     int
+	stepsDone int
+	chunks    int
+	inFlight  map[string]int // table or step name → units running
+	tables    map[string]*TableTime
+	events    func(Event) // called under mu for every event, for JSON output
+}
+
+// NewTracker starts the clock of a run of op ("dump", "restore").
+func NewTracker(op string) *Tracker {
+	return &Tracker{begin: time.Now(), plan: Plan{Op: op}, inFlight: map[string]int{}, tables: map[string]*TableTime{}}
+}
+
+// Event is one thing that happened, as --progress=json prints it.
+type Event struct {
+	Event   string    `json:"event"` // start, phase, table, step, progress, summary
+	Time    time.Time `json:"time"`
+	Elapsed float64   `json:"elapsed_s"`
+	Plan    *Plan     `json:"plan,omitempty"`
+	Phase   string    `json:"phase,omitempty"`
+	Work    *Work     `json:"work,omitempty"`
+	Bytes   int64     `json:"bytes,omitempty"`
+	Rows    int64     `json:"rows,omitempty"`
+	Seconds float64   `json:"seconds,omitempty"`
+	State   *State    `json:"state,omitempty"`
+	Summary *Summary  `json:"summary,omitempty"`
+}
+
+func (t *Tracker) emit(e Event) {
+	if t.events == nil {
+		return
+	}
+	e.Time = time.Now()
+	e.Elapsed = time.Since(t.begin).Seconds()
+	t.events(e)
+}
+
+// Begin implements Reporter.
+func (t *Tracker) Begin(p Plan) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.plan = p
+	t.emit(Event{Event: "start", Plan: &p})
+}
+
+// Phase implements Reporter.
+func (t *Tracker) Phase(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Since(t.begin)
+	if n := len(t.phases); n > 0 && t.phases[n-1].Elapsed == 0 {
+		t.phases[n-1].Elapsed = now - t.phases[n-1].Start
+	}
+	t.phase = name
+	t.phases = append(t.phases, PhaseTime{Name: name, Start: now})
+	t.emit(Event{Event: "phase", Phase: name})
+}
+
+// Steps implements Reporter.
+func (t *Tracker) Steps(n int) {
+	t.mu.Lock()
+	t.steps += n
+	t.mu.Unlock()
+}
+
+// Start implements Reporter.
+func (t *Tracker) Start(w Work) {
+	t.mu.Lock()
+	t.inFlight[w.label()]++
+	t.mu.Unlock()
+}
+
+// Add implements Reporter.
+func (t *Tracker) Add(bytes, rows int64) {
+	t.bytes.Add(bytes)
+	t.rows.Add(rows)
+}
+
+// Done implements Reporter.
+func (t *Tracker) Done(w Work, d Done) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l := w.label()
+	if t.inFlight[l]--; t.inFlight[l] <= 0 {
+		delete(t.inFlight, l)
+	}
+	if w.Kind != "data" {
+		t.stepsDone++
+		t.emit(Event{Event: "step", Work: &w, Seconds: d.Elapsed.Seconds()})
+		return
+	}
+	t.chunks++
+	tt := t.tables[w.Table]
+	if tt == nil {
+		tt = &TableTime{Table: w.Table}
+		t.tables[w.Table] = tt
+	}
+	tt.Bytes += d.Bytes
+	tt.Rows += d.Rows
+	tt.Seconds += d.Elapsed.Seconds()
+	t.emit(Event{Event: "table", Work: &w, Bytes: d.Bytes, Rows: d.Rows, Seconds: d.Elapsed.Seconds()})
+}
+
+func (w Work) label() string {
+	if w.Kind == "data" && w.Table != "" {
+		return w.Table
+	}
+	return w.Name
+}
+
+// State is a snapshot of a run in progress.
+type State struct {
+	Op         string   `json:"op"`
+	Phase      string   `json:"phase"`
+	Elapsed    float64  `json:"elapsed_s"`
+	Bytes      int64    `json:"bytes"`
+	BytesTotal int64    `json:"bytes_total"`
+	Rows       int64    `json:"rows"`
+	RowsTotal  int64    `json:"rows_total"`
+	Chunks     int      `json:"chunks_done"`
+	ChunksAll  int      `json:"chunks_total"`
+	Steps      int      `json:"steps_done"`
+	StepsAll   int      `json:"steps_total"`
+	InFlight   []string `json:"in_flight"`
+}
+
+// State returns the run's state now.
+func (t *Tracker) State() State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.state()
+}
+
+func (t *Tracker) state() State {
+	s := State{Op: t.plan.Op, Phase: t.phase, Elapsed: time.Since(t.begin).Seconds(),
+		Bytes: t.bytes.Load(), BytesTotal: t.plan.Bytes, Rows: t.rows.Load(), RowsTotal: t.plan.Rows,
+		Chunks: t.chunks, ChunksAll: t.plan.Chunks, Steps: t.stepsDone, StepsAll: t.steps,
+		InFlight: []string{}}
+	for name := range t.inFlight {
+		s.InFlight = append(s.InFlight, name)
+	}
+	sort.Strings(s.InFlight)
+	return s
+}
+
+// Tick emits a progress event with the current state (for JSON output).
+func (t *Tracker) Tick() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.state()
+	t.emit(Event{Event: "progress", State: &s})
+}

@@ -1,0 +1,121 @@
+package restore
+
+import (
+	"io"
+	"time"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/progress"
+	"github.com/pgsprint/pgsprint/internal/schedule"
+)
+
+// countingSource counts the bytes and rows read from data and large object
+// streams, so that progress moves while a large chunk loads, without the
+// loaders knowing about it.
+type countingSource struct {
+	archive.Source
+	rep    progress.Reporter
+	schema uint32
+	lo     map[uint32]bool
+}
+
+func newCountingSource(src archive.Source, rep progress.Reporter) archive.Source {
+	m := src.Manifest()
+	lo := map[uint32]bool{}
+	for _, l := range m.LargeObjects {
+		lo[l.Stream] = true
+	}
+	return &countingSource{Source: src, rep: rep, schema: m.SchemaStream, lo: lo}
+}
+
+// OpenStream implements archive.Source.
+func (s *countingSource) OpenStream(id uint32) io.ReadCloser {
+	rc := s.Source.OpenStream(id)
+	if id == s.schema {
+		return rc
+	}
+	c := progress.NewReader(rc, s.rep)
+	c.Binary = s.lo[id]
+	return &countingStream{Counter: c, rc: rc}
+}
+
+type countingStream struct {
+	*progress.Counter
+	rc io.ReadCloser
+}
+
+// Close reports what is left and closes the stream.
+func (s *countingStream) Close() error {
+	s.Flush()
+	return s.rc.Close()
+}
+
+// planOf is a restore's work: the archive's exact totals and the graph's
+// data tasks (a table split over several connections counts once per
+// connection).
+func (r *run) planOf(g *schedule.Graph) (progress.Plan, int) {
+	p := progress.Plan{Op: "restore", Tables: len(r.m.Tables)}
+	steps := 0
+	for _, t := range g.Tasks {
+		if t.Kind == schedule.Data {
+			p.Chunks++
+		} else {
+			steps++
+		}
+	}
+	for _, c := range r.m.Chunks {
+		if info, ok := r.ar.Stream(c.Stream); ok {
+			p.Bytes += info.RawBytes
+			p.Rows += info.Rows
+		}
+	}
+	for _, lo := range r.m.LargeObjects {
+		if info, ok := r.ar.Stream(lo.Stream); ok {
+			p.Bytes += info.RawBytes
+		}
+	}
+	return p, steps
+}
+
+// workOf names a task for progress reports.
+func (r *run) workOf(t *schedule.Task) progress.Work {
+	if t.Kind != schedule.Data {
+		return progress.Work{Kind: t.Kind.String(), Name: t.Name}
+	}
+	l := t.Data.(*load)
+	if l.lo != nil {
+		return progress.Work{Kind: "data", Table: "large objects", Name: t.Name}
+	}
+	c := l.chunk
+	if l.split != nil {
+		c = l.split.chunk
+	}
+	return progress.Work{Kind: "data", Table: r.tableName(c), Name: t.Name}
+}
+
+// doneOf is what a finished task moved, from the archive's totals: a part
+// of a split load is given an equal share of its chunk.
+func (r *run) doneOf(t *schedule.Task, elapsed time.Duration) progress.Done {
+	d := progress.Done{Elapsed: elapsed}
+	if t.Kind != schedule.Data {
+		return d
+	}
+	l := t.Data.(*load)
+	stream := uint32(0)
+	switch {
+	case l.lo != nil:
+		stream = l.lo.Stream
+	case l.split != nil:
+		stream = l.split.chunk.Stream
+	default:
+		stream = l.chunk.Stream
+	}
+	if info, ok := r.ar.Stream(stream); ok {
+		d.Bytes, d.Rows = info.RawBytes, info.Rows
+		if l.split != nil {
+			d.Bytes /= int64(l.split.parts)
+			d.Rows /= int64(l.split.parts)
+		}
+	}
+	return d
+}
