@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -94,36 +93,25 @@ func runCompare(ctx context.Context, o compareOptions, out io.Writer) error {
 // reportFingerprints prints a line per differing key (and per equal key
 // with all) and a total; it reports whether anything differs.
 func reportFingerprints(out io.Writer, a, b map[string]string, all bool) bool {
-	keys := make([]string, 0, len(a))
-	for k := range a {
-		keys = append(keys, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
+	entries := verify.Compare(a, b)
 	equal := 0
-	for _, k := range keys {
-		va, oka := a[k]
-		vb, okb := b[k]
+	for _, e := range entries {
 		switch {
-		case !oka:
-			fmt.Fprintf(out, "only in target: %s (%s)\n", k, vb)
-		case !okb:
-			fmt.Fprintf(out, "only in source: %s (%s)\n", k, va)
-		case va != vb:
-			fmt.Fprintf(out, "DIFFERENT: %s\n  source: %s\n  target: %s\n", k, va, vb)
+		case !e.InA:
+			fmt.Fprintf(out, "only in target: %s (%s)\n", e.Key, e.B)
+		case !e.InB:
+			fmt.Fprintf(out, "only in source: %s (%s)\n", e.Key, e.A)
+		case e.A != e.B:
+			fmt.Fprintf(out, "DIFFERENT: %s\n  source: %s\n  target: %s\n", e.Key, e.A, e.B)
 		default:
 			equal++
 			if all {
-				fmt.Fprintf(out, "equal: %s (%s)\n", k, va)
+				fmt.Fprintf(out, "equal: %s (%s)\n", e.Key, e.A)
 			}
 		}
 	}
-	fmt.Fprintf(out, "%d of %d objects equal\n", equal, len(keys))
-	return equal != len(keys)
+	fmt.Fprintf(out, "%d of %d objects equal\n", equal, len(entries))
+	return equal != len(entries)
 }
 
 func compareSchemas(ctx context.Context, o compareOptions) (string, error) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
 type listOptions struct {
@@ -54,15 +55,15 @@ func runList(path string, o listOptions, in io.Reader, out io.Writer) error {
 	fmt.Fprintf(out, "database:   %s (PostgreSQL %s, encoding %s)\n", m.Database, m.ServerVersion, m.Encoding)
 	fmt.Fprintf(out, "snapshot:   %s at %s\n", m.Snapshot, m.SnapshotTime.Format("2006-01-02 15:04:05 MST"))
 	fmt.Fprintf(out, "written by: pgsprint %s with pg_dump %s, format %d\n", m.ToolVersion, m.PgDumpVersion, m.FormatVersion)
-	fmt.Fprintf(out, "codec:      %s level %d, %s blocks\n", m.Codec, m.Level, humanBytes(int64(m.BlockSize)))
+	fmt.Fprintf(out, "codec:      %s level %d, %s blocks\n", m.Codec, m.Level, progress.Bytes(int64(m.BlockSize)))
 	var rows, raw, stored int64
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\ntable\trows\traw\tstored\tchunks\t")
 	for _, t := range tables {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t\n", pg.Qualified(t.Schema, t.Name), t.Rows, humanBytes(t.RawBytes), humanBytes(t.StoredBytes), t.Chunks)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t\n", pg.Qualified(t.Schema, t.Name), t.Rows, progress.Bytes(t.RawBytes), progress.Bytes(t.StoredBytes), t.Chunks)
 		rows, raw, stored = rows+t.Rows, raw+t.RawBytes, stored+t.StoredBytes
 	}
-	fmt.Fprintf(tw, "%d tables\t%d\t%s\t%s\t%d\t\n", len(tables), rows, humanBytes(raw), humanBytes(stored), len(m.Chunks))
+	fmt.Fprintf(tw, "%d tables\t%d\t%s\t%s\t%d\t\n", len(tables), rows, progress.Bytes(raw), progress.Bytes(stored), len(m.Chunks))
 	if err := tw.Flush(); err != nil {
 		return err
 	}

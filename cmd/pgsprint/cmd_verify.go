@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
 type verifyOptions struct {
@@ -53,6 +54,6 @@ func runVerify(ctx context.Context, path string, o verifyOptions, out io.Writer)
 		rows, raw, stored = rows+s.Rows, raw+s.RawBytes, stored+s.StoredBytes
 	}
 	fmt.Fprintf(out, "%s: sound: %d streams, %d rows, %s raw in %s stored, checked in %s\n",
-		path, len(streams), rows, humanBytes(raw), humanBytes(stored), time.Since(start).Round(time.Millisecond))
+		path, len(streams), rows, progress.Bytes(raw), progress.Bytes(stored), time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -8,20 +8,6 @@ import (
 	"strings"
 )
 
-// humanBytes formats a byte count with a binary unit.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
 // sizeFlag is a byte count flag that takes a plain number or one with a
 // unit as PostgreSQL settings do ("64MB", "512kB", "1GB", binary
 // multiples; "MiB" style accepted too).

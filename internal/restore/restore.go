@@ -107,7 +107,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	m := ar.Manifest()
 
-	schemaFile, err := extractSchema(ar, m)
+	schemaFile, err := archive.ExtractSchema(ar)
 	if err != nil {
 		return nil, err
 	}

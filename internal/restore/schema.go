@@ -4,36 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
-
-// extractSchema writes the archive's pg_dump custom-format stream to a
-// private temp file for pg_restore, which needs a seekable file.
-func extractSchema(ar archive.Source, m *archive.Manifest) (string, error) {
-	f, err := os.CreateTemp("", "pgsprint-schema-*.dump")
-	if err != nil {
-		return "", fmt.Errorf("extract schema: %w", err)
-	}
-	s := ar.OpenStream(m.SchemaStream)
-	defer s.Close()
-	if _, err := io.Copy(f, s); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return "", fmt.Errorf("extract schema: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("extract schema: %w", err)
-	}
-	return f.Name(), nil
-}
 
 // pgRestore runs pg_restore on the schema archive against cfg, stopping at
 // the first error.

@@ -38,7 +38,7 @@ func Write(ctx context.Context, ar archive.Source, out io.Writer, o Options) err
 	if err != nil {
 		return err
 	}
-	schema, err := extractSchema(ar, m)
+	schema, err := archive.ExtractSchema(ar)
 	if err != nil {
 		return err
 	}
@@ -144,26 +144,6 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 		l.b = append(l.b, p[:min(len(p), room)]...)
 	}
 	return len(p), nil
-}
-
-// extractSchema writes the schema stream to a private temp file, because
-// pg_restore needs a seekable file.
-func extractSchema(ar archive.Source, m *archive.Manifest) (string, error) {
-	f, err := os.CreateTemp("", "pgsprint-schema-*.dump")
-	if err != nil {
-		return "", fmt.Errorf("extract schema: %w", err)
-	}
-	s := ar.OpenStream(m.SchemaStream)
-	defer s.Close()
-	_, err = io.Copy(f, s)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("extract schema: %w", err)
-	}
-	return f.Name(), nil
 }
 
 func majorOf(version string) int {

@@ -214,10 +214,19 @@ func largeObjects(ctx context.Context, conn *pgx.Conn, fp map[string]string, mu 
 	return nil
 }
 
-// FingerprintDiff lists, sorted by key, every key whose value differs between
-// two Fingerprints or that only one has; it is empty when they are equal. It
-// is exported so tests can assert that a change is detected.
-func FingerprintDiff(a, b map[string]string) []string {
+// Entry is one key of two Fingerprints side by side.
+type Entry struct {
+	Key      string
+	A, B     string
+	InA, InB bool
+}
+
+// Equal reports whether both sides have the key with the same value.
+func (e Entry) Equal() bool { return e.InA && e.InB && e.A == e.B }
+
+// Compare lines up two Fingerprints key by key, sorted by key: the one
+// walk behind both FingerprintDiff and the compare command's report.
+func Compare(a, b map[string]string) []Entry {
 	keys := make([]string, 0, len(a)+len(b))
 	for k := range a {
 		keys = append(keys, k)
@@ -228,17 +237,29 @@ func FingerprintDiff(a, b map[string]string) []string {
 		}
 	}
 	sort.Strings(keys)
+	out := make([]Entry, len(keys))
+	for i, k := range keys {
+		e := Entry{Key: k}
+		e.A, e.InA = a[k]
+		e.B, e.InB = b[k]
+		out[i] = e
+	}
+	return out
+}
+
+// FingerprintDiff lists, sorted by key, every key whose value differs between
+// two Fingerprints or that only one has; it is empty when they are equal. It
+// is exported so tests can assert that a change is detected.
+func FingerprintDiff(a, b map[string]string) []string {
 	var out []string
-	for _, k := range keys {
-		va, oka := a[k]
-		vb, okb := b[k]
+	for _, e := range Compare(a, b) {
 		switch {
-		case !oka:
-			out = append(out, fmt.Sprintf("%s: only in b (%s)", k, vb))
-		case !okb:
-			out = append(out, fmt.Sprintf("%s: only in a (%s)", k, va))
-		case va != vb:
-			out = append(out, fmt.Sprintf("%s:\n  a: %s\n  b: %s", k, va, vb))
+		case !e.InA:
+			out = append(out, fmt.Sprintf("%s: only in b (%s)", e.Key, e.B))
+		case !e.InB:
+			out = append(out, fmt.Sprintf("%s: only in a (%s)", e.Key, e.A))
+		case e.A != e.B:
+			out = append(out, fmt.Sprintf("%s:\n  a: %s\n  b: %s", e.Key, e.A, e.B))
 		}
 	}
 	return out

@@ -1,0 +1,28 @@
+package archive
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// ExtractSchema writes the archive's schema stream (pg_dump's custom
+// format) to a private temp file and returns its path: pg_restore needs a
+// seekable file. The caller removes it.
+func ExtractSchema(src Source) (string, error) {
+	f, err := os.CreateTemp("", "pgsprint-schema-*.dump")
+	if err != nil {
+		return "", fmt.Errorf("extract schema: %w", err)
+	}
+	s := src.OpenStream(src.Manifest().SchemaStream)
+	defer s.Close()
+	_, err = io.Copy(f, s)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("extract schema: %w", err)
+	}
+	return f.Name(), nil
+}
