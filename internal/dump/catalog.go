@@ -54,7 +54,7 @@ func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.
 // manifest lays out the archive's streams: 0 is the schema, then one per
 // chunk (one or more per table), then one per large object. sizes holds
 // each stream's estimated bytes, for largest-first scheduling.
-func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, opts Options) (m *archive.Manifest, sizes map[uint32]int64) {
+func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, opts SessionOptions) (m *archive.Manifest, sizes map[uint32]int64) {
 	sizes = make(map[uint32]int64)
 	m = &archive.Manifest{
 		ToolVersion:      opts.Version,
@@ -66,7 +66,7 @@ func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, 
 		Snapshot:         snap.ID,
 		SnapshotTime:     snap.Time,
 		BlockSize:        opts.BlockSize,
-		MaxInterleave:    opts.Jobs + 1,
+		MaxInterleave:    max(opts.Jobs, 1) + 1,
 		SchemaStream:     0,
 	}
 	next := uint32(1)

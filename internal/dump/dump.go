@@ -15,8 +15,6 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/codec"
-	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/plan"
 )
 
@@ -65,32 +63,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 
-	leader, err := pg.Connect(ctx, opts.Source)
+	sess, err := Begin(ctx, SessionOptions{Source: opts.Source, Jobs: opts.Jobs, BlockSize: opts.BlockSize,
+		Split: opts.Split, Version: opts.Version, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	defer leader.Close(context.WithoutCancel(ctx))
-
-	srv, err := pg.ReadServer(ctx, leader)
-	if err != nil {
-		return nil, err
-	}
-	tools, err := pgbin.Find(ctx, srv.Major())
-	if err != nil {
-		return nil, err
-	}
-	snap, err := pg.ExportSnapshot(ctx, leader)
-	if err != nil {
-		return nil, err
-	}
-	log.Info("snapshot exported", "snapshot", snap.ID, "server", srv.Version, "pg_dump", tools.Version)
-
-	opts.Split.Jobs = opts.Jobs
-	cat, err := readCatalog(ctx, leader, srv, opts.Split)
-	if err != nil {
-		return nil, err
-	}
-	m, sizes := cat.manifest(srv, snap, tools, opts)
+	defer sess.Close(ctx)
+	m := sess.Manifest
 
 	out, err := openOutput(opts.File, opts.Stdout)
 	if err != nil {
@@ -104,15 +83,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 
 	res := &Result{Tables: len(m.Tables), Chunks: len(m.Chunks), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences)}
-	if err := runWorkers(ctx, opts, w, snap.ID, cat, m, planUnits(m, sizes), res); err != nil {
+	if err := runWorkers(ctx, opts, w, sess, planUnits(m, sess.sizes), res); err != nil {
 		return nil, err
 	}
 	if err := w.Close(); err != nil {
 		return nil, fmt.Errorf("write archive footer: %w", err)
 	}
 	// The snapshot may end only now: every reader has finished with it.
-	if _, err := leader.Exec(ctx, "COMMIT"); err != nil {
-		return nil, fmt.Errorf("end snapshot transaction: %w", err)
+	if err := sess.Commit(ctx); err != nil {
+		return nil, err
 	}
 	if err := out.Commit(); err != nil {
 		return nil, err
@@ -124,10 +103,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 // runWorkers runs pg_dump for the schema beside N data workers, all in the
 // one snapshot. The first error cancels everything.
-func runWorkers(ctx context.Context, opts Options, w *archive.Writer, snapID string, cat *catalog, m *archive.Manifest, work []unit, res *Result) error {
+func runWorkers(ctx context.Context, opts Options, w *archive.Writer, sess *Session, work []unit, res *Result) error {
+	m := sess.Manifest
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return dumpSchema(gctx, opts.Source, snapID, cat.tools, w.Stream(archive.KindSchema, m.SchemaStream), opts.BlockSize)
+		return dumpSchema(gctx, sess, w.Stream(archive.KindSchema, m.SchemaStream), opts.BlockSize)
 	})
 
 	units := make(chan unit)
@@ -145,7 +125,7 @@ func runWorkers(ctx context.Context, opts Options, w *archive.Writer, snapID str
 	rows := make([]int64, opts.Jobs)
 	for i := 0; i < opts.Jobs; i++ {
 		g.Go(func() error {
-			n, err := worker(gctx, opts, w, snapID, m, units)
+			n, err := worker(gctx, opts, w, sess, units)
 			rows[i] = n
 			return err
 		})
