@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
@@ -24,12 +26,13 @@ type restoreOptions struct {
 	mwm       string
 	noAnalyze bool
 	splitMin  int64
+	spillDir  string
 }
 
 func newRestoreCmd() *cobra.Command {
 	var o restoreOptions
 	cmd := &cobra.Command{
-		Use:   "restore -f FILE -d TARGET [-j N] [--create] [--clean]",
+		Use:   "restore -f FILE|- -d TARGET [-j N] [--create] [--clean]",
 		Short: "Restore an archive into a database, in parallel",
 		Long: `Restore a pgsprint archive into a database.
 
@@ -45,17 +48,32 @@ ends the run.
 
 The target must have no user tables unless --clean is given. With --create,
 -d names the database to connect to first and the archived database is
-created, as pg_restore --create does.`,
+created, as pg_restore --create does.
+
+With -f - the archive is read from standard input as it arrives (from
+"pgsprint dump -f -", through any byte pipe such as ssh) and still loaded on
+N connections: blocks are routed to the stream they belong to. Memory stays
+bounded: at most 4 blocks (of the dump's --block-size, 1 MiB by default)
+wait for each stream being loaded, about N x 5 MiB in all whatever the
+database size. Blocks of streams no connection is loading yet (the dump had
+more workers than the restore has connections, or pg_dump's schema came
+late) are written to unlinked files in --spill-dir and read back when their
+turn comes; so the restore never deadlocks and never holds unbounded data
+in memory, at the cost of at most the spilled data in disk space. The
+restore succeeds only if the archive's trailer arrives and every checksum
+holds; a cut pipe fails with the target partly restored (use --clean).`,
 		Example: `  createdb copy && pgsprint restore -f mydb.pgs -d copy
   pgsprint restore -f mydb.pgs -d postgres --create -j 8
-  pgsprint restore -f mydb.pgs -d copy --clean`,
+  pgsprint restore -f mydb.pgs -d copy --clean
+  pgsprint dump -d prod -f - | pgsprint restore -f - -d copy -j 8
+  ssh db1 pgsprint dump -d prod | pgsprint restore -f - -d copy`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRestore(cmd.Context(), o) },
 	}
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	o.conn.register(fs)
-	fs.StringVarP(&o.file, "file", "f", "", "archive file to read (required)")
+	fs.StringVarP(&o.file, "file", "f", "", `archive file to read, "-" for standard input (required)`)
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers")
 	fs.BoolVarP(&o.create, "create", "C", false, "create the archived database (connect to -d to do it)")
 	fs.BoolVarP(&o.clean, "clean", "c", false, "drop the archive's objects before recreating them")
@@ -63,6 +81,7 @@ created, as pg_restore --create does.`,
 	fs.BoolVarP(&o.noACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
 	fs.StringVar(&o.mwm, "maintenance-work-mem", "512MB", "maintenance_work_mem of each connection, for index builds (empty: the server's)")
 	fs.BoolVar(&o.noAnalyze, "no-analyze", false, "do not ANALYZE the restored tables")
+	fs.StringVar(&o.spillDir, "spill-dir", os.TempDir(), "with -f -: where data that arrives before a connection can load it waits")
 	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
 	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
 	o.log.register(fs)
@@ -80,12 +99,15 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.jobs < 1 {
 		return usageError{fmt.Errorf("-j must be at least 1")}
 	}
+	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
+		return usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
+	}
 	cfg, err := o.conn.Config()
 	if err != nil {
 		return usageError{err}
 	}
 	res, err := restore.Run(ctx, restore.Options{
-		Target: cfg, File: o.file, Jobs: o.jobs, Create: o.create, Clean: o.clean,
+		Target: cfg, File: o.file, Stdin: os.Stdin, SpillDir: o.spillDir, Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
 		Logger: o.log.logger(),
 	})

@@ -137,6 +137,9 @@ func (d *Demux) spillFrame(s *demuxStream, f *Frame) error {
 		if err != nil {
 			return fmt.Errorf("spill stream %d to disk: %w", f.Stream, err)
 		}
+		// Unlinked at once: the open file keeps its data, and nothing is
+		// left behind however the process ends.
+		os.Remove(sf.Name())
 		s.spill, s.spillW = sf, bufio.NewWriterSize(sf, 256<<10)
 	}
 	if _, err := s.spillW.Write(f.Data); err != nil {

@@ -63,7 +63,6 @@ type load struct {
 // another role), it loads as usual.
 func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, freeze bool) (int64, error) {
 	name := r.tableName(c)
-	info, _ := r.ar.Stream(c.Stream)
 	s := r.ar.OpenStream(c.Stream)
 	defer s.Close()
 	copySQL := CopyInSQL(r.m.Tables[c.Table])
@@ -83,8 +82,8 @@ func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, f
 	if err != nil {
 		return 0, fmt.Errorf("restore table %s (stream %d): %w", name, c.Stream, pg.ExplainLost(err))
 	}
-	if n != info.Rows {
-		return 0, fmt.Errorf("restore table %s: loaded %d rows, archive holds %d", name, n, info.Rows)
+	if err := r.checkRows(c, n); err != nil {
+		return 0, err
 	}
 	return n, nil
 }
