@@ -146,12 +146,15 @@ func (b *bench) compare(ctx context.Context, name, title string, build func(stri
 	srcConn := b.c.ConnString(src)
 	pathEnv := "PATH=" + b.bin + string(os.PathListSeparator) + os.Getenv("PATH")
 	file := filepath.Join(b.dir, name+".pgs")
+	report := filepath.Join(b.dir, name+".clone-report")
 
 	var clone, pipe, rss []benchkit.Result
 	steps := []step{
 		{&clone, "pgsprint clone -j " + j, func(dst string) []benchkit.Result {
-			return one(benchkit.Run(ctx, "pgsprint clone -j "+j, benchkit.Cmd(b.pgsprint, "clone", "-q", "-j", j,
-				"--source", srcConn, "--target", b.c.ConnString(dst)), nil))
+			// Through sh only to keep the phase report: exec replaces the
+			// shell, so the measured process is pgsprint.
+			return one(benchkit.Run(ctx, "pgsprint clone -j "+j, benchkit.Cmd("sh", "-c", `exec "$0" clone -j "$1" --source "$2" --target "$3" 2>"$4"`,
+				b.pgsprint, j, srcConn, b.c.ConnString(dst), report), nil))
 		}},
 		{&clone, "pgcopydb clone", func(dst string) []benchkit.Result {
 			work := filepath.Join(b.dir, "pgcopydb-"+dst)
@@ -224,6 +227,9 @@ func (b *bench) compare(ctx context.Context, name, title string, build func(stri
 	benchkit.Markdown(os.Stdout, title+": pipe vs file", pipe, pipe[len(pipe)-3].Name)
 	if len(rss) > 0 {
 		benchkit.Markdown(os.Stdout, title+": peak RSS at -j "+fmt.Sprint(rssJobs), rss, rss[0].Name)
+	}
+	if rep, err := os.ReadFile(report); err == nil {
+		fmt.Printf("\npgsprint clone -j %s phase report:\n\n```\n%s```\n", j, rep)
 	}
 	return b.c.Exec(ctx, "postgres", "DROP DATABASE "+pgx.Identifier{src}.Sanitize())
 }
