@@ -76,7 +76,7 @@ func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, 
 			Pages: t.Pages, SizeBytes: t.SizeBytes, Rows: t.Rows,
 		})
 		for _, ch := range c.chunks[i] {
-			m.Chunks = append(m.Chunks, archive.Chunk{Stream: next, Table: i, Where: ch.Where})
+			m.Chunks = append(m.Chunks, archive.Chunk{Stream: next, Table: i, Where: ch.Where, Size: ch.Size})
 			sizes[next] = ch.Size
 			next++
 		}

@@ -68,7 +68,11 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 			return nil, fmt.Errorf("archive has no data for table %s", r.tableName(c))
 		}
 		t := r.m.Tables[c.Table]
-		size := r.plannedBytes(c.Stream, t.SizeBytes/int64(chunksOf[c.Table]))
+		estimate := c.Size
+		if estimate <= 0 {
+			estimate = t.SizeBytes / int64(chunksOf[c.Table])
+		}
+		size := r.plannedBytes(c.Stream, estimate)
 		key := schedule.TableKey(t.Schema, t.Name)
 		f := tables[key]
 		f.Size += size
