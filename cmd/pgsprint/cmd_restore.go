@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/progress"
@@ -30,12 +31,13 @@ type restoreOptions struct {
 	resume    bool
 	progress  progressFlags
 	toSQL     bool
+	spillDir  string
 }
 
 func newRestoreCmd() *cobra.Command {
 	var o restoreOptions
 	cmd := &cobra.Command{
-		Use:   "restore -f FILE -d TARGET [-j N] [--create] [--clean]",
+		Use:   "restore -f FILE|- -d TARGET [-j N] [--create] [--clean]",
 		Short: "Restore an archive into a database, in parallel",
 		Long: `Restore a pgsprint archive into a database.
 
@@ -58,11 +60,26 @@ Every step commits together with a row in a journal kept in the target
 is interrupted, even killed, run the same command with --resume: finished
 chunks, indexes and constraints are skipped, the rest is done, and no row is
 lost or loaded twice. A target holding an unfinished restore is refused
-without --resume (or --clean, to start over).`,
+without --resume (or --clean, to start over).
+
+With -f - the archive is read from standard input as it arrives (from
+"pgsprint dump -f -", through any byte pipe such as ssh) and still loaded on
+N connections: blocks are routed to the stream they belong to. Memory stays
+bounded: at most 4 blocks (of the dump's --block-size, 1 MiB by default)
+wait for each stream being loaded, about N x 5 MiB of data in all whatever
+the database size (about 100 MiB peak RSS at -j 8). Blocks of streams no connection is loading yet (the dump had
+more workers than the restore has connections, or pg_dump's schema came
+late) are written to unlinked files in --spill-dir and read back when their
+turn comes; so the restore never deadlocks and never holds unbounded data
+in memory, at the cost of at most the spilled data in disk space. The
+restore succeeds only if the archive's trailer arrives and every checksum
+holds; a cut pipe fails with the target partly restored (use --clean).`,
 		Example: `  createdb copy && pgsprint restore -f mydb.pgs -d copy
   pgsprint restore -f mydb.pgs -d postgres --create -j 8
   pgsprint restore -f mydb.pgs -d copy --clean
   pgsprint restore -f mydb.pgs -d copy --resume     # finish an interrupted restore
+  pgsprint dump -d prod -f - | pgsprint restore -f - -d copy -j 8
+  ssh db1 pgsprint dump -d prod | pgsprint restore -f - -d copy
   pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -v ON_ERROR_STOP=1 -d copy -f mydb.sql`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRestore(cmd.Context(), o) },
@@ -70,7 +87,7 @@ without --resume (or --clean, to start over).`,
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	o.conn.register(fs)
-	fs.StringVarP(&o.file, "file", "f", "", "archive file to read (required)")
+	fs.StringVarP(&o.file, "file", "f", "", `archive file to read, "-" for standard input (required)`)
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers")
 	fs.BoolVarP(&o.create, "create", "C", false, "create the archived database (connect to -d to do it)")
 	fs.BoolVarP(&o.clean, "clean", "c", false, "drop the archive's objects before recreating them")
@@ -79,6 +96,7 @@ without --resume (or --clean, to start over).`,
 	fs.StringVar(&o.mwm, "maintenance-work-mem", "512MB", "maintenance_work_mem of each connection, for index builds (empty: the server's)")
 	fs.BoolVar(&o.noAnalyze, "no-analyze", false, "do not ANALYZE the restored tables")
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted restore of the same archive, skipping what it finished")
+	fs.StringVar(&o.spillDir, "spill-dir", os.TempDir(), "with -f -: where data that arrives before a connection can load it waits")
 	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
 	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
 	fs.BoolVar(&o.toSQL, "to-sql", false, "write the archive as one plain SQL script to standard output, for psql, instead of restoring it")
@@ -101,6 +119,9 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.jobs < 1 {
 		return usageError{fmt.Errorf("-j must be at least 1")}
 	}
+	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
+		return usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
+	}
 	cfg, err := o.conn.Config()
 	if err != nil {
 		return usageError{err}
@@ -111,26 +132,14 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	}
 	defer w.stop()
 	res, err := restore.Run(ctx, restore.Options{
-		Target: cfg, File: o.file, Jobs: o.jobs, Create: o.create, Clean: o.clean,
+		Target: cfg, File: o.file, Stdin: os.Stdin, SpillDir: o.spillDir, Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
 		Resume: o.resume, Logger: o.log.logger(), Progress: w.tracker,
 	})
 	if err != nil {
 		return err
 	}
-	s := w.tracker.Summary()
-	s.Target = strconv.Quote(res.Database)
-	s.Tables, s.Rows, s.Sequences, s.LargeObj = res.Tables, res.Rows, res.Sequences, res.LargeObjects
-	s.WallSeconds = res.Elapsed.Seconds()
-	// The restore's own report is finer than the tracker's: scheduled
-	// steps overlap, and it knows each one's span and busy time.
-	s.Phases = nil
-	for _, p := range res.Phases {
-		s.Phases = append(s.Phases, progress.PhaseTime{Name: p.Name, Start: p.Start, Elapsed: p.Elapsed, Busy: p.Busy, Items: p.Items})
-	}
-	for _, it := range res.Slowest {
-		s.Slowest = append(s.Slowest, progress.Step{Name: it.Name, Seconds: it.Elapsed.Seconds()})
-	}
+	s := restoreSummary(w.tracker, res)
 	if err := w.finish(s); err != nil {
 		return err
 	}
@@ -152,4 +161,22 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 	}
 	defer f.Close()
 	return sqlscript.Write(ctx, f.Reader, os.Stdout, sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL})
+}
+
+// restoreSummary is the end-of-run summary of a restore or a clone. The
+// restore's own phase report is finer than the tracker's: scheduled steps
+// overlap, and it knows each one's span and busy time.
+func restoreSummary(t *progress.Tracker, res *restore.Result) progress.Summary {
+	s := t.Summary()
+	s.Target = strconv.Quote(res.Database)
+	s.Tables, s.Rows, s.Sequences, s.LargeObj = res.Tables, res.Rows, res.Sequences, res.LargeObjects
+	s.WallSeconds = res.Elapsed.Seconds()
+	s.Phases = nil
+	for _, p := range res.Phases {
+		s.Phases = append(s.Phases, progress.PhaseTime{Name: p.Name, Start: p.Start, Elapsed: p.Elapsed, Busy: p.Busy, Items: p.Items})
+	}
+	for _, it := range res.Slowest {
+		s.Slowest = append(s.Slowest, progress.Step{Name: it.Name, Seconds: it.Elapsed.Seconds()})
+	}
+	return s
 }

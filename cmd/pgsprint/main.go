@@ -32,6 +32,9 @@ type usageError struct{ error }
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A closed pipe on standard output (dump -f - whose reader died) must
+	// be a write error with a message, not a silent death by SIGPIPE.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	root := newRootCmd()
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -76,7 +79,7 @@ func newRootCmd() *cobra.Command {
 		}
 		return cmd.Help()
 	}
-	root.AddCommand(newDumpCmd(), newRestoreCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newDemoCmd(), newVersionCmd())
+	root.AddCommand(newDumpCmd(), newRestoreCmd(), newCloneCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newDemoCmd(), newVersionCmd())
 	return root
 }
 

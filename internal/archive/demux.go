@@ -128,7 +128,12 @@ func (d *Demux) spillFrame(s *demuxStream, f *Frame) error {
 	if f.End {
 		s.complete = true
 		if s.spillW != nil {
-			return s.spillW.Flush()
+			// The write buffer goes now, not when the stream is opened: a
+			// restore far behind its dump may hold thousands of ended
+			// streams, which must cost a file each, not memory.
+			err := s.spillW.Flush()
+			s.spillW = nil
+			return err
 		}
 		return nil
 	}
@@ -137,6 +142,9 @@ func (d *Demux) spillFrame(s *demuxStream, f *Frame) error {
 		if err != nil {
 			return fmt.Errorf("spill stream %d to disk: %w", f.Stream, err)
 		}
+		// Unlinked at once: the open file keeps its data, and nothing is
+		// left behind however the process ends.
+		os.Remove(sf.Name())
 		s.spill, s.spillW = sf, bufio.NewWriterSize(sf, 256<<10)
 	}
 	if _, err := s.spillW.Write(f.Data); err != nil {
@@ -160,8 +168,10 @@ func (d *Demux) OpenStream(id uint32) io.ReadCloser {
 	s.opened = true
 	r := &demuxReader{d: d, s: s, id: id}
 	if s.spill != nil {
-		if err := s.spillW.Flush(); err != nil {
-			return errReader{fmt.Errorf("spill stream %d: %w", id, err)}
+		if s.spillW != nil {
+			if err := s.spillW.Flush(); err != nil {
+				return errReader{fmt.Errorf("spill stream %d: %w", id, err)}
+			}
 		}
 		if _, err := s.spill.Seek(0, io.SeekStart); err != nil {
 			return errReader{fmt.Errorf("spill stream %d: %w", id, err)}

@@ -56,6 +56,12 @@ type Chunk struct {
 	Stream uint32 `json:"stream"`
 	Table  int    `json:"table"`           // index into Manifest.Tables
 	Where  string `json:"where,omitempty"` // SQL predicate selecting the range; empty for the whole table
+	// Size is the planner's estimate of the chunk's bytes, by which the
+	// dump orders its work. A reader of a pipe, which learns real sizes
+	// only at each stream's end, schedules by it too, so that its loads
+	// ask for streams in the order the dump writes them. Zero if unknown
+	// (archives written before it existed).
+	Size int64 `json:"size,omitempty"`
 }
 
 // Sequence carries a sequence's state as read inside the snapshot.

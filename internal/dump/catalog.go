@@ -89,7 +89,7 @@ func keep[T any](s []T, ok func(T) bool) []T {
 // manifest lays out the archive's streams: 0 is the schema, then one per
 // chunk (one or more per table), then one per large object. sizes holds
 // each stream's estimated bytes, for largest-first scheduling.
-func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, opts Options) (m *archive.Manifest, sizes map[uint32]int64) {
+func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, opts SessionOptions) (m *archive.Manifest, sizes map[uint32]int64) {
 	sizes = make(map[uint32]int64)
 	m = &archive.Manifest{
 		ToolVersion:      opts.Version,
@@ -101,7 +101,7 @@ func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, 
 		Snapshot:         snap.ID,
 		SnapshotTime:     snap.Time,
 		BlockSize:        opts.BlockSize,
-		MaxInterleave:    opts.Jobs + 1,
+		MaxInterleave:    max(opts.Jobs, 1) + 1,
 		SchemaStream:     0,
 	}
 	next := uint32(1)
@@ -111,7 +111,7 @@ func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, 
 			Pages: t.Pages, SizeBytes: t.SizeBytes, Rows: t.Rows,
 		})
 		for _, ch := range c.chunks[i] {
-			m.Chunks = append(m.Chunks, archive.Chunk{Stream: next, Table: i, Where: ch.Where})
+			m.Chunks = append(m.Chunks, archive.Chunk{Stream: next, Table: i, Where: ch.Where, Size: ch.Size})
 			sizes[next] = ch.Size
 			next++
 		}

@@ -16,8 +16,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/filter"
-	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 )
@@ -76,38 +74,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	opts.Progress.Phase("catalog")
 
-	leader, err := pg.Connect(ctx, opts.Source)
+	sess, err := Begin(ctx, SessionOptions{Source: opts.Source, Jobs: opts.Jobs, BlockSize: opts.BlockSize,
+		Split: opts.Split, Version: opts.Version, Filter: opts.Filter, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	defer leader.Close(context.WithoutCancel(ctx))
-
-	srv, err := pg.ReadServer(ctx, leader)
-	if err != nil {
-		return nil, err
-	}
-	if srv.InRecovery {
-		log.Warn("the source is a standby: data of unlogged tables cannot be read there and is skipped (as pg_dump does); their definitions are kept")
-	}
-	tools, err := pgbin.Find(ctx, srv.Major())
-	if err != nil {
-		return nil, err
-	}
-	snap, err := pg.ExportSnapshot(ctx, leader)
-	if err != nil {
-		return nil, err
-	}
-	log.Info("snapshot exported", "snapshot", snap.ID, "server", srv.Version, "pg_dump", tools.Version)
-
-	opts.Split.Jobs = opts.Jobs
-	cat, err := readCatalog(ctx, leader, srv, opts.Split, opts.Filter)
-	if err != nil {
-		return nil, err
-	}
-	// The schema must come from the pg_dump chosen for this server, not
-	// whatever pg_dump is first on PATH.
-	cat.tools = tools
-	m, sizes := cat.manifest(srv, snap, tools, opts)
+	defer sess.Close(ctx)
+	m := sess.Manifest
 	opts.Progress.Begin(planOf(m))
 	opts.Progress.Phase("data")
 
@@ -123,7 +96,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 
 	res := &Result{Tables: len(m.Tables), Chunks: len(m.Chunks), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences)}
-	if err := runWorkers(ctx, opts, w, snap.ID, cat, m, planUnits(m, sizes), res); err != nil {
+	if err := runWorkers(ctx, opts, w, sess, planUnits(m, sess.sizes), res); err != nil {
 		return nil, err
 	}
 	opts.Progress.Phase("finish")
@@ -131,8 +104,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("write archive footer: %w", err)
 	}
 	// The snapshot may end only now: every reader has finished with it.
-	if _, err := leader.Exec(ctx, "COMMIT"); err != nil {
-		return nil, fmt.Errorf("end snapshot transaction: %w", err)
+	if err := sess.Commit(ctx); err != nil {
+		return nil, err
 	}
 	if err := out.Commit(); err != nil {
 		return nil, err
@@ -144,10 +117,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 // runWorkers runs pg_dump for the schema beside N data workers, all in the
 // one snapshot. The first error cancels everything.
-func runWorkers(ctx context.Context, opts Options, w *archive.Writer, snapID string, cat *catalog, m *archive.Manifest, work []unit, res *Result) error {
+func runWorkers(ctx context.Context, opts Options, w *archive.Writer, sess *Session, work []unit, res *Result) error {
+	m := sess.Manifest
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return dumpSchema(gctx, opts.Source, snapID, cat.tools, w.Stream(archive.KindSchema, m.SchemaStream), opts.BlockSize, opts.Filter.PgDumpArgs())
+		return dumpSchema(gctx, sess, w.Stream(archive.KindSchema, m.SchemaStream), opts.BlockSize)
 	})
 
 	units := make(chan unit)
@@ -165,7 +139,7 @@ func runWorkers(ctx context.Context, opts Options, w *archive.Writer, snapID str
 	rows := make([]int64, opts.Jobs)
 	for i := 0; i < opts.Jobs; i++ {
 		g.Go(func() error {
-			n, err := worker(gctx, opts, w, snapID, m, units)
+			n, err := worker(gctx, opts, w, sess, units)
 			rows[i] = n
 			return err
 		})

@@ -42,18 +42,13 @@ func planUnits(m *archive.Manifest, sizes map[uint32]int64) []unit {
 
 // worker imports the snapshot on its own connection and dumps units until
 // the channel closes. It returns the rows it copied.
-func worker(ctx context.Context, opts Options, w *archive.Writer, snapID string, m *archive.Manifest, units <-chan unit) (int64, error) {
-	conn, err := pg.Connect(ctx, BulkReadConfig(opts.Source))
+func worker(ctx context.Context, opts Options, w *archive.Writer, sess *Session, units <-chan unit) (int64, error) {
+	m := sess.Manifest
+	conn, err := sess.OpenReader(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if err := pg.ImportSnapshot(ctx, conn, snapID); err != nil {
-		return 0, err
-	}
-	if err := setCopyEncoding(ctx, conn, m.Encoding); err != nil {
-		return 0, err
-	}
 	var rows int64
 	for u := range units {
 		switch {

@@ -70,13 +70,13 @@ func chunkStep(stream uint32) string { return fmt.Sprintf("load stream %d", stre
 // usual.
 func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, freeze bool) (int64, error) {
 	name := r.tableName(c)
-	info, _ := r.ar.Stream(c.Stream)
 	s := r.ar.OpenStream(c.Stream)
 	defer s.Close()
 	copySQL := CopyInSQL(r.m.Tables[c.Table])
-	n, err := r.copyInTx(ctx, conn, name, copySQL, s, info.Rows, freeze, chunkStep(c.Stream))
+	check := func(n int64) error { return r.checkRows(c, n) }
+	n, err := r.copyInTx(ctx, conn, name, copySQL, s, check, freeze, chunkStep(c.Stream))
 	if err == errNoFreeze {
-		n, err = r.copyInTx(ctx, conn, name, copySQL, s, info.Rows, false, chunkStep(c.Stream))
+		n, err = r.copyInTx(ctx, conn, name, copySQL, s, check, false, chunkStep(c.Stream))
 	}
 	if err != nil {
 		return 0, fmt.Errorf("restore table %s (stream %d): %w", name, c.Stream, pg.ExplainLost(err))
@@ -87,8 +87,10 @@ func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, f
 // errNoFreeze says TRUNCATE was refused, so COPY FREEZE cannot be used.
 var errNoFreeze = errors.New("no privilege to truncate")
 
-// copyInTx runs [TRUNCATE +] COPY + journal row in one transaction.
-func (r *run) copyInTx(ctx context.Context, conn *pgx.Conn, name, copySQL string, s io.Reader, want int64, freeze bool, step string) (int64, error) {
+// copyInTx runs [TRUNCATE +] COPY + journal row in one transaction. check
+// sees the loaded row count before COMMIT: it is called only after the
+// stream has been read to its end, when a pipe's totals are known too.
+func (r *run) copyInTx(ctx context.Context, conn *pgx.Conn, name, copySQL string, s io.Reader, check func(int64) error, freeze bool, step string) (int64, error) {
 	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
 		return 0, err
 	}
@@ -112,8 +114,8 @@ func (r *run) copyInTx(ctx context.Context, conn *pgx.Conn, name, copySQL string
 	if err != nil {
 		return 0, err
 	}
-	if n := tag.RowsAffected(); n != want {
-		return 0, fmt.Errorf("loaded %d rows, archive holds %d", n, want)
+	if err := check(tag.RowsAffected()); err != nil {
+		return 0, err
 	}
 	if err := r.j.record(ctx, conn, step); err != nil {
 		return 0, err

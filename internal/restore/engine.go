@@ -63,40 +63,44 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 	tables := map[string]schedule.TableFacts{}
 	for i := range r.m.Chunks {
 		c := &r.m.Chunks[i]
-		info, ok := r.ar.Stream(c.Stream)
-		if !ok {
+		if r.missing(c.Stream) {
 			return nil, fmt.Errorf("archive has no data for table %s", r.tableName(c))
 		}
 		t := r.m.Tables[c.Table]
+		estimate := c.Size
+		if estimate <= 0 {
+			estimate = t.SizeBytes / int64(chunksOf[c.Table])
+		}
+		size := r.plannedBytes(c.Stream, estimate)
 		key := schedule.TableKey(t.Schema, t.Name)
 		f := tables[key]
-		f.Size += info.RawBytes
+		f.Size += size
 		name := "load " + r.tableName(c)
 		lock := []schedule.Lock{{Key: key, Mode: schedule.RowExclusive}}
 		switch {
-		case r.opts.Jobs > 1 && info.RawBytes >= splitMin && c.Where == "":
+		case r.opts.Jobs > 1 && size >= splitMin && c.Where == "":
 			sl := newSplitLoad(c, r.opts.Jobs)
 			for p := range r.opts.Jobs {
 				f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: fmt.Sprintf("%s (part %d/%d)", name, p+1, r.opts.Jobs),
-					Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: info.RawBytes, Locks: lock, Table: key, Data: &load{chunk: c, split: sl}}))
+					Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: size, Locks: lock, Table: key, Data: &load{chunk: c, split: sl}}))
 			}
 		case chunksOf[c.Table] == 1 && c.Where == "":
 			lock = []schedule.Lock{{Key: key, Mode: schedule.AccessExclusive}}
-			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: info.RawBytes,
+			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: size,
 				Locks: lock, Table: key, Data: &load{chunk: c, freeze: true}}))
 		default:
-			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: info.RawBytes,
+			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: size,
 				Locks: lock, Table: key, Data: &load{chunk: c}}))
 		}
 		tables[key] = f
 	}
 	for i := range r.m.LargeObjects {
 		lo := &r.m.LargeObjects[i]
-		info, ok := r.ar.Stream(lo.Stream)
-		if !ok {
+		if r.missing(lo.Stream) {
 			return nil, fmt.Errorf("archive has no data for large object %d", lo.OID)
 		}
-		g.Add(&schedule.Task{Name: fmt.Sprintf("large object %d", lo.OID), Step: chunkStep(lo.Stream), Kind: schedule.Data, Cost: info.RawBytes, Data: &load{lo: lo}})
+		g.Add(&schedule.Task{Name: fmt.Sprintf("large object %d", lo.OID), Step: chunkStep(lo.Stream), Kind: schedule.Data,
+			Cost: r.plannedBytes(lo.Stream, lo.Size), Data: &load{lo: lo}})
 	}
 	if script == nil {
 		return g, nil

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -24,8 +25,17 @@ import (
 
 // Options configure one restore.
 type Options struct {
-	Target  *pgx.ConnConfig
-	File    string
+	Target *pgx.ConnConfig
+	// File is the archive to read; "-" reads it from Stdin as it arrives
+	// (archive.Demux), loading on Jobs connections all the same.
+	File  string
+	Stdin io.Reader // File "-"'s input; nil is os.Stdin
+	// SpillDir holds, for File "-", the data of streams that arrive before a
+	// connection is free to load them (os.TempDir() when empty).
+	SpillDir string
+	// Source, when set, is read instead of File: clone hands in a live
+	// source whose streams are COPYs from the source database.
+	Source  archive.Source
 	Jobs    int
 	Create  bool // create the archived database, connecting to Target's database to do so (as pg_restore --create)
 	Clean   bool // drop the archive's objects in the target first
@@ -92,19 +102,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Progress == nil {
 		opts.Progress = progress.Nop{}
 	}
-	f, err := os.Open(opts.File)
+	ar, closeSource, err := openSource(opts)
 	if err != nil {
-		return nil, fmt.Errorf("open archive: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("open archive: %w", err)
-	}
-	ar, err := archive.Open(f, st.Size())
-	if err != nil {
-		return nil, fmt.Errorf("open archive %s: %w", opts.File, err)
-	}
+	defer closeSource()
 	m := ar.Manifest()
 
 	schemaFile, err := archive.ExtractSchema(ar)
@@ -172,6 +174,9 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	if err := r.runGraph(ctx, g, script); err != nil {
+		return err
+	}
+	if err := r.finishSource(); err != nil {
 		return err
 	}
 	if script == nil {

@@ -62,9 +62,8 @@ func (r *run) loadPart(ctx context.Context, conn *pgx.Conn, sl *splitLoad) (int6
 	}
 	total := sl.rows.Add(n)
 	if int(sl.done.Add(1)) == sl.parts {
-		info, _ := r.ar.Stream(sl.chunk.Stream)
-		if total != info.Rows {
-			return 0, fmt.Errorf("restore table %s: loaded %d rows, archive holds %d", name, total, info.Rows)
+		if err := r.checkRows(sl.chunk, total); err != nil {
+			return 0, err
 		}
 		// Every part has committed: the chunk is done. Until this row
 		// commits, a resumed run empties the table and loads it again

@@ -1,0 +1,128 @@
+package dump
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/plan"
+)
+
+// SessionOptions say what a Session reads and how it lays out the work.
+type SessionOptions struct {
+	Source    *pgx.ConnConfig
+	Jobs      int          // readers that will share the snapshot (recorded as the archive's interleave)
+	BlockSize int          // recorded in the manifest
+	Split     plan.Options // which tables are cut into chunks, and how
+	Version   string       // pgsprint's version, recorded in the manifest
+	// Filter selects schemas and tables as pg_dump's -n/-N/-t/-T do; the
+	// same selection goes to pg_dump for the schema.
+	Filter filter.Options
+	Logger *slog.Logger
+}
+
+// Session is one consistent view of the source, shared by dump and clone
+// so that both give the same guarantee: the leader connection holds an
+// exported snapshot and ACCESS SHARE locks on every table it lists; the
+// catalog, the chunk plan and the manifest are read inside it; readers
+// (OpenReader) and pg_dump (Schema) import it. It ends with Commit or Close.
+type Session struct {
+	leader *pgx.Conn
+	source *pgx.ConnConfig
+	srv    pg.Server
+	tools  pgbin.Tools
+	snap   *pg.Snapshot
+	filter filter.Options
+	cat    *catalog
+	// Manifest lays out the streams: 0 is the schema, then one per chunk,
+	// then one per large object.
+	Manifest *archive.Manifest
+	sizes    map[uint32]int64
+}
+
+// Begin connects to the source, exports a snapshot, locks and lists what
+// it will read, and plans the chunks. The caller must Close the session.
+func Begin(ctx context.Context, opts SessionOptions) (*Session, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	leader, err := pg.Connect(ctx, opts.Source)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{leader: leader, source: opts.Source, filter: opts.Filter}
+	if err := s.begin(ctx, opts, log); err != nil {
+		s.Close(ctx)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logger) error {
+	var err error
+	if s.srv, err = pg.ReadServer(ctx, s.leader); err != nil {
+		return err
+	}
+	if s.srv.InRecovery {
+		log.Warn("the source is a standby: data of unlogged tables cannot be read there and is skipped (as pg_dump does); their definitions are kept")
+	}
+	if s.tools, err = pgbin.Find(ctx, s.srv.Major()); err != nil {
+		return err
+	}
+	if s.snap, err = pg.ExportSnapshot(ctx, s.leader); err != nil {
+		return err
+	}
+	log.Info("snapshot exported", "snapshot", s.snap.ID, "server", s.srv.Version, "pg_dump", s.tools.Version)
+	split := opts.Split
+	split.Jobs = max(opts.Jobs, 1)
+	if s.cat, err = readCatalog(ctx, s.leader, s.srv, split, opts.Filter); err != nil {
+		return err
+	}
+	s.Manifest, s.sizes = s.cat.manifest(s.srv, s.snap, s.tools, opts)
+	return nil
+}
+
+// EstimatedBytes is stream id's size as planned (relation size of its
+// chunk, or a large object's size), for largest-first scheduling.
+func (s *Session) EstimatedBytes(id uint32) int64 { return s.sizes[id] }
+
+// OpenReader opens a connection that sees the session's snapshot, reads
+// COPY data through a large buffer and in the encoding the manifest
+// records. The caller closes it.
+func (s *Session) OpenReader(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pg.Connect(ctx, BulkReadConfig(s.source))
+	if err != nil {
+		return nil, err
+	}
+	if err := pg.ImportSnapshot(ctx, conn, s.snap.ID); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	if err := setCopyEncoding(ctx, conn, s.Manifest.Encoding); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return conn, nil
+}
+
+// Commit ends the snapshot transaction: call it only when every reader
+// and pg_dump have finished with the snapshot.
+func (s *Session) Commit(ctx context.Context) error {
+	if _, err := s.leader.Exec(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("end snapshot transaction: %w", err)
+	}
+	return nil
+}
+
+// Close closes the leader connection (ending the snapshot if Commit was
+// not called).
+func (s *Session) Close(ctx context.Context) {
+	s.leader.Close(context.WithoutCancel(ctx))
+}

@@ -1,0 +1,107 @@
+package restore
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+)
+
+// Finisher is a source that knows only at its end whether everything it
+// delivered was complete and sound: a Demux over a pipe (the trailer was
+// read and checked) or clone's live source (every COPY finished, the
+// snapshot ended cleanly). The restore calls Finish after the last load and
+// fails if it errors, so a cut pipe never ends in success.
+type Finisher interface {
+	Finish() error
+}
+
+// openSource returns what the restore reads: opts.Source, the archive on
+// standard input (File "-") demultiplexed as it arrives, or the seekable
+// archive file. The returned close function releases it.
+func openSource(opts Options) (archive.Source, func(), error) {
+	switch {
+	case opts.Source != nil:
+		return opts.Source, func() {}, nil
+	case opts.File == "-":
+		in := opts.Stdin
+		if in == nil {
+			in = os.Stdin
+		}
+		d, err := archive.NewDemux(in, opts.SpillDir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read archive from standard input: %w", err)
+		}
+		return demuxSource{d}, func() {}, nil
+	}
+	f, err := os.Open(opts.File)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open archive: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("open archive: %w", err)
+	}
+	ar, err := archive.Open(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("open archive %s: %w", opts.File, err)
+	}
+	return ar, func() { f.Close() }, nil
+}
+
+// demuxSource is a Demux whose end is checked by Finish.
+type demuxSource struct{ *archive.Demux }
+
+// Finish waits for the archive's trailer.
+func (d demuxSource) Finish() error {
+	if err := d.Wait(); err != nil {
+		return fmt.Errorf("archive on standard input is incomplete or damaged (%w); the target is partly restored: restore again with --clean", err)
+	}
+	return nil
+}
+
+// finishSource checks a Finisher source's end after every load.
+func (r *run) finishSource() error {
+	if f, ok := r.ar.(Finisher); ok {
+		return f.Finish()
+	}
+	return nil
+}
+
+// plannedBytes is a stream's raw size for scheduling: exact when the
+// source already knows it (a seekable archive's footer), else the
+// manifest's estimate (a pipe or a live source knows a stream's size only
+// at its end): the table's relation size shared by its chunks, or the
+// large object's size.
+func (r *run) plannedBytes(id uint32, estimate int64) int64 {
+	if info, ok := r.ar.Stream(id); ok {
+		return info.RawBytes
+	}
+	return estimate
+}
+
+// missing reports a stream a seekable archive does not have: its footer
+// is complete, so the archive is damaged or forged.
+func (r *run) missing(id uint32) bool {
+	ar, ok := r.ar.(*archive.Reader)
+	if !ok {
+		return false
+	}
+	_, found := ar.Stream(id)
+	return !found
+}
+
+// checkRows compares the rows a chunk loaded with those its source
+// delivered, known once the stream has been read to its end.
+func (r *run) checkRows(c *archive.Chunk, loaded int64) error {
+	info, ok := r.ar.Stream(c.Stream)
+	if !ok {
+		return fmt.Errorf("restore table %s: stream %d ended without its totals", r.tableName(c), c.Stream)
+	}
+	if loaded != info.Rows {
+		return fmt.Errorf("restore table %s: loaded %d rows, archive holds %d", r.tableName(c), loaded, info.Rows)
+	}
+	return nil
+}
