@@ -102,11 +102,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Progress == nil {
 		opts.Progress = progress.Nop{}
 	}
-	ar, closeSource, err := openSource(opts)
+	src, err := openSource(opts)
 	if err != nil {
 		return nil, err
 	}
-	defer closeSource()
+	defer src.close()
+	ar := src.Source
 	m := ar.Manifest()
 
 	schemaFile, err := archive.ExtractSchema(ar)
@@ -115,7 +116,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer os.Remove(schemaFile)
 
-	r := &run{opts: opts, ar: newCountingSource(ar, opts.Progress), m: m, schema: schemaFile, log: log, begin: start,
+	r := &run{opts: opts, ar: newCountingSource(ar, opts.Progress), finish: src.finish, m: m, schema: schemaFile, log: log, begin: start,
 		res: &Result{Tables: len(m.Tables), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences)}}
 	if err := r.run(ctx); err != nil {
 		return nil, err
@@ -128,6 +129,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 type run struct {
 	opts   Options
 	ar     archive.Source
+	finish func() error // the source's end check (openedSource.finish)
 	m      *archive.Manifest
 	schema string // pg_dump custom archive extracted to a temp file
 	tools  pgbin.Tools

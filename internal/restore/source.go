@@ -16,13 +16,27 @@ type Finisher interface {
 	Finish() error
 }
 
+// openedSource is what the restore reads, with the check of its end
+// taken when it is opened: wrapping the source later (progress counting)
+// must never hide a Finisher.
+type openedSource struct {
+	archive.Source
+	close  func()
+	finish func() error // nil error: everything delivered was complete
+}
+
 // openSource returns what the restore reads: opts.Source, the archive on
 // standard input (File "-") demultiplexed as it arrives, or the seekable
-// archive file. The returned close function releases it.
-func openSource(opts Options) (archive.Source, func(), error) {
+// archive file (checked whole by Open, so nothing to finish).
+func openSource(opts Options) (*openedSource, error) {
+	none := func() error { return nil }
 	switch {
 	case opts.Source != nil:
-		return opts.Source, func() {}, nil
+		finish := none
+		if f, ok := opts.Source.(Finisher); ok {
+			finish = f.Finish
+		}
+		return &openedSource{Source: opts.Source, close: func() {}, finish: finish}, nil
 	case opts.File == "-":
 		in := opts.Stdin
 		if in == nil {
@@ -30,25 +44,25 @@ func openSource(opts Options) (archive.Source, func(), error) {
 		}
 		d, err := archive.NewDemux(in, opts.SpillDir)
 		if err != nil {
-			return nil, nil, fmt.Errorf("read archive from standard input: %w", err)
+			return nil, fmt.Errorf("read archive from standard input: %w", err)
 		}
-		return demuxSource{d}, func() {}, nil
+		return &openedSource{Source: d, close: func() {}, finish: demuxSource{d}.Finish}, nil
 	}
 	f, err := os.Open(opts.File)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open archive: %w", err)
+		return nil, fmt.Errorf("open archive: %w", err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("open archive: %w", err)
+		return nil, fmt.Errorf("open archive: %w", err)
 	}
 	ar, err := archive.Open(f, st.Size())
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("open archive %s: %w", opts.File, err)
+		return nil, fmt.Errorf("open archive %s: %w", opts.File, err)
 	}
-	return ar, func() { f.Close() }, nil
+	return &openedSource{Source: ar, close: func() { f.Close() }, finish: none}, nil
 }
 
 // demuxSource is a Demux whose end is checked by Finish.
@@ -62,13 +76,8 @@ func (d demuxSource) Finish() error {
 	return nil
 }
 
-// finishSource checks a Finisher source's end after every load.
-func (r *run) finishSource() error {
-	if f, ok := r.ar.(Finisher); ok {
-		return f.Finish()
-	}
-	return nil
-}
+// finishSource checks the source's end after every load.
+func (r *run) finishSource() error { return r.finish() }
 
 // plannedBytes is a stream's raw size for scheduling: exact when the
 // source already knows it (a seekable archive's footer), else the
