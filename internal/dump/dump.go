@@ -90,6 +90,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The schema must come from the pg_dump chosen for this server, not
+	// whatever pg_dump is first on PATH.
+	cat.tools = tools
 	m, sizes := cat.manifest(srv, snap, tools, opts)
 
 	out, err := openOutput(opts.File, opts.Stdout)
