@@ -36,13 +36,16 @@ type preset struct {
 	ownLevels  string
 }
 
-// presetFor returns the named size.
+// presetFor returns the named size. The full size leaves out the published
+// comparison's zstd level 22: pg_dump 17 took 272 s at that level for a
+// 30 MB plain dump here (against 3 s at 15), so it alone would take over an
+// hour of the matrix; add it with -levels when wanted.
 func presetFor(size string) (preset, bool) {
 	switch size {
 	case "quick":
 		return preset{0.1, "gzip=1 lz4=1 zstd=1", "zstd=1 lz4=1 gzip=1 none"}, true
 	case "full":
-		return preset{0.2, "gzip=1,5,9 lz4=1,5,12 zstd=1,5,15,22", "zstd=1,3,9 lz4=1 gzip=1 none"}, true
+		return preset{0.2, "gzip=1,5,9 lz4=1,5,12 zstd=1,5,15", "zstd=1,3,9 lz4=1 gzip=1 none"}, true
 	}
 	return preset{}, false
 }
