@@ -179,9 +179,12 @@ func run(ctx context.Context, o options) error {
 				return fmt.Errorf("%s, %s: %w", d.label, v.row.Label(), err)
 			}
 			rows = append(rows, row)
-			if row.OK() {
+			switch {
+			case row.OK() && row.IsClone():
+				logf("%s, %s: %.2f s, verified", d.label, row.Label(), row.Total())
+			case row.OK():
 				logf("%s, %s: backup %.2f s, restore %.2f s, %.1f%% of the database, verified", d.label, row.Label(), row.BackupSeconds, row.RestoreSeconds, 100*row.SizeRatio())
-			} else {
+			default:
 				logf("%s, %s: %s", d.label, row.Label(), row.Status)
 			}
 			if err := save(); err != nil {
