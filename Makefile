@@ -2,7 +2,7 @@
 GO ?= go
 TEST_TIMEOUT ?= 14m
 
-.PHONY: all build deps test test-matrix demo vet fmt clean
+.PHONY: all build deps test test-matrix demo vet fmt clean bench bench-quick bench-deps
 
 all: build
 
@@ -33,6 +33,26 @@ test-matrix: deps
 # A throwaway cluster with sample data: dump, restore, verify, show numbers.
 demo: deps
 	$(GO) run ./cmd/pgsprint demo
+
+# The benchmark report (docs/BENCHMARKS.md): pg_dump's format x compression
+# matrix, pgsprint's codecs, clones; every restore verified. Results (CSV,
+# Markdown, HTML with SVG charts) go to bench/out/<time>-<size>/.
+# Knobs: SCALE (dataset size, 1 is about 150-250 MB per dataset), JOBS,
+# LEVELS (pg_dump's, e.g. "gzip=1,5,9 lz4=1,5,12 zstd=1,5,15,22"),
+# DATASETS (pgbench,parts,mixed,many,fk), BENCH_FLAGS (anything else).
+BENCH_ARGS = $(if $(SCALE),-scale $(SCALE)) $(if $(JOBS),-j $(JOBS)) $(if $(LEVELS),-levels "$(LEVELS)") $(if $(DATASETS),-datasets $(DATASETS)) $(BENCH_FLAGS)
+
+bench: deps
+	$(GO) run ./bench/report -size full $(BENCH_ARGS)
+
+bench-quick: deps
+	$(GO) run ./bench/report -size quick $(BENCH_ARGS)
+
+# What the benchmark and its chart test use beyond `make deps`: headless
+# Chromium to render the page, lz4 and zstd to decompress plain dumps,
+# pgcopydb to compare with.
+bench-deps: deps
+	@scripts/ensure-bench-deps.sh
 
 clean:
 	rm -rf bin

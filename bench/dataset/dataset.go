@@ -1,7 +1,7 @@
 // Package dataset builds the benchmark databases: pgbench's tables, a mixed
-// realistic three-table dataset, and an FK-heavy schema. Data is generated
-// server-side with generate_series, so building is bounded by the server,
-// not by a client.
+// realistic three-table dataset, 60 tables of mixed sizes, and an FK-heavy
+// schema. Data is generated server-side with generate_series, so building
+// is bounded by the server, not by a client.
 package dataset
 
 import (

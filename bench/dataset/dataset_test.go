@@ -22,6 +22,7 @@ func TestDatasets(t *testing.T) {
 		{"pgbench", func(conn string) error { return Pgbench(ctx, c.BinDir(), conn, 1, 0) }, 4, 0, 3},
 		{"pgbench_parts", func(conn string) error { return Pgbench(ctx, c.BinDir(), conn, 1, 3) }, 4 + 3, 0, 3 + 3},
 		{"mixed", func(conn string) error { return Mixed(ctx, conn, 0.001) }, 3, 0, 13},
+		{"many", func(conn string) error { return Many(ctx, conn, 0.001) }, 60, 0, 63},
 		{"fkheavy", func(conn string) error { return FKHeavy(ctx, conn, 0.01) }, 24, 30, 60},
 	} {
 		t.Run(tc.db, func(t *testing.T) {
