@@ -23,7 +23,8 @@ import (
 // version into the newest, and TestDumpFromStandby run on every version.
 const envMatrix = "PGSPRINT_TEST_PG_MATRIX"
 
-// versionPair is one cross-version round trip: dump from src, restore into dst.
+// versionPair is one cross-version round trip: dump from src, restore into
+// dst, and clone from src into dst.
 type versionPair struct{ src, dst int }
 
 // matrix lists the round trips to run over the installed versions: each
@@ -136,6 +137,15 @@ func TestCrossVersion(t *testing.T) {
 			mustPgsprint(t, "restore", "-f", file, "-d", dst.ConnString(db), "-j", "2", "-q")
 			pgtest.RequireSameSchemaAcrossVersions(t, newestBin, src.ConnString("src"), dst.ConnString(db))
 			pgtest.RequireSameData(t, src.ConnString("src"), dst.ConnString(db))
+
+			// The same upgrade without a file: clone straight across.
+			cloned := fmt.Sprintf("cloned from %d", p.src)
+			if err := dst.CreateDB(ctx, cloned); err != nil {
+				t.Fatal(err)
+			}
+			mustPgsprint(t, "clone", "--source", src.ConnString("src"), "--target", dst.ConnString(cloned), "-j", "2", "-q")
+			pgtest.RequireSameSchemaAcrossVersions(t, newestBin, src.ConnString("src"), dst.ConnString(cloned))
+			pgtest.RequireSameData(t, src.ConnString("src"), dst.ConnString(cloned))
 		})
 	}
 }
