@@ -112,22 +112,16 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	work, err := os.MkdirTemp("", "pgsprint-bench-report-*")
+	work, pgsprint, err := benchkit.WorkDir(ctx, "report")
 	if err != nil {
-		return fmt.Errorf("work directory: %w", err)
+		return err
 	}
 	defer os.RemoveAll(work)
-	if err := os.Chmod(work, 0o755); err != nil {
-		return fmt.Errorf("work directory: %w", err)
-	}
 	if len(pg.supported) < 3 {
 		notes = append(notes, fmt.Sprintf("pg_dump %s supports only %s compression: the other methods' rows are skipped", pg.version, methodList(pg.supported)))
 	}
-	s := setup{pg: pg, jobs: o.jobs, workDir: work, pgsprint: filepath.Join(work, "pgsprint"),
+	s := setup{pg: pg, jobs: o.jobs, workDir: work, pgsprint: pgsprint,
 		decompress: decompressors(), dumpLevels: dumpLevels, ownLevels: ownLevels}
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", s.pgsprint, "./cmd/pgsprint").CombinedOutput(); err != nil {
-		return fmt.Errorf("build pgsprint: %v: %s", err, out)
-	}
 	s.hasClone = hasSubcommand(ctx, s.pgsprint, "clone")
 	if p, err := exec.LookPath("pgcopydb"); err == nil {
 		s.pgcopydb = p

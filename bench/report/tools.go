@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,29 +30,13 @@ type pgTools struct {
 
 func (t pgTools) bin(name string) string { return filepath.Join(t.dir, name) }
 
-var versionRE = regexp.MustCompile(`\(PostgreSQL\) (\d+)(?:\.(\d+))?`)
-
-// probeDir reads the version of the pg_dump in dir.
+// probeDir is pgbin.Probe plus psql, which the matrix needs to restore
+// plain dumps.
 func probeDir(ctx context.Context, dir string) (pgbin.Tools, bool) {
-	for _, p := range []string{"pg_dump", "pg_restore", "psql"} {
-		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
-			return pgbin.Tools{}, false
-		}
-	}
-	out, err := exec.CommandContext(ctx, filepath.Join(dir, "pg_dump"), "--version").Output()
-	if err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "psql")); err != nil {
 		return pgbin.Tools{}, false
 	}
-	m := versionRE.FindStringSubmatch(string(out))
-	if m == nil {
-		return pgbin.Tools{}, false
-	}
-	major, _ := strconv.Atoi(m[1])
-	v := m[1]
-	if m[2] != "" {
-		v += "." + m[2]
-	}
-	return pgbin.Tools{Dir: dir, Major: major, Version: v}, true
+	return pgbin.Probe(ctx, dir)
 }
 
 // findPG picks the pg_dump for the matrix: explicit if given, else

@@ -12,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -57,38 +56,21 @@ func run(ctx context.Context, binDir, only, extra string, scale int, mixed, fk f
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "pgsprint-bench-restore-*")
+	dir, pgsprint, err := benchkit.WorkDir(ctx, "restore")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return err
-	}
-	b := &bench{bin: bin, dir: dir, jobs: jobs, pgsprint: filepath.Join(dir, "pgsprint"), extra: strings.Fields(extra)}
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", b.pgsprint, "./cmd/pgsprint").CombinedOutput(); err != nil {
-		return fmt.Errorf("build pgsprint: %v: %s", err, out)
-	}
+	b := &bench{bin: bin, dir: dir, jobs: jobs, pgsprint: pgsprint, extra: strings.Fields(extra)}
 	if b.c, err = benchkit.StartCluster(ctx, bin); err != nil {
 		return err
 	}
 	defer b.c.Close()
 	fmt.Printf("# restore benchmark: -j %d, PostgreSQL %d, %d CPUs (ratios are from one run on a shared machine)\n", jobs, b.c.Version(), runtime.NumCPU())
 	for _, name := range strings.Split(only, ",") {
-		var title string
-		var build func(conn string) error
-		switch name {
-		case "pgbench":
-			title = fmt.Sprintf("pgbench -i -s %d", scale)
-			build = func(conn string) error { return dataset.Pgbench(ctx, bin, conn, scale, 0) }
-		case "mixed":
-			title = fmt.Sprintf("mixed, scale %g", mixed)
-			build = func(conn string) error { return dataset.Mixed(ctx, conn, mixed) }
-		case "fk":
-			title = fmt.Sprintf("FK-heavy, scale %g", fk)
-			build = func(conn string) error { return dataset.FKHeavy(ctx, conn, fk) }
-		default:
-			return fmt.Errorf("unknown dataset %q", name)
+		title, build, err := dataset.ByName(ctx, name, bin, dataset.Scales{Pgbench: scale, Mixed: mixed, FK: fk})
+		if err != nil {
+			return err
 		}
 		if err := b.compare(ctx, name, title, build); err != nil {
 			return err

@@ -69,18 +69,12 @@ func run(ctx context.Context, binDir, only string, scale int, mixed float64, job
 	if _, err := exec.LookPath("pgcopydb"); err != nil {
 		return fmt.Errorf("pgcopydb not found: apt-get install pgcopydb")
 	}
-	dir, err := os.MkdirTemp("", "pgsprint-bench-stream-*")
+	dir, pgsprint, err := benchkit.WorkDir(ctx, "stream")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return err
-	}
-	b := &bench{bin: bin, dir: dir, jobs: jobs, rounds: rounds, pgsprint: filepath.Join(dir, "pgsprint")}
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", b.pgsprint, "./cmd/pgsprint").CombinedOutput(); err != nil {
-		return fmt.Errorf("build pgsprint: %v: %s", err, out)
-	}
+	b := &bench{bin: bin, dir: dir, jobs: jobs, rounds: rounds, pgsprint: pgsprint}
 	if b.c, err = benchkit.StartCluster(ctx, bin); err != nil {
 		return err
 	}
@@ -89,17 +83,9 @@ func run(ctx context.Context, binDir, only string, scale int, mixed float64, job
 		jobs, b.c.Version(), runtime.NumCPU(), loadavg())
 	fmt.Println("(ratios are from one run on a shared machine)")
 	for i, name := range strings.Split(only, ",") {
-		var title string
-		var build func(conn string) error
-		switch name {
-		case "pgbench":
-			title = fmt.Sprintf("pgbench -i -s %d", scale)
-			build = func(conn string) error { return dataset.Pgbench(ctx, bin, conn, scale, 0) }
-		case "mixed":
-			title = fmt.Sprintf("mixed, scale %g", mixed)
-			build = func(conn string) error { return dataset.Mixed(ctx, conn, mixed) }
-		default:
-			return fmt.Errorf("unknown dataset %q", name)
+		title, build, err := dataset.ByName(ctx, name, bin, dataset.Scales{Pgbench: scale, Mixed: mixed, FK: 0})
+		if err != nil {
+			return err
 		}
 		rss := 0
 		if i == 0 {
