@@ -50,7 +50,8 @@ only when complete.`,
   pgsprint dump -d "postgresql://app@db1/prod" -f prod.pgs -j 8 -Z zstd:6
   PGPASSWORD=... pgsprint dump -h db1 -U app -d prod -f prod.pgs -Z lz4
   pgsprint dump -d prod -f - | ssh backup 'cat > prod.pgs'
-  pgsprint dump -d prod -f app.pgs -n app -T 'app.log_*' --exclude-table-data app.audit`,
+  pgsprint dump -d prod -f app.pgs -n app -T 'app.log_*' --exclude-table-data app.audit
+  pgsprint dump -d prod -f rows.pgs --data-only -t 'app.order*'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDump(cmd.Context(), o) },
 	}
@@ -66,12 +67,8 @@ only when complete.`,
 	fs.StringVar(&o.splitBy, "split-by", string(plan.Auto), "how to split big tables: auto (ctid ranges on PostgreSQL 14+, else integer key ranges), ctid or key")
 	fs.StringVar(&o.profile, "cpu-profile", "", "write a Go CPU profile of the dump to this file")
 	_ = fs.MarkHidden("cpu-profile")
-	fs.StringArrayVarP(&o.filter.Schemas, "schema", "n", nil, "dump only schemas matching this pattern (as pg_dump; repeatable)")
-	fs.StringArrayVarP(&o.filter.ExcludeSchemas, "exclude-schema", "N", nil, "do not dump schemas matching this pattern")
-	fs.StringArrayVarP(&o.filter.Tables, "table", "t", nil, "dump only tables matching this pattern (e.g. 'app.order*', '\"Mixed\"')")
-	fs.StringArrayVarP(&o.filter.ExcludeTables, "exclude-table", "T", nil, "do not dump tables matching this pattern")
+	registerFilterFlags(fs, &o.filter, "dump")
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "dump the definition but not the rows of tables matching this pattern")
-	fs.BoolVarP(&o.filter.SchemaOnly, "schema-only", "s", false, "dump only the schema, no data")
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/sqlscript"
@@ -32,6 +33,8 @@ type restoreOptions struct {
 	progress  progressFlags
 	toSQL     bool
 	spillDir  string
+	filter    filter.Options
+	noTrig    bool
 }
 
 func newRestoreCmd() *cobra.Command {
@@ -73,11 +76,26 @@ late) are written to unlinked files in --spill-dir and read back when their
 turn comes; so the restore never deadlocks and never holds unbounded data
 in memory, at the cost of at most the spilled data in disk space. The
 restore succeeds only if the archive's trailer arrives and every checksum
-holds; a cut pipe fails with the target partly restored (use --clean).`,
+holds; a cut pipe fails with the target partly restored (use --clean).
+
+-n/-N/-t/-T restore part of the archive, with pg_dump's patterns (a pattern
+without a schema matches in every schema, as in pg_restore): a table comes
+with its indexes, constraints, triggers, policies, owned sequences,
+comments and privileges; a foreign key only if the table it references is
+restored too; a schema with everything in it. The target may hold other
+objects, but not the relations being restored (unless --clean, which drops
+only those). Large objects come only with the whole archive.
+--schema-only creates the objects without rows. --data-only loads rows and
+sequence values into existing, empty tables (referenced tables first;
+--disable-triggers, for a superuser, turns triggers and foreign key checks
+off instead); an archive dumped with --data-only always restores that way.`,
 		Example: `  createdb copy && pgsprint restore -f mydb.pgs -d copy
   pgsprint restore -f mydb.pgs -d postgres --create -j 8
   pgsprint restore -f mydb.pgs -d copy --clean
   pgsprint restore -f mydb.pgs -d copy --resume     # finish an interrupted restore
+  pgsprint restore -f mydb.pgs -d prod -t app.orders --clean   # one table back, with its indexes
+  pgsprint restore -f mydb.pgs -d copy -n app -T 'app.log_*'
+  pgsprint restore -f mydb.pgs -d copy --data-only  # rows into an existing schema
   pgsprint dump -d prod -f - | pgsprint restore -f - -d copy -j 8
   ssh db1 pgsprint dump -d prod | pgsprint restore -f - -d copy
   pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -v ON_ERROR_STOP=1 -d copy -f mydb.sql`,
@@ -95,6 +113,8 @@ holds; a cut pipe fails with the target partly restored (use --clean).`,
 	fs.BoolVarP(&o.noACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
 	fs.StringVar(&o.mwm, "maintenance-work-mem", "512MB", "maintenance_work_mem of each connection, for index builds (empty: the server's)")
 	fs.BoolVar(&o.noAnalyze, "no-analyze", false, "do not ANALYZE the restored tables")
+	registerFilterFlags(fs, &o.filter, "restore")
+	fs.BoolVar(&o.noTrig, "disable-triggers", false, "with --data-only: load with triggers and foreign key checks off (superuser)")
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted restore of the same archive, skipping what it finished")
 	fs.StringVar(&o.spillDir, "spill-dir", os.TempDir(), "with -f -: where data that arrives before a connection can load it waits")
 	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
@@ -119,6 +139,15 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.jobs < 1 {
 		return usageError{fmt.Errorf("-j must be at least 1")}
 	}
+	if err := o.filter.Check(); err != nil {
+		return usageError{err}
+	}
+	if o.filter.DataOnly && (o.create || o.clean) {
+		return usageError{fmt.Errorf("--data-only loads into existing tables: it does not take --create or --clean")}
+	}
+	if o.noTrig && !o.filter.DataOnly {
+		return usageError{fmt.Errorf("--disable-triggers applies to --data-only restores only")}
+	}
 	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
 		return usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
 	}
@@ -134,7 +163,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	res, err := restore.Run(ctx, restore.Options{
 		Target: cfg, File: o.file, Stdin: os.Stdin, SpillDir: o.spillDir, Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
-		Resume: o.resume, Logger: o.log.logger(), Progress: w.tracker,
+		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.tracker,
 	})
 	if err != nil {
 		return err
@@ -154,6 +183,9 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 func writeSQL(ctx context.Context, o restoreOptions) error {
 	if o.create || o.clean {
 		return usageError{fmt.Errorf("--to-sql does not take --create or --clean: load the script into the database you want")}
+	}
+	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly {
+		return usageError{fmt.Errorf("--to-sql writes the whole archive: it does not take -n/-N/-t/-T, --schema-only or --data-only")}
 	}
 	f, err := archive.OpenFile(o.file)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
@@ -47,4 +48,16 @@ func (l *logFlags) summaryOut() io.Writer {
 		return io.Discard
 	}
 	return os.Stderr
+}
+
+// registerFilterFlags adds pg_dump's selection flags, which dump and
+// restore share with the same pattern semantics (verb: "dump" or
+// "restore").
+func registerFilterFlags(fs *pflag.FlagSet, f *filter.Options, verb string) {
+	fs.StringArrayVarP(&f.Schemas, "schema", "n", nil, verb+" only schemas matching this pattern (as pg_dump; repeatable)")
+	fs.StringArrayVarP(&f.ExcludeSchemas, "exclude-schema", "N", nil, "do not "+verb+" schemas matching this pattern")
+	fs.StringArrayVarP(&f.Tables, "table", "t", nil, verb+" only tables matching this pattern (e.g. 'app.order*', '\"Mixed\"'), with their indexes, constraints and triggers")
+	fs.StringArrayVarP(&f.ExcludeTables, "exclude-table", "T", nil, "do not "+verb+" tables matching this pattern")
+	fs.BoolVarP(&f.SchemaOnly, "schema-only", "s", false, verb+" only the schema, no data")
+	fs.BoolVarP(&f.DataOnly, "data-only", "a", false, verb+" only the data (rows, sequence values, large objects), not the schema")
 }

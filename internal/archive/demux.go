@@ -46,6 +46,7 @@ type demuxStream struct {
 	// Sequential checked) has been routed: only then may a reader see EOF.
 	complete bool
 	closedQ  bool
+	skipped  bool // nobody will read it: frames are checked and dropped
 	info     StreamInfo
 }
 
@@ -100,6 +101,13 @@ func (d *Demux) route() error {
 		s := d.stream(f.Stream)
 		if f.End {
 			s.info = f.Totals
+		}
+		if s.skipped {
+			if f.End {
+				s.complete = true
+			}
+			d.mu.Unlock()
+			continue
 		}
 		if !s.opened {
 			err := d.spillFrame(s, f)
@@ -188,6 +196,26 @@ func (d *Demux) OpenStream(id uint32) io.ReadCloser {
 		r.queue = s.queue
 	}
 	return r
+}
+
+// Skip says that streams ids will never be opened (a partial restore does
+// not load them): their frames are still read and checked, since the
+// archive is only sound if all of it is, but dropped instead of spilled,
+// and what was spilled already is freed.
+func (d *Demux) Skip(ids ...uint32) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range ids {
+		s := d.stream(id)
+		if s.opened {
+			continue
+		}
+		s.skipped = true
+		if s.spill != nil {
+			s.spill.Close()
+			s.spill, s.spillW = nil, nil
+		}
+	}
 }
 
 // Stream returns a stream's totals once its End frame has been read.

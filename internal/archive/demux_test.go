@@ -56,6 +56,7 @@ func TestDemux(t *testing.T) {
 		{"one reader per stream", ids, len(ids)},
 		{"one reader, reverse order (spills)", reversed, 1},
 		{"two readers", reversed, 2},
+		{"half the streams skipped", ids[:len(ids)/2], 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spill := t.TempDir()
@@ -72,11 +73,26 @@ func TestDemux(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			wanted := map[uint32]bool{}
+			for _, id := range tc.order {
+				wanted[id] = true
+			}
+			for _, id := range ids {
+				if !wanted[id] {
+					d.Skip(id)
+				}
+			}
 			got, errs := demuxAll(t, d, tc.order, tc.readers)
 			if err := d.Wait(); err != nil {
 				t.Fatalf("Wait: %v", err)
 			}
 			for _, s := range streams {
+				if !wanted[s.id] {
+					if _, read := got[s.id]; read {
+						t.Errorf("skipped stream %d was read", s.id)
+					}
+					continue
+				}
 				if errs[s.id] != nil || !bytes.Equal(got[s.id], s.data) {
 					t.Errorf("stream %d: %d bytes, err %v; want %d bytes", s.id, len(got[s.id]), errs[s.id], len(s.data))
 				}

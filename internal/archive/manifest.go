@@ -32,6 +32,28 @@ type Manifest struct {
 	Sequences    []Sequence     `json:"sequences"`
 	LargeObjects []LargeObject  `json:"large_objects"`
 	Matviews     []QualifiedRel `json:"matviews"` // populated materialized views, to refresh after restore
+
+	// DataOnly marks an archive dumped with --data-only: its schema stream
+	// is there for listing and selection, but restoring it loads data
+	// into existing tables and creates nothing, as pg_restore does with
+	// pg_dump --data-only's output.
+	DataOnly bool `json:"data_only,omitempty"`
+	// Schemas and Relations name, with their source OIDs, the schemas and
+	// relations (tables, views, sequences, ...) the schema stream defines.
+	// pg_dump's table of contents carries each object's OID but only a
+	// display form of its name, so restore's -n/-t patterns are matched
+	// here, on exact names, and mapped to entries by OID.
+	Schemas   []Object `json:"schemas,omitempty"`
+	Relations []Object `json:"relations,omitempty"`
+}
+
+// Object is a schema or relation of the source and its OID there. Schema
+// is empty for a schema; Kind is pg_class.relkind for a relation.
+type Object struct {
+	OID    uint32 `json:"oid"`
+	Schema string `json:"schema,omitempty"`
+	Name   string `json:"name"`
+	Kind   string `json:"kind,omitempty"`
 }
 
 // QualifiedRel names a relation by schema and name, both unquoted.

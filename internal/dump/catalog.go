@@ -20,6 +20,8 @@ type catalog struct {
 	sequences    []pg.SequenceInfo
 	largeObjects []pg.LargeObjectInfo
 	matviews     [][2]string
+	schemas      []pg.Object // for restore's -n/-N
+	relations    []pg.Object // for restore's -t/-T
 }
 
 func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options) (*catalog, error) {
@@ -64,7 +66,11 @@ func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.
 	if c.matviews, err = pg.ListMatviews(ctx, conn); err != nil {
 		return nil, err
 	}
+	if c.schemas, c.relations, err = pg.ListObjects(ctx, conn); err != nil {
+		return nil, err
+	}
 	if chosen != nil {
+		c.relations = keep(c.relations, func(o pg.Object) bool { return chosen.Selected[filter.Rel{Schema: o.Schema, Name: o.Name}] })
 		c.sequences = keep(c.sequences, func(s pg.SequenceInfo) bool { return chosen.Selected[filter.Rel{Schema: s.Schema, Name: s.Name}] })
 		c.matviews = keep(c.matviews, func(mv [2]string) bool { return chosen.Selected[filter.Rel{Schema: mv[0], Name: mv[1]}] })
 	}
@@ -103,6 +109,13 @@ func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, 
 		BlockSize:        opts.BlockSize,
 		MaxInterleave:    max(opts.Jobs, 1) + 1,
 		SchemaStream:     0,
+		DataOnly:         opts.Filter.DataOnly,
+	}
+	for _, o := range c.schemas {
+		m.Schemas = append(m.Schemas, archive.Object{OID: o.OID, Name: o.Name})
+	}
+	for _, o := range c.relations {
+		m.Relations = append(m.Relations, archive.Object{OID: o.OID, Schema: o.Schema, Name: o.Name, Kind: o.Kind})
 	}
 	next := uint32(1)
 	for i, t := range c.tables {

@@ -17,6 +17,9 @@ type Pattern struct {
 	Text   string // as the user wrote it
 	Schema string
 	Name   string
+	// Database is the first part of a three-part name (db.schema.table),
+	// which pg_dump accepts only when it names the database being dumped.
+	Database string
 }
 
 // Parse converts a pattern as psql's processSQLNamePattern does with
@@ -65,6 +68,9 @@ func Parse(text string) (Pattern, error) {
 		p.Name = anchor(parts[0].String())
 	case 2:
 		p.Schema, p.Name = anchor(parts[0].String()), anchor(parts[1].String())
+	case 3:
+		p.Database = anchor(parts[0].String())
+		p.Schema, p.Name = anchor(parts[1].String()), anchor(parts[2].String())
 	default:
 		return p, fmt.Errorf("improper qualified name (too many dotted names): %s", text)
 	}
@@ -78,10 +84,14 @@ func ParseSchema(text string) (Pattern, error) {
 	if err != nil {
 		return p, err
 	}
-	if p.Schema != "" {
+	switch {
+	case p.Database != "":
 		return p, fmt.Errorf("improper qualified name (too many dotted names): %s", text)
+	case p.Schema != "": // db.schema
+		p.Database, p.Schema, p.Name = p.Schema, p.Name, ""
+	default:
+		p.Schema, p.Name = p.Name, ""
 	}
-	p.Schema, p.Name = p.Name, ""
 	return p, nil
 }
 

@@ -29,7 +29,13 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%s) = %q, %q; want %q, %q", tc.in, p.Schema, p.Name, tc.schema, tc.name)
 		}
 	}
-	if _, err := Parse("a.b.c"); err == nil {
-		t.Error("a.b.c accepted")
+	if p, err := Parse(`"My DB".app.t`); err != nil || p.Database != "^(My DB)$" || p.Schema != "^(app)$" || p.Name != "^(t)$" {
+		t.Errorf("three-part name: %+v, %v", p, err)
+	}
+	if _, err := Parse("a.b.c.d"); err == nil {
+		t.Error("a.b.c.d accepted")
+	}
+	if p, err := ParseSchema("db.app"); err != nil || p.Database != "^(db)$" || p.Schema != "^(app)$" {
+		t.Errorf("two-part schema pattern: %+v, %v", p, err)
 	}
 }

@@ -23,6 +23,13 @@ func (o Options) Resolve(ctx context.Context, conn *pgx.Conn) (*Resolved, error)
 	if err != nil {
 		return nil, err
 	}
+	var db string
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.current_database()").Scan(&db); err != nil {
+		return nil, fmt.Errorf("select tables: %w", err)
+	}
+	if err := o.CheckDatabase(db); err != nil {
+		return nil, err
+	}
 	q := fmt.Sprintf(`SELECT n.nspname, c.relname, %s, %s
 		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.relkind IN ('r', 'p', 'S', 'v', 'm', 'f')

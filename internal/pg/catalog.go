@@ -170,6 +170,45 @@ func ListSequences(ctx context.Context, conn *pgx.Conn) ([]SequenceInfo, error) 
 	return seqs, nil
 }
 
+// Object is a schema or relation and its OID. Schema is empty for a
+// schema; Kind is pg_class.relkind for a relation.
+type Object struct {
+	OID    uint32
+	Schema string
+	Name   string
+	Kind   string
+}
+
+// ListObjects returns the user schemas and the relations in them that
+// pg_dump defines (tables, partitioned tables, sequences, views,
+// materialized views, foreign tables), extension members excluded.
+func ListObjects(ctx context.Context, conn *pgx.Conn) (schemas, relations []Object, err error) {
+	rows, err := conn.Query(ctx, `SELECT n.oid, '', n.nspname::text, '' FROM pg_catalog.pg_namespace n WHERE `+userSchema+`
+	UNION ALL
+	SELECT c.oid, n.nspname::text, c.relname::text, c.relkind::text
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	WHERE c.relkind IN ('r', 'p', 'S', 'v', 'm', 'f') AND `+userSchema+` AND `+notExtensionMember+`
+	ORDER BY 2, 3`)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list schemas and relations: %w", err)
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Object, error) {
+		var o Object
+		return o, r.Scan(&o.OID, &o.Schema, &o.Name, &o.Kind)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list schemas and relations: %w", err)
+	}
+	for _, o := range all {
+		if o.Kind == "" {
+			schemas = append(schemas, o)
+		} else {
+			relations = append(relations, o)
+		}
+	}
+	return schemas, relations, nil
+}
+
 // ListMatviews returns populated materialized views; pg_dump's schema-only
 // output creates them empty, so the restore refreshes these.
 func ListMatviews(ctx context.Context, conn *pgx.Conn) ([][2]string, error) {

@@ -28,6 +28,12 @@ func (r *run) connectWorker(ctx context.Context) (*pgx.Conn, error) {
 		setup += "; SET maintenance_work_mem TO " + pg.Literal(r.opts.MaintenanceWorkMem)
 	}
 	setup += fmt.Sprintf("; SET max_parallel_maintenance_workers TO %d", min(max(r.opts.Jobs-1, 1), 8))
+	if r.opts.DisableTriggers {
+		// Triggers and foreign key checks off for the loads, as
+		// pg_restore --disable-triggers; the server allows it to
+		// superusers only, and says so.
+		setup += "; SET session_replication_role TO replica"
+	}
 	if _, err := conn.Exec(ctx, setup); err != nil {
 		conn.Close(ctx)
 		return nil, fmt.Errorf("set up restore session: %w", err)

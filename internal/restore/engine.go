@@ -37,6 +37,10 @@ func (r *run) postDataScript(ctx context.Context) (*toc.Script, error) {
 		return nil, err
 	}
 	args := append([]string{"--verbose", "--file=-", "--section=post-data"}, r.ownershipFlags()...)
+	if r.sel.ids != nil {
+		ids = keepIDs(ids, r.sel.ids)
+		args = append(args, r.sel.useList())
+	}
 	script, err := r.command(ctx, r.tools.PgRestore(), append(args, r.schema)...).Output()
 	if err != nil {
 		return nil, fmt.Errorf("pg_restore --file: %w", err)
@@ -84,7 +88,7 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 				f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: fmt.Sprintf("%s (part %d/%d)", name, p+1, r.opts.Jobs),
 					Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: size, Locks: lock, Table: key, Data: &load{chunk: c, split: sl}}))
 			}
-		case chunksOf[c.Table] == 1 && c.Where == "":
+		case chunksOf[c.Table] == 1 && c.Where == "" && !r.sel.dataOnly:
 			lock = []schedule.Lock{{Key: key, Mode: schedule.AccessExclusive}}
 			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: size,
 				Locks: lock, Table: key, Data: &load{chunk: c, freeze: true}}))
@@ -93,6 +97,15 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 				Locks: lock, Table: key, Data: &load{chunk: c}}))
 		}
 		tables[key] = f
+	}
+	if r.sel.dataOnly && !r.opts.DisableTriggers {
+		loads := map[string][]int{}
+		for k, f := range tables {
+			loads[k] = f.Loads
+		}
+		if err := orderLoads(g, loads, r.sel.refs); err != nil {
+			return nil, err
+		}
 	}
 	for i := range r.m.LargeObjects {
 		lo := &r.m.LargeObjects[i]
@@ -109,6 +122,17 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 		return nil, err
 	}
 	return g, nil
+}
+
+// keepIDs returns the ids in chosen, in their order.
+func keepIDs(ids []int, chosen map[int]bool) []int {
+	var out []int
+	for _, id := range ids {
+		if chosen[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // engine runs a graph's tasks on one connection per worker.

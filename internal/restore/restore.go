@@ -18,9 +18,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/progress"
+	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
 // Options configure one restore.
@@ -45,6 +47,15 @@ type Options struct {
 	// "512MB"); index builds sort in it. Empty keeps the server's.
 	MaintenanceWorkMem string
 	NoAnalyze          bool // skip ANALYZE of the restored tables
+	// Filter restores part of the archive, with pg_dump's pattern
+	// semantics: -n/-N/-t/-T (a table comes with its indexes,
+	// constraints, triggers and owned sequences), --schema-only,
+	// --data-only (load into existing, empty tables; create nothing).
+	Filter filter.Options
+	// DisableTriggers loads --data-only rows with triggers and foreign key
+	// checks off (session_replication_role = replica, which needs a
+	// superuser), as pg_restore --disable-triggers.
+	DisableTriggers bool
 	// Resume finishes a restore that was interrupted, using the journal it
 	// left in the target: finished steps are skipped, unfinished ones
 	// redone. Without an earlier run's journal it is an ordinary restore.
@@ -116,8 +127,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer os.Remove(schemaFile)
 
-	r := &run{opts: opts, ar: newCountingSource(ar, opts.Progress), finish: src.finish, m: m, schema: schemaFile, log: log, begin: start,
-		res: &Result{Tables: len(m.Tables), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences)}}
+	r := &run{opts: opts, ar: newCountingSource(ar, opts.Progress), finish: src.finish, skip: src.skip, m: m, schema: schemaFile,
+		log: log, begin: start, res: &Result{}}
+	defer r.sel.remove()
 	if err := r.run(ctx); err != nil {
 		return nil, err
 	}
@@ -129,9 +141,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 type run struct {
 	opts   Options
 	ar     archive.Source
-	finish func() error // the source's end check (openedSource.finish)
-	m      *archive.Manifest
-	schema string // pg_dump custom archive extracted to a temp file
+	finish func() error      // the source's end check (openedSource.finish)
+	skip   func(...uint32)   // drops streams the restore will not read (openedSource.skip)
+	sel    selection         // the part of the archive restored
+	m      *archive.Manifest // narrowed to the selection by chooseParts
+	schema string            // pg_dump custom archive extracted to a temp file
 	tools  pgbin.Tools
 	target *pgx.ConnConfig
 	log    *slog.Logger
@@ -154,19 +168,30 @@ func (r *run) run(ctx context.Context) error {
 	if r.tools, err = r.chooseTools(ctx); err != nil {
 		return err
 	}
+	if err := r.chooseParts(ctx, r.skip); err != nil {
+		return err
+	}
+	r.res.Tables, r.res.LargeObjects, r.res.Sequences = len(r.m.Tables), len(r.m.LargeObjects), len(r.m.Sequences)
 	if err := r.phase("pre-data", func() error { return r.preData(ctx) }); err != nil {
 		return err
 	}
 	r.res.Database = r.target.Database
+	if r.sel.dataOnly && !r.opts.DisableTriggers {
+		if err := r.readForeignKeys(ctx); err != nil {
+			return err
+		}
+	}
 	if err := r.phase("sequences", func() error { return r.setSequences(ctx) }); err != nil {
 		return err
 	}
-	script, err := r.postDataScript(ctx)
-	if err != nil {
-		// Without a parsed table of contents, pg_restore does all of
-		// post-data after the data is in.
-		r.log.Warn("post-data left to pg_restore", "reason", err)
-		script = nil
+	var script *toc.Script
+	if !r.sel.dataOnly {
+		if script, err = r.postDataScript(ctx); err != nil {
+			// Without a parsed table of contents, pg_restore does all of
+			// post-data after the data is in.
+			r.log.Warn("post-data left to pg_restore", "reason", err)
+			script = nil
+		}
 	}
 	g, err := r.buildGraph(script)
 	if err != nil {
@@ -181,7 +206,7 @@ func (r *run) run(ctx context.Context) error {
 	if err := r.finishSource(); err != nil {
 		return err
 	}
-	if script == nil {
+	if script == nil && !r.sel.dataOnly {
 		if err := r.phase("post-data", func() error { return r.postData(ctx) }); err != nil {
 			return err
 		}
@@ -239,18 +264,32 @@ func (r *run) preData(ctx context.Context) error {
 				return fmt.Errorf("drop restore journal: %w", err)
 			}
 		}
-		if r.opts.Clean {
+		switch {
+		case r.sel.dataOnly:
+			if err := r.checkDataTargets(ctx, conn); err != nil {
+				return err
+			}
+		case r.opts.Clean:
 			if err := r.dropArchivedObjects(ctx); err != nil {
 				return err
 			}
-		} else if err := refuseNonEmpty(ctx, conn, r.target); err != nil {
-			return err
+		case r.sel.list != "":
+			if err := r.sel.refuseExisting(ctx, r.target, ""); err != nil {
+				return err
+			}
+		default:
+			if err := refuseNonEmpty(ctx, conn, r.target); err != nil {
+				return err
+			}
 		}
 		if r.j, err = createJournal(ctx, conn, id); err != nil {
 			return err
 		}
 	}
-	if err := r.pgRestore(ctx, r.target, "--section=pre-data"); err != nil {
+	if r.sel.dataOnly {
+		return r.j.record(ctx, conn, stepPreData)
+	}
+	if err := r.pgRestore(ctx, r.target, "--section=pre-data", r.sel.useList()); err != nil {
 		return err
 	}
 	return r.j.record(ctx, conn, stepPreData)
@@ -291,7 +330,7 @@ func (r *run) preDataCreate(ctx context.Context, id string) error {
 			r.target = r.opts.Target
 		}
 	}
-	if err := r.pgRestore(ctx, r.opts.Target, "--section=pre-data", "--create", cleanFlag(r.opts.Clean)); err != nil {
+	if err := r.pgRestore(ctx, r.opts.Target, "--section=pre-data", "--create", cleanFlag(r.opts.Clean), r.sel.useList()); err != nil {
 		return err
 	}
 	r.target = created

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -56,7 +57,7 @@ func (r *run) postData(ctx context.Context) error {
 	if r.j.isDone("post-data") {
 		return nil
 	}
-	return r.pgRestoreAtomic(ctx, "post-data", "--section=post-data")
+	return r.pgRestoreAtomic(ctx, "post-data", "--section=post-data", r.sel.useList())
 }
 
 // pgRestoreAtomic restores the schema archive's entries selected by args
@@ -66,7 +67,12 @@ func (r *run) postData(ctx context.Context) error {
 // stopping at the first error: an interruption at any point leaves none of
 // it behind and the step unrecorded.
 func (r *run) pgRestoreAtomic(ctx context.Context, step string, args ...string) error {
-	gen := append(append([]string{"--file=-"}, r.ownershipFlags()...), args...)
+	gen := append([]string{"--file=-"}, r.ownershipFlags()...)
+	for _, a := range args {
+		if a != "" {
+			gen = append(gen, a)
+		}
+	}
 	script, err := r.command(ctx, r.tools.PgRestore(), append(gen, r.schema)...).Output()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -110,7 +116,11 @@ func (r *run) command(ctx context.Context, name string, args ...string) *exec.Cm
 // parent's). Whatever really remains makes the strict pre-data step fail
 // with "already exists", which names the object.
 func (r *run) dropArchivedObjects(ctx context.Context) error {
-	out, err := r.command(ctx, r.tools.PgRestore(), "--clean", "--if-exists", "--file=-", r.schema).Output()
+	args := []string{"--clean", "--if-exists", "--file=-"}
+	if l := r.sel.useList(); l != "" {
+		args = append(args, l)
+	}
+	out, err := r.command(ctx, r.tools.PgRestore(), append(args, r.schema)...).Output()
 	if err != nil {
 		return fmt.Errorf("pg_restore --clean: %w", err)
 	}
@@ -128,6 +138,20 @@ func (r *run) dropArchivedObjects(ctx context.Context) error {
 	}
 	if stderr.Len() > 0 {
 		r.log.Debug("some drops failed; pre-data will report what remains", "psql", stderr.String())
+		if r.sel.list != "" {
+			// A partial restore checks what remains now, with the reason.
+			return r.sel.refuseExisting(ctx, r.target, firstError(stderr.String()))
+		}
 	}
 	return nil
+}
+
+// firstError is the first ERROR line of psql's complaints.
+func firstError(stderr string) string {
+	for _, l := range strings.Split(stderr, "\n") {
+		if i := strings.Index(l, "ERROR:"); i >= 0 {
+			return strings.TrimSpace(l[i+len("ERROR:"):])
+		}
+	}
+	return ""
 }

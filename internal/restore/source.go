@@ -22,7 +22,8 @@ type Finisher interface {
 type openedSource struct {
 	archive.Source
 	close  func()
-	finish func() error // nil error: everything delivered was complete
+	finish func() error    // nil error: everything delivered was complete
+	skip   func(...uint32) // streams that will not be read; nil if nothing to do
 }
 
 // openSource returns what the restore reads: opts.Source, the archive on
@@ -46,7 +47,7 @@ func openSource(opts Options) (*openedSource, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read archive from standard input: %w", err)
 		}
-		return &openedSource{Source: d, close: func() {}, finish: demuxSource{d}.Finish}, nil
+		return &openedSource{Source: d, close: func() {}, finish: demuxSource{d}.Finish, skip: d.Skip}, nil
 	}
 	f, err := os.Open(opts.File)
 	if err != nil {

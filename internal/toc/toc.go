@@ -18,6 +18,10 @@ type Entry struct {
 	Type string // e.g. "INDEX", "CONSTRAINT", "FK CONSTRAINT", "INDEX ATTACH"
 	Name string // pg_dump's tag, e.g. "orders orders_pkey", for messages
 	Deps []int  // dump IDs this entry depends on
+	// Class and OID are the catalog (pg_class OID of pg_class, pg_namespace,
+	// ...) and OID of the object in the source; both zero for entries that
+	// are not objects of their own (comments, privileges, ...).
+	Class, OID uint32
 	// SQL is the entry's statements, without pg_restore's comment header.
 	SQL string
 	// Settings are the session settings (default_tablespace,
@@ -103,11 +107,10 @@ func ParseScript(script string, want []int) (*Script, error) {
 				s.Preamble = preamble(lines[:i-1], settings, &order)
 			}
 			flush()
-			id, err := strconv.Atoi(strings.Fields(strings.TrimPrefix(line, entryMarker))[0])
-			if err != nil {
-				return nil, fmt.Errorf("toc: bad entry header %q", line)
+			var err error
+			if cur, err = parseHeader(line); err != nil {
+				return nil, err
 			}
-			cur = &Entry{ID: id}
 			for _, k := range order {
 				cur.Settings = append(cur.Settings, settings[k])
 			}
@@ -155,6 +158,17 @@ func ParseScript(script string, want []int) (*Script, error) {
 		}
 	}
 	return s, nil
+}
+
+// parseHeader reads "-- TOC entry 217 (class 1259 OID 16387)".
+func parseHeader(line string) (*Entry, error) {
+	var id int
+	var class, oid uint32
+	n, _ := fmt.Sscanf(strings.TrimPrefix(line, entryMarker), "%d (class %d OID %d)", &id, &class, &oid)
+	if n < 1 {
+		return nil, fmt.Errorf("toc: bad entry header %q", line)
+	}
+	return &Entry{ID: id, Class: class, OID: oid}, nil
 }
 
 // preamble collects the session statements before the first entry.

@@ -1,0 +1,152 @@
+package filter
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Matched is a selection evaluated on an archive's list of schemas and
+// relations rather than on a live catalog: restore has no source to ask.
+type Matched struct {
+	Schemas   map[string]bool // schemas selected as a whole (-n/-N); none with -t
+	Relations map[Rel]bool    // relations selected by name or by schema
+}
+
+// Match evaluates the selection on the schemas and relations of an archive
+// dumped from database db, with the rules Selected applies in SQL. One
+// difference, as in pg_restore: a pattern without a schema part matches
+// in every schema, since there is no search path to consult.
+func (o Options) Match(db string, schemas []string, rels []Rel) (*Matched, error) {
+	compile := func(texts []string, schema bool) ([]matcher, error) {
+		var ms []matcher
+		for _, t := range texts {
+			m, err := newMatcher(t, schema, db)
+			if err != nil {
+				return nil, err
+			}
+			ms = append(ms, m)
+		}
+		return ms, nil
+	}
+	incT, err := compile(o.Tables, false)
+	if err != nil {
+		return nil, err
+	}
+	excT, err := compile(o.ExcludeTables, false)
+	if err != nil {
+		return nil, err
+	}
+	incN, err := compile(o.Schemas, true)
+	if err != nil {
+		return nil, err
+	}
+	excN, err := compile(o.ExcludeSchemas, true)
+	if err != nil {
+		return nil, err
+	}
+	schemaChosen := func(s string) bool {
+		if len(o.Schemas) > 0 && !anyMatch(incN, s, "") {
+			return false
+		}
+		return !anyMatch(excN, s, "")
+	}
+	out := &Matched{Schemas: map[string]bool{}, Relations: map[Rel]bool{}}
+	if len(o.Tables) == 0 {
+		for _, s := range schemas {
+			if schemaChosen(s) {
+				out.Schemas[s] = true
+			}
+		}
+	}
+	for _, r := range rels {
+		var sel bool
+		if len(o.Tables) > 0 {
+			sel = anyMatch(incT, r.Schema, r.Name)
+		} else {
+			sel = schemaChosen(r.Schema)
+		}
+		if sel && !anyMatch(excT, r.Schema, r.Name) {
+			out.Relations[r] = true
+		}
+	}
+	switch {
+	case len(o.Tables) > 0 && len(out.Relations) == 0:
+		return nil, fmt.Errorf("no matching tables were found in the archive")
+	case len(o.Tables) == 0 && len(o.Schemas) > 0 && len(out.Schemas) == 0:
+		return nil, fmt.Errorf("no matching schemas were found in the archive")
+	}
+	return out, nil
+}
+
+// CheckDatabase refuses three-part names (db.schema.table) and two-part
+// schema names (db.schema) whose database part does not match db, as
+// pg_dump does ("cross-database references are not implemented").
+func (o Options) CheckDatabase(db string) error {
+	for _, set := range []struct {
+		texts  []string
+		schema bool
+	}{{o.Tables, false}, {o.ExcludeTables, false}, {o.ExcludeTableData, false}, {o.Schemas, true}, {o.ExcludeSchemas, true}} {
+		for _, t := range set.texts {
+			if _, err := newMatcher(t, set.schema, db); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// matcher is a Pattern compiled for matching in Go.
+type matcher struct {
+	schema, name *regexp.Regexp // nil: any
+}
+
+func newMatcher(text string, schema bool, db string) (matcher, error) {
+	var p Pattern
+	var err error
+	if schema {
+		p, err = ParseSchema(text)
+	} else {
+		p, err = Parse(text)
+	}
+	if err != nil {
+		return matcher{}, err
+	}
+	if p.Database != "" {
+		re, err := regexp.Compile("(?s)" + p.Database)
+		if err != nil || !re.MatchString(db) {
+			return matcher{}, fmt.Errorf("cross-database references are not implemented: %s", text)
+		}
+	}
+	var m matcher
+	for _, f := range []struct {
+		re  string
+		dst **regexp.Regexp
+	}{{p.Schema, &m.schema}, {p.Name, &m.name}} {
+		if f.re == "" {
+			continue
+		}
+		// (?s): in PostgreSQL's regular expressions . matches a newline.
+		if *f.dst, err = regexp.Compile("(?s)" + f.re); err != nil {
+			return matcher{}, fmt.Errorf("pattern %s: %w", text, err)
+		}
+	}
+	return m, nil
+}
+
+func (m matcher) match(schema, name string) bool {
+	return (m.schema == nil || m.schema.MatchString(schema)) && (m.name == nil || m.name.MatchString(name))
+}
+
+// anyMatch matches a relation (schema, name) or, with name empty, a
+// schema against any of ms.
+func anyMatch(ms []matcher, schema, name string) bool {
+	for _, m := range ms {
+		if name == "" && m.schema == nil {
+			continue
+		}
+		if m.match(schema, name) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,76 @@
+package filter
+
+import (
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// TestMatch checks restore-side selection on an archive's names: the
+// same rules as pg_dump's, evaluated without a catalog.
+func TestMatch(t *testing.T) {
+	schemas := []string{"public", "app", "We\"ird\nschema", "audit"}
+	rels := []Rel{
+		{"public", "orders"}, {"public", "order_items"}, {"public", "Orders"},
+		{"app", "orders"}, {"app", "users"},
+		{"We\"ird\nschema", "t; drop"}, {"audit", "log"},
+	}
+	for _, tc := range []struct {
+		name    string
+		opts    Options
+		schemas string // sorted, comma separated
+		rels    string
+		err     string
+	}{
+		{"everything", Options{}, "We\"ird\nschema,app,audit,public", "We\"ird\nschema.t; drop,app.orders,app.users,audit.log,public.Orders,public.order_items,public.orders", ""},
+		{"unqualified matches every schema", Options{Tables: []string{"orders"}}, "", "app.orders,public.orders", ""},
+		{"quoted keeps case", Options{Tables: []string{`"Orders"`}}, "", "public.Orders", ""},
+		{"wildcard", Options{Tables: []string{"public.order*"}}, "", "public.order_items,public.orders", ""},
+		{"question mark", Options{Tables: []string{"?pp.users"}}, "", "app.users", ""},
+		{"hostile names", Options{Tables: []string{"\"We\"\"ird\nschema\".\"t; drop\""}}, "", "We\"ird\nschema.t; drop", ""},
+		{"schema", Options{Schemas: []string{"app"}}, "app", "app.orders,app.users", ""},
+		{"schema minus table", Options{Schemas: []string{"app"}, ExcludeTables: []string{"users"}}, "app", "app.orders", ""},
+		{"exclude schema", Options{ExcludeSchemas: []string{"public", "a*"}}, "We\"ird\nschema", "We\"ird\nschema.t; drop", ""},
+		{"-t ignores -n", Options{Schemas: []string{"app"}, Tables: []string{"audit.log"}}, "", "audit.log", ""},
+		{"three-part name", Options{Tables: []string{"shop.app.users"}}, "", "app.users", ""},
+		{"other database", Options{Tables: []string{"other.app.users"}}, "", "", "cross-database references are not implemented: other.app.users"},
+		{"no match", Options{Tables: []string{"nope"}}, "", "", "no matching tables were found in the archive"},
+		{"no schema match", Options{Schemas: []string{"nope"}}, "", "", "no matching schemas were found in the archive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := tc.opts.Match("shop", schemas, rels)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotS, gotR []string
+			for s := range m.Schemas {
+				gotS = append(gotS, s)
+			}
+			for r := range m.Relations {
+				gotR = append(gotR, r.Schema+"."+r.Name)
+			}
+			sort.Strings(gotS)
+			sort.Strings(gotR)
+			if want := split(tc.schemas); !reflect.DeepEqual(gotS, want) {
+				t.Errorf("schemas %q, want %q", gotS, want)
+			}
+			if want := split(tc.rels); !reflect.DeepEqual(gotR, want) {
+				t.Errorf("relations %q, want %q", gotR, want)
+			}
+		})
+	}
+}
+
+func split(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}

@@ -1,0 +1,397 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/toc"
+)
+
+// pg_class's and pg_namespace's OIDs: the catalogs of relation and schema
+// entries in pg_dump's table of contents.
+const (
+	relationClass = 1259
+	schemaClass   = 2615
+)
+
+// selection is the part of the archive a restore takes: the zero value
+// takes everything.
+type selection struct {
+	// list is a pg_restore --use-list file naming the schema entries to
+	// restore, in the archive's order; empty for all of them.
+	list string
+	ids  map[int]bool // the entries in list
+	// refs are the target's foreign keys, table to referenced tables, for
+	// the order of --data-only loads.
+	refs map[string][]string
+	// relations are the selected relations, quoted and qualified, which
+	// must not exist in the target before pre-data.
+	relations []string
+	// dataOnly loads rows into existing tables and creates nothing;
+	// schemaOnly creates objects and loads nothing.
+	dataOnly, schemaOnly bool
+}
+
+// remove deletes the list file.
+func (s *selection) remove() {
+	if s.list != "" {
+		os.Remove(s.list)
+	}
+}
+
+// useList is the pg_restore flag restricting it to the selection, or "".
+func (s *selection) useList() string {
+	if s.list == "" {
+		return ""
+	}
+	return "--use-list=" + s.list
+}
+
+// chooseParts applies -n/-N/-t/-T, --schema-only and --data-only: it
+// narrows r.m to the tables, chunks, sequences, materialized views and
+// large objects to restore (so the rest of the restore, and the journal's
+// identity, see only those), tells the source which streams will never be
+// read, and picks the schema entries. skip is the source's way to drop
+// unread streams (nil when it has none).
+func (r *run) chooseParts(ctx context.Context, skip func(...uint32)) error {
+	f := r.opts.Filter
+	r.sel.dataOnly = f.DataOnly || r.m.DataOnly
+	r.sel.schemaOnly = f.SchemaOnly
+	switch {
+	case r.sel.schemaOnly && r.m.DataOnly:
+		return fmt.Errorf("the archive was dumped with --data-only: it has no schema to restore")
+	case r.sel.dataOnly && (r.opts.Create || r.opts.Clean):
+		return fmt.Errorf("--data-only loads into existing tables: it does not take --create or --clean")
+	case r.opts.DisableTriggers && !r.sel.dataOnly:
+		return fmt.Errorf("--disable-triggers applies to --data-only restores only")
+	case !f.Active() && !r.sel.dataOnly && !r.sel.schemaOnly:
+		return nil
+	}
+	var matched *filter.Matched
+	if f.Active() {
+		if len(r.m.Relations) == 0 && len(r.m.Tables) > 0 {
+			return fmt.Errorf("the archive was written by a pgsprint without restore-side selection (no object list): dump it again to restore part of it")
+		}
+		var schemas []string
+		for _, s := range r.m.Schemas {
+			schemas = append(schemas, s.Name)
+		}
+		var rels []filter.Rel
+		for _, o := range r.m.Relations {
+			rels = append(rels, filter.Rel{Schema: o.Schema, Name: o.Name})
+		}
+		var err error
+		if matched, err = f.Match(r.m.Database, schemas, rels); err != nil {
+			return err
+		}
+	}
+	full := *r.m
+	r.m = narrow(&full, matched, r.sel.schemaOnly)
+	r.m.DataOnly = r.sel.dataOnly
+	if skip != nil {
+		kept := map[uint32]bool{}
+		for _, c := range r.m.Chunks {
+			kept[c.Stream] = true
+		}
+		for _, lo := range r.m.LargeObjects {
+			kept[lo.Stream] = true
+		}
+		var unread []uint32
+		for _, c := range full.Chunks {
+			if !kept[c.Stream] {
+				unread = append(unread, c.Stream)
+			}
+		}
+		for _, lo := range full.LargeObjects {
+			if !kept[lo.Stream] {
+				unread = append(unread, lo.Stream)
+			}
+		}
+		skip(unread...)
+	}
+	if matched == nil || r.sel.dataOnly {
+		return nil
+	}
+	return r.chooseEntries(ctx, &full, matched)
+}
+
+// narrow returns the manifest of what is restored: the selected relations'
+// tables (chunks renumbered to them), sequences and materialized views;
+// large objects only when nothing narrows the selection, as pg_dump does.
+func narrow(m *archive.Manifest, matched *filter.Matched, schemaOnly bool) *archive.Manifest {
+	out := *m
+	out.Tables, out.Chunks, out.Sequences, out.Matviews, out.LargeObjects = nil, nil, nil, nil, nil
+	if schemaOnly {
+		return &out
+	}
+	keep := func(schema, name string) bool {
+		return matched == nil || matched.Relations[filter.Rel{Schema: schema, Name: name}]
+	}
+	index := map[int]int{}
+	for i, t := range m.Tables {
+		if keep(t.Schema, t.Name) {
+			index[i] = len(out.Tables)
+			out.Tables = append(out.Tables, t)
+		}
+	}
+	for _, c := range m.Chunks {
+		if j, ok := index[c.Table]; ok {
+			c.Table = j
+			out.Chunks = append(out.Chunks, c)
+		}
+	}
+	for _, s := range m.Sequences {
+		if keep(s.Schema, s.Name) {
+			out.Sequences = append(out.Sequences, s)
+		}
+	}
+	for _, mv := range m.Matviews {
+		if keep(mv.Schema, mv.Name) {
+			out.Matviews = append(out.Matviews, mv)
+		}
+	}
+	if matched == nil {
+		out.LargeObjects = m.LargeObjects
+	}
+	return &out
+}
+
+// chooseEntries picks the schema entries of the selected schemas and
+// relations, with what belongs to them (toc.Select), and writes them as a
+// pg_restore list. Entries are matched by the OIDs the manifest records,
+// never by the display names pg_restore prints.
+func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *filter.Matched) error {
+	listing, err := r.command(ctx, r.tools.PgRestore(), "--list", r.schema).Output()
+	if err != nil {
+		return fmt.Errorf("pg_restore --list: %w", err)
+	}
+	order, err := toc.ListIDs(string(listing))
+	if err != nil {
+		return err
+	}
+	script, err := r.command(ctx, r.tools.PgRestore(), "--verbose", "--file=-", r.schema).Output()
+	if err != nil {
+		return fmt.Errorf("pg_restore --file: %w", err)
+	}
+	parsed, err := toc.ParseScript(string(script), order)
+	if err != nil {
+		return err
+	}
+	selected, excluded := map[uint32]bool{}, map[uint32]bool{}
+	for _, o := range m.Relations {
+		if matched.Relations[filter.Rel{Schema: o.Schema, Name: o.Name}] {
+			selected[o.OID] = true
+			r.sel.relations = append(r.sel.relations, pg.Qualified(o.Schema, o.Name))
+		} else if o.Kind != "S" {
+			// A sequence no pattern names still comes with the table
+			// that owns it (serial and identity columns), as in pg_dump.
+			excluded[o.OID] = true
+		}
+	}
+	schemaOIDs := map[uint32]bool{}
+	args := []string{"--list"}
+	for _, s := range m.Schemas {
+		if matched.Schemas[s.Name] {
+			schemaOIDs[s.OID] = true
+			args = append(args, "--schema="+s.Name)
+		}
+	}
+	missing, err := r.missingSchemas(ctx, m, matched)
+	if err != nil {
+		return err
+	}
+	for _, s := range m.Schemas {
+		if missing[s.Name] {
+			schemaOIDs[s.OID] = true // the schema itself, not its members
+		}
+	}
+	include, exclude := map[int]bool{}, map[int]bool{}
+	if len(schemaOIDs) > 0 {
+		// pg_restore -n selects an exact schema name's members (the schema
+		// itself aside): the functions, types, views... of the schema.
+		members, err := r.command(ctx, r.tools.PgRestore(), append(args, r.schema)...).Output()
+		if err != nil {
+			return fmt.Errorf("pg_restore --list --schema: %w", err)
+		}
+		ids, err := toc.ListIDs(string(members))
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			include[id] = true
+		}
+	}
+	for _, e := range parsed.Entries {
+		switch {
+		case e.Type == "DATABASE" || e.Type == "DATABASE PROPERTIES":
+			include[e.ID] = true // for --create
+		case e.Class == relationClass && selected[e.OID], e.Class == schemaClass && schemaOIDs[e.OID]:
+			include[e.ID] = true
+		case e.Class == relationClass && excluded[e.OID]:
+			exclude[e.ID] = true
+		}
+	}
+	present, err := r.presentRelations(ctx, m, parsed.Entries, selected)
+	if err != nil {
+		return err
+	}
+	chosen, dropped := toc.Select(parsed.Entries, include, exclude, present)
+	for _, e := range dropped {
+		r.log.Warn("not restored: it joins a selected relation to one that is not restored", "type", e.Type, "name", e.Name)
+	}
+	// The sequences and materialized views restored are those whose
+	// entries were chosen: owned sequences come with their tables.
+	byOID := map[uint32]int{}
+	for _, e := range parsed.Entries {
+		if e.Class == relationClass {
+			byOID[e.OID] = e.ID
+		}
+	}
+	restored := map[filter.Rel]bool{}
+	for _, o := range m.Relations {
+		if id, ok := byOID[o.OID]; ok && chosen[id] {
+			restored[filter.Rel{Schema: o.Schema, Name: o.Name}] = true
+		}
+	}
+	r.m.Sequences, r.m.Matviews = nil, nil
+	if !r.sel.schemaOnly {
+		for _, sq := range m.Sequences {
+			if restored[filter.Rel{Schema: sq.Schema, Name: sq.Name}] {
+				r.m.Sequences = append(r.m.Sequences, sq)
+			}
+		}
+		for _, mv := range m.Matviews {
+			if restored[filter.Rel{Schema: mv.Schema, Name: mv.Name}] {
+				r.m.Matviews = append(r.m.Matviews, mv)
+			}
+		}
+	}
+	var b strings.Builder
+	for _, id := range order {
+		if chosen[id] {
+			b.WriteString(strconv.Itoa(id) + ";\n")
+		}
+	}
+	file, err := os.CreateTemp("", "pgsprint-selection-*.txt")
+	if err != nil {
+		return fmt.Errorf("write pg_restore list: %w", err)
+	}
+	defer file.Close()
+	if _, err := file.WriteString(b.String()); err != nil {
+		os.Remove(file.Name())
+		return fmt.Errorf("write pg_restore list: %w", err)
+	}
+	r.sel.list, r.sel.ids = file.Name(), chosen
+	return nil
+}
+
+// presentRelations returns the relation entries not restored whose
+// relations the target already has (none for --create), so that a foreign
+// key from a restored table to one of them is restored too.
+func (r *run) presentRelations(ctx context.Context, m *archive.Manifest, entries []toc.Entry, selected map[uint32]bool) (map[int]bool, error) {
+	present := map[int]bool{}
+	if r.opts.Create {
+		return present, nil
+	}
+	var names []string
+	oidOf := map[string]uint32{}
+	for _, o := range m.Relations {
+		if !selected[o.OID] {
+			q := pg.Qualified(o.Schema, o.Name)
+			names = append(names, q)
+			oidOf[q] = o.OID
+		}
+	}
+	if len(names) == 0 {
+		return present, nil
+	}
+	conn, err := pg.Connect(ctx, r.opts.Target)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, "SELECT n FROM pg_catalog.unnest($1::text[]) n WHERE pg_catalog.to_regclass(n) IS NOT NULL", names)
+	if err != nil {
+		return nil, fmt.Errorf("inspect target: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("inspect target: %w", err)
+	}
+	there := map[uint32]bool{}
+	for _, n := range found {
+		there[oidOf[n]] = true
+	}
+	for _, e := range entries {
+		if e.Class == relationClass && there[e.OID] {
+			present[e.ID] = true
+		}
+	}
+	return present, nil
+}
+
+// missingSchemas returns the schemas of the selected relations that the
+// target lacks: -t app.orders into an empty database creates schema app
+// too (pg_dump -t would leave it out and the restore would fail).
+func (r *run) missingSchemas(ctx context.Context, m *archive.Manifest, matched *filter.Matched) (map[string]bool, error) {
+	need := map[string]bool{}
+	for rel := range matched.Relations {
+		if !matched.Schemas[rel.Schema] {
+			need[rel.Schema] = true
+		}
+	}
+	if len(need) == 0 || r.opts.Create { // a created database has only public
+		if r.opts.Create {
+			delete(need, "public")
+		}
+		return need, nil
+	}
+	conn, err := pg.Connect(ctx, r.opts.Target)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for s := range need {
+		var exists bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)", s).Scan(&exists); err != nil {
+			return nil, fmt.Errorf("inspect target: %w", err)
+		}
+		if exists {
+			delete(need, s)
+		}
+	}
+	return need, nil
+}
+
+// refuseExisting stops a partial restore whose relations exist in the
+// target: the target may hold other objects, but creating these would fail
+// part-way through pre-data (use --clean to replace them). After --clean,
+// why is why a drop failed.
+func (s *selection) refuseExisting(ctx context.Context, cfg *pgx.ConnConfig, why string) error {
+	conn, err := pg.Connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, name := range s.relations {
+		var found bool
+		if err := conn.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL", name).Scan(&found); err != nil {
+			return fmt.Errorf("inspect target: %w", err)
+		}
+		switch {
+		case found && why != "":
+			return fmt.Errorf("--clean could not drop %s from target database %q: %s", name, cfg.Database, why)
+		case found:
+			return fmt.Errorf("target database %q already has %s: drop it first or use --clean", cfg.Database, name)
+		}
+	}
+	return nil
+}
