@@ -30,7 +30,7 @@ func TestSelect(t *testing.T) {
 		{ID: 3400, Type: "COMMENT", Deps: []int{3219}},
 	}
 	for _, tc := range []struct {
-		name             string
+		name                      string
 		include, exclude, present []int
 		want, dropped             []int
 	}{
