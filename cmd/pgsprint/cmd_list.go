@@ -56,6 +56,9 @@ func runList(path string, o listOptions, in io.Reader, out io.Writer) error {
 	fmt.Fprintf(out, "snapshot:   %s at %s\n", m.Snapshot, m.SnapshotTime.Format("2006-01-02 15:04:05 MST"))
 	fmt.Fprintf(out, "written by: pgsprint %s with pg_dump %s, format %d\n", m.ToolVersion, m.PgDumpVersion, m.FormatVersion)
 	fmt.Fprintf(out, "codec:      %s level %d, %s blocks\n", m.Codec, m.Level, progress.Bytes(int64(m.BlockSize)))
+	if m.DataOnly {
+		fmt.Fprintf(out, "contents:   data only (--data-only): restores into existing tables\n")
+	}
 	var rows, raw, stored int64
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\ntable\trows\traw\tstored\tchunks\t")

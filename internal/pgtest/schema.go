@@ -14,12 +14,13 @@ import (
 )
 
 // SchemaDump returns verify.SchemaDump (pg_dump --schema-only, normalized)
-// of the database behind connString, failing the test on error.
-func SchemaDump(t testing.TB, binDir, connString string) string {
+// of the database behind connString, or of the part pg_dump's selection
+// flags pick, failing the test on error.
+func SchemaDump(t testing.TB, binDir, connString string, selection ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := verify.SchemaDump(ctx, binDir, connString)
+	out, err := verify.SchemaDump(ctx, binDir, connString, selection...)
 	if err != nil {
 		t.Fatalf("pgtest.SchemaDump: %v", err)
 	}

@@ -274,7 +274,7 @@ func (r *run) preData(ctx context.Context) error {
 				return err
 			}
 		case r.sel.list != "":
-			if err := r.sel.refuseExisting(ctx, r.target, ""); err != nil {
+			if err := r.sel.refuseExisting(ctx, r.target); err != nil {
 				return err
 			}
 		default:

@@ -128,30 +128,44 @@ func (r *run) dropArchivedObjects(ctx context.Context) error {
 		out = out[:i+1]
 	}
 	dsn, env := pg.ChildConn(r.target)
-	cmd := r.command(ctx, r.tools.Psql(), "--no-psqlrc", "--quiet", "--no-password", "--dbname="+dsn)
+	args = []string{"--no-psqlrc", "--quiet", "--no-password", "--dbname=" + dsn}
+	partial := r.sel.list != ""
+	if partial {
+		// Dropping part of a database the user goes on using is all or
+		// nothing: a table that cannot go (a view of another depends on
+		// it) must not lose its sequence or default on the way.
+		args = append(args, "--single-transaction", "--set=ON_ERROR_STOP=1")
+	}
+	cmd := r.command(ctx, r.tools.Psql(), args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = bytes.NewReader(out)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	err = cmd.Run()
+	switch {
+	case err != nil && partial && ctx.Err() == nil:
+		return fmt.Errorf("--clean could not drop the selected objects (target database %q is unchanged): %s", r.target.Database, firstError(stderr.String()))
+	case err != nil:
 		return fmt.Errorf("drop existing objects: %s", pg.ToolError(stderr.Bytes(), err))
-	}
-	if stderr.Len() > 0 {
+	case stderr.Len() > 0:
 		r.log.Debug("some drops failed; pre-data will report what remains", "psql", stderr.String())
-		if r.sel.list != "" {
-			// A partial restore checks what remains now, with the reason.
-			return r.sel.refuseExisting(ctx, r.target, firstError(stderr.String()))
-		}
 	}
 	return nil
 }
 
-// firstError is the first ERROR line of psql's complaints.
+// firstError is the first ERROR of psql's complaints, with its DETAIL
+// (which names the objects in the way), on one line.
 func firstError(stderr string) string {
+	var msg string
 	for _, l := range strings.Split(stderr, "\n") {
-		if i := strings.Index(l, "ERROR:"); i >= 0 {
-			return strings.TrimSpace(l[i+len("ERROR:"):])
+		switch i, j := strings.Index(l, "ERROR:"), strings.Index(l, "DETAIL:"); {
+		case msg == "" && i >= 0:
+			msg = strings.TrimSpace(l[i+len("ERROR:"):])
+		case msg != "" && j >= 0:
+			return msg + " (" + strings.TrimSpace(l[j+len("DETAIL:"):]) + ")"
+		case msg != "" && (i >= 0 || strings.HasPrefix(l, "psql:")):
+			return msg
 		}
 	}
-	return ""
+	return msg
 }

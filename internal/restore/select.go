@@ -245,7 +245,12 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 	}
 	chosen, dropped := toc.Select(parsed.Entries, include, exclude, present)
 	for _, e := range dropped {
-		r.log.Warn("not restored: it joins a selected relation to one that is not restored", "type", e.Type, "name", e.Name)
+		// Worth a word only when it belongs to a restored table: the
+		// foreign keys of tables left out are left out anyway.
+		if s, n, ok := toc.AlteredTable(e.SQL); ok && !matched.Relations[filter.Rel{Schema: s, Name: n}] {
+			continue
+		}
+		r.log.Warn("not restored: it joins a restored relation to one that is neither restored nor in the target", "type", e.Type, "name", e.Name)
 	}
 	// The sequences and materialized views restored are those whose
 	// entries were chosen: owned sequences come with their tables.
@@ -373,9 +378,8 @@ func (r *run) missingSchemas(ctx context.Context, m *archive.Manifest, matched *
 
 // refuseExisting stops a partial restore whose relations exist in the
 // target: the target may hold other objects, but creating these would fail
-// part-way through pre-data (use --clean to replace them). After --clean,
-// why is why a drop failed.
-func (s *selection) refuseExisting(ctx context.Context, cfg *pgx.ConnConfig, why string) error {
+// part-way through pre-data (use --clean to replace them).
+func (s *selection) refuseExisting(ctx context.Context, cfg *pgx.ConnConfig) error {
 	conn, err := pg.Connect(ctx, cfg)
 	if err != nil {
 		return err
@@ -386,10 +390,7 @@ func (s *selection) refuseExisting(ctx context.Context, cfg *pgx.ConnConfig, why
 		if err := conn.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL", name).Scan(&found); err != nil {
 			return fmt.Errorf("inspect target: %w", err)
 		}
-		switch {
-		case found && why != "":
-			return fmt.Errorf("--clean could not drop %s from target database %q: %s", name, cfg.Database, why)
-		case found:
+		if found {
 			return fmt.Errorf("target database %q already has %s: drop it first or use --clean", cfg.Database, name)
 		}
 	}

@@ -44,8 +44,12 @@ func Write(ctx context.Context, ar archive.Source, out io.Writer, o Options) err
 	}
 	defer os.Remove(schema)
 	w := bufio.NewWriterSize(out, 1<<20)
-	if err := pgRestore(ctx, tools, schema, w, o, "--section=pre-data"); err != nil {
-		return err
+	// A --data-only archive's script loads rows into existing tables, as
+	// pg_dump --data-only's does: its schema stream is not part of it.
+	if !m.DataOnly {
+		if err := pgRestore(ctx, tools, schema, w, o, "--section=pre-data"); err != nil {
+			return err
+		}
 	}
 	// COPY text in the archive is UTF8 (SQL_ASCII stays as stored), while
 	// pg_restore's script set the database's own encoding.
@@ -69,8 +73,10 @@ func Write(ctx context.Context, ar archive.Source, out io.Writer, o Options) err
 		}
 	}
 	fmt.Fprintln(w)
-	if err := pgRestore(ctx, tools, schema, w, o, "--section=post-data"); err != nil {
-		return err
+	if !m.DataOnly {
+		if err := pgRestore(ctx, tools, schema, w, o, "--section=post-data"); err != nil {
+			return err
+		}
 	}
 	for _, mv := range m.Matviews {
 		fmt.Fprintf(w, "REFRESH MATERIALIZED VIEW %s;\n", pg.Qualified(mv.Schema, mv.Name))

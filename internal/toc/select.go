@@ -78,9 +78,7 @@ func Select(entries []Entry, include, exclude, present map[int]bool) (chosen map
 			for _, d := range e.Deps {
 				if de := byID[d]; de != nil && isRelational(de.Type) && !chosen[d] && !there[d] {
 					gone = append(gone, id)
-					if len(e.Deps) > 0 && chosen[e.Deps[0]] {
-						dropped = append(dropped, *e)
-					}
+					dropped = append(dropped, *e)
 					break
 				}
 			}

@@ -34,7 +34,7 @@ func TestSelect(t *testing.T) {
 		include, exclude, present []int
 		want, dropped             []int
 	}{
-		{"table brings its parts, not its view", []int{217}, nil, nil, []int{216, 217, 3213, 3215, 3216, 3370, 3371}, nil},
+		{"table brings its parts, not its view", []int{217}, nil, nil, []int{216, 217, 3213, 3215, 3216, 3370, 3371}, []int{3219}},
 		{"foreign key needs both sides", []int{219}, nil, nil, []int{218, 219, 3218}, []int{3219}},
 		{"other side already in the target", []int{219}, nil, []int{217}, []int{218, 219, 3218, 3219, 3400}, nil},
 		{"both sides", []int{217, 219}, nil, nil, []int{216, 217, 218, 219, 3213, 3215, 3216, 3218, 3219, 3370, 3371, 3400}, nil},
@@ -72,4 +72,18 @@ func keys(m map[int]bool) []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+func TestAlteredTable(t *testing.T) {
+	for _, tc := range []struct{ sql, schema, name string }{
+		{"ALTER TABLE ONLY app.orders\n    ADD CONSTRAINT f FOREIGN KEY (c) REFERENCES app.customers(id);", "app", "orders"},
+		{`ALTER TABLE "we""ird` + "\n" + `sch"."t; drop" ADD CONSTRAINT x CHECK (true);`, "we\"ird\nsch", "t; drop"},
+		{"ALTER TABLE IF EXISTS ONLY s.t DROP CONSTRAINT c;", "", ""},
+		{"CREATE INDEX i ON s.t (c);", "", ""},
+	} {
+		s, n, ok := AlteredTable(tc.sql)
+		if s != tc.schema || n != tc.name || ok != (tc.name != "") {
+			t.Errorf("AlteredTable(%q) = %q, %q, %v", tc.sql, s, n, ok)
+		}
+	}
 }

@@ -260,3 +260,32 @@ func needSpace(a, b Token) bool {
 	}
 	return true
 }
+
+// AlteredTable returns the table an "ALTER TABLE [ONLY] [IF EXISTS]
+// schema.name ..." statement alters, unquoted: the table a foreign key
+// belongs to, in pg_dump's SQL.
+func AlteredTable(sql string) (schema, name string, ok bool) {
+	toks, err := Tokenize(sql)
+	if err != nil {
+		return "", "", false
+	}
+	i := 0
+	word := func(w string) bool {
+		if i < len(toks) && toks[i].Kind == Word && strings.EqualFold(toks[i].Text, w) {
+			i++
+			return true
+		}
+		return false
+	}
+	if !word("ALTER") || !word("TABLE") {
+		return "", "", false
+	}
+	word("ONLY")
+	if word("IF") && !word("EXISTS") {
+		return "", "", false
+	}
+	if i+2 >= len(toks) || !toks[i].IsIdent() || toks[i+1].Text != "." || !toks[i+2].IsIdent() {
+		return "", "", false
+	}
+	return toks[i].Ident(), toks[i+2].Ident(), true
+}

@@ -31,13 +31,14 @@ const maxDiffLines = 80
 //
 // pg_dump inherits the environment, so PGPASSWORD or a passfile can supply a
 // password for TCP connection strings.
-func SchemaDump(ctx context.Context, binDir, connString string) (string, error) {
+func SchemaDump(ctx context.Context, binDir, connString string, selection ...string) (string, error) {
 	cfg, err := pg.ConnOptions{DSN: connString}.Config()
 	if err != nil {
 		return "", err
 	}
 	dsn, env := pg.ChildConn(cfg)
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "pg_dump"), "--schema-only", "--no-password", "--dbname="+dsn)
+	args := append([]string{"--schema-only", "--no-password", "--dbname=" + dsn}, selection...)
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "pg_dump"), args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
