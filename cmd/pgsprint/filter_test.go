@@ -46,6 +46,7 @@ func TestDumpFilters(t *testing.T) {
 		{"-N", "app", "-N", `"we.ird"`},
 		{"-n", "*p*"},
 		{"-n", "app", "--exclude-table-data", "app.orders"},
+		{"-t", "f.app.order*"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			file := filepath.Join(dir, string(rune('a'+i))+".pgs")
