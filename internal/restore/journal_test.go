@@ -26,7 +26,7 @@ func TestJournalChunkOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	j, err := createJournal(ctx, conn, "snap/abc")
+	j, err := createJournal(ctx, conn, "snap/abc", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer os.Remove(schemaFile)
 
-	r := &run{opts: opts, ar: newCountingSource(ar, opts.Progress), finish: src.finish, m: m, schema: schemaFile, log: log, begin: start,
+	r := &run{opts: opts, ar: newCountingSource(ar, opts.Progress), finish: src.finish, skip: src.skip, m: m, schema: schemaFile, log: log, begin: start,
 		res: &Result{Tables: len(m.Tables), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences)}}
 	if err := r.run(ctx); err != nil {
 		return nil, err
@@ -130,6 +130,7 @@ type run struct {
 	opts   Options
 	ar     archive.Source
 	finish func() error // the source's end check (openedSource.finish)
+	skip   func(uint32) // tells the source a stream will not be read (openedSource.skip)
 	m      *archive.Manifest
 	schema string // pg_dump custom archive extracted to a temp file
 	tools  pgbin.Tools
@@ -158,6 +159,7 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	r.res.Database = r.target.Database
+	r.skipDone()
 	if err := r.phase("sequences", func() error { return r.setSequences(ctx) }); err != nil {
 		return err
 	}
@@ -246,7 +248,7 @@ func (r *run) preData(ctx context.Context) error {
 		} else if err := refuseNonEmpty(ctx, conn, r.target); err != nil {
 			return err
 		}
-		if r.j, err = createJournal(ctx, conn, id); err != nil {
+		if r.j, err = createJournal(ctx, conn, id, r.m); err != nil {
 			return err
 		}
 	}
@@ -300,7 +302,7 @@ func (r *run) preDataCreate(ctx context.Context, id string) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	r.j, err = createJournal(ctx, conn, id, stepPreData)
+	r.j, err = createJournal(ctx, conn, id, r.m, stepPreData)
 	return err
 }
 
