@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,8 +79,14 @@ func TestCloneResume(t *testing.T) {
 	for i := range iterations {
 		kp := points[i%len(points)]
 		dst := fmt.Sprintf("copy%d", i)
-		args := []string{"clone", "--source", src, "--target", c.ConnString(dst), "--snapshot", id, "--resume",
-			"-j", "2", "--chunk-size", "2MB"}
+		cloneArgs := func(snapshot string, resume bool) []string {
+			a := []string{"clone", "--source", src, "--target", c.ConnString(dst), "--snapshot", snapshot, "-j", "2", "--chunk-size", "2MB"}
+			if resume {
+				a = append(a, "--resume")
+			}
+			return a
+		}
+		args := cloneArgs(id, true)
 		t.Run(fmt.Sprintf("%d %s", i, kp.name), func(t *testing.T) {
 			if err := c.CreateDB(ctx, dst); err != nil {
 				t.Fatal(err)
@@ -95,6 +102,13 @@ func TestCloneResume(t *testing.T) {
 			} else {
 				n := journalSteps(t, target)
 				t.Logf("killed in %s with %d steps journaled", kp.name, n)
+				if kp.name == "data" && n > 0 {
+					r := pgsprint(t, nil, append(cloneArgs(id, false), "-q")...)
+					checkOneError(t, r.code, exitFailure, r.stderr, "--resume")
+					// Another snapshot is refused before it is imported.
+					r = pgsprint(t, nil, append(cloneArgs("00000009-0000FFFF-1", true), "-q")...)
+					checkOneError(t, r.code, exitFailure, r.stderr, "holds an unfinished clone of snapshot "+id)
+				}
 				r := mustPgsprint(t, append(args, "-v")...)
 				var resumed int
 				if i := strings.Index(r.stderr, "resumed: "); i >= 0 {
@@ -151,6 +165,40 @@ func TestCloneResume(t *testing.T) {
 		r := pgsprint(t, nil, "clone", "--source", src, "--target", c.ConnString("orphan"), "--snapshot", id, "--resume", "-q")
 		checkOneError(t, r.code, exitFailure, r.stderr, "snapshot "+id+" no longer exists: the `pgsprint snapshot` process holding it has ended")
 	})
+
+	t.Run("snapshot holder signals", func(t *testing.T) {
+		// SIGTERM (stdin /dev/null, as a script's background job's): exit 0.
+		cmd := exec.Command(binary, "snapshot", "-d", src, "-q")
+		var out strings.Builder
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond) // /dev/null's EOF must not end it
+		if cmd.ProcessState != nil || strings.Count(out.String(), "\n") != 1 {
+			t.Fatalf("the holder printed %q and did not keep holding", out.String())
+		}
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, cmd); code != 0 {
+			t.Errorf("pgsprint snapshot exited %d on SIGTERM", code)
+		}
+		// Its session terminated: the snapshot is gone, exit 1 saying so.
+		h, gone := startSnapshot(t, src, "-q")
+		admin, err := pgx.Connect(ctx, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Close(ctx)
+		if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE application_name = 'pgsprint snapshot' ORDER BY backend_start DESC LIMIT 1`); err != nil {
+			t.Fatal(err)
+		}
+		code := waitExit(t, h.cmd)
+		h.once.Do(func() {})
+		checkOneError(t, code, exitFailure, h.stderr.String(), "snapshot "+gone+" is gone")
+	})
 }
 
 // snapshotHolder is a running `pgsprint snapshot`, its standard input a
@@ -164,9 +212,9 @@ type snapshotHolder struct {
 
 // startSnapshot starts `pgsprint snapshot` on connString and returns it
 // with the snapshot id it printed. It is stopped when the test ends.
-func startSnapshot(t *testing.T, connString string) (*snapshotHolder, string) {
+func startSnapshot(t *testing.T, connString string, args ...string) (*snapshotHolder, string) {
 	t.Helper()
-	h := &snapshotHolder{cmd: exec.Command(binary, "snapshot", "-d", connString), stderr: &strings.Builder{}}
+	h := &snapshotHolder{cmd: exec.Command(binary, append([]string{"snapshot", "-d", connString}, args...)...), stderr: &strings.Builder{}}
 	h.cmd.Stderr = h.stderr
 	var err error
 	if h.stdin, err = h.cmd.StdinPipe(); err != nil {

@@ -104,7 +104,7 @@ func Run(ctx context.Context, opts Options) error {
 				if ctx.Err() != nil {
 					return nil
 				}
-				return fmt.Errorf("snapshot %s is gone: %w", snap.ID, pg.ExplainLost(err))
+				return fmt.Errorf("snapshot %s is gone: lost the connection holding it (the server restarted or the session was terminated): %w", snap.ID, err)
 			}
 		}
 	}
