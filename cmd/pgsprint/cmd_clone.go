@@ -62,6 +62,7 @@ journal is an ordinary clone, so a script can always pass it.`,
   pgsprint clone --source "postgresql://app@db1/prod" --target "host=db2 dbname=prod" --clean
 
   pgsprint snapshot -d prod > snap.id &       # hold a snapshot (see pgsprint snapshot --help)
+  until [ -s snap.id ]; do sleep 0.1; done
   pgsprint clone --source prod --target copy --snapshot "$(cat snap.id)" --resume
   # killed? run the same command again; then: kill %1`,
 		Args: noArgs,

@@ -42,6 +42,7 @@ if the connection is lost, since the snapshot is then gone. While it holds,
 VACUUM cannot remove rows the snapshot may see: end it when the clone is
 done.`,
 		Example: `  pgsprint snapshot -d prod > snap.id &      # hold a snapshot of prod
+  until [ -s snap.id ]; do sleep 0.1; done    # wait until it is exported
   pgsprint clone --source prod --target copy --snapshot "$(cat snap.id)"
   # ... the clone is killed; finish it in the same snapshot:
   pgsprint clone --source prod --target copy --snapshot "$(cat snap.id)" --resume
