@@ -74,13 +74,6 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 			return nil, fmt.Errorf("target database %q holds an unfinished clone of snapshot %s, not %s: resume it with --snapshot %s while that snapshot is held, or start over with --clean without --resume",
 				opts.Target.Database, saved.Snapshot, opts.Snapshot, saved.Snapshot)
 		}
-		if saved != nil {
-			log := opts.Logger
-			if log == nil {
-				log = slog.New(slog.DiscardHandler)
-			}
-			log.Info("resuming the interrupted clone with its saved plan", "snapshot", saved.Snapshot, "chunks", len(saved.Chunks))
-		}
 	}
 	sess, err := dump.Begin(ctx, dump.SessionOptions{Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock,
 		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, Logger: opts.Logger})
