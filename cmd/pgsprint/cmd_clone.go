@@ -25,12 +25,14 @@ type cloneOptions struct {
 	noAnalyze bool
 	chunkSize sizeFlag
 	splitBy   string
+	snapshot  string
+	resume    bool
 }
 
 func newCloneCmd() *cobra.Command {
 	var o cloneOptions
 	cmd := &cobra.Command{
-		Use:   "clone --source SRC --target DST [-j N] [--clean]",
+		Use:   "clone --source SRC --target DST [-j N] [--clean] [--snapshot ID [--resume]]",
 		Short: "Copy a database into another, in parallel, without a file",
 		Long: `Copy a database into another with no archive in between.
 
@@ -45,9 +47,24 @@ The target holds the source as of one instant.
 
 Memory: about 1 MiB per connection for data in flight (four 256 KiB blocks).
 The target must have no user tables unless --clean is given. If the clone
-fails, the target is partly built: clone again with --clean.`,
+fails, the target is partly built: clone again with --clean.
+
+To be able to finish an interrupted clone, read the source in a snapshot
+held by "pgsprint snapshot" (--snapshot ID). Every step then commits together
+with a row in a journal kept in the target (schema pgsprint_journal, with
+the clone's plan; dropped when the clone completes). If the clone is
+interrupted, even killed, run the same command with --resume while the
+snapshot is still held: the saved plan is reused, finished chunks, indexes
+and constraints are skipped, the rest is copied from the same instant of the
+source, and no row is lost or copied twice. --resume on a target with no
+journal is an ordinary clone, so a script can always pass it.`,
 		Example: `  createdb copy && pgsprint clone --source prod --target copy -j 8
-  pgsprint clone --source "postgresql://app@db1/prod" --target "host=db2 dbname=prod" --clean`,
+  pgsprint clone --source "postgresql://app@db1/prod" --target "host=db2 dbname=prod" --clean
+
+  pgsprint snapshot -d prod > snap.id &       # hold a snapshot (see pgsprint snapshot --help)
+  until [ -s snap.id ]; do sleep 0.1; done
+  pgsprint clone --source prod --target copy --snapshot "$(cat snap.id)" --resume
+  # killed? run the same command again; then: kill %1`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runClone(cmd.Context(), o) },
 	}
@@ -64,6 +81,8 @@ fails, the target is partly built: clone again with --clean.`,
 	o.chunkSize = plan.DefaultChunkSize
 	fs.Var(&o.chunkSize, "chunk-size", "copy tables larger than this in chunks of about this size, in parallel (0: never split)")
 	fs.StringVar(&o.splitBy, "split-by", string(plan.Auto), "how to split big tables: auto, ctid or key")
+	fs.StringVar(&o.snapshot, "snapshot", "", "read the source in this snapshot, held by \"pgsprint snapshot\", instead of exporting one")
+	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted clone in the same --snapshot, skipping what it finished")
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -76,6 +95,9 @@ func runClone(ctx context.Context, o cloneOptions) error {
 	}
 	if o.jobs < 1 {
 		return usageError{fmt.Errorf("-j must be at least 1")}
+	}
+	if o.resume && o.snapshot == "" {
+		return usageError{fmt.Errorf("--resume needs --snapshot: a clone can only be finished in the snapshot it began in, held by \"pgsprint snapshot\" (see pgsprint clone --help)")}
 	}
 	method, err := plan.ParseMethod(o.splitBy)
 	if err != nil {
@@ -97,11 +119,18 @@ func runClone(ctx context.Context, o cloneOptions) error {
 	res, err := clone.Run(ctx, clone.Options{
 		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, NoOwner: o.noOwner, NoACL: o.noACL,
 		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze,
-		Split:   plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
+		Split:    plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
+		Snapshot: o.snapshot, Resume: o.resume,
 		Version: version, Logger: o.log.logger(), Progress: w.tracker,
 	})
 	if err != nil {
 		return err
 	}
-	return w.finish(restoreSummary(w.tracker, res))
+	if err := w.finish(restoreSummary(w.tracker, res)); err != nil {
+		return err
+	}
+	if res.Resumed > 0 {
+		fmt.Fprintf(o.log.summaryOut(), "  resumed: %d steps were already done by the interrupted run\n", res.Resumed)
+	}
+	return nil
 }

@@ -17,7 +17,8 @@ import (
 )
 
 // TestFaults: a backend killed mid-dump, a full disk, a row the target
-// rejects, and Ctrl-C each end the run with a clear one-line error and a
+// rejects, Ctrl-C and a restart of the source server (pg_ctl restart -m
+// fast, last, since it ends every session) each end the run with a clear one-line error and a
 // meaningful exit code, leave no file that looks like an archive, and leave
 // no pgsprint session behind on the server.
 func TestFaults(t *testing.T) {
@@ -101,6 +102,40 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 		checkOneError(t, code, exitInterrupted, stderr.String(), "interrupted")
 		noPartialFiles(t, dir)
 		noSessionsLeft(t, admin)
+	})
+
+	// Last: the restart ends every session, admin's included.
+	t.Run("source server restarts", func(t *testing.T) {
+		dir := t.TempDir()
+		cmd, stderr := startPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "-j", "2", "-Z", "none")
+		waitForCopy(t, admin, "COPY%TO STDOUT")
+		// Restart while the data is copied, once pg_dump has written the
+		// schema: the error to check is the copy's.
+		for range 200 {
+			var n int
+			if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pg_dump'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := c.Restart(ctx); err != nil {
+			t.Fatal(err)
+		}
+		code := waitExit(t, cmd)
+		checkOneError(t, code, exitFailure, stderr.String(), "restart")
+		noPartialFiles(t, dir)
+		after, err := pgx.Connect(ctx, c.ConnString("postgres"))
+		if err != nil {
+			t.Fatalf("the server is not usable after its restart: %v", err)
+		}
+		defer after.Close(ctx)
+		noSessionsLeft(t, after)
+		// And a dump works again.
+		mustPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "again.pgs"), "-q")
+		noPartialFiles(t, dir, "again.pgs")
 	})
 }
 

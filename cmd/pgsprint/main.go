@@ -79,7 +79,7 @@ func newRootCmd() *cobra.Command {
 		}
 		return cmd.Help()
 	}
-	root.AddCommand(newDumpCmd(), newRestoreCmd(), newCloneCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newDemoCmd(), newVersionCmd())
+	root.AddCommand(newDumpCmd(), newRestoreCmd(), newCloneCmd(), newSnapshotCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newDemoCmd(), newVersionCmd())
 	return root
 }
 

@@ -8,12 +8,15 @@ package clone
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
@@ -34,7 +37,18 @@ type Options struct {
 	NoAnalyze          bool
 	Split              plan.Options // which tables are copied in several chunks
 	Version            string
-	Logger             *slog.Logger
+	// Snapshot is a snapshot exported and held by another process
+	// (pgsprint snapshot): the source is read in it instead of in one the
+	// clone exports, so that a killed clone can be finished at the same
+	// instant of the source.
+	Snapshot string
+	// Resume finishes a clone in Snapshot that was interrupted, even
+	// killed: the plan it saved in the target's journal is reused and the
+	// steps it finished are skipped. Without a journal in the target it is
+	// an ordinary clone. It requires Snapshot: a new snapshot would mix the
+	// rows of two instants.
+	Resume bool
+	Logger *slog.Logger
 	// Progress hears about the work as it happens; nil reports nowhere.
 	Progress progress.Reporter
 }
@@ -45,26 +59,53 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	if opts.Jobs < 1 {
 		opts.Jobs = 1
 	}
+	if opts.Resume && opts.Snapshot == "" {
+		return nil, errors.New("clone: resuming needs the snapshot the interrupted clone read")
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var saved *archive.Manifest
+	if opts.Resume {
+		var err error
+		if saved, err = restore.ReadJournalManifest(ctx, opts.Target); err != nil {
+			return nil, err
+		}
+		if saved != nil && saved.Snapshot != opts.Snapshot {
+			return nil, fmt.Errorf("target database %q holds an unfinished clone of snapshot %s, not %s: resume it with --snapshot %s while that snapshot is held, or start over with --clean without --resume",
+				opts.Target.Database, saved.Snapshot, opts.Snapshot, saved.Snapshot)
+		}
+	}
 	sess, err := dump.Begin(ctx, dump.SessionOptions{Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock,
-		Split: opts.Split, Version: opts.Version, Logger: opts.Logger})
+		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, Logger: opts.Logger})
 	if err != nil {
-		return nil, err
+		return nil, explainSnapshot(err, opts)
 	}
 	defer sess.Close(ctx)
 	src := newLiveSource(ctx, sess)
 	defer src.close()
 	res, err := restore.Run(ctx, restore.Options{
 		Target: opts.Target, Source: src, Jobs: opts.Jobs, Clean: opts.Clean, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
-		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Logger: opts.Logger,
+		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Resume: opts.Resume, Logger: opts.Logger,
 		Progress: opts.Progress,
 	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("clone interrupted: %w", context.Cause(ctx))
 		}
-		return nil, err
+		return nil, explainSnapshot(err, opts)
 	}
 	return res, nil
+}
+
+// explainSnapshot turns the failure to import a held snapshot, by the
+// leader or by any reader, into what the user must do: the process that
+// holds it is the one thing pgsprint cannot restart.
+func explainSnapshot(err error, opts Options) error {
+	if opts.Snapshot == "" || !errors.Is(err, pg.ErrSnapshotNotFound) {
+		return err
+	}
+	if opts.Resume {
+		return fmt.Errorf("snapshot %s no longer exists: the `pgsprint snapshot` process holding it has ended; start over without --resume (with --clean and a new snapshot)", opts.Snapshot)
+	}
+	return fmt.Errorf("snapshot %s does not exist: the `pgsprint snapshot` process that printed it has ended (it must run until the clone is done), or it was taken on another server", opts.Snapshot)
 }

@@ -34,6 +34,7 @@ type liveSource struct {
 	idle   []*pgx.Conn // source connections in the snapshot, free
 	all    []*pgx.Conn
 	opened map[uint32]bool
+	skip   map[uint32]bool // streams a resumed clone will not read (loaded before)
 	info   map[uint32]*archive.StreamInfo
 	err    error // the first failure of a stream
 	wg     sync.WaitGroup
@@ -48,7 +49,7 @@ type unit struct {
 func newLiveSource(ctx context.Context, sess *dump.Session) *liveSource {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &liveSource{ctx: ctx, cancel: cancel, sess: sess, units: map[uint32]unit{},
-		opened: map[uint32]bool{}, info: map[uint32]*archive.StreamInfo{}}
+		opened: map[uint32]bool{}, skip: map[uint32]bool{}, info: map[uint32]*archive.StreamInfo{}}
 	m := sess.Manifest
 	for i := range m.Chunks {
 		s.units[m.Chunks[i].Stream] = unit{chunk: &m.Chunks[i]}
@@ -61,6 +62,16 @@ func newLiveSource(ctx context.Context, sess *dump.Session) *liveSource {
 
 // Manifest returns the session's manifest.
 func (s *liveSource) Manifest() *archive.Manifest { return s.sess.Manifest }
+
+// Skip records that the restore will not read streams ids: an interrupted
+// run of a resumed clone loaded them.
+func (s *liveSource) Skip(ids ...uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		s.skip[id] = true
+	}
+}
 
 // Stream returns a stream's totals once its source read has finished.
 func (s *liveSource) Stream(id uint32) (*archive.StreamInfo, bool) {
@@ -192,7 +203,10 @@ func (s *liveSource) Finish() error {
 		return err
 	}
 	for id := range s.units {
-		if _, ok := s.Stream(id); !ok {
+		s.mu.Lock()
+		skipped := s.skip[id]
+		s.mu.Unlock()
+		if _, ok := s.Stream(id); !ok && !skipped {
 			return fmt.Errorf("clone: stream %d was never read completely", id)
 		}
 	}

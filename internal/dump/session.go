@@ -24,7 +24,19 @@ type SessionOptions struct {
 	// Filter selects schemas and tables as pg_dump's -n/-N/-t/-T do; the
 	// same selection goes to pg_dump for the schema.
 	Filter filter.Options
-	Logger *slog.Logger
+	// Snapshot, when set, is imported by the leader instead of exporting a
+	// new one: a snapshot exported and held by another process (pgsprint
+	// snapshot), so that an interrupted clone can be finished in the very
+	// instant it began in.
+	Snapshot string
+	// Manifest, when set, is used instead of planning one: the plan an
+	// earlier, interrupted run in the same Snapshot made (saved in the
+	// target's journal). Planning again would not give the same chunks,
+	// as relation sizes move under concurrent writes, and the journal's
+	// finished steps name the earlier plan's streams. The leader still
+	// locks every table the manifest lists.
+	Manifest *archive.Manifest
+	Logger   *slog.Logger
 }
 
 // Session is one consistent view of the source, shared by dump and clone
@@ -46,8 +58,9 @@ type Session struct {
 	sizes    map[uint32]int64
 }
 
-// Begin connects to the source, exports a snapshot, locks and lists what
-// it will read, and plans the chunks. The caller must Close the session.
+// Begin connects to the source, exports a snapshot (or imports
+// opts.Snapshot), locks and lists what it will read, and plans the chunks
+// (or takes opts.Manifest). The caller must Close the session.
 func Begin(ctx context.Context, opts SessionOptions) (*Session, error) {
 	log := opts.Logger
 	if log == nil {
@@ -76,16 +89,63 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	if s.tools, err = pgbin.Find(ctx, s.srv.Major()); err != nil {
 		return err
 	}
-	if s.snap, err = pg.ExportSnapshot(ctx, s.leader); err != nil {
-		return err
+	if opts.Snapshot != "" {
+		if s.snap, err = importSnapshot(ctx, s.leader, opts.Snapshot); err != nil {
+			return err
+		}
+		log.Info("snapshot imported", "snapshot", s.snap.ID, "server", s.srv.Version, "pg_dump", s.tools.Version)
+	} else {
+		if s.snap, err = pg.ExportSnapshot(ctx, s.leader); err != nil {
+			return err
+		}
+		log.Info("snapshot exported", "snapshot", s.snap.ID, "server", s.srv.Version, "pg_dump", s.tools.Version)
 	}
-	log.Info("snapshot exported", "snapshot", s.snap.ID, "server", s.srv.Version, "pg_dump", s.tools.Version)
+	if opts.Manifest != nil {
+		return s.reuse(ctx, opts.Manifest, log)
+	}
 	split := opts.Split
 	split.Jobs = max(opts.Jobs, 1)
 	if s.cat, err = readCatalog(ctx, s.leader, s.srv, split, opts.Filter); err != nil {
 		return err
 	}
 	s.Manifest, s.sizes = s.cat.manifest(s.srv, s.snap, s.tools, opts)
+	return nil
+}
+
+// importSnapshot starts the leader's transaction in a snapshot another
+// process exported. Its time is when this transaction began: the server
+// does not say when the snapshot was exported.
+func importSnapshot(ctx context.Context, conn *pgx.Conn, id string) (*pg.Snapshot, error) {
+	if err := pg.ImportSnapshot(ctx, conn, id); err != nil {
+		return nil, err
+	}
+	snap := &pg.Snapshot{ID: id}
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.now()").Scan(&snap.Time); err != nil {
+		return nil, fmt.Errorf("read snapshot time: %w", err)
+	}
+	return snap, nil
+}
+
+// reuse makes m, planned by an earlier run in the same snapshot, the
+// session's manifest, after locking the tables it lists as Begin locks
+// those it plans.
+func (s *Session) reuse(ctx context.Context, m *archive.Manifest, log *slog.Logger) error {
+	if m.Snapshot != s.snap.ID {
+		return fmt.Errorf("the saved plan was made in snapshot %s, not %s", m.Snapshot, s.snap.ID)
+	}
+	tables := make([]pg.TableInfo, len(m.Tables))
+	for i, t := range m.Tables {
+		tables[i] = pg.TableInfo{Schema: t.Schema, Name: t.Name}
+	}
+	if err := pg.LockTables(ctx, s.leader, tables); err != nil {
+		return err
+	}
+	s.Manifest = m
+	s.sizes = make(map[uint32]int64, len(m.Chunks))
+	for _, c := range m.Chunks {
+		s.sizes[c.Stream] = c.Size
+	}
+	log.Info("reusing the saved plan", "tables", len(m.Tables), "chunks", len(m.Chunks))
 	return nil
 }
 

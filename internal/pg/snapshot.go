@@ -2,10 +2,12 @@ package pg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Snapshot is the leader's open transaction whose snapshot every worker and
@@ -29,12 +31,23 @@ func ExportSnapshot(ctx context.Context, conn *pgx.Conn) (*Snapshot, error) {
 	return &s, nil
 }
 
+// ErrSnapshotNotFound is wrapped by ImportSnapshot's error when the server
+// knows no exported snapshot of that id: the transaction that exported it
+// has ended (or the id is mistyped). Callers that import a snapshot held by
+// another process (clone --snapshot) test for it to say which process is
+// missing.
+var ErrSnapshotNotFound = errors.New("snapshot does not exist")
+
 // ImportSnapshot makes conn see exactly what the leader's snapshot sees.
 func ImportSnapshot(ctx context.Context, conn *pgx.Conn, id string) error {
 	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
 		return fmt.Errorf("begin worker transaction: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "SET TRANSACTION SNAPSHOT "+Literal(id)); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "22023" { // invalid_parameter_value: "invalid snapshot identifier"
+			return fmt.Errorf("import snapshot %s: %w (%s)", id, ErrSnapshotNotFound, pgErr.Message)
+		}
 		return fmt.Errorf("import snapshot %s: %w", id, err)
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ToolError reduces a client program's stderr to its most telling line, so
@@ -23,11 +25,20 @@ func ToolError(stderr []byte, err error) string {
 }
 
 // ExplainLost turns the bare EOF that a dropped connection produces (the
-// server restarted, or the session was terminated) into an error that says
-// so; other errors pass through unchanged.
+// server restarted, or the session was terminated), and the FATAL a server
+// sends its sessions when it shuts down or restarts, into an error that
+// says so; other errors pass through unchanged. The server's "terminating
+// connection due to administrator command" is the same for a fast shutdown
+// (pg_ctl restart -m fast) and for pg_terminate_backend, so the message
+// names both.
 func ExplainLost(err error) error {
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		return fmt.Errorf("lost the connection to the server (it restarted or the session was terminated): %w", err)
+	case errors.As(err, &pgErr) && (pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"):
+		// admin_shutdown, crash_shutdown, cannot_connect_now
+		return fmt.Errorf("the server ended the session (it is shutting down or restarting, or the session was terminated): %w", err)
 	}
 	return err
 }

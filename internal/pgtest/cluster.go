@@ -433,6 +433,17 @@ func (c *Cluster) Close() error {
 	return c.closeErr
 }
 
+// Restart restarts the server with a fast shutdown (pg_ctl restart -m
+// fast): every session is terminated, as when a production server is
+// restarted under a running client, and the server comes back on the same
+// port and socket, usable by later tests.
+func (c *Cluster) Restart(ctx context.Context) error {
+	if err := c.run(ctx, filepath.Join(c.binDir, "pg_ctl"), "restart", "-w", "-t", "60", "-m", "fast", "-D", c.dataDir, "-l", c.logFile); err != nil {
+		return fmt.Errorf("pgtest: pg_ctl restart: %w\nserver log:\n%s", err, c.logTail())
+	}
+	return c.waitReady(ctx)
+}
+
 // BinDir is the directory of the binaries this cluster runs, so that tests
 // use the matching pg_dump/psql.
 func (c *Cluster) BinDir() string { return c.binDir }

@@ -27,6 +27,11 @@ const JournalSchema = "pgsprint_journal"
 // journalTable is the qualified journal table, pg.Qualified(JournalSchema, "steps").
 const journalTable = `"` + JournalSchema + `"."steps"`
 
+// planTable holds the manifest the journal's steps refer to, as JSON, so
+// that a clone (whose plan is made live and would come out different
+// under concurrent writes) can be resumed with the very same plan.
+const planTable = `"` + JournalSchema + `"."plan"`
+
 // stepBegin is the row written with the journal itself: it names the
 // archive even before any other step is done.
 const (
@@ -112,8 +117,9 @@ func readJournal(ctx context.Context, conn *pgx.Conn) (*journal, error) {
 }
 
 // createJournal creates the journal for archive id in one transaction, with
-// the steps already done (pre-data, for --create).
-func createJournal(ctx context.Context, conn *pgx.Conn, id string, steps ...string) (*journal, error) {
+// the manifest m (when not nil) and the steps already done (pre-data, for
+// --create).
+func createJournal(ctx context.Context, conn *pgx.Conn, id string, m *archive.Manifest, steps ...string) (*journal, error) {
 	j := &journal{id: id, done: map[string]bool{}}
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "CREATE SCHEMA "+pg.Ident(JournalSchema)); err != nil {
@@ -122,6 +128,18 @@ func createJournal(ctx context.Context, conn *pgx.Conn, id string, steps ...stri
 		if _, err := tx.Exec(ctx, "CREATE TABLE "+journalTable+
 			" (archive text NOT NULL, step text NOT NULL, finished timestamptz NOT NULL DEFAULT pg_catalog.now(), PRIMARY KEY (archive, step))"); err != nil {
 			return err
+		}
+		if _, err := tx.Exec(ctx, "CREATE TABLE "+planTable+" (archive text PRIMARY KEY, manifest text NOT NULL)"); err != nil {
+			return err
+		}
+		if m != nil {
+			b, err := json.Marshal(m)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO "+planTable+" (archive, manifest) VALUES ($1, $2)", id, string(b)); err != nil {
+				return err
+			}
 		}
 		for _, s := range append([]string{stepBegin}, steps...) {
 			if err := j.record(ctx, tx, s); err != nil {
@@ -134,6 +152,45 @@ func createJournal(ctx context.Context, conn *pgx.Conn, id string, steps ...stri
 		return nil, fmt.Errorf("create restore journal %s: %w", journalTable, err)
 	}
 	return j, nil
+}
+
+// ReadJournalManifest returns the manifest saved with the journal of an
+// unfinished restore or clone in the target, or nil if the target holds no
+// journal. Clone --resume plans nothing: it takes this manifest, whose
+// ArchiveID is the journal's, so that every step the journal lists names
+// the same stream, index or constraint as before.
+func ReadJournalManifest(ctx context.Context, target *pgx.ConnConfig) (*archive.Manifest, error) {
+	conn, err := pg.Connect(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	j, err := readJournal(ctx, conn)
+	if err != nil || j == nil {
+		return nil, err
+	}
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL", planTable).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("read restore journal: %w", err)
+	}
+	var text string
+	if exists {
+		err = conn.QueryRow(ctx, "SELECT manifest FROM "+planTable+" WHERE archive = $1", j.id).Scan(&text)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("read restore journal: %w", err)
+		}
+	}
+	if text == "" {
+		return nil, fmt.Errorf("target database %q holds an unfinished restore (journal %s) with no saved plan: it cannot be resumed as a clone; clone again with --clean", target.Database, j.id)
+	}
+	var m archive.Manifest
+	if err := json.Unmarshal([]byte(text), &m); err != nil {
+		return nil, fmt.Errorf("read restore journal: saved plan: %w", err)
+	}
+	if got := ArchiveID(&m); got != j.id {
+		return nil, fmt.Errorf("read restore journal: the saved plan is %s but the journal names %s; clone again with --clean", got, j.id)
+	}
+	return &m, nil
 }
 
 // dropJournal removes the journal: the restore is complete.

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
@@ -26,7 +28,7 @@ func TestJournalChunkOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	j, err := createJournal(ctx, conn, "snap/abc")
+	j, err := createJournal(ctx, conn, "snap/abc", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,5 +109,52 @@ func TestCheckJournal(t *testing.T) {
 				t.Errorf("got %v, want error containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestJournalManifest: the manifest saved with the journal reads back with
+// the journal's identity (so a resumed clone's ArchiveID matches); no
+// journal reads as nil; a journal saved without a plan cannot be resumed
+// as a clone.
+func TestJournalManifest(t *testing.T) {
+	ctx := context.Background()
+	c := pgtest.New(t)
+	cfg, err := pgx.ParseConfig(c.ConnString("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := ReadJournalManifest(ctx, cfg); m != nil || err != nil {
+		t.Fatalf("no journal: got %v, %v", m, err)
+	}
+	conn, err := pgx.Connect(ctx, c.ConnString("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	comment := "a <comment> & 'quotes'"
+	m := &archive.Manifest{Snapshot: "00000003-0000001B-1", SnapshotTime: time.Date(2026, 1, 2, 3, 4, 5, 6789, time.FixedZone("x", 3600)),
+		Tables:       []archive.Table{{Schema: "s", Name: "t\"x", Columns: []string{"a", "b"}, SizeBytes: 1 << 30}},
+		Chunks:       []archive.Chunk{{Stream: 1, Table: 0, Where: "ctid < '(10,0)'", Size: 5}, {Stream: 2, Table: 0}},
+		LargeObjects: []archive.LargeObject{{Stream: 3, OID: 42, Owner: "o", Comment: &comment}},
+	}
+	id := ArchiveID(m)
+	if _, err := createJournal(ctx, conn, id, m); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadJournalManifest(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || ArchiveID(got) != id || got.Chunks[0].Where != m.Chunks[0].Where || *got.LargeObjects[0].Comment != comment {
+		t.Fatalf("manifest read back as %+v, identity %s, want %s", got, ArchiveID(got), id)
+	}
+	if _, err := conn.Exec(ctx, "DROP SCHEMA "+JournalSchema+" CASCADE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := createJournal(ctx, conn, "snap/abc", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadJournalManifest(ctx, cfg); err == nil || !strings.Contains(err.Error(), "no saved plan") {
+		t.Fatalf("journal without a plan: got %v", err)
 	}
 }

@@ -32,7 +32,7 @@ CREATE TABLE ranges (i int); INSERT INTO ranges VALUES (1);`); err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := createJournal(ctx, conn, "snap/x", stepPreData, chunkStep(2)); err != nil {
+	if _, err := createJournal(ctx, conn, "snap/x", nil, stepPreData, chunkStep(2)); err != nil {
 		t.Fatal(err)
 	}
 	j, err := readJournal(ctx, conn) // as a resumed run finds it

@@ -176,6 +176,7 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	r.res.Database = r.target.Database
+	r.skipDone()
 	if r.sel.dataOnly && !r.opts.DisableTriggers {
 		if err := r.readForeignKeys(ctx); err != nil {
 			return err
@@ -282,7 +283,7 @@ func (r *run) preData(ctx context.Context) error {
 				return err
 			}
 		}
-		if r.j, err = createJournal(ctx, conn, id); err != nil {
+		if r.j, err = createJournal(ctx, conn, id, r.m); err != nil {
 			return err
 		}
 	}
@@ -339,7 +340,7 @@ func (r *run) preDataCreate(ctx context.Context, id string) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	r.j, err = createJournal(ctx, conn, id, stepPreData)
+	r.j, err = createJournal(ctx, conn, id, r.m, stepPreData)
 	return err
 }
 

@@ -60,7 +60,7 @@ func (s *selection) useList() string {
 // large objects to restore (so the rest of the restore, and the journal's
 // identity, see only those), tells the source which streams will never be
 // read, and picks the schema entries. skip is the source's way to drop
-// unread streams (nil when it has none).
+// unread streams.
 func (r *run) chooseParts(ctx context.Context, skip func(...uint32)) error {
 	f := r.opts.Filter
 	r.sel.dataOnly = f.DataOnly || r.m.DataOnly
@@ -96,27 +96,25 @@ func (r *run) chooseParts(ctx context.Context, skip func(...uint32)) error {
 	full := *r.m
 	r.m = narrow(&full, matched, r.sel.schemaOnly)
 	r.m.DataOnly = r.sel.dataOnly
-	if skip != nil {
-		kept := map[uint32]bool{}
-		for _, c := range r.m.Chunks {
-			kept[c.Stream] = true
-		}
-		for _, lo := range r.m.LargeObjects {
-			kept[lo.Stream] = true
-		}
-		var unread []uint32
-		for _, c := range full.Chunks {
-			if !kept[c.Stream] {
-				unread = append(unread, c.Stream)
-			}
-		}
-		for _, lo := range full.LargeObjects {
-			if !kept[lo.Stream] {
-				unread = append(unread, lo.Stream)
-			}
-		}
-		skip(unread...)
+	kept := map[uint32]bool{}
+	for _, c := range r.m.Chunks {
+		kept[c.Stream] = true
 	}
+	for _, lo := range r.m.LargeObjects {
+		kept[lo.Stream] = true
+	}
+	var unread []uint32
+	for _, c := range full.Chunks {
+		if !kept[c.Stream] {
+			unread = append(unread, c.Stream)
+		}
+	}
+	for _, lo := range full.LargeObjects {
+		if !kept[lo.Stream] {
+			unread = append(unread, lo.Stream)
+		}
+	}
+	skip(unread...)
 	if matched == nil || r.sel.dataOnly {
 		return nil
 	}

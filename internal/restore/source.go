@@ -16,6 +16,16 @@ type Finisher interface {
 	Finish() error
 }
 
+// Skipper is a source that must be told which streams the restore will
+// not read, because an earlier, interrupted run loaded them (the journal
+// says so) or the selection leaves them out: clone's live source, whose end
+// check otherwise requires every stream to have been read, and a Demux,
+// which would otherwise spill them to disk. The restore calls Skip before
+// loading anything.
+type Skipper interface {
+	Skip(ids ...uint32)
+}
+
 // openedSource is what the restore reads, with the check of its end
 // taken when it is opened: wrapping the source later (progress counting)
 // must never hide a Finisher.
@@ -23,7 +33,7 @@ type openedSource struct {
 	archive.Source
 	close  func()
 	finish func() error    // nil error: everything delivered was complete
-	skip   func(...uint32) // streams that will not be read; nil if nothing to do
+	skip   func(...uint32) // tells the source streams will not be read
 }
 
 // openSource returns what the restore reads: opts.Source, the archive on
@@ -37,7 +47,11 @@ func openSource(opts Options) (*openedSource, error) {
 		if f, ok := opts.Source.(Finisher); ok {
 			finish = f.Finish
 		}
-		return &openedSource{Source: opts.Source, close: func() {}, finish: finish}, nil
+		skip := func(...uint32) {}
+		if s, ok := opts.Source.(Skipper); ok {
+			skip = s.Skip
+		}
+		return &openedSource{Source: opts.Source, close: func() {}, finish: finish, skip: skip}, nil
 	case opts.File == "-":
 		in := opts.Stdin
 		if in == nil {
@@ -63,7 +77,7 @@ func openSource(opts Options) (*openedSource, error) {
 		f.Close()
 		return nil, fmt.Errorf("open archive %s: %w", opts.File, err)
 	}
-	return &openedSource{Source: ar, close: func() { f.Close() }, finish: none}, nil
+	return &openedSource{Source: ar, close: func() { f.Close() }, finish: none, skip: func(...uint32) {}}, nil
 }
 
 // demuxSource is a Demux whose end is checked by Finish.
@@ -79,6 +93,21 @@ func (d demuxSource) Finish() error {
 
 // finishSource checks the source's end after every load.
 func (r *run) finishSource() error { return r.finish() }
+
+// skipDone tells the source which streams an earlier run loaded: this run
+// will not read them.
+func (r *run) skipDone() {
+	for _, c := range r.m.Chunks {
+		if r.j.isDone(chunkStep(c.Stream)) {
+			r.skip(c.Stream)
+		}
+	}
+	for _, lo := range r.m.LargeObjects {
+		if r.j.isDone(chunkStep(lo.Stream)) {
+			r.skip(lo.Stream)
+		}
+	}
+}
 
 // plannedBytes is a stream's raw size for scheduling: exact when the
 // source already knows it (a seekable archive's footer), else the

@@ -58,14 +58,34 @@ func Fingerprint(ctx context.Context, connString string) (map[string]string, err
 // connections at once, all importing one exported snapshot, so that a large
 // database is compared in a fraction of the time and still at one instant.
 func FingerprintParallel(ctx context.Context, cfg *pgx.ConnConfig, jobs int) (map[string]string, error) {
-	leader, err := snapshotConn(ctx, cfg, "")
+	return fingerprint(ctx, cfg, jobs, "")
+}
+
+// FingerprintSnapshot is FingerprintParallel read in snapshot, exported and
+// held by another session, so that a copy taken in it (clone --snapshot)
+// can be compared with its source as of that instant while the source
+// keeps changing. Sequences are not transactional: their values are the
+// latest, whatever the snapshot.
+func FingerprintSnapshot(ctx context.Context, cfg *pgx.ConnConfig, jobs int, snapshot string) (map[string]string, error) {
+	if snapshot == "" {
+		return nil, fmt.Errorf("fingerprint: no snapshot given")
+	}
+	return fingerprint(ctx, cfg, jobs, snapshot)
+}
+
+// fingerprint reads every relation in snapshot, or in a snapshot of its
+// own when snapshot is empty.
+func fingerprint(ctx context.Context, cfg *pgx.ConnConfig, jobs int, snapshot string) (map[string]string, error) {
+	leader, err := snapshotConn(ctx, cfg, snapshot)
 	if err != nil {
 		return nil, err
 	}
 	defer leader.Close(context.WithoutCancel(ctx))
-	var snap string
-	if err := leader.QueryRow(ctx, "SELECT pg_catalog.pg_export_snapshot()").Scan(&snap); err != nil {
-		return nil, fmt.Errorf("export snapshot: %w", err)
+	snap := snapshot
+	if snap == "" {
+		if err := leader.QueryRow(ctx, "SELECT pg_catalog.pg_export_snapshot()").Scan(&snap); err != nil {
+			return nil, fmt.Errorf("export snapshot: %w", err)
+		}
 	}
 	rels, err := listRelations(ctx, leader)
 	if err != nil {
@@ -121,7 +141,7 @@ func snapshotConn(ctx context.Context, cfg *pgx.ConnConfig, snapshot string) (*p
 	}
 	stmts := []string{"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
 	if snapshot != "" {
-		stmts = append(stmts, "SET TRANSACTION SNAPSHOT '"+snapshot+"'")
+		stmts = append(stmts, "SET TRANSACTION SNAPSHOT "+pg.Literal(snapshot))
 	}
 	for _, s := range append(stmts, fingerprintSettings()...) {
 		if _, err := conn.Exec(ctx, s); err != nil {

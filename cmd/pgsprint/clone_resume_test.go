@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/verify"
+)
+
+// TestCloneResume kills clones run in a snapshot held by `pgsprint
+// snapshot` with SIGKILL during the data and during the index builds,
+// finishes each with --resume, and requires the target to equal the source
+// as of the held snapshot (schema, and every table's rows hashed inside that
+// snapshot), while the source takes writes all along: transfers between
+// bank accounts and updates of the chunked table, so that a clone resumed
+// in a fresh snapshot, or with a fresh plan, would visibly differ.
+//
+// Every run, the first one included, passes --resume: on a target with no
+// journal it is an ordinary clone, so a script can always pass it. CI runs
+// two iterations; PGSPRINT_CLONE_RESUME_ITERATIONS runs more and
+// PGSPRINT_RESUME_SEED replays one run.
+func TestCloneResume(t *testing.T) {
+	ctx := context.Background()
+	c := pgtest.New(t)
+	if err := c.CreateDB(ctx, "src"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, "src", resumeSource+bankSchema); err != nil {
+		t.Fatal(err)
+	}
+	src := c.ConnString("src")
+	bank := startTransfers(t, src, 2)
+	defer bank.Stop()
+	stopUpdates := updateRows(t, src)
+	defer stopUpdates()
+	time.Sleep(200 * time.Millisecond) // some transfers before the snapshot
+
+	holder, id := startSnapshot(t, src)
+	t.Logf("holding snapshot %s", id)
+	srcCfg, err := pgx.ParseConfig(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asOf, err := verify.FingerprintSnapshot(ctx, srcCfg, 2, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropSequences(asOf) // not transactional: read at planning time, not in the snapshot
+	srcSchema := pgtest.SchemaDump(t, c.BinDir(), src)
+
+	iterations := 2
+	if n, err := strconv.Atoi(os.Getenv("PGSPRINT_CLONE_RESUME_ITERATIONS")); err == nil && n > 0 {
+		iterations = n
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("PGSPRINT_RESUME_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (PGSPRINT_RESUME_SEED replays it)", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	points := []killPoint{
+		{"data", "pre-data", 700 * time.Millisecond},
+		{"indexes", "%index %", 300 * time.Millisecond},
+	}
+	for i := range iterations {
+		kp := points[i%len(points)]
+		dst := fmt.Sprintf("copy%d", i)
+		cloneArgs := func(snapshot string, resume bool) []string {
+			a := []string{"clone", "--source", src, "--target", c.ConnString(dst), "--snapshot", snapshot, "-j", "2", "--chunk-size", "2MB"}
+			if resume {
+				a = append(a, "--resume")
+			}
+			return a
+		}
+		args := cloneArgs(id, true)
+		t.Run(fmt.Sprintf("%d %s", i, kp.name), func(t *testing.T) {
+			if err := c.CreateDB(ctx, dst); err != nil {
+				t.Fatal(err)
+			}
+			target, err := pgx.Connect(ctx, c.ConnString(dst))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer target.Close(ctx)
+			killed := killAt(t, target, kp, rng, append(args, "-q")...)
+			if !killed {
+				t.Logf("the clone finished before the kill point")
+			} else {
+				n := journalSteps(t, target)
+				t.Logf("killed in %s with %d steps journaled", kp.name, n)
+				if kp.name == "data" && n > 0 {
+					r := pgsprint(t, nil, append(cloneArgs(id, false), "-q")...)
+					checkOneError(t, r.code, exitFailure, r.stderr, "--resume")
+					// Another snapshot is refused before it is imported.
+					r = pgsprint(t, nil, append(cloneArgs("00000009-0000FFFF-1", true), "-q")...)
+					checkOneError(t, r.code, exitFailure, r.stderr, "holds an unfinished clone of snapshot "+id)
+				}
+				r := mustPgsprint(t, append(args, "-v")...)
+				var resumed int
+				if i := strings.Index(r.stderr, "resumed: "); i >= 0 {
+					fmt.Sscanf(r.stderr[i:], "resumed: %d steps", &resumed)
+				}
+				t.Logf("the resumed clone skipped %d steps", resumed)
+				for _, line := range strings.Split(r.stderr, "\n") {
+					if strings.Contains(line, "resuming") || strings.Contains(line, "saved plan") {
+						t.Log(line)
+					}
+				}
+				if n > 1 && resumed < n-1 {
+					t.Errorf("the journal listed %d finished steps, the resumed clone skipped %d:\n%s", n-1, resumed, r.stderr)
+				}
+			}
+			var journal bool
+			if err := target.QueryRow(ctx, "SELECT to_regnamespace('pgsprint_journal') IS NOT NULL").Scan(&journal); err != nil {
+				t.Fatal(err)
+			}
+			if journal {
+				t.Error("the journal schema outlived a completed clone")
+			}
+			if diff := verify.SchemaDiff(srcSchema, pgtest.SchemaDump(t, c.BinDir(), c.ConnString(dst))); diff != "" {
+				t.Fatalf("schema after resume differs from the source:\n%s", diff)
+			}
+			got := pgtest.Fingerprint(t, c.ConnString(dst))
+			dropSequences(got)
+			if diff := verify.FingerprintDiff(asOf, got); len(diff) > 0 {
+				t.Fatalf("data after resume differs from the source as of snapshot %s: %v", id, diff)
+			}
+			checkBank(t, c.ConnString(dst), "resumed clone")
+		})
+	}
+
+	// The writes went on: a clone in a fresh snapshot would differ.
+	now := pgtest.Fingerprint(t, src)
+	dropSequences(now)
+	if diff := verify.FingerprintDiff(asOf, now); len(diff) == 0 {
+		t.Error("the source did not change after the snapshot: the test proves nothing")
+	} else {
+		t.Logf("the source changed since the snapshot: %d tables differ", len(diff))
+	}
+
+	t.Run("resume without snapshot", func(t *testing.T) {
+		r := pgsprint(t, nil, "clone", "--source", src, "--target", c.ConnString("copy0"), "--resume")
+		checkOneError(t, r.code, exitUsage, r.stderr, "--resume needs --snapshot")
+	})
+
+	t.Run("snapshot holder ended", func(t *testing.T) {
+		holder.stop(t)
+		if err := c.CreateDB(ctx, "orphan"); err != nil {
+			t.Fatal(err)
+		}
+		r := pgsprint(t, nil, "clone", "--source", src, "--target", c.ConnString("orphan"), "--snapshot", id, "--resume", "-q")
+		checkOneError(t, r.code, exitFailure, r.stderr, "snapshot "+id+" no longer exists: the `pgsprint snapshot` process holding it has ended")
+	})
+
+	t.Run("snapshot holder signals", func(t *testing.T) {
+		// SIGTERM (stdin /dev/null, as a script's background job's): exit 0.
+		cmd := exec.Command(binary, "snapshot", "-d", src, "-q")
+		var out strings.Builder
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond) // /dev/null's EOF must not end it
+		if cmd.ProcessState != nil || strings.Count(out.String(), "\n") != 1 {
+			t.Fatalf("the holder printed %q and did not keep holding", out.String())
+		}
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, cmd); code != 0 {
+			t.Errorf("pgsprint snapshot exited %d on SIGTERM", code)
+		}
+		// Its session terminated: the snapshot is gone, exit 1 saying so.
+		h, gone := startSnapshot(t, src, "-q")
+		admin, err := pgx.Connect(ctx, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Close(ctx)
+		if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE application_name = 'pgsprint snapshot' ORDER BY backend_start DESC LIMIT 1`); err != nil {
+			t.Fatal(err)
+		}
+		code := waitExit(t, h.cmd)
+		h.once.Do(func() {})
+		checkOneError(t, code, exitFailure, h.stderr.String(), "snapshot "+gone+" is gone")
+	})
+}
+
+// snapshotHolder is a running `pgsprint snapshot`, its standard input a
+// pipe whose end stops it, as a coprocess's would.
+type snapshotHolder struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *strings.Builder
+	once   sync.Once
+}
+
+// startSnapshot starts `pgsprint snapshot` on connString and returns it
+// with the snapshot id it printed. It is stopped when the test ends.
+func startSnapshot(t *testing.T, connString string, args ...string) (*snapshotHolder, string) {
+	t.Helper()
+	h := &snapshotHolder{cmd: exec.Command(binary, append([]string{"snapshot", "-d", connString}, args...)...), stderr: &strings.Builder{}}
+	h.cmd.Stderr = h.stderr
+	var err error
+	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.stop(t) })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("pgsprint snapshot printed no id: %v\n%s", err, h.stderr)
+	}
+	return h, strings.TrimSpace(line)
+}
+
+// stop closes the holder's standard input and requires it to exit 0.
+func (h *snapshotHolder) stop(t *testing.T) {
+	t.Helper()
+	h.once.Do(func() {
+		h.stdin.Close()
+		if code := waitExit(t, h.cmd); code != 0 {
+			t.Errorf("pgsprint snapshot exited %d on EOF of its input:\n%s", code, h.stderr)
+		}
+	})
+}
+
+// updateRows rewrites random rows of the chunked table "big" until the
+// returned function is called, so that its chunks differ between instants.
+func updateRows(t *testing.T, connString string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		conn, err := pgx.Connect(ctx, connString)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close(context.Background())
+		for n := 0; ctx.Err() == nil; n++ {
+			_, err := conn.Exec(ctx, "UPDATE big SET v = md5(random()::text) WHERE id = $1", 1+(n*7919)%120000)
+			if err != nil && ctx.Err() == nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	return func() { cancel(); wg.Wait() }
+}
+
+// dropSequences removes sequences from a fingerprint.
+func dropSequences(fp map[string]string) {
+	for k, v := range fp {
+		if strings.HasPrefix(v, "last_value=") {
+			delete(fp, k)
+		}
+	}
+}
