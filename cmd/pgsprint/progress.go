@@ -57,8 +57,10 @@ func (w *watch) stop() { w.display.Stop() }
 // finish prints the summary (as a JSON event with --progress=json) and
 // writes --summary-json.
 func (w *watch) finish(s progress.Summary) error {
-	w.tracker.Finish(&s)
+	// The display stops first: a progress tick racing the summary could
+	// otherwise be the last JSON event.
 	w.display.Stop()
+	w.tracker.Finish(&s)
 	if !w.quiet && w.flags.mode != string(progress.JSON) {
 		s.WriteText(os.Stderr)
 	}
