@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgsprint/pgsprint/internal/clone"
+	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/plan"
 )
@@ -27,6 +28,7 @@ type cloneOptions struct {
 	splitBy   string
 	snapshot  string
 	resume    bool
+	filter    filter.Options
 }
 
 func newCloneCmd() *cobra.Command {
@@ -57,14 +59,23 @@ interrupted, even killed, run the same command with --resume while the
 snapshot is still held: the saved plan is reused, finished chunks, indexes
 and constraints are skipped, the rest is copied from the same instant of the
 source, and no row is lost or copied twice. --resume on a target with no
-journal is an ordinary clone, so a script can always pass it.`,
+journal is an ordinary clone, so a script can always pass it.
+
+-n/-N/-t/-T/--exclude-table-data select what is copied as restore selects
+from an archive (a table with its indexes, constraints and owned sequences,
+and its schema if the target lacks it);
+--schema-only copies no rows; --data-only copies rows (and sequence values)
+into existing, empty tables of the target, referenced tables first.`,
 		Example: `  createdb copy && pgsprint clone --source prod --target copy -j 8
   pgsprint clone --source "postgresql://app@db1/prod" --target "host=db2 dbname=prod" --clean
 
   pgsprint snapshot -d prod > snap.id &       # hold a snapshot (see pgsprint snapshot --help)
   until [ -s snap.id ]; do sleep 0.1; done
   pgsprint clone --source prod --target copy --snapshot "$(cat snap.id)" --resume
-  # killed? run the same command again; then: kill %1`,
+  # killed? run the same command again; then: kill %1
+
+  pgsprint clone --source prod --target copy -n app -T 'app.log_*'
+  pgsprint clone --source prod --target copy --data-only -t app.orders`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runClone(cmd.Context(), o) },
 	}
@@ -81,6 +92,8 @@ journal is an ordinary clone, so a script can always pass it.`,
 	o.chunkSize = plan.DefaultChunkSize
 	fs.Var(&o.chunkSize, "chunk-size", "copy tables larger than this in chunks of about this size, in parallel (0: never split)")
 	fs.StringVar(&o.splitBy, "split-by", string(plan.Auto), "how to split big tables: auto, ctid or key")
+	registerFilterFlags(fs, &o.filter, "clone")
+	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "copy the definition but not the rows of tables matching this pattern")
 	fs.StringVar(&o.snapshot, "snapshot", "", "read the source in this snapshot, held by \"pgsprint snapshot\", instead of exporting one")
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted clone in the same --snapshot, skipping what it finished")
 	o.progress.register(fs)
@@ -98,6 +111,12 @@ func runClone(ctx context.Context, o cloneOptions) error {
 	}
 	if o.resume && o.snapshot == "" {
 		return usageError{fmt.Errorf("--resume needs --snapshot: a clone can only be finished in the snapshot it began in, held by \"pgsprint snapshot\" (see pgsprint clone --help)")}
+	}
+	if err := o.filter.Check(); err != nil {
+		return usageError{err}
+	}
+	if o.filter.DataOnly && o.clean {
+		return usageError{fmt.Errorf("--data-only copies into existing tables: it does not take --clean")}
 	}
 	method, err := plan.ParseMethod(o.splitBy)
 	if err != nil {
@@ -120,7 +139,7 @@ func runClone(ctx context.Context, o cloneOptions) error {
 		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, NoOwner: o.noOwner, NoACL: o.noACL,
 		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze,
 		Split:    plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
-		Snapshot: o.snapshot, Resume: o.resume,
+		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter,
 		Version: version, Logger: o.log.logger(), Progress: w.tracker,
 	})
 	if err != nil {

@@ -114,6 +114,7 @@ off instead); an archive dumped with --data-only always restores that way.`,
 	fs.StringVar(&o.mwm, "maintenance-work-mem", "512MB", "maintenance_work_mem of each connection, for index builds (empty: the server's)")
 	fs.BoolVar(&o.noAnalyze, "no-analyze", false, "do not ANALYZE the restored tables")
 	registerFilterFlags(fs, &o.filter, "restore")
+	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "create but do not load tables matching this pattern")
 	fs.BoolVar(&o.noTrig, "disable-triggers", false, "with --data-only: load with triggers and foreign key checks off (superuser)")
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted restore of the same archive, skipping what it finished")
 	fs.StringVar(&o.spillDir, "spill-dir", os.TempDir(), "with -f -: where data that arrives before a connection can load it waits")

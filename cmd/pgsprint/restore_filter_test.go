@@ -112,6 +112,29 @@ func TestRestoreSelection(t *testing.T) {
 		restore(t, db2, "-N", "app", "-T", "big")
 		onlyRelations(t, c.ConnString(db2), weirdTable, `"we""ird`+"\n"+`sch"."Other"`)
 	})
+	t.Run("exclusions keep everything else", func(t *testing.T) {
+		db := fresh(t)
+		restore(t, db, "-N", `"we""ird`+"\n"+`sch"`, "--exclude-table-data", "big")
+		want := pgtest.SchemaDump(t, c.BinDir(), src, "-N", `"we""ird`+"\n"+`sch"`)
+		if got := pgtest.SchemaDump(t, c.BinDir(), c.ConnString(db)); got != want {
+			t.Errorf("schema differs from pg_dump -N's:\n%s\nwant:\n%s", got, want)
+		}
+		requireData(t, src, c.ConnString(db), "app.customers", "app.orders")
+		if rows := scalar(t, c.ConnString(db), "SELECT count(*) FROM public.big"); rows != "0" {
+			t.Errorf("--exclude-table-data: big has %s rows", rows)
+		}
+	})
+	t.Run("clone with a selection", func(t *testing.T) {
+		db := fresh(t)
+		mustPgsprint(t, "clone", "--source", src, "--target", c.ConnString(db), "-j", "2", "--chunk-size", "1MB",
+			"-t", "app.customers", "-t", weirdTable, "-t", "big", "-q")
+		sameRelations(t, c, src, db, "app.customers", weirdTable, "public.big")
+		onlyRelations(t, c.ConnString(db), "app.customers", "app.customers_id_seq", weirdTable, "public.big")
+		db2 := fresh(t)
+		restore(t, db2, "--schema-only")
+		mustPgsprint(t, "clone", "--source", src, "--target", c.ConnString(db2), "-j", "2", "--data-only", "-q")
+		pgtest.RequireSameData(t, src, c.ConnString(db2))
+	})
 	t.Run("chunked table from a pipe, other streams skipped", func(t *testing.T) {
 		db := fresh(t)
 		cmd := exec.Command(binary, "restore", "-f", "-", "-d", c.ConnString(db), "-j", "1", "-t", "public.big", "-q")

@@ -17,6 +17,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
@@ -36,7 +37,14 @@ type Options struct {
 	MaintenanceWorkMem string
 	NoAnalyze          bool
 	Split              plan.Options // which tables are copied in several chunks
-	Version            string
+	// Filter selects schemas and tables as restore's -n/-N/-t/-T do (the
+	// source is read whole, in the sense that the schema and the plan
+	// cover every table, but only the selected tables' rows are copied):
+	// a table comes with its indexes, constraints and, if the target lacks
+	// it, its schema. With DataOnly the rows go into existing, empty
+	// tables of the target; with SchemaOnly no rows are copied.
+	Filter  filter.Options
+	Version string
 	// Snapshot is a snapshot exported and held by another process
 	// (pgsprint snapshot): the source is read in it instead of in one the
 	// clone exports, so that a killed clone can be finished at the same
@@ -85,7 +93,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	defer src.close()
 	res, err := restore.Run(ctx, restore.Options{
 		Target: opts.Target, Source: src, Jobs: opts.Jobs, Clean: opts.Clean, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
-		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Resume: opts.Resume, Logger: opts.Logger,
+		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Resume: opts.Resume, Filter: opts.Filter, Logger: opts.Logger,
 		Progress: opts.Progress,
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 type Matched struct {
 	Schemas   map[string]bool // schemas selected as a whole (-n/-N); none with -t
 	Relations map[Rel]bool    // relations selected by name or by schema
+	NoData    map[Rel]bool    // relations matched by --exclude-table-data
 }
 
 // Match evaluates the selection on the schemas and relations of an archive
@@ -44,13 +45,17 @@ func (o Options) Match(db string, schemas []string, rels []Rel) (*Matched, error
 	if err != nil {
 		return nil, err
 	}
+	noData, err := compile(o.ExcludeTableData, false)
+	if err != nil {
+		return nil, err
+	}
 	schemaChosen := func(s string) bool {
 		if len(o.Schemas) > 0 && !anyMatch(incN, s, "") {
 			return false
 		}
 		return !anyMatch(excN, s, "")
 	}
-	out := &Matched{Schemas: map[string]bool{}, Relations: map[Rel]bool{}}
+	out := &Matched{Schemas: map[string]bool{}, Relations: map[Rel]bool{}, NoData: map[Rel]bool{}}
 	if len(o.Tables) == 0 {
 		for _, s := range schemas {
 			if schemaChosen(s) {
@@ -67,6 +72,9 @@ func (o Options) Match(db string, schemas []string, rels []Rel) (*Matched, error
 		}
 		if sel && !anyMatch(excT, r.Schema, r.Name) {
 			out.Relations[r] = true
+		}
+		if anyMatch(noData, r.Schema, r.Name) {
+			out.NoData[r] = true
 		}
 	}
 	switch {

@@ -35,6 +35,7 @@ func TestMatch(t *testing.T) {
 		{"-t ignores -n", Options{Schemas: []string{"app"}, Tables: []string{"audit.log"}}, "", "audit.log", ""},
 		{"three-part name", Options{Tables: []string{"shop.app.users"}}, "", "app.users", ""},
 		{"other database", Options{Tables: []string{"other.app.users"}}, "", "", "cross-database references are not implemented: other.app.users"},
+		{"exclude table data keeps the table", Options{Schemas: []string{"app"}, ExcludeTableData: []string{"app.users"}}, "app", "app.orders,app.users", ""},
 		{"no match", Options{Tables: []string{"nope"}}, "", "", "no matching tables were found in the archive"},
 		{"no schema match", Options{Schemas: []string{"nope"}}, "", "", "no matching schemas were found in the archive"},
 	} {

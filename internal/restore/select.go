@@ -122,7 +122,8 @@ func (r *run) chooseParts(ctx context.Context, skip func(...uint32)) error {
 }
 
 // narrow returns the manifest of what is restored: the selected relations'
-// tables (chunks renumbered to them), sequences and materialized views;
+// tables (chunks renumbered to them) but those whose data is excluded,
+// sequences and materialized views;
 // large objects only when nothing narrows the selection, as pg_dump does.
 func narrow(m *archive.Manifest, matched *filter.Matched, schemaOnly bool) *archive.Manifest {
 	out := *m
@@ -135,7 +136,7 @@ func narrow(m *archive.Manifest, matched *filter.Matched, schemaOnly bool) *arch
 	}
 	index := map[int]int{}
 	for i, t := range m.Tables {
-		if keep(t.Schema, t.Name) {
+		if keep(t.Schema, t.Name) && (matched == nil || !matched.NoData[filter.Rel{Schema: t.Schema, Name: t.Name}]) {
 			index[i] = len(out.Tables)
 			out.Tables = append(out.Tables, t)
 		}
@@ -194,37 +195,41 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 			excluded[o.OID] = true
 		}
 	}
-	schemaOIDs := map[uint32]bool{}
-	args := []string{"--list"}
-	for _, s := range m.Schemas {
-		if matched.Schemas[s.Name] {
-			schemaOIDs[s.OID] = true
-			args = append(args, "--schema="+s.Name)
-		}
-	}
-	missing, err := r.missingSchemas(ctx, m, matched)
-	if err != nil {
-		return err
-	}
-	for _, s := range m.Schemas {
-		if missing[s.Name] {
-			schemaOIDs[s.OID] = true // the schema itself, not its members
-		}
-	}
 	include, exclude := map[int]bool{}, map[int]bool{}
-	if len(schemaOIDs) > 0 {
-		// pg_restore -n selects an exact schema name's members (the schema
-		// itself aside): the functions, types, views... of the schema.
-		members, err := r.command(ctx, r.tools.PgRestore(), append(args, r.schema)...).Output()
-		if err != nil {
-			return fmt.Errorf("pg_restore --list --schema: %w", err)
+	schemaOIDs, dropSchemas := map[uint32]bool{}, map[uint32]bool{}
+	var in, out []string
+	for _, sc := range m.Schemas {
+		if matched.Schemas[sc.Name] {
+			schemaOIDs[sc.OID] = true
+			in = append(in, sc.Name)
+		} else {
+			dropSchemas[sc.OID] = true
+			out = append(out, sc.Name)
 		}
-		ids, err := toc.ListIDs(string(members))
+	}
+	onlyExclusions := len(r.opts.Filter.Tables) == 0 && len(r.opts.Filter.Schemas) == 0
+	if onlyExclusions {
+		// -N/-T/--exclude-table-data only: everything else comes, the
+		// objects that live in no schema (extensions, casts, publications,
+		// event triggers...) included, as in pg_dump.
+		for _, id := range order {
+			include[id] = true
+		}
+		if err := r.addMembers(ctx, exclude, out); err != nil {
+			return err
+		}
+	} else {
+		missing, err := r.missingSchemas(ctx, m, matched)
 		if err != nil {
 			return err
 		}
-		for _, id := range ids {
-			include[id] = true
+		for _, sc := range m.Schemas {
+			if missing[sc.Name] {
+				schemaOIDs[sc.OID] = true // the schema itself, not its members
+			}
+		}
+		if err := r.addMembers(ctx, include, in); err != nil {
+			return err
 		}
 	}
 	for _, e := range parsed.Entries {
@@ -233,7 +238,7 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 			include[e.ID] = true // for --create
 		case e.Class == relationClass && selected[e.OID], e.Class == schemaClass && schemaOIDs[e.OID]:
 			include[e.ID] = true
-		case e.Class == relationClass && excluded[e.OID]:
+		case e.Class == relationClass && excluded[e.OID], onlyExclusions && e.Class == schemaClass && dropSchemas[e.OID]:
 			exclude[e.ID] = true
 		}
 	}
@@ -293,6 +298,31 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 		return fmt.Errorf("write pg_restore list: %w", err)
 	}
 	r.sel.list, r.sel.ids = file.Name(), chosen
+	return nil
+}
+
+// addMembers adds to set the dump IDs of the entries in the named
+// schemas: pg_restore --list --schema compares exact names and lists a
+// schema's functions, types, tables, views... (not the schema itself).
+func (r *run) addMembers(ctx context.Context, set map[int]bool, schemas []string) error {
+	if len(schemas) == 0 {
+		return nil
+	}
+	args := []string{"--list"}
+	for _, sc := range schemas {
+		args = append(args, "--schema="+sc)
+	}
+	members, err := r.command(ctx, r.tools.PgRestore(), append(args, r.schema)...).Output()
+	if err != nil {
+		return fmt.Errorf("pg_restore --list --schema: %w", err)
+	}
+	ids, err := toc.ListIDs(string(members))
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		set[id] = true
+	}
 	return nil
 }
 
