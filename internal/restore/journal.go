@@ -212,7 +212,7 @@ func (r *run) checkJournal(found *journal, id string) error {
 	case found == nil:
 		return nil
 	case !r.opts.Resume && !r.opts.Clean:
-		return fmt.Errorf("target database %q holds an unfinished pgsprint restore (schema %s): use --resume to finish it, or --clean to start over",
+		return fmt.Errorf("target database %q holds an unfinished pgsprint restore or clone (schema %s): use --resume to finish it (a clone with the --snapshot it read), or --clean to start over",
 			r.target.Database, pg.Ident(JournalSchema))
 	case r.opts.Resume && found.id != id:
 		return fmt.Errorf("target database %q holds an unfinished restore of another archive (%s, this one is %s): resume with that archive, or use --clean without --resume to start over",
