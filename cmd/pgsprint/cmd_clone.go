@@ -29,6 +29,7 @@ type cloneOptions struct {
 	snapshot  string
 	resume    bool
 	filter    filter.Options
+	lockWait  string
 }
 
 func newCloneCmd() *cobra.Command {
@@ -94,6 +95,7 @@ into existing, empty tables of the target, referenced tables first.`,
 	fs.StringVar(&o.splitBy, "split-by", string(plan.Auto), "how to split big tables: auto, ctid or key")
 	registerFilterFlags(fs, &o.filter, "clone")
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "copy the definition but not the rows of tables matching this pattern")
+	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock at the start (e.g. 30s; as pg_dump)")
 	fs.StringVar(&o.snapshot, "snapshot", "", "read the source in this snapshot, held by \"pgsprint snapshot\", instead of exporting one")
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted clone in the same --snapshot, skipping what it finished")
 	o.progress.register(fs)
@@ -139,7 +141,7 @@ func runClone(ctx context.Context, o cloneOptions) error {
 		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, NoOwner: o.noOwner, NoACL: o.noACL,
 		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze,
 		Split:    plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
-		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter,
+		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait,
 		Version: version, Logger: o.log.logger(), Progress: w.tracker,
 	})
 	if err != nil {

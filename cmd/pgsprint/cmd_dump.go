@@ -32,6 +32,7 @@ type dumpOptions struct {
 	profile   string
 	progress  progressFlags
 	filter    filter.Options
+	lockWait  string
 }
 
 func newDumpCmd() *cobra.Command {
@@ -68,6 +69,7 @@ only when complete.`,
 	fs.StringVar(&o.profile, "cpu-profile", "", "write a Go CPU profile of the dump to this file")
 	_ = fs.MarkHidden("cpu-profile")
 	registerFilterFlags(fs, &o.filter, "dump")
+	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock at the start (e.g. 30s; as pg_dump)")
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "dump the definition but not the rows of tables matching this pattern")
 	o.progress.register(fs)
 	o.log.register(fs)
@@ -115,7 +117,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	res, err := dump.Run(ctx, dump.Options{
 		Source: cfg, File: o.file, Stdout: os.Stdout, Jobs: o.jobs, Codec: c, BlockSize: o.blockSize,
 		Split:   plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
-		Version: version, Logger: o.log.logger(), Progress: w.tracker, Filter: o.filter,
+		Version: version, Logger: o.log.logger(), Progress: w.tracker, Filter: o.filter, LockWaitTimeout: o.lockWait,
 	})
 	if err != nil {
 		return err

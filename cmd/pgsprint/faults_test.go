@@ -52,6 +52,25 @@ CREATE TABLE small AS SELECT i FROM generate_series(1, 1000) i; ANALYZE;`)
 		noSessionsLeft(t, admin)
 	})
 
+	t.Run("table locked past --lock-wait-timeout", func(t *testing.T) {
+		dir := t.TempDir()
+		locker, err := pgx.Connect(ctx, c.ConnString("big"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer locker.Close(ctx)
+		if _, err := locker.Exec(ctx, "BEGIN; LOCK TABLE small IN ACCESS EXCLUSIVE MODE"); err != nil {
+			t.Fatal(err)
+		}
+		r := pgsprint(t, nil, "dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "--lock-wait-timeout", "300ms")
+		checkOneError(t, r.code, exitFailure, r.stderr, "within --lock-wait-timeout (300ms)")
+		noPartialFiles(t, dir)
+		if _, err := locker.Exec(ctx, "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+		noSessionsLeft(t, admin)
+	})
+
 	t.Run("disk full", func(t *testing.T) {
 		dir := t.TempDir()
 		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", dir).CombinedOutput(); err != nil {

@@ -45,6 +45,8 @@ type Options struct {
 	// tables of the target; with SchemaOnly no rows are copied.
 	Filter  filter.Options
 	Version string
+	// LockWaitTimeout is dump.SessionOptions.LockWaitTimeout.
+	LockWaitTimeout string
 	// Snapshot is a snapshot exported and held by another process
 	// (pgsprint snapshot): the source is read in it instead of in one the
 	// clone exports, so that a killed clone can be finished at the same
@@ -84,7 +86,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 		}
 	}
 	sess, err := dump.Begin(ctx, dump.SessionOptions{Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock,
-		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, Logger: opts.Logger})
+		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger})
 	if err != nil {
 		return nil, explainSnapshot(err, opts)
 	}

@@ -24,7 +24,23 @@ type catalog struct {
 	relations    []pg.Object // for restore's -t/-T
 }
 
-func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options) (*catalog, error) {
+// readCatalog is listAndLock, waiting for locks no longer than lockWait
+// (pg_dump's --lock-wait-timeout; empty: as long as it takes).
+func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options, lockWait string) (*catalog, error) {
+	done, err := pg.LimitLockWait(ctx, conn, lockWait)
+	if err != nil {
+		return nil, err
+	}
+	c, err := listAndLock(ctx, conn, srv, split, sel)
+	if err = done(err); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// listAndLock lists the tables to read, locks them, plans their chunks and
+// reads the rest of the catalog, inside the snapshot.
+func listAndLock(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options) (*catalog, error) {
 	var c catalog
 	var err error
 	if c.tables, err = pg.ListTables(ctx, conn, srv); err != nil {

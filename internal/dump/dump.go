@@ -39,6 +39,8 @@ type Options struct {
 	// Filter selects schemas and tables as pg_dump's -n/-N/-t/-T do; the
 	// same selection goes to pg_dump for the schema.
 	Filter filter.Options
+	// LockWaitTimeout is SessionOptions.LockWaitTimeout.
+	LockWaitTimeout string
 	// Progress hears about the work as it happens; nil reports nowhere.
 	Progress progress.Reporter
 }
@@ -74,7 +76,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	opts.Progress.Phase("catalog")
 
-	sess, err := Begin(ctx, SessionOptions{Source: opts.Source, Jobs: opts.Jobs, BlockSize: opts.BlockSize,
+	sess, err := Begin(ctx, SessionOptions{Source: opts.Source, Jobs: opts.Jobs, BlockSize: opts.BlockSize, LockWaitTimeout: opts.LockWaitTimeout,
 		Split: opts.Split, Version: opts.Version, Filter: opts.Filter, Logger: log})
 	if err != nil {
 		return nil, err

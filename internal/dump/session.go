@@ -36,7 +36,12 @@ type SessionOptions struct {
 	// finished steps name the earlier plan's streams. The leader still
 	// locks every table the manifest lists.
 	Manifest *archive.Manifest
-	Logger   *slog.Logger
+	// LockWaitTimeout, as pg_dump's --lock-wait-timeout (any value SET
+	// lock_timeout takes, e.g. "30s"), fails the start instead of waiting
+	// longer for a table's ACCESS SHARE lock. Empty waits as long as it
+	// takes.
+	LockWaitTimeout string
+	Logger          *slog.Logger
 }
 
 // Session is one consistent view of the source, shared by dump and clone
@@ -101,11 +106,11 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 		log.Info("snapshot exported", "snapshot", s.snap.ID, "server", s.srv.Version, "pg_dump", s.tools.Version)
 	}
 	if opts.Manifest != nil {
-		return s.reuse(ctx, opts.Manifest, log)
+		return s.reuse(ctx, opts.Manifest, opts.LockWaitTimeout, log)
 	}
 	split := opts.Split
 	split.Jobs = max(opts.Jobs, 1)
-	if s.cat, err = readCatalog(ctx, s.leader, s.srv, split, opts.Filter); err != nil {
+	if s.cat, err = readCatalog(ctx, s.leader, s.srv, split, opts.Filter, opts.LockWaitTimeout); err != nil {
 		return err
 	}
 	s.Manifest, s.sizes = s.cat.manifest(s.srv, s.snap, s.tools, opts)
@@ -129,7 +134,7 @@ func importSnapshot(ctx context.Context, conn *pgx.Conn, id string) (*pg.Snapsho
 // reuse makes m, planned by an earlier run in the same snapshot, the
 // session's manifest, after locking the tables it lists as Begin locks
 // those it plans.
-func (s *Session) reuse(ctx context.Context, m *archive.Manifest, log *slog.Logger) error {
+func (s *Session) reuse(ctx context.Context, m *archive.Manifest, lockWait string, log *slog.Logger) error {
 	if m.Snapshot != s.snap.ID {
 		return fmt.Errorf("the saved plan was made in snapshot %s, not %s", m.Snapshot, s.snap.ID)
 	}
@@ -137,7 +142,11 @@ func (s *Session) reuse(ctx context.Context, m *archive.Manifest, log *slog.Logg
 	for i, t := range m.Tables {
 		tables[i] = pg.TableInfo{Schema: t.Schema, Name: t.Name}
 	}
-	if err := pg.LockTables(ctx, s.leader, tables); err != nil {
+	done, err := pg.LimitLockWait(ctx, s.leader, lockWait)
+	if err != nil {
+		return err
+	}
+	if err := done(pg.LockTables(ctx, s.leader, tables)); err != nil {
 		return err
 	}
 	s.Manifest = m

@@ -2,10 +2,12 @@ package pg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Server describes the server and database being dumped.
@@ -133,6 +135,35 @@ func LockTables(ctx context.Context, conn *pgx.Conn, tables []TableInfo) error {
 		}
 	}
 	return nil
+}
+
+// LimitLockWait makes conn give up on a lock after wait (any value SET
+// lock_timeout takes, e.g. "30s"), as pg_dump --lock-wait-timeout does
+// while it lists and locks tables: rather than queue behind a pending
+// ALTER or DROP, which itself queues behind whoever holds the table.
+// Listing takes locks too (pg_relation_size does). The returned function
+// restores the setting and turns a timeout in err into a message that
+// says what happened. An empty wait changes nothing.
+func LimitLockWait(ctx context.Context, conn *pgx.Conn, wait string) (done func(err error) error, err error) {
+	if wait == "" {
+		return func(err error) error { return err }, nil
+	}
+	if _, err := conn.Exec(ctx, "SET lock_timeout = "+Literal(wait)); err != nil {
+		return nil, fmt.Errorf("--lock-wait-timeout %s: %w", wait, err)
+	}
+	return func(err error) error {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+			return fmt.Errorf("could not lock the tables to read within --lock-wait-timeout (%s): another session holds or is waiting for a conflicting lock (an ALTER, DROP, TRUNCATE or VACUUM FULL)", wait)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, "RESET lock_timeout"); err != nil {
+			return fmt.Errorf("reset lock_timeout: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // SequenceInfo is a sequence's state as the snapshot's transaction reads it.
