@@ -5,10 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -62,16 +59,7 @@ func TestCloneResume(t *testing.T) {
 	dropSequences(asOf) // not transactional: read at planning time, not in the snapshot
 	srcSchema := pgtest.SchemaDump(t, c.BinDir(), src)
 
-	iterations := 2
-	if n, err := strconv.Atoi(os.Getenv("PGSPRINT_CLONE_RESUME_ITERATIONS")); err == nil && n > 0 {
-		iterations = n
-	}
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("PGSPRINT_RESUME_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (PGSPRINT_RESUME_SEED replays it)", seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
+	iterations, rng := killLoop(t, "PGSPRINT_CLONE_RESUME_ITERATIONS", 2)
 	points := []killPoint{
 		{"data", "pre-data", 700 * time.Millisecond},
 		{"indexes", "%index %", 300 * time.Millisecond},

@@ -63,16 +63,7 @@ func TestResume(t *testing.T) {
 
 	srcData := pgtest.Fingerprint(t, c.ConnString("src"))
 	srcSchema := pgtest.SchemaDump(t, c.BinDir(), c.ConnString("src"))
-	iterations := 4
-	if n, err := strconv.Atoi(os.Getenv("PGSPRINT_RESUME_ITERATIONS")); err == nil && n > 0 {
-		iterations = n
-	}
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("PGSPRINT_RESUME_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (PGSPRINT_RESUME_SEED replays it)", seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
+	iterations, rng := killLoop(t, "PGSPRINT_RESUME_ITERATIONS", 4)
 	phases := []killPoint{
 		{"pre-data", "", 300 * time.Millisecond},
 		{"data", "pre-data", 800 * time.Millisecond},
@@ -165,6 +156,22 @@ type killPoint struct {
 
 // killAt runs pgsprint with args, SIGKILLs it at kp and reports whether it
 // was killed (false: it ended first, successfully).
+// killLoop returns how many kill-and-resume iterations to run (n, or the
+// environment variable iterVar) and a random source whose seed is logged
+// and can be replayed with PGSPRINT_RESUME_SEED.
+func killLoop(t *testing.T, iterVar string, n int) (int, *rand.Rand) {
+	t.Helper()
+	if v, err := strconv.Atoi(os.Getenv(iterVar)); err == nil && v > 0 {
+		n = v
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("PGSPRINT_RESUME_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (PGSPRINT_RESUME_SEED replays it)", seed)
+	return n, rand.New(rand.NewPCG(seed, 0))
+}
+
 func killAt(t *testing.T, target *pgx.Conn, kp killPoint, rng *rand.Rand, args ...string) bool {
 	t.Helper()
 	cmd, stderr := startPgsprint(t, args...)
