@@ -12,16 +12,26 @@ import (
 // ToolError reduces a client program's stderr to its most telling line, so
 // that a failed pg_dump or pg_restore reaches the user as one line.
 func ToolError(stderr []byte, err error) string {
+	line := err.Error()
 	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		line = last
+	}
 	for _, l := range lines {
 		if strings.Contains(l, "error:") {
-			return strings.TrimSpace(l)
+			line = strings.TrimSpace(l)
+			break
 		}
 	}
-	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
-		return last
+	// A child that lost its server says so in libpq's words; say what it
+	// means, as ExplainLost does for pgsprint's own connections.
+	for _, lost := range []string{"server closed the connection unexpectedly", "terminating connection due to administrator command",
+		"the database system is shutting down", "the database system is starting up", "no connection to the server"} {
+		if strings.Contains(string(stderr), lost) {
+			return "lost the connection to the server (it restarted or the session was terminated): " + line
+		}
 	}
-	return err.Error()
+	return line
 }
 
 // ExplainLost turns the bare EOF that a dropped connection produces (the

@@ -1,0 +1,25 @@
+package pg
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestToolError: a child's stderr comes down to its telling line, and a
+// lost server is said to be one.
+func TestToolError(t *testing.T) {
+	exit := errors.New("exit status 1")
+	for _, tc := range []struct{ stderr, want string }{
+		{"pg_restore: warning: x\npg_restore: error: could not execute query: ERROR:  boom\n", "pg_restore: error: could not execute query: ERROR:  boom"},
+		{"", "exit status 1"},
+		{"something odd\n", "something odd"},
+		{"pg_dump: error: connection to server on socket \"/s/.s.PGSQL.5432\" failed: server closed the connection unexpectedly\n\tThis probably means the server terminated abnormally\n",
+			"lost the connection to the server (it restarted or the session was terminated): pg_dump: error: connection to server on socket \"/s/.s.PGSQL.5432\" failed: server closed the connection unexpectedly"},
+		{"pg_dump: error: Dumping the contents of table \"t\" failed: FATAL:  terminating connection due to administrator command\n",
+			"lost the connection to the server (it restarted or the session was terminated): pg_dump: error: Dumping the contents of table \"t\" failed: FATAL:  terminating connection due to administrator command"},
+	} {
+		if got := ToolError([]byte(tc.stderr), exit); got != tc.want {
+			t.Errorf("ToolError(%q) = %q, want %q", tc.stderr, got, tc.want)
+		}
+	}
+}
