@@ -5,6 +5,12 @@
 // run, not absolute times across runs.
 //
 //	go run ./bench/restore --scale 100 -j 2
+//
+// With --table it measures restoring one table (its rows, indexes and
+// constraints) out of the full archives instead: pgsprint restore -t
+// against pg_restore -L with the table's entries, as a DBA would write it.
+//
+//	go run ./bench/restore --scale 30 -j 2 --datasets pgbench --table pgbench_accounts
 package main
 
 import (
@@ -12,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -31,11 +38,12 @@ func main() {
 	jobs := flag.Int("j", 2, "parallel jobs for both tools")
 	only := flag.String("datasets", "pgbench,mixed,fk", "comma-separated datasets to run")
 	binDir := flag.String("bin", "", "PostgreSQL bin directory (default: found like the tests do)")
+	table := flag.String("table", "", "measure restoring only this table of schema public, with its indexes and constraints")
 	extra := flag.String("extra", "", "also measure pgsprint restore --no-analyze with these extra flags (space-separated), e.g. --split-min-bytes=-1")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *binDir, *only, *extra, *scale, *mixed, *fk, *jobs); err != nil {
+	if err := run(ctx, *binDir, *only, *extra, *table, *scale, *mixed, *fk, *jobs); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/restore:", err)
 		os.Exit(1)
 	}
@@ -49,9 +57,10 @@ type bench struct {
 	dir      string
 	jobs     int
 	extra    []string
+	table    string
 }
 
-func run(ctx context.Context, binDir, only, extra string, scale int, mixed, fk float64, jobs int) error {
+func run(ctx context.Context, binDir, only, extra, table string, scale int, mixed, fk float64, jobs int) error {
 	bin, err := pgtest.FindBinDir(binDir)
 	if err != nil {
 		return err
@@ -61,7 +70,7 @@ func run(ctx context.Context, binDir, only, extra string, scale int, mixed, fk f
 		return err
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{bin: bin, dir: dir, jobs: jobs, pgsprint: pgsprint, extra: strings.Fields(extra)}
+	b := &bench{bin: bin, dir: dir, jobs: jobs, pgsprint: pgsprint, extra: strings.Fields(extra), table: table}
 	if b.c, err = benchkit.StartCluster(ctx, bin); err != nil {
 		return err
 	}
@@ -122,6 +131,23 @@ func (b *bench) compare(ctx context.Context, name, title string, build func(stri
 			return benchkit.Cmd("sh", "-c", `exec "$0" restore -j "$1" -f "$2" -d "$3" 2>"$4"`, b.pgsprint, j, file, b.c.ConnString(db), report)
 		}},
 	}
+	if b.table != "" {
+		list, err := b.tableList(ctx, fdir)
+		if err != nil {
+			return err
+		}
+		tools = []tool{
+			{"pg_restore -j " + j + " -L (" + b.table + ")", func(db string) benchkit.Command {
+				return benchkit.Cmd(filepath.Join(b.bin, "pg_restore"), "-j", j, "-L", list, "-d", b.c.ConnString(db), fdir)
+			}},
+			{"pgsprint restore -j " + j + " -t " + b.table + " --no-analyze", func(db string) benchkit.Command {
+				return benchkit.Cmd(b.pgsprint, "restore", "-q", "--no-analyze", "-j", j, "-t", "public."+b.table, "-f", file, "-d", b.c.ConnString(db))
+			}},
+			{"pgsprint restore -j " + j + " -t " + b.table + " -f - (from a pipe)", func(db string) benchkit.Command {
+				return benchkit.Cmd("sh", "-c", `exec "$0" restore -q --no-analyze -j "$1" -t "public.$2" -f - -d "$3" < "$4"`, b.pgsprint, j, b.table, b.c.ConnString(db), file)
+			}},
+		}
+	}
 	if len(b.extra) > 0 {
 		tools = append(tools, tool{"pgsprint restore -j " + j + " --no-analyze " + strings.Join(b.extra, " "), func(db string) benchkit.Command {
 			return benchkit.Cmd(append([]string{b.pgsprint, "restore", "-q", "--no-analyze", "-j", j, "-f", file, "-d", b.c.ConnString(db)}, b.extra...)...)
@@ -146,4 +172,26 @@ func (b *bench) compare(ctx context.Context, name, title string, build func(stri
 		fmt.Printf("\npgsprint's phase report:\n\n```\n%s```\n", rep)
 	}
 	return nil
+}
+
+// tableList writes a pg_restore list of the archive's entries of table
+// public.<b.table>: its definition, data and constraints (pg_dump lists a
+// constraint as "public <table> <name>"; pgbench's tables have no other
+// indexes).
+func (b *bench) tableList(ctx context.Context, fdir string) (string, error) {
+	out, err := exec.CommandContext(ctx, filepath.Join(b.bin, "pg_restore"), "-l", fdir).Output()
+	if err != nil {
+		return "", fmt.Errorf("pg_restore -l: %w", err)
+	}
+	var keep []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(l, ";") && strings.Contains(l, " public "+b.table+" ") {
+			keep = append(keep, l)
+		}
+	}
+	if len(keep) == 0 {
+		return "", fmt.Errorf("no entries of public.%s in the archive", b.table)
+	}
+	list := filepath.Join(b.dir, b.table+".list")
+	return list, os.WriteFile(list, []byte(strings.Join(keep, "\n")+"\n"), 0o600)
 }
