@@ -11,6 +11,9 @@ type Matched struct {
 	Schemas   map[string]bool // schemas selected as a whole (-n/-N); none with -t
 	Relations map[Rel]bool    // relations selected by name or by schema
 	NoData    map[Rel]bool    // relations matched by --exclude-table-data
+	// LargeObjects says whether large objects come too: only when no -n
+	// or -t narrows the selection (Options.LargeObjects).
+	LargeObjects bool
 }
 
 // Match evaluates the selection on the schemas and relations of an archive
@@ -55,7 +58,8 @@ func (o Options) Match(db string, schemas []string, rels []Rel) (*Matched, error
 		}
 		return !anyMatch(excN, s, "")
 	}
-	out := &Matched{Schemas: map[string]bool{}, Relations: map[Rel]bool{}, NoData: map[Rel]bool{}}
+	out := &Matched{Schemas: map[string]bool{}, Relations: map[Rel]bool{}, NoData: map[Rel]bool{},
+		LargeObjects: len(o.Schemas) == 0 && len(o.Tables) == 0}
 	if len(o.Tables) == 0 {
 		for _, s := range schemas {
 			if schemaChosen(s) {

@@ -123,8 +123,8 @@ func (r *run) chooseParts(ctx context.Context, skip func(...uint32)) error {
 
 // narrow returns the manifest of what is restored: the selected relations'
 // tables (chunks renumbered to them) but those whose data is excluded,
-// sequences and materialized views;
-// large objects only when nothing narrows the selection, as pg_dump does.
+// sequences and materialized views; large objects unless -n or -t narrow
+// the selection, as in pg_dump.
 func narrow(m *archive.Manifest, matched *filter.Matched, schemaOnly bool) *archive.Manifest {
 	out := *m
 	out.Tables, out.Chunks, out.Sequences, out.Matviews, out.LargeObjects = nil, nil, nil, nil, nil
@@ -157,7 +157,7 @@ func narrow(m *archive.Manifest, matched *filter.Matched, schemaOnly bool) *arch
 			out.Matviews = append(out.Matviews, mv)
 		}
 	}
-	if matched == nil {
+	if matched == nil || matched.LargeObjects {
 		out.LargeObjects = m.LargeObjects
 	}
 	return &out
@@ -180,7 +180,7 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 	if err != nil {
 		return fmt.Errorf("pg_restore --file: %w", err)
 	}
-	parsed, err := toc.ParseScript(string(script), order)
+	parsed, err := toc.ParseWhole(string(script), order)
 	if err != nil {
 		return err
 	}

@@ -61,11 +61,9 @@ func ListIDs(list string) ([]int, error) {
 
 const entryMarker = "-- TOC entry "
 
-// ParseScript splits a verbose pg_restore script into entries. want is the
-// listing's dump IDs for the same selection (from ListIDs): the parse is
-// refused unless it finds exactly those entries in that order, so that text
-// inside an entry that merely looks like a header can never go unnoticed.
-func ParseScript(script string, want []int) (*Script, error) {
+// parse splits a verbose pg_restore script into entries, checking only
+// their number against want.
+func parse(script string, want []int) (*Script, error) {
 	s := &Script{}
 	lines := strings.SplitAfter(script, "\n")
 	settings := map[string]string{}
@@ -152,10 +150,44 @@ func ParseScript(script string, want []int) (*Script, error) {
 	if len(s.Entries) != len(want) {
 		return nil, fmt.Errorf("toc: script has %d entries, listing has %d", len(s.Entries), len(want))
 	}
+	return s, nil
+}
+
+// ParseScript splits a verbose pg_restore script into entries. want is the
+// listing's dump IDs for the same selection (from ListIDs): the parse is
+// refused unless it finds exactly those entries in that order, so that text
+// inside an entry that merely looks like a header can never go unnoticed.
+func ParseScript(script string, want []int) (*Script, error) {
+	s, err := parse(script, want)
+	if err != nil {
+		return nil, err
+	}
 	for i, e := range s.Entries {
 		if e.ID != want[i] || e.Type == "" {
 			return nil, fmt.Errorf("toc: script entry %d is dump ID %d (type %q), listing has %d", i, e.ID, e.Type, want[i])
 		}
+	}
+	return s, nil
+}
+
+// ParseWhole is ParseScript for the script of a whole archive, in which
+// pg_restore moves some entries (privileges, event triggers, matview data)
+// after the others: the entries must be exactly the listing's, each once,
+// in any order.
+func ParseWhole(script string, want []int) (*Script, error) {
+	s, err := parse(script, want)
+	if err != nil {
+		return nil, err
+	}
+	left := map[int]bool{}
+	for _, id := range want {
+		left[id] = true
+	}
+	for _, e := range s.Entries {
+		if !left[e.ID] || e.Type == "" {
+			return nil, fmt.Errorf("toc: script has dump ID %d (type %q) twice or not in the listing", e.ID, e.Type)
+		}
+		delete(left, e.ID)
 	}
 	return s, nil
 }

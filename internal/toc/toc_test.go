@@ -81,6 +81,22 @@ func TestParseScript(t *testing.T) {
 	if _, err := ParseScript(clean, []int{10, 12}); err == nil {
 		t.Error("a listing that disagrees with the script was accepted")
 	}
+	// A whole archive's script may order entries differently from its
+	// listing, but must hold exactly its entries.
+	if _, err := ParseScript(clean, []int{12, 10, 11}); err == nil {
+		t.Error("ParseScript accepted another order")
+	}
+	if _, err := ParseWhole(clean, []int{12, 10, 11}); err != nil {
+		t.Errorf("ParseWhole refused another order: %v", err)
+	}
+	for _, want := range [][]int{{10, 11, 13}, {10, 11}, {10, 11, 11}} {
+		if _, err := ParseWhole(clean, want); err == nil {
+			t.Errorf("ParseWhole accepted listing %v", want)
+		}
+	}
+	if _, err := ParseWhole(script, []int{10, 11, 12}); err == nil {
+		t.Error("ParseWhole missed a header inside a string literal")
+	}
 }
 
 func fmtInts(v []int) string {
