@@ -88,7 +88,8 @@ only those). Large objects come only with the whole archive.
 --schema-only creates the objects without rows. --data-only loads rows and
 sequence values into existing, empty tables (referenced tables first;
 --disable-triggers, for a superuser, turns triggers and foreign key checks
-off instead); an archive dumped with --data-only always restores that way.`,
+off instead); an archive dumped with --data-only always restores that way.
+With --to-sql the selection is written as if into an empty database.`,
 		Example: `  createdb copy && pgsprint restore -f mydb.pgs -d copy
   pgsprint restore -f mydb.pgs -d postgres --create -j 8
   pgsprint restore -f mydb.pgs -d copy --clean
@@ -185,15 +186,26 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 	if o.create || o.clean {
 		return usageError{fmt.Errorf("--to-sql does not take --create or --clean: load the script into the database you want")}
 	}
-	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly {
-		return usageError{fmt.Errorf("--to-sql writes the whole archive: it does not take -n/-N/-t/-T, --schema-only or --data-only")}
+	if o.noTrig {
+		return usageError{fmt.Errorf("--to-sql does not take --disable-triggers")}
 	}
 	f, err := archive.OpenFile(o.file)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return sqlscript.Write(ctx, f.Reader, os.Stdout, sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL})
+	opts := sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL}
+	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly {
+		// As restored into an empty database: the schemas of selected
+		// tables come too, foreign keys to tables left out do not.
+		sel, err := restore.Select(ctx, f.Reader, o.filter, o.log.logger())
+		if err != nil {
+			return err
+		}
+		defer sel.Close()
+		opts.Selection = sel
+	}
+	return sqlscript.Write(ctx, f.Reader, os.Stdout, opts)
 }
 
 // restoreSummary is the end-of-run summary of a restore or a clone. The

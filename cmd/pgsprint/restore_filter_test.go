@@ -136,6 +136,17 @@ func TestRestoreSelection(t *testing.T) {
 		mustPgsprint(t, "clone", "--source", src, "--target", c.ConnString(db2), "-j", "2", "--data-only", "-q")
 		pgtest.RequireSameData(t, src, c.ConnString(db2))
 	})
+	t.Run("to-sql of a selection loads with psql", func(t *testing.T) {
+		db := fresh(t)
+		script := mustPgsprint(t, "restore", "-f", file, "--to-sql", "-t", "app.customers", "-t", weirdTable).stdout
+		cmd := exec.Command(filepath.Join(c.BinDir(), "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", c.ConnString(db))
+		cmd.Stdin = strings.NewReader(script)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("psql: %v\n%s", err, out)
+		}
+		sameRelations(t, c, src, db, "app.customers", weirdTable)
+		onlyRelations(t, c.ConnString(db), "app.customers", "app.customers_id_seq", weirdTable)
+	})
 	t.Run("chunked table from a pipe, other streams skipped", func(t *testing.T) {
 		db := fresh(t)
 		cmd := exec.Command(binary, "restore", "-f", "-", "-d", c.ConnString(db), "-j", "1", "-t", "public.big", "-q")

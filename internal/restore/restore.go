@@ -139,19 +139,20 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 // run is the state of one restore.
 type run struct {
-	opts   Options
-	ar     archive.Source
-	finish func() error      // the source's end check (openedSource.finish)
-	skip   func(...uint32)   // drops streams the restore will not read (openedSource.skip)
-	sel    selection         // the part of the archive restored
-	m      *archive.Manifest // narrowed to the selection by chooseParts
-	schema string            // pg_dump custom archive extracted to a temp file
-	tools  pgbin.Tools
-	target *pgx.ConnConfig
-	log    *slog.Logger
-	res    *Result
-	begin  time.Time
-	j      *journal // the target's journal of finished steps
+	opts    Options
+	ar      archive.Source
+	finish  func() error      // the source's end check (openedSource.finish)
+	skip    func(...uint32)   // drops streams the restore will not read (openedSource.skip)
+	sel     selection         // the part of the archive restored
+	offline bool              // no target: choosing the parts for a script (Select)
+	m       *archive.Manifest // narrowed to the selection by chooseParts
+	schema  string            // pg_dump custom archive extracted to a temp file
+	tools   pgbin.Tools
+	target  *pgx.ConnConfig
+	log     *slog.Logger
+	res     *Result
+	begin   time.Time
+	j       *journal // the target's journal of finished steps
 }
 
 func (r *run) phase(name string, fn func() error) error {

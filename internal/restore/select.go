@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
@@ -38,6 +40,47 @@ type selection struct {
 	// dataOnly loads rows into existing tables and creates nothing;
 	// schemaOnly creates objects and loads nothing.
 	dataOnly, schemaOnly bool
+}
+
+// Selection is the part of an archive a partial restore takes, for
+// writing it as SQL (restore --to-sql), where no target is at hand: as if
+// into an empty database.
+type Selection struct {
+	// Manifest is the archive's, narrowed to the selected tables, chunks,
+	// sequences, materialized views and large objects.
+	Manifest *archive.Manifest
+	// List is a pg_restore --use-list file of the schema entries to
+	// write; empty for all of them.
+	List string
+	sel  selection
+}
+
+// Close removes the list file.
+func (s *Selection) Close() { s.sel.remove() }
+
+// Select applies f to the archive ar as a restore into an empty database
+// would (schemas of selected tables come too; foreign keys to tables left
+// out do not).
+func Select(ctx context.Context, ar archive.Source, f filter.Options, log *slog.Logger) (*Selection, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := ar.Manifest()
+	tools, err := pgbin.Find(ctx, majorOf(m.PgDumpVersion))
+	if err != nil {
+		return nil, err
+	}
+	schema, err := archive.ExtractSchema(ar)
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(schema)
+	r := &run{opts: Options{Filter: f}, offline: true, m: m, tools: tools, schema: schema, log: log}
+	if err := r.chooseParts(ctx, func(...uint32) {}); err != nil {
+		r.sel.remove()
+		return nil, err
+	}
+	return &Selection{Manifest: r.m, List: r.sel.list, sel: r.sel}, nil
 }
 
 // remove deletes the list file.
@@ -331,7 +374,7 @@ func (r *run) addMembers(ctx context.Context, set map[int]bool, schemas []string
 // key from a restored table to one of them is restored too.
 func (r *run) presentRelations(ctx context.Context, m *archive.Manifest, entries []toc.Entry, selected map[uint32]bool) (map[int]bool, error) {
 	present := map[int]bool{}
-	if r.opts.Create {
+	if r.opts.Create || r.offline {
 		return present, nil
 	}
 	var names []string
@@ -381,7 +424,7 @@ func (r *run) missingSchemas(ctx context.Context, m *archive.Manifest, matched *
 			need[rel.Schema] = true
 		}
 	}
-	if len(need) == 0 || r.opts.Create { // a created database has only public
+	if len(need) == 0 || r.opts.Create || r.offline { // a created database has only public
 		if r.opts.Create {
 			delete(need, "public")
 		}

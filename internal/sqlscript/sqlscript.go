@@ -24,6 +24,9 @@ import (
 type Options struct {
 	NoOwner bool // leave out ownership, as pg_restore --no-owner
 	NoACL   bool // leave out privileges, as pg_restore --no-privileges
+	// Selection, when set, writes only that part of the archive (restore
+	// -n/-t/--schema-only/--data-only with --to-sql).
+	Selection *restore.Selection
 }
 
 // loChunk is how many bytes of a large object go in one lo_put call.
@@ -34,6 +37,9 @@ const loChunk = 256 << 10
 // of the populated materialized views.
 func Write(ctx context.Context, ar archive.Source, out io.Writer, o Options) error {
 	m := ar.Manifest()
+	if o.Selection != nil {
+		m = o.Selection.Manifest
+	}
 	tools, err := pgbin.Find(ctx, majorOf(m.PgDumpVersion))
 	if err != nil {
 		return err
@@ -131,6 +137,9 @@ func pgRestore(ctx context.Context, tools pgbin.Tools, schema string, w io.Write
 	}
 	if o.NoACL {
 		args = append(args, "--no-privileges")
+	}
+	if o.Selection != nil && o.Selection.List != "" {
+		args = append(args, "--use-list="+o.Selection.List)
 	}
 	cmd := exec.CommandContext(ctx, tools.PgRestore(), append(append([]string{"--file=-"}, args...), schema)...)
 	cmd.Stdout = w
