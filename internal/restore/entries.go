@@ -1,0 +1,285 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/toc"
+)
+
+// pg_class's and pg_namespace's OIDs: the catalogs of relation and schema
+// entries in pg_dump's table of contents.
+const (
+	relationClass = 1259
+	schemaClass   = 2615
+)
+
+// chooseEntries picks the schema entries of the selected schemas and
+// relations, with what belongs to them (toc.Select), and writes them as a
+// pg_restore list. Entries are matched by the OIDs the manifest records,
+// never by the display names pg_restore prints.
+func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *filter.Matched) error {
+	listing, err := r.command(ctx, r.tools.PgRestore(), "--list", r.schema).Output()
+	if err != nil {
+		return fmt.Errorf("pg_restore --list: %w", err)
+	}
+	order, err := toc.ListIDs(string(listing))
+	if err != nil {
+		return err
+	}
+	script, err := r.command(ctx, r.tools.PgRestore(), "--verbose", "--file=-", r.schema).Output()
+	if err != nil {
+		return fmt.Errorf("pg_restore --file: %w", err)
+	}
+	parsed, err := toc.ParseWhole(string(script), order)
+	if err != nil {
+		return err
+	}
+	selected, excluded := map[uint32]bool{}, map[uint32]bool{}
+	for _, o := range m.Relations {
+		if matched.Relations[filter.Rel{Schema: o.Schema, Name: o.Name}] {
+			selected[o.OID] = true
+			r.sel.relations = append(r.sel.relations, pg.Qualified(o.Schema, o.Name))
+		} else if o.Kind != "S" {
+			// A sequence no pattern names still comes with the table
+			// that owns it (serial and identity columns), as in pg_dump.
+			excluded[o.OID] = true
+		}
+	}
+	include, exclude := map[int]bool{}, map[int]bool{}
+	schemaOIDs, dropSchemas := map[uint32]bool{}, map[uint32]bool{}
+	var in, out []string
+	for _, sc := range m.Schemas {
+		if matched.Schemas[sc.Name] {
+			schemaOIDs[sc.OID] = true
+			in = append(in, sc.Name)
+		} else {
+			dropSchemas[sc.OID] = true
+			out = append(out, sc.Name)
+		}
+	}
+	onlyExclusions := len(r.opts.Filter.Tables) == 0 && len(r.opts.Filter.Schemas) == 0
+	if onlyExclusions {
+		// -N/-T/--exclude-table-data only: everything else comes, the
+		// objects that live in no schema (extensions, casts, publications,
+		// event triggers...) included, as in pg_dump.
+		for _, id := range order {
+			include[id] = true
+		}
+		if err := r.addMembers(ctx, exclude, out); err != nil {
+			return err
+		}
+	} else {
+		missing, err := r.missingSchemas(ctx, m, matched)
+		if err != nil {
+			return err
+		}
+		for _, sc := range m.Schemas {
+			if missing[sc.Name] {
+				schemaOIDs[sc.OID] = true // the schema itself, not its members
+			}
+		}
+		if err := r.addMembers(ctx, include, in); err != nil {
+			return err
+		}
+	}
+	for _, e := range parsed.Entries {
+		switch {
+		case e.Type == "DATABASE" || e.Type == "DATABASE PROPERTIES":
+			include[e.ID] = true // for --create
+		case e.Class == relationClass && selected[e.OID], e.Class == schemaClass && schemaOIDs[e.OID]:
+			include[e.ID] = true
+		case e.Class == relationClass && excluded[e.OID], onlyExclusions && e.Class == schemaClass && dropSchemas[e.OID]:
+			exclude[e.ID] = true
+		}
+	}
+	present, err := r.presentRelations(ctx, m, parsed.Entries, selected)
+	if err != nil {
+		return err
+	}
+	chosen, dropped := toc.Select(parsed.Entries, include, exclude, present)
+	for _, e := range dropped {
+		// Worth a word only when it belongs to a restored table: the
+		// foreign keys of tables left out are left out anyway.
+		if s, n, ok := toc.AlteredTable(e.SQL); ok && !matched.Relations[filter.Rel{Schema: s, Name: n}] {
+			continue
+		}
+		r.log.Warn("not restored: it joins a restored relation to one that is neither restored nor in the target", "type", e.Type, "name", e.Name)
+	}
+	// The sequences and materialized views restored are those whose
+	// entries were chosen: owned sequences come with their tables.
+	byOID := map[uint32]int{}
+	for _, e := range parsed.Entries {
+		if e.Class == relationClass {
+			byOID[e.OID] = e.ID
+		}
+	}
+	restored := map[filter.Rel]bool{}
+	for _, o := range m.Relations {
+		if id, ok := byOID[o.OID]; ok && chosen[id] {
+			restored[filter.Rel{Schema: o.Schema, Name: o.Name}] = true
+		}
+	}
+	r.m.Sequences, r.m.Matviews = nil, nil
+	if !r.sel.schemaOnly {
+		for _, sq := range m.Sequences {
+			if restored[filter.Rel{Schema: sq.Schema, Name: sq.Name}] {
+				r.m.Sequences = append(r.m.Sequences, sq)
+			}
+		}
+		for _, mv := range m.Matviews {
+			if restored[filter.Rel{Schema: mv.Schema, Name: mv.Name}] {
+				r.m.Matviews = append(r.m.Matviews, mv)
+			}
+		}
+	}
+	var b strings.Builder
+	for _, id := range order {
+		if chosen[id] {
+			b.WriteString(strconv.Itoa(id) + ";\n")
+		}
+	}
+	file, err := os.CreateTemp("", "pgsprint-selection-*.txt")
+	if err != nil {
+		return fmt.Errorf("write pg_restore list: %w", err)
+	}
+	defer file.Close()
+	if _, err := file.WriteString(b.String()); err != nil {
+		os.Remove(file.Name())
+		return fmt.Errorf("write pg_restore list: %w", err)
+	}
+	r.sel.list, r.sel.ids = file.Name(), chosen
+	return nil
+}
+
+// addMembers adds to set the dump IDs of the entries in the named
+// schemas: pg_restore --list --schema compares exact names and lists a
+// schema's functions, types, tables, views... (not the schema itself).
+func (r *run) addMembers(ctx context.Context, set map[int]bool, schemas []string) error {
+	if len(schemas) == 0 {
+		return nil
+	}
+	args := []string{"--list"}
+	for _, sc := range schemas {
+		args = append(args, "--schema="+sc)
+	}
+	members, err := r.command(ctx, r.tools.PgRestore(), append(args, r.schema)...).Output()
+	if err != nil {
+		return fmt.Errorf("pg_restore --list --schema: %w", err)
+	}
+	ids, err := toc.ListIDs(string(members))
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		set[id] = true
+	}
+	return nil
+}
+
+// presentRelations returns the relation entries not restored whose
+// relations the target already has (none for --create), so that a foreign
+// key from a restored table to one of them is restored too.
+func (r *run) presentRelations(ctx context.Context, m *archive.Manifest, entries []toc.Entry, selected map[uint32]bool) (map[int]bool, error) {
+	present := map[int]bool{}
+	if r.opts.Create || r.offline {
+		return present, nil
+	}
+	var names []string
+	oidOf := map[string]uint32{}
+	for _, o := range m.Relations {
+		if !selected[o.OID] {
+			q := pg.Qualified(o.Schema, o.Name)
+			names = append(names, q)
+			oidOf[q] = o.OID
+		}
+	}
+	if len(names) == 0 {
+		return present, nil
+	}
+	conn, err := pg.Connect(ctx, r.opts.Target)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, "SELECT n FROM pg_catalog.unnest($1::text[]) n WHERE pg_catalog.to_regclass(n) IS NOT NULL", names)
+	if err != nil {
+		return nil, fmt.Errorf("inspect target: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("inspect target: %w", err)
+	}
+	there := map[uint32]bool{}
+	for _, n := range found {
+		there[oidOf[n]] = true
+	}
+	for _, e := range entries {
+		if e.Class == relationClass && there[e.OID] {
+			present[e.ID] = true
+		}
+	}
+	return present, nil
+}
+
+// missingSchemas returns the schemas of the selected relations that the
+// target lacks: -t app.orders into an empty database creates schema app
+// too (pg_dump -t would leave it out and the restore would fail).
+func (r *run) missingSchemas(ctx context.Context, m *archive.Manifest, matched *filter.Matched) (map[string]bool, error) {
+	need := map[string]bool{}
+	for rel := range matched.Relations {
+		if !matched.Schemas[rel.Schema] {
+			need[rel.Schema] = true
+		}
+	}
+	if len(need) == 0 || r.opts.Create || r.offline { // a created database has only public
+		if r.opts.Create {
+			delete(need, "public")
+		}
+		return need, nil
+	}
+	conn, err := pg.Connect(ctx, r.opts.Target)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for s := range need {
+		var exists bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)", s).Scan(&exists); err != nil {
+			return nil, fmt.Errorf("inspect target: %w", err)
+		}
+		if exists {
+			delete(need, s)
+		}
+	}
+	return need, nil
+}
+
+// refuseExisting stops a partial restore whose relations exist in the
+// target: the target may hold other objects, but creating these would fail
+// part-way through pre-data (use --clean to replace them).
+func (s *selection) refuseExisting(ctx context.Context, cfg *pgx.ConnConfig) error {
+	conn, err := pg.Connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, name := range s.relations {
+		var found bool
+		if err := conn.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL", name).Scan(&found); err != nil {
+			return fmt.Errorf("inspect target: %w", err)
+		}
+		if found {
+			return fmt.Errorf("target database %q already has %s: drop it first or use --clean", cfg.Database, name)
+		}
+	}
+	return nil
+}
