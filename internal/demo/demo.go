@@ -92,6 +92,7 @@ func (d *demo) compare(ctx context.Context) error {
 	fmt.Fprintf(out, "%-28s %9.2fx %9.2fx %9.2fx %11.2fx\n", "pg_dump time / pgsprint time",
 		ratio(peer.dump, ours.dump), ratio(peer.restore, ours.restore), ratio(peer.dump+peer.restore, ours.dump+ours.restore),
 		float64(peer.size)/float64(ours.size))
+	fmt.Fprintf(out, "(pgsprint's restore also ANALYZEs every table, which pg_restore leaves to you; one run on a small sample, so expect noise)\n")
 	return nil
 }
 
