@@ -210,13 +210,9 @@ func (r *run) presentRelations(ctx context.Context, m *archive.Manifest, entries
 		return nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	rows, err := conn.Query(ctx, "SELECT n FROM pg_catalog.unnest($1::text[]) n WHERE pg_catalog.to_regclass(n) IS NOT NULL", names)
+	found, err := existing(ctx, conn, names)
 	if err != nil {
-		return nil, fmt.Errorf("inspect target: %w", err)
-	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("inspect target: %w", err)
+		return nil, err
 	}
 	there := map[uint32]bool{}
 	for _, n := range found {
@@ -272,14 +268,29 @@ func (s *selection) refuseExisting(ctx context.Context, cfg *pgx.ConnConfig) err
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, name := range s.relations {
-		var found bool
-		if err := conn.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL", name).Scan(&found); err != nil {
-			return fmt.Errorf("inspect target: %w", err)
-		}
-		if found {
-			return fmt.Errorf("target database %q already has %s: drop it first or use --clean", cfg.Database, name)
-		}
+	found, err := existing(ctx, conn, s.relations)
+	if err != nil {
+		return err
+	}
+	if len(found) > 0 {
+		return fmt.Errorf("target database %q already has %s: drop it first or use --clean", cfg.Database, found[0])
 	}
 	return nil
+}
+
+// existing returns those of the quoted, qualified relation names that
+// exist in conn's database, in one query however many there are.
+func existing(ctx context.Context, conn *pgx.Conn, names []string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	rows, err := conn.Query(ctx, "SELECT n FROM pg_catalog.unnest($1::text[]) WITH ORDINALITY u(n, i) WHERE pg_catalog.to_regclass(n) IS NOT NULL ORDER BY i", names)
+	if err != nil {
+		return nil, fmt.Errorf("inspect target: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("inspect target: %w", err)
+	}
+	return found, nil
 }
