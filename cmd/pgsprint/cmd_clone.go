@@ -30,6 +30,7 @@ type cloneOptions struct {
 	resume    bool
 	filter    filter.Options
 	lockWait  string
+	textCopy  bool
 }
 
 func newCloneCmd() *cobra.Command {
@@ -95,6 +96,8 @@ into existing, empty tables of the target, referenced tables first.`,
 	fs.StringVar(&o.splitBy, "split-by", string(plan.Auto), "how to split big tables: auto, ctid or key")
 	registerFilterFlags(fs, &o.filter, "clone")
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "copy the definition but not the rows of tables matching this pattern")
+	fs.BoolVar(&o.textCopy, "text-copy", false, "copy in COPY's text format even where binary would do (same major version, built-in types)")
+	_ = fs.MarkHidden("text-copy") // for benchmarks
 	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock at the start (e.g. 30s; as pg_dump)")
 	fs.StringVar(&o.snapshot, "snapshot", "", "read the source in this snapshot, held by \"pgsprint snapshot\", instead of exporting one")
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted clone in the same --snapshot, skipping what it finished")
@@ -141,7 +144,7 @@ func runClone(ctx context.Context, o cloneOptions) error {
 		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, NoOwner: o.noOwner, NoACL: o.noACL,
 		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze,
 		Split:    plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
-		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait,
+		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		Version: version, Logger: o.log.logger(), Progress: w.tracker,
 	})
 	if err != nil {

@@ -47,6 +47,10 @@ type Options struct {
 	Version string
 	// LockWaitTimeout is dump.SessionOptions.LockWaitTimeout.
 	LockWaitTimeout string
+	// TextCopy copies every table in COPY's text format, even between
+	// servers of one major version, where tables of built-in types
+	// otherwise go in binary (less CPU on both servers).
+	TextCopy bool
 	// Snapshot is a snapshot exported and held by another process
 	// (pgsprint snapshot): the source is read in it instead of in one the
 	// clone exports, so that a killed clone can be finished at the same
@@ -85,12 +89,30 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 				opts.Target.Database, saved.Snapshot, opts.Snapshot, saved.Snapshot)
 		}
 	}
-	sess, err := dump.Begin(ctx, dump.SessionOptions{Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock,
+	// Binary COPY between servers of one major version: ask the target's.
+	target, err := pg.Connect(ctx, opts.Target)
+	if err != nil {
+		return nil, err
+	}
+	dst, err := pg.ReadServer(ctx, target)
+	target.Close(context.WithoutCancel(ctx))
+	if err != nil {
+		return nil, err
+	}
+	binaryFor := dst.Major()
+	if opts.TextCopy || opts.Filter.DataOnly {
+		// --data-only loads into tables the source did not define: text
+		// lets the target convert (timestamp into timestamptz, int into
+		// bigint), where binary would fail or, worse, not.
+		binaryFor = 0
+	}
+	sess, err := dump.Begin(ctx, dump.SessionOptions{BinaryForMajor: binaryFor, Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock,
 		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger})
 	if err != nil {
 		return nil, explainSnapshot(err, opts)
 	}
 	defer sess.Close(ctx)
+	logCopyFormats(opts.Logger, sess.Manifest)
 	src := newLiveSource(ctx, sess)
 	defer src.close()
 	res, err := restore.Run(ctx, restore.Options{
@@ -118,4 +140,18 @@ func explainSnapshot(err error, opts Options) error {
 		return fmt.Errorf("snapshot %s no longer exists: the `pgsprint snapshot` process holding it has ended; start over without --resume (with --clean and a new snapshot)", opts.Snapshot)
 	}
 	return fmt.Errorf("snapshot %s does not exist: the `pgsprint snapshot` process that printed it has ended (it must run until the clone is done), or it was taken on another server", opts.Snapshot)
+}
+
+// logCopyFormats says how many tables go in binary and how many in text.
+func logCopyFormats(log *slog.Logger, m *archive.Manifest) {
+	if log == nil {
+		return
+	}
+	binary := map[int]bool{}
+	for _, c := range m.Chunks {
+		if c.Binary {
+			binary[c.Table] = true
+		}
+	}
+	log.Info("copy formats", "binary tables", len(binary), "text tables", len(m.Tables)-len(binary))
 }

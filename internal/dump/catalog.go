@@ -139,8 +139,9 @@ func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, 
 			Schema: t.Schema, Name: t.Name, Columns: t.Columns,
 			Pages: t.Pages, SizeBytes: t.SizeBytes, Rows: t.Rows,
 		})
+		binary := t.BuiltinTypes && opts.BinaryForMajor == srv.Major()
 		for _, ch := range c.chunks[i] {
-			m.Chunks = append(m.Chunks, archive.Chunk{Stream: next, Table: i, Where: ch.Where, Size: ch.Size})
+			m.Chunks = append(m.Chunks, archive.Chunk{Stream: next, Table: i, Where: ch.Where, Size: ch.Size, Binary: binary})
 			sizes[next] = ch.Size
 			next++
 		}

@@ -41,7 +41,11 @@ type SessionOptions struct {
 	// longer for a table's ACCESS SHARE lock. Empty waits as long as it
 	// takes.
 	LockWaitTimeout string
-	Logger          *slog.Logger
+	// BinaryForMajor, when it is the source's major version, marks the
+	// chunks of tables with only built-in column types Binary (clone
+	// passes its target's major; dump leaves it zero: archives are text).
+	BinaryForMajor int
+	Logger         *slog.Logger
 }
 
 // Session is one consistent view of the source, shared by dump and clone

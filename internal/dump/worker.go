@@ -102,10 +102,14 @@ func setCopyEncoding(ctx context.Context, conn *pgx.Conn, enc string) error {
 // tests EXPLAIN. Generated columns are left out (the target computes
 // them), as pg_dump does.
 func CopyOutSQL(t archive.Table, c archive.Chunk) string {
-	if c.Where == "" {
-		return fmt.Sprintf("COPY %s%s TO STDOUT", pg.Qualified(t.Schema, t.Name), pg.CopyColumns(t.Columns))
+	format := ""
+	if c.Binary {
+		format = " WITH (FORMAT binary)"
 	}
-	return fmt.Sprintf("COPY (%s) TO STDOUT", plan.SelectSQL(t.Schema, t.Name, t.Columns, c.Where))
+	if c.Where == "" {
+		return fmt.Sprintf("COPY %s%s TO STDOUT%s", pg.Qualified(t.Schema, t.Name), pg.CopyColumns(t.Columns), format)
+	}
+	return fmt.Sprintf("COPY (%s) TO STDOUT%s", plan.SelectSQL(t.Schema, t.Name, t.Columns, c.Where), format)
 }
 
 func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archive.Manifest, c *archive.Chunk, blockSize int, rep progress.Reporter) (int64, error) {

@@ -55,6 +55,12 @@ type TableInfo struct {
 	// Where is set for extension configuration tables: pg_dump dumps only
 	// the rows matching the extension's filter condition.
 	Where string
+	// BuiltinTypes says every column has a type of PostgreSQL's own
+	// catalog (OID below 10000, fixed by the release, not by initdb or
+	// CREATE TYPE), whose binary COPY form, and the type OIDs that arrays
+	// of it carry, are the same in every database of one major version:
+	// such a table may be cloned in binary.
+	BuiltinTypes bool
 }
 
 // Qualified returns the quoted schema.name.
@@ -89,7 +95,9 @@ func ListTables(ctx context.Context, conn *pgx.Conn, srv Server) ([]TableInfo, e
 			WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ` + generated + `
 			ORDER BY a.attnum),
 		coalesce((SELECT x.extcondition[array_position(x.extconfig, c.oid)]
-			FROM pg_catalog.pg_extension x WHERE c.oid = ANY (x.extconfig)), '')
+			FROM pg_catalog.pg_extension x WHERE c.oid = ANY (x.extconfig)), ''),
+		NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
+			WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.atttypid >= 10000)
 	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	WHERE c.relkind = 'r' AND ` + persistence + ` AND ` + userSchema + `
 	AND (` + notExtensionMember + `
@@ -101,7 +109,7 @@ func ListTables(ctx context.Context, conn *pgx.Conn, srv Server) ([]TableInfo, e
 	}
 	tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (TableInfo, error) {
 		var t TableInfo
-		err := r.Scan(&t.OID, &t.Schema, &t.Name, &t.Pages, &t.Rows, &t.SizeBytes, &t.Columns, &t.Where)
+		err := r.Scan(&t.OID, &t.Schema, &t.Name, &t.Pages, &t.Rows, &t.SizeBytes, &t.Columns, &t.Where, &t.BuiltinTypes)
 		t.Where = extensionFilter(t.Where)
 		return t, err
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -79,10 +80,14 @@ func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, f
 	s := r.ar.OpenStream(c.Stream)
 	defer s.Close()
 	copySQL := CopyInSQL(r.m.Tables[c.Table])
+	var with []string
+	if c.Binary {
+		with = append(with, "FORMAT binary")
+	}
 	check := func(n int64) error { return r.checkRows(c, n) }
-	n, err := r.copyInTx(ctx, conn, name, copySQL, s, check, freeze, chunkStep(c.Stream))
+	n, err := r.copyInTx(ctx, conn, name, copySQL, with, s, check, freeze, chunkStep(c.Stream))
 	if err == errNoFreeze {
-		n, err = r.copyInTx(ctx, conn, name, copySQL, s, check, false, chunkStep(c.Stream))
+		n, err = r.copyInTx(ctx, conn, name, copySQL, with, s, check, false, chunkStep(c.Stream))
 	}
 	if err != nil {
 		return 0, fmt.Errorf("restore table %s (stream %d): %w", name, c.Stream, pg.ExplainLost(err))
@@ -93,10 +98,11 @@ func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, f
 // errNoFreeze says TRUNCATE was refused, so COPY FREEZE cannot be used.
 var errNoFreeze = errors.New("no privilege to truncate")
 
-// copyInTx runs [TRUNCATE +] COPY + journal row in one transaction. check
+// copyInTx runs [TRUNCATE +] COPY + journal row in one transaction, with
+// COPY's options with (FREEZE is added when freezing). check
 // sees the loaded row count before COMMIT: it is called only after the
 // stream has been read to its end, when a pipe's totals are known too.
-func (r *run) copyInTx(ctx context.Context, conn *pgx.Conn, name, copySQL string, s io.Reader, check func(int64) error, freeze bool, step string) (int64, error) {
+func (r *run) copyInTx(ctx context.Context, conn *pgx.Conn, name, copySQL string, with []string, s io.Reader, check func(int64) error, freeze bool, step string) (int64, error) {
 	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
 		return 0, err
 	}
@@ -114,7 +120,10 @@ func (r *run) copyInTx(ctx context.Context, conn *pgx.Conn, name, copySQL string
 			}
 			return 0, err
 		}
-		copySQL += " WITH (FREEZE)"
+		with = append(with, "FREEZE")
+	}
+	if len(with) > 0 {
+		copySQL += " WITH (" + strings.Join(with, ", ") + ")"
 	}
 	tag, err := conn.PgConn().CopyFrom(ctx, s, copySQL)
 	if err != nil {

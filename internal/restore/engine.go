@@ -82,7 +82,7 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 		name := "load " + r.tableName(c)
 		lock := []schedule.Lock{{Key: key, Mode: schedule.RowExclusive}}
 		switch {
-		case r.opts.Jobs > 1 && size >= splitMin && c.Where == "":
+		case r.opts.Jobs > 1 && size >= splitMin && c.Where == "" && !c.Binary: // parts are cut at text rows
 			sl := newSplitLoad(c, r.opts.Jobs)
 			for p := range r.opts.Jobs {
 				f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: fmt.Sprintf("%s (part %d/%d)", name, p+1, r.opts.Jobs),

@@ -21,9 +21,14 @@ type countingSource struct {
 
 func newCountingSource(src archive.Source, rep progress.Reporter) archive.Source {
 	m := src.Manifest()
-	lo := map[uint32]bool{}
+	lo := map[uint32]bool{} // streams without text rows to count
 	for _, l := range m.LargeObjects {
 		lo[l.Stream] = true
+	}
+	for _, c := range m.Chunks {
+		if c.Binary {
+			lo[c.Stream] = true
+		}
 	}
 	return &countingSource{Source: src, rep: rep, schema: m.SchemaStream, lo: lo}
 }
