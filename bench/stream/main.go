@@ -1,7 +1,8 @@
 // Command stream benchmarks moving a database without a file in between,
 // on one throwaway cluster in one run, for pgbench and the mixed dataset:
 //
-//   - clone: `pgsprint clone -j N` vs `pgcopydb clone --table-jobs N
+//   - clone: `pgsprint clone -j N` (binary COPY where it can, and with
+//     --text-copy) vs `pgcopydb clone --table-jobs N
 //     --index-jobs N --split-tables-larger-than 100MB` vs `pg_dump | psql`;
 //   - pipe: `pgsprint dump -f - | pgsprint restore -f -` vs dump to a file
 //     then restore from it;
@@ -142,6 +143,10 @@ func (b *bench) compare(ctx context.Context, name, title string, build func(stri
 			// shell, so the measured process is pgsprint.
 			return one(benchkit.Run(ctx, "pgsprint clone -j "+j, benchkit.Cmd("sh", "-c", `exec "$0" clone -j "$1" --source "$2" --target "$3" 2>"$4"`,
 				b.pgsprint, j, srcConn, b.c.ConnString(dst), report), nil))
+		}},
+		{&clone, "pgsprint clone --text-copy", func(dst string) []benchkit.Result {
+			return one(benchkit.Run(ctx, "pgsprint clone -j "+j+" --text-copy", benchkit.Cmd(b.pgsprint, "clone", "-q", "--text-copy", "-j", j,
+				"--source", srcConn, "--target", b.c.ConnString(dst)), nil))
 		}},
 		{&clone, "pgcopydb clone", func(dst string) []benchkit.Result {
 			work := filepath.Join(b.dir, "pgcopydb-"+dst)
