@@ -16,21 +16,22 @@ type countingSource struct {
 	archive.Source
 	rep    progress.Reporter
 	schema uint32
-	lo     map[uint32]bool
+	lo     map[uint32]bool // large objects: bytes, no rows
+	binary map[uint32]bool // binary COPY chunks: rows counted at their end
 }
 
 func newCountingSource(src archive.Source, rep progress.Reporter) archive.Source {
 	m := src.Manifest()
-	lo := map[uint32]bool{} // streams without text rows to count
+	lo, binary := map[uint32]bool{}, map[uint32]bool{}
 	for _, l := range m.LargeObjects {
 		lo[l.Stream] = true
 	}
 	for _, c := range m.Chunks {
 		if c.Binary {
-			lo[c.Stream] = true
+			binary[c.Stream] = true
 		}
 	}
-	return &countingSource{Source: src, rep: rep, schema: m.SchemaStream, lo: lo}
+	return &countingSource{Source: src, rep: rep, schema: m.SchemaStream, lo: lo, binary: binary}
 }
 
 // OpenStream implements archive.Source.
@@ -40,18 +41,36 @@ func (s *countingSource) OpenStream(id uint32) io.ReadCloser {
 		return rc
 	}
 	c := progress.NewReader(rc, s.rep)
-	c.Binary = s.lo[id]
-	return &countingStream{Counter: c, rc: rc}
+	c.Binary = s.lo[id] || s.binary[id]
+	cs := &countingStream{Counter: c, rc: rc, rep: s.rep}
+	if s.binary[id] {
+		// Binary COPY has no line per row: its rows are reported once the
+		// stream's totals are known.
+		cs.rowsAtEnd = func() int64 {
+			if info, ok := s.Source.Stream(id); ok {
+				return info.Rows
+			}
+			return 0
+		}
+	}
+	return cs
 }
 
 type countingStream struct {
 	*progress.Counter
-	rc io.ReadCloser
+	rc        io.ReadCloser
+	rep       progress.Reporter
+	rowsAtEnd func() int64 // nil: rows were counted as they went
 }
 
 // Close reports what is left and closes the stream.
 func (s *countingStream) Close() error {
 	s.Flush()
+	if s.rowsAtEnd != nil {
+		if n := s.rowsAtEnd(); n > 0 {
+			s.rep.Add(0, n)
+		}
+	}
 	return s.rc.Close()
 }
 
