@@ -48,6 +48,10 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 		if matched.Relations[filter.Rel{Schema: o.Schema, Name: o.Name}] {
 			selected[o.OID] = true
 			r.sel.relations = append(r.sel.relations, pg.Qualified(o.Schema, o.Name))
+			if o.Kind == "p" && len(r.opts.Filter.Tables) > 0 {
+				r.log.Warn("a partitioned table selected by -t comes without its partitions, as with pg_dump -t: select them too (e.g. -t 'name_*')",
+					"table", pg.Qualified(o.Schema, o.Name))
+			}
 		} else if o.Kind != "S" {
 			// A sequence no pattern names still comes with the table
 			// that owns it (serial and identity columns), as in pg_dump.
