@@ -48,10 +48,6 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 		if matched.Relations[filter.Rel{Schema: o.Schema, Name: o.Name}] {
 			selected[o.OID] = true
 			r.sel.relations = append(r.sel.relations, pg.Qualified(o.Schema, o.Name))
-			if o.Kind == "p" && len(r.opts.Filter.Tables) > 0 {
-				r.log.Warn("a partitioned table selected by -t comes without its partitions, as with pg_dump -t: select them too (e.g. -t 'name_*')",
-					"table", pg.Qualified(o.Schema, o.Name))
-			}
 		} else if o.Kind != "S" {
 			// A sequence no pattern names still comes with the table
 			// that owns it (serial and identity columns), as in pg_dump.
@@ -110,13 +106,25 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 		return err
 	}
 	chosen, dropped := toc.Select(parsed.Entries, include, exclude, present)
+	var partitions []string
 	for _, e := range dropped {
+		switch {
+		case e.Type == "TABLE ATTACH":
+			partitions = append(partitions, e.Name)
+			continue
+		case e.Type == "INDEX ATTACH": // follows from a partition left out
+			continue
+		}
 		// Worth a word only when it belongs to a restored table: the
 		// foreign keys of tables left out are left out anyway.
 		if s, n, ok := toc.AlteredTable(e.SQL); ok && !matched.Relations[filter.Rel{Schema: s, Name: n}] {
 			continue
 		}
 		r.log.Warn("not restored: it joins a restored relation to one that is neither restored nor in the target", "type", e.Type, "name", e.Name)
+	}
+	if len(partitions) > 0 {
+		r.log.Warn("partitions of a restored partitioned table are not restored: -t selects a table alone, as pg_dump -t does; select them too (e.g. -t 'name*')",
+			"partitions", strings.Join(partitions, ", "))
 	}
 	// The sequences and materialized views restored are those whose
 	// entries were chosen: owned sequences come with their tables.
