@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -34,8 +35,9 @@ func ToolError(stderr []byte, err error) string {
 	return line
 }
 
-// ExplainLost turns the bare EOF that a dropped connection produces (the
-// server restarted, or the session was terminated), and the FATAL a server
+// ExplainLost turns the bare EOF, broken pipe or reset that a dropped
+// connection produces (the server restarted, or the session was
+// terminated), and the FATAL a server
 // sends its sessions when it shuts down or restarts, into an error that
 // says so; other errors pass through unchanged. The server's "terminating
 // connection due to administrator command" is the same for a fast shutdown
@@ -44,7 +46,8 @@ func ToolError(stderr []byte, err error) string {
 func ExplainLost(err error) error {
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET):
 		return fmt.Errorf("lost the connection to the server (it restarted or the session was terminated): %w", err)
 	case errors.As(err, &pgErr) && (pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"):
 		// admin_shutdown, crash_shutdown, cannot_connect_now

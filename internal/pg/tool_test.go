@@ -2,7 +2,15 @@ package pg
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestToolError: a child's stderr comes down to its telling line, and a
@@ -21,5 +29,23 @@ func TestToolError(t *testing.T) {
 		if got := ToolError([]byte(tc.stderr), exit); got != tc.want {
 			t.Errorf("ToolError(%q) = %q, want %q", tc.stderr, got, tc.want)
 		}
+	}
+}
+
+// TestExplainLost: however a lost connection shows (EOF, a broken pipe on
+// write, a reset, the server's FATAL), the message says what happened.
+func TestExplainLost(t *testing.T) {
+	for _, err := range []error{
+		io.ErrUnexpectedEOF,
+		fmt.Errorf("write failed: %w", &net.OpError{Op: "write", Net: "unix", Err: os.NewSyscallError("write", syscall.EPIPE)}),
+		fmt.Errorf("read failed: %w", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}),
+		&pgconn.PgError{Severity: "FATAL", Code: "57P01", Message: "terminating connection due to administrator command"},
+	} {
+		if got := ExplainLost(err).Error(); !strings.Contains(got, "restart") {
+			t.Errorf("ExplainLost(%v) = %q", err, got)
+		}
+	}
+	if other := errors.New("syntax error"); ExplainLost(other) != other {
+		t.Error("an unrelated error was changed")
 	}
 }
