@@ -114,27 +114,9 @@ func TestResume(t *testing.T) {
 				t0 := time.Now()
 				r := mustPgsprint(t, append(args, "-v")...)
 				t.Logf("final resume took %s", time.Since(t0))
-				var resumed int
-				if i := strings.Index(r.stderr, "resumed: "); i >= 0 {
-					fmt.Sscanf(r.stderr[i:], "resumed: %d steps", &resumed)
-				}
-				t.Logf("final resume skipped %d steps", resumed)
-				for _, line := range strings.Split(r.stderr, "\n") {
-					if strings.Contains(line, "resuming:") {
-						t.Log(line) // pre-data redone, partly loaded tables emptied
-					}
-				}
-				if n > 1 && resumed < n-1 {
-					t.Errorf("the journal listed %d finished steps, the resumed run skipped %d:\n%s", n-1, resumed, r.stderr)
-				}
+				requireSkipped(t, r, n, "resuming:")
 			}
-			var journal bool
-			if err := target.QueryRow(ctx, "SELECT to_regnamespace('pgsprint_journal') IS NOT NULL").Scan(&journal); err != nil {
-				t.Fatal(err)
-			}
-			if journal {
-				t.Error("the journal schema outlived a completed restore")
-			}
+			requireNoJournal(t, target)
 			if diff := verify.SchemaDiff(srcSchema, pgtest.SchemaDump(t, c.BinDir(), c.ConnString(dst))); diff != "" {
 				t.Fatalf("schema after resume differs from the source:\n%s", diff)
 			}
@@ -156,6 +138,38 @@ type killPoint struct {
 
 // killAt runs pgsprint with args, SIGKILLs it at kp and reports whether it
 // was killed (false: it ended first, successfully).
+// requireSkipped checks that a resumed run (r, run with -v) reports
+// skipping at least the journaled steps (n counts the journal's first
+// row, which is no step), and logs its lines containing mark.
+func requireSkipped(t *testing.T, r result, n int, mark string) {
+	t.Helper()
+	var resumed int
+	if i := strings.Index(r.stderr, "resumed: "); i >= 0 {
+		fmt.Sscanf(r.stderr[i:], "resumed: %d steps", &resumed)
+	}
+	t.Logf("the resumed run skipped %d steps", resumed)
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if strings.Contains(line, mark) {
+			t.Log(line)
+		}
+	}
+	if n > 1 && resumed < n-1 {
+		t.Errorf("the journal listed %d finished steps, the resumed run skipped %d:\n%s", n-1, resumed, r.stderr)
+	}
+}
+
+// requireNoJournal fails if pgsprint's journal outlived a completed run.
+func requireNoJournal(t *testing.T, target *pgx.Conn) {
+	t.Helper()
+	var journal bool
+	if err := target.QueryRow(context.Background(), "SELECT to_regnamespace('pgsprint_journal') IS NOT NULL").Scan(&journal); err != nil {
+		t.Fatal(err)
+	}
+	if journal {
+		t.Error("the journal schema outlived a completed run")
+	}
+}
+
 // killLoop returns how many kill-and-resume iterations to run (n, or the
 // environment variable iterVar) and a random source whose seed is logged
 // and can be replayed with PGSPRINT_RESUME_SEED.
