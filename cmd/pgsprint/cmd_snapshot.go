@@ -12,8 +12,9 @@ import (
 )
 
 type snapshotOptions struct {
-	conn connFlags
-	log  logFlags
+	conn     connFlags
+	log      logFlags
+	lockWait string
 }
 
 func newSnapshotCmd() *cobra.Command {
@@ -57,6 +58,7 @@ done.`,
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	o.conn.register(fs)
+	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock (e.g. 30s; as pg_dump)")
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd
@@ -74,7 +76,7 @@ func runSnapshot(ctx context.Context, o snapshotOptions) error {
 	if o.log.quiet {
 		hint = io.Discard
 	}
-	return hold.Run(ctx, hold.Options{Source: cfg, Out: os.Stdout, Hint: hint, Done: stdinClosed(), Logger: o.log.logger()})
+	return hold.Run(ctx, hold.Options{Source: cfg, Out: os.Stdout, Hint: hint, Done: stdinClosed(), LockWaitTimeout: o.lockWait, Logger: o.log.logger()})
 }
 
 // stdinClosed returns a channel closed when standard input, if it is a pipe

@@ -35,8 +35,11 @@ type Options struct {
 	// Check is how often the connection is checked, so that a holder whose
 	// snapshot is gone (server restart, terminated backend) says so and
 	// fails instead of holding nothing (0: every 5 seconds).
-	Check  time.Duration
-	Logger *slog.Logger
+	Check time.Duration
+	// LockWaitTimeout bounds the wait for each table's lock, as pg_dump's
+	// --lock-wait-timeout (empty: as long as it takes).
+	LockWaitTimeout string
+	Logger          *slog.Logger
 }
 
 // Run exports a snapshot, locks every user table in ACCESS SHARE mode, as
@@ -77,11 +80,15 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	tables, err := pg.ListTables(ctx, conn, srv)
+	done, err := pg.LimitLockWait(ctx, conn, opts.LockWaitTimeout)
 	if err != nil {
 		return err
 	}
-	if err := pg.LockTables(ctx, conn, tables); err != nil {
+	tables, err := pg.ListTables(ctx, conn, srv)
+	if err == nil {
+		err = pg.LockTables(ctx, conn, tables)
+	}
+	if err := done(err); err != nil {
 		return err
 	}
 	if _, err := fmt.Fprintln(opts.Out, snap.ID); err != nil {
