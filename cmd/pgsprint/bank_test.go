@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
 // The bank is the consistency workload of the dump, clone and standby
@@ -118,4 +121,23 @@ func checkBank(t *testing.T, connString, what string) {
 	if ledgerRows == 0 {
 		t.Errorf("%s: the ledger is empty: the snapshot predates every transfer, the test proves nothing", what)
 	}
+}
+
+// newBank starts a cluster with database "bank": the accounts and ledger,
+// plus a filler table of fillerRows rows the workers reach first (largest
+// first), so that the small tables are read well after the snapshot.
+func newBank(t *testing.T, fillerRows int) *pgtest.Cluster {
+	t.Helper()
+	ctx := context.Background()
+	c := pgtest.New(t)
+	if err := c.CreateDB(ctx, "bank"); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Exec(ctx, "bank", bankSchema+fmt.Sprintf(`
+CREATE TABLE filler AS SELECT i, md5(i::text) || md5((i+1)::text) AS pad FROM generate_series(1, %d) i;
+ANALYZE;`, fillerRows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

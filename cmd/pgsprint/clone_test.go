@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
 // TestCloneConsistencyUnderWrites clones while transfers move money
@@ -14,16 +12,7 @@ import (
 // instant of the source.
 func TestCloneConsistencyUnderWrites(t *testing.T) {
 	ctx := context.Background()
-	c := pgtest.New(t)
-	if err := c.CreateDB(ctx, "bank"); err != nil {
-		t.Fatal(err)
-	}
-	err := c.Exec(ctx, "bank", bankSchema+`
-CREATE TABLE filler AS SELECT i, md5(i::text) || md5((i+1)::text) AS pad FROM generate_series(1, 300000) i;
-ANALYZE;`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newBank(t, 300000)
 	bank := startTransfers(t, c.ConnString("bank"), 3)
 	time.Sleep(300 * time.Millisecond)
 	if err := c.CreateDB(ctx, "copy"); err != nil {

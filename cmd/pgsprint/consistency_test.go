@@ -5,26 +5,13 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
 // TestConsistencyUnderWrites dumps while transfers run (bank_test.go): the
 // restored copy must be the bank at one instant.
 func TestConsistencyUnderWrites(t *testing.T) {
 	ctx := context.Background()
-	c := pgtest.New(t)
-	if err := c.CreateDB(ctx, "bank"); err != nil {
-		t.Fatal(err)
-	}
-	// Filler the workers reach first (largest first), so that the small
-	// tables are copied well after the snapshot was taken.
-	err := c.Exec(ctx, "bank", bankSchema+`
-CREATE TABLE filler AS SELECT i, md5(i::text) || md5((i+1)::text) AS pad FROM generate_series(1, 1500000) i;
-ANALYZE;`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newBank(t, 1500000)
 	bank := startTransfers(t, c.ConnString("bank"), 4)
 	time.Sleep(300 * time.Millisecond)
 	before := bank.Count()
