@@ -138,7 +138,7 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 	}
 	restored := map[filter.Rel]bool{}
 	for _, o := range m.Relations {
-		if id, ok := byOID[o.OID]; (ok && chosen[id]) || selected[o.OID] {
+		if id, ok := byOID[o.OID]; ok && chosen[id] {
 			restored[filter.Rel{Schema: o.Schema, Name: o.Name}] = true
 			r.sel.relations = append(r.sel.relations, pg.Qualified(o.Schema, o.Name))
 		}

@@ -22,7 +22,8 @@ type selection struct {
 	// the order of --data-only loads.
 	refs map[string][]string
 	// relations are the relations the selection creates (those the
-	// patterns name, and the sequences that come with their tables),
+	// patterns name but what goes with an excluded table, and the
+	// sequences that come with their tables),
 	// quoted and qualified, and schemas the schemas it creates: none may
 	// exist in the target before pre-data.
 	relations []string
