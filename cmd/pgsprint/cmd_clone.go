@@ -50,8 +50,9 @@ others; the rest of post-data with pg_restore, ANALYZE, materialized views.
 The target holds the source as of one instant.
 
 Memory: about 1 MiB per connection for data in flight (four 256 KiB blocks).
-The target must have no user tables unless --clean is given. If the clone
-fails, the target is partly built: clone again with --clean.
+The target must be empty (no object anyone created, as for restore) unless
+--clean is given. If the clone fails, the target is partly built: clone
+again with --clean.
 
 To be able to finish an interrupted clone, read the source in a snapshot
 held by "pgsprint snapshot" (--snapshot ID). Every step then commits together

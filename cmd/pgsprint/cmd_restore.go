@@ -54,16 +54,23 @@ is restored by pg_restore in pg_dump's order, tables are analyzed and
 materialized views refreshed. A report of the phases and the slowest steps
 ends the run.
 
-The target must have no user tables unless --clean is given. With --create,
--d names the database to connect to first and the archived database is
-created, as pg_restore --create does.
+The target must be empty unless --clean is given: no table, sequence, view,
+type, function, schema (but public), extension (but plpgsql), large object
+or any other object anyone created; it is checked before anything is
+created, and the first objects found are named. With --create, -d names the
+database to connect to first and the archived database is created, as
+pg_restore --create does.
 
 Every step commits together with a row in a journal kept in the target
 (schema pgsprint_journal, dropped when the restore completes). If a restore
 is interrupted, even killed, run the same command with --resume: finished
 chunks, indexes and constraints are skipped, the rest is done, and no row is
 lost or loaded twice. A target holding an unfinished restore is refused
-without --resume (or --clean, to start over).
+without --resume (or --clean, to start over). --resume drops only what the
+interrupted run created: if its pre-data was cut short, the archive's
+objects in the target are dropped and created again, which is safe because
+the journal records that the target held none of them when the restore
+began.
 
 With -f - the archive is read from standard input as it arrives (from
 "pgsprint dump -f -", through any byte pipe such as ssh) and still loaded on
@@ -89,7 +96,19 @@ only those). Large objects come only with the whole archive.
 sequence values into existing, empty tables (referenced tables first;
 --disable-triggers, for a superuser, turns triggers and foreign key checks
 off instead); an archive dumped with --data-only always restores that way.
-With --to-sql the selection is written as if into an empty database.`,
+With --to-sql the selection is written as if into an empty database.
+
+--to-sql writes a script for psql that is all or nothing, as pg_restore
+--single-transaction: it sets ON_ERROR_STOP, begins with BEGIN, and ends
+with COMMIT, written only after the whole archive has been read and every
+checksum and row count has held. A COPY block holds whole rows only. If the
+archive is damaged or cut short, pgsprint exits 1 and the script ends with
+a statement that fails instead of COMMIT: psql stops and the database is
+left as it was (if pgsprint is killed, the script just ends without
+COMMIT, and the server rolls back when psql's session ends). Everything in
+the script runs inside a transaction block (no CREATE DATABASE: --to-sql
+does not take --create); sequence values are set after the last row is
+read, and setval, unlike the rest, is not undone by a rollback.`,
 		Example: `  createdb copy && pgsprint restore -f mydb.pgs -d copy
   pgsprint restore -f mydb.pgs -d postgres --create -j 8
   pgsprint restore -f mydb.pgs -d copy --clean
@@ -99,7 +118,8 @@ With --to-sql the selection is written as if into an empty database.`,
   pgsprint restore -f mydb.pgs -d copy --data-only  # rows into an existing schema
   pgsprint dump -d prod -f - | pgsprint restore -f - -d copy -j 8
   ssh db1 pgsprint dump -d prod | pgsprint restore -f - -d copy
-  pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -v ON_ERROR_STOP=1 -d copy -f mydb.sql`,
+  pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -X -d copy -f mydb.sql
+  pgsprint restore -f mydb.pgs --to-sql | psql -X -d copy   # all or nothing`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRestore(cmd.Context(), o) },
 	}
@@ -121,7 +141,7 @@ With --to-sql the selection is written as if into an empty database.`,
 	fs.StringVar(&o.spillDir, "spill-dir", os.TempDir(), "with -f -: where data that arrives before a connection can load it waits")
 	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
 	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
-	fs.BoolVar(&o.toSQL, "to-sql", false, "write the archive as one plain SQL script to standard output, for psql, instead of restoring it")
+	fs.BoolVar(&o.toSQL, "to-sql", false, "write the archive as one plain SQL script (one transaction) to standard output, for psql, instead of restoring it")
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")

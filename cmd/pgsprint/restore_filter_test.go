@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/verify"
 )
@@ -273,6 +274,24 @@ func onlyRelations(t *testing.T, conn string, rels ...string) {
 			t.Errorf("relation missing: %s", k)
 		}
 	}
+}
+
+// userObjects describes every object anyone created in the database at
+// conn (pg.UserObjects, the restore's own emptiness check, which sees the
+// journal schema too), up to 20, e.g. "sequence public.t1_id_seq".
+func userObjects(t *testing.T, conn string) []string {
+	t.Helper()
+	ctx := context.Background()
+	cn, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cn.Close(ctx)
+	_, objs, err := pg.UserObjects(ctx, cn, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
 }
 
 // fingerprintKey turns app.orders or a quoted name into the fingerprint's

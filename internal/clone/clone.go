@@ -67,8 +67,8 @@ type Options struct {
 	Progress progress.Reporter
 }
 
-// Run clones the source database into the target, which must have no user
-// tables unless Clean. The result is the restore engine's, phases included.
+// Run clones the source database into the target, which must hold no
+// object anyone created unless Clean (the restore engine checks). The result is the restore engine's, phases included.
 func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	if opts.Jobs < 1 {
 		opts.Jobs = 1

@@ -268,16 +268,75 @@ func ListMatviews(ctx context.Context, conn *pgx.Conn) ([][2]string, error) {
 	return mvs, nil
 }
 
-// CountUserTables counts tables in user schemas and names one of them, so
-// that a restore can refuse a non-empty target with a useful message.
-func CountUserTables(ctx context.Context, conn *pgx.Conn) (int, string, error) {
-	var n int
-	var example string
-	err := conn.QueryRow(ctx, `SELECT count(*), coalesce(min(pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)), '')
-	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-	WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't' AND `+userSchema+` AND `+notExtensionMember).Scan(&n, &example)
+// firstNormalObjectID is FirstNormalObjectId: every object initdb creates
+// (the catalogs, information_schema, plpgsql) has a lower OID, every object
+// created later a higher one.
+const firstNormalObjectID = 16384
+
+// userObjectsSQL lists the objects of the current database that someone
+// created after initdb, as (classid, objid): schemas but public, relations
+// of every kind but indexes and TOAST tables (they come with their table),
+// types but tables' row types, arrays and multiranges, functions,
+// procedures, aggregates, operators, collations, text search objects,
+// extensions, languages, casts, foreign data wrappers and servers,
+// publications, subscriptions, event triggers, access methods, transforms
+// and large objects (whatever their OID: lo_create chooses it). Objects of extensions and parts of other objects
+// (pg_depend 'e' and 'i') are left out, as are other sessions' temporary
+// schemas.
+const userObjectsSQL = `WITH o (classid, objid, nsp) AS (
+	SELECT 'pg_catalog.pg_namespace'::pg_catalog.regclass, oid, oid FROM pg_catalog.pg_namespace WHERE nspname <> 'public'
+	UNION ALL SELECT 'pg_catalog.pg_class'::pg_catalog.regclass, oid, relnamespace FROM pg_catalog.pg_class
+		WHERE relkind NOT IN ('i', 'I', 't') AND relpersistence <> 't'
+	UNION ALL SELECT 'pg_catalog.pg_type'::pg_catalog.regclass, oid, typnamespace FROM pg_catalog.pg_type t
+		WHERE (typrelid = 0 OR typtype = 'c' AND (SELECT relkind FROM pg_catalog.pg_class WHERE oid = typrelid) = 'c')
+		AND typtype <> 'm' AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_type e WHERE e.typarray = t.oid)
+	UNION ALL SELECT 'pg_catalog.pg_proc'::pg_catalog.regclass, oid, pronamespace FROM pg_catalog.pg_proc
+	UNION ALL SELECT 'pg_catalog.pg_operator'::pg_catalog.regclass, oid, oprnamespace FROM pg_catalog.pg_operator
+	UNION ALL SELECT 'pg_catalog.pg_opclass'::pg_catalog.regclass, oid, opcnamespace FROM pg_catalog.pg_opclass
+	UNION ALL SELECT 'pg_catalog.pg_opfamily'::pg_catalog.regclass, oid, opfnamespace FROM pg_catalog.pg_opfamily
+	UNION ALL SELECT 'pg_catalog.pg_collation'::pg_catalog.regclass, oid, collnamespace FROM pg_catalog.pg_collation
+	UNION ALL SELECT 'pg_catalog.pg_conversion'::pg_catalog.regclass, oid, connamespace FROM pg_catalog.pg_conversion
+	UNION ALL SELECT 'pg_catalog.pg_ts_config'::pg_catalog.regclass, oid, cfgnamespace FROM pg_catalog.pg_ts_config
+	UNION ALL SELECT 'pg_catalog.pg_ts_dict'::pg_catalog.regclass, oid, dictnamespace FROM pg_catalog.pg_ts_dict
+	UNION ALL SELECT 'pg_catalog.pg_ts_parser'::pg_catalog.regclass, oid, prsnamespace FROM pg_catalog.pg_ts_parser
+	UNION ALL SELECT 'pg_catalog.pg_ts_template'::pg_catalog.regclass, oid, tmplnamespace FROM pg_catalog.pg_ts_template
+	UNION ALL SELECT 'pg_catalog.pg_extension'::pg_catalog.regclass, oid, NULL FROM pg_catalog.pg_extension
+	UNION ALL SELECT 'pg_catalog.pg_language'::pg_catalog.regclass, oid, NULL FROM pg_catalog.pg_language
+	UNION ALL SELECT 'pg_catalog.pg_cast'::pg_catalog.regclass, oid, NULL FROM pg_catalog.pg_cast
+	UNION ALL SELECT 'pg_catalog.pg_foreign_data_wrapper'::pg_catalog.regclass, oid, NULL FROM pg_catalog.pg_foreign_data_wrapper
+	UNION ALL SELECT 'pg_catalog.pg_foreign_server'::pg_catalog.regclass, oid, NULL FROM pg_catalog.pg_foreign_server
+	UNION ALL SELECT 'pg_catalog.pg_publication'::pg_catalog.regclass, oid, NULL FROM pg_catalog.pg_publication
+	UNION ALL SELECT 'pg_catalog.pg_subscription'::pg_catalog.regclass, oid, NULL FROM pg_catalog.pg_subscription
+		WHERE subdbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
+	UNION ALL SELECT 'pg_catalog.pg_event_trigger'::pg_catalog.regclass, oid, NULL FROM pg_catalog.pg_event_trigger
+	UNION ALL SELECT 'pg_catalog.pg_am'::pg_catalog.regclass, oid, NULL FROM pg_catalog.pg_am
+	UNION ALL SELECT 'pg_catalog.pg_transform'::pg_catalog.regclass, oid, NULL FROM pg_catalog.pg_transform
+	UNION ALL SELECT 'pg_catalog.pg_largeobject'::pg_catalog.regclass, oid, NULL FROM pg_catalog.pg_largeobject_metadata
+), f AS (
+	SELECT o.classid, o.objid FROM o LEFT JOIN pg_catalog.pg_namespace n ON n.oid = o.nsp
+	WHERE (o.objid >= $1 OR o.classid = 'pg_catalog.pg_largeobject'::pg_catalog.regclass) AND (o.nsp IS NULL OR (` + userSchema + `))
+	AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+		WHERE d.classid = o.classid AND d.objid = o.objid AND d.deptype IN ('e', 'i'))
+)
+SELECT (SELECT pg_catalog.count(*) FROM f), i.type || ' ' || i.identity
+FROM (SELECT * FROM f ORDER BY objid LIMIT $2) l, pg_catalog.pg_identify_object(l.classid, l.objid, 0) i
+ORDER BY l.objid`
+
+// UserObjects counts the objects of conn's database that were created
+// after initdb (see userObjectsSQL; the public schema and plpgsql, which
+// every database has, are not among them) and describes the first limit
+// of them ("sequence public.t1_id_seq"), so that a restore can refuse a
+// target that holds anything at all, naming what is in the way.
+func UserObjects(ctx context.Context, conn *pgx.Conn, limit int) (int, []string, error) {
+	rows, err := conn.Query(ctx, userObjectsSQL, firstNormalObjectID, limit)
 	if err != nil {
-		return 0, "", fmt.Errorf("inspect target: %w", err)
+		return 0, nil, fmt.Errorf("inspect target: %w", err)
 	}
-	return n, example, nil
+	var n int
+	var names []string
+	var name string
+	if _, err := pgx.ForEachRow(rows, []any{&n, &name}, func() error { names = append(names, name); return nil }); err != nil {
+		return 0, nil, fmt.Errorf("inspect target: %w", err)
+	}
+	return n, names, nil
 }

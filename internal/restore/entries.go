@@ -47,7 +47,6 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 	for _, o := range m.Relations {
 		if matched.Relations[filter.Rel{Schema: o.Schema, Name: o.Name}] {
 			selected[o.OID] = true
-			r.sel.relations = append(r.sel.relations, pg.Qualified(o.Schema, o.Name))
 		} else if o.Kind != "S" {
 			// A sequence no pattern names still comes with the table
 			// that owns it (serial and identity columns), as in pg_dump.
@@ -128,16 +127,26 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 	}
 	// The sequences and materialized views restored are those whose
 	// entries were chosen: owned sequences come with their tables.
-	byOID := map[uint32]int{}
+	byOID, schemaIDs := map[uint32]int{}, map[uint32]int{}
 	for _, e := range parsed.Entries {
-		if e.Class == relationClass {
+		switch {
+		case e.Class == relationClass:
 			byOID[e.OID] = e.ID
+		case e.Class == schemaClass && e.Type == "SCHEMA":
+			schemaIDs[e.OID] = e.ID
 		}
 	}
 	restored := map[filter.Rel]bool{}
 	for _, o := range m.Relations {
 		if id, ok := byOID[o.OID]; ok && chosen[id] {
 			restored[filter.Rel{Schema: o.Schema, Name: o.Name}] = true
+			r.sel.relations = append(r.sel.relations, pg.Qualified(o.Schema, o.Name))
+		}
+	}
+	// Schemas created, but public, which pg_dump never creates.
+	for _, sc := range m.Schemas {
+		if id, ok := schemaIDs[sc.OID]; ok && chosen[id] && sc.Name != "public" {
+			r.sel.schemas = append(r.sel.schemas, sc.Name)
 		}
 	}
 	r.m.Sequences, r.m.Matviews = nil, nil
@@ -271,9 +280,11 @@ func (r *run) missingSchemas(ctx context.Context, m *archive.Manifest, matched *
 	return need, nil
 }
 
-// refuseExisting stops a partial restore whose relations exist in the
-// target: the target may hold other objects, but creating these would fail
-// part-way through pre-data (use --clean to replace them).
+// refuseExisting stops a partial restore whose relations or schemas exist
+// in the target, before anything is created: the target may hold other
+// objects, but creating these would fail part-way through pre-data (use
+// --clean to replace them), and a resume must be able to tell that every
+// selected object in the target is its own.
 func (s *selection) refuseExisting(ctx context.Context, cfg *pgx.ConnConfig) error {
 	conn, err := pg.Connect(ctx, cfg)
 	if err != nil {
@@ -284,8 +295,21 @@ func (s *selection) refuseExisting(ctx context.Context, cfg *pgx.ConnConfig) err
 	if err != nil {
 		return err
 	}
+	rows, err := conn.Query(ctx, "SELECT 'schema ' || pg_catalog.quote_ident(n) FROM pg_catalog.unnest($1::text[]) WITH ORDINALITY u(n, i) WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = n) ORDER BY i", s.schemas)
+	if err != nil {
+		return fmt.Errorf("inspect target: %w", err)
+	}
+	schemas, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("inspect target: %w", err)
+	}
+	found = append(found, schemas...)
 	if len(found) > 0 {
-		return fmt.Errorf("target database %q already has %s: drop it first or use --clean", cfg.Database, found[0])
+		list := strings.Join(found[:min(len(found), 5)], ", ")
+		if len(found) > 5 {
+			list += fmt.Sprintf(" and %d more", len(found)-5)
+		}
+		return fmt.Errorf("target database %q already has %s: drop it first or use --clean", cfg.Database, list)
 	}
 	return nil
 }

@@ -33,9 +33,15 @@ const journalTable = `"` + JournalSchema + `"."steps"`
 const planTable = `"` + JournalSchema + `"."plan"`
 
 // stepBegin is the row written with the journal itself: it names the
-// archive even before any other step is done.
+// archive even before any other step is done. stepChecked, written with it,
+// says that the target held none of the objects this restore creates when
+// the journal was made (checked, or dropped by --clean): so every archived
+// object found in the target later is this restore's own, and a resume may
+// drop what an interrupted pre-data left. A journal without it (an older
+// pgsprint's, whose check counted only tables) cannot vouch for that.
 const (
 	stepBegin   = "begin"
+	stepChecked = "target checked"
 	stepPreData = "pre-data"
 )
 
@@ -55,6 +61,16 @@ func ArchiveID(m *archive.Manifest) string {
 type journal struct {
 	id   string
 	done map[string]bool
+}
+
+// finished is how many steps of the restore's work earlier runs finished
+// (the journal's own rows not counted).
+func (j *journal) finished() int {
+	n := len(j.done) - 1
+	if j.done[stepChecked] {
+		n--
+	}
+	return n
 }
 
 // isDone reports whether an earlier run finished step.

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -244,7 +245,7 @@ func (r *run) preData(ctx context.Context) error {
 	}
 	if found != nil && r.opts.Resume {
 		r.j = found
-		r.res.Resumed = len(found.done) - 1
+		r.res.Resumed = found.finished()
 		if err := waitForOrphans(ctx, conn, r.log); err != nil {
 			return err
 		}
@@ -253,9 +254,14 @@ func (r *run) preData(ctx context.Context) error {
 			return nil
 		}
 		// Pre-data (pg_restore, one transaction per object) was cut short.
-		// The journal was created after the target was found empty (or
-		// cleaned), so whatever of the archive's objects it holds, this
-		// restore created: drop them and start pre-data again.
+		// The journal was created right after the target was found to
+		// hold none of the objects this restore creates (or --clean
+		// dropped them), so whatever of them it holds now, this restore
+		// created: drop them and start pre-data again. A journal that
+		// cannot vouch for that check drops nothing.
+		if !found.isDone(stepChecked) {
+			return fmt.Errorf("target database %q holds an unfinished restore whose pre-data was interrupted, and its journal does not record that the target held none of the archive's objects when it began (an older pgsprint checked only tables): --resume will not drop objects that may be yours; use --clean to replace them, or restore into an empty database", r.target.Database)
+		}
 		r.log.Info("resuming: pre-data was interrupted, dropping what it created")
 		if err := r.dropArchivedObjects(ctx); err != nil {
 			return err
@@ -284,7 +290,7 @@ func (r *run) preData(ctx context.Context) error {
 				return err
 			}
 		}
-		if r.j, err = createJournal(ctx, conn, id, r.m); err != nil {
+		if r.j, err = createJournal(ctx, conn, id, r.m, stepChecked); err != nil {
 			return err
 		}
 	}
@@ -326,7 +332,7 @@ func (r *run) preDataCreate(ctx context.Context, id string) error {
 					return fmt.Errorf("database %q exists but holds no pgsprint journal: it was not created by an interrupted restore of this archive, or that restore stopped before pre-data finished; use --clean --create without --resume to start over", created.Database)
 				}
 				r.j = found
-				r.res.Resumed = len(found.done) - 1
+				r.res.Resumed = found.finished()
 				return waitForOrphans(ctx, conn, r.log)
 			}
 			r.target = r.opts.Target
@@ -358,15 +364,24 @@ func majorOf(version string) int {
 	return major
 }
 
-// refuseNonEmpty stops a restore into a database that already holds user
-// tables: loading on top of existing rows would duplicate or mix data.
+// refuseNonEmpty stops a restore into a database that already holds
+// anything someone created (pg.UserObjects: tables, sequences, types,
+// functions, schemas but public, extensions but plpgsql, large objects...),
+// before anything is created: loading on top of existing rows would
+// duplicate or mix data, pg_restore would fail half-way on an object that
+// already exists, and a resume must be able to tell that every archived
+// object in the target is its own.
 func refuseNonEmpty(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig) error {
-	n, example, err := pg.CountUserTables(ctx, conn)
+	n, found, err := pg.UserObjects(ctx, conn, 5)
 	if err != nil {
 		return err
 	}
-	if n > 0 {
-		return fmt.Errorf("target database %q is not empty: it has %d user tables (%s); restore into an empty database or use --clean", cfg.Database, n, example)
+	if n == 0 {
+		return nil
 	}
-	return nil
+	list := strings.Join(found, ", ")
+	if n > len(found) {
+		list += fmt.Sprintf(" and %d more", n-len(found))
+	}
+	return fmt.Errorf("target database %q is not empty: it holds %s; restore into an empty database or use --clean", cfg.Database, list)
 }

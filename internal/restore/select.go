@@ -21,9 +21,13 @@ type selection struct {
 	// refs are the target's foreign keys, table to referenced tables, for
 	// the order of --data-only loads.
 	refs map[string][]string
-	// relations are the selected relations, quoted and qualified, which
-	// must not exist in the target before pre-data.
+	// relations are the relations the selection creates (those the
+	// patterns name but what goes with an excluded table, and the
+	// sequences that come with their tables),
+	// quoted and qualified, and schemas the schemas it creates: none may
+	// exist in the target before pre-data.
 	relations []string
+	schemas   []string
 	// dataOnly loads rows into existing tables and creates nothing;
 	// schemaOnly creates objects and loads nothing.
 	dataOnly, schemaOnly bool

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+)
+
+// notOursDDL is a small source: a serial table (with its sequence
+// t1_id_seq) in more than one block, a materialized view, and a schema with
+// an enum type, a table owned by another role and a function.
+const notOursDDL = `
+CREATE TABLE t1 (id serial PRIMARY KEY, v text NOT NULL);
+INSERT INTO t1 (v) SELECT md5(i::text) FROM generate_series(1, 50000) i;
+CREATE MATERIALIZED VIEW mv AS SELECT count(*) AS n FROM t1;
+CREATE SCHEMA app;
+CREATE TYPE app.mood AS ENUM ('sad', 'ok');
+CREATE ROLE notours_owner;
+CREATE TABLE app.x (id int PRIMARY KEY, m app.mood);
+ALTER TABLE app.x OWNER TO notours_owner;
+INSERT INTO app.x SELECT i, 'ok' FROM generate_series(1, 100) i;
+CREATE FUNCTION app.f(int) RETURNS int LANGUAGE sql AS 'SELECT $1';
+`
+
+// newNotOurs starts a cluster with notOursDDL in database src and dumps it
+// in 64 KiB blocks to DIR/good.pgs.
+func newNotOurs(t *testing.T) (c *pgtest.Cluster, src, file string) {
+	t.Helper()
+	ctx := context.Background()
+	c = pgtest.New(t)
+	if err := c.CreateDB(ctx, "src"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, "src", notOursDDL); err != nil {
+		t.Fatal(err)
+	}
+	file = filepath.Join(t.TempDir(), "good.pgs")
+	mustPgsprint(t, "dump", "-d", c.ConnString("src"), "-f", file, "--block-size", "65536", "-q")
+	return c, c.ConnString("src"), file
+}
+
+// TestToSQLAllOrNothing pipes restore --to-sql of damaged archives into a
+// real psql: pgsprint exits 1 and the target is left holding nothing at
+// all, not even the tables created before the damage was met, and no row.
+// The script cut inside a COPY block (pgsprint killed) and inside pre-data
+// commits nothing either. The undamaged archive still loads exactly.
+func TestToSQLAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	c, src, good := newNotOurs(t)
+	archive, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(good)
+	damaged := func(name string, data []byte) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	flip := func(at int) []byte {
+		d := append([]byte(nil), archive...)
+		d[at] ^= 0x01
+		return d
+	}
+	psql := filepath.Join(c.BinDir(), "psql")
+	for i, tc := range []struct {
+		name string
+		file string
+		psql []string // extra psql flags
+		// errSub is in pgsprint's error; empty: it must succeed.
+		errSub string
+		// raised: the script reached the rows and ended in the statement
+		// that fails instead of COMMIT.
+		raised bool
+	}{
+		{"undamaged", good, nil, "", false},
+		{"byte flipped in a data frame", damaged("half.pgs", flip(len(archive)/2)), nil, "corrupted archive", true},
+		{"byte flipped in an early data frame", damaged("third.pgs", flip(len(archive)/3)), nil, "corrupted archive", true},
+		{"byte flipped, psql --single-transaction", damaged("half.pgs", flip(len(archive)/2)), []string{"--single-transaction"}, "corrupted archive", true},
+		{"truncated", damaged("cut.pgs", archive[:len(archive)*2/3]), nil, "incomplete", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := "sq" + string(rune('a'+i))
+			if err := c.CreateDB(ctx, db); err != nil {
+				t.Fatal(err)
+			}
+			res := runPipeline(t, []string{"pgsprint", "restore", "-f", tc.file, "--to-sql"},
+				append([]string{psql, "-X", "-q", "-d", c.ConnString(db)}, tc.psql...))
+			t.Logf("psql exit %d: %s", res[1].code, strings.TrimSpace(res[1].stderr))
+			if tc.errSub == "" {
+				if res[0].code != 0 || res[1].code != 0 {
+					t.Fatalf("pgsprint exit %d, psql exit %d:\n%s\n%s", res[0].code, res[1].code, res[0].stderr, res[1].stderr)
+				}
+				pgtest.RequireSameSchema(t, c.BinDir(), src, c.ConnString(db))
+				pgtest.RequireSameData(t, src, c.ConnString(db))
+				return
+			}
+			checkOneError(t, res[0].code, exitFailure, res[0].stderr, tc.errSub)
+			if got := strings.Contains(res[1].stderr, "pgsprint could not read the archive to its end"); got != tc.raised {
+				t.Errorf("psql met the script's failing end: %v, want %v; psql said:\n%s", got, tc.raised, res[1].stderr)
+			}
+			if tc.raised && res[1].code == 0 {
+				t.Error("psql exited 0 on a script that ends in an error")
+			}
+			if objs := userObjects(t, c.ConnString(db)); len(objs) > 0 {
+				t.Errorf("the target holds %v after a failed --to-sql", objs)
+			}
+		})
+	}
+
+	// pgsprint killed: the script just ends, wherever it was.
+	script := mustPgsprint(t, "restore", "-f", good, "--to-sql").stdout
+	copyAt := strings.Index(script, `COPY "public"."t1"`)
+	createAt := strings.Index(script, "CREATE TABLE app.x")
+	if copyAt < 0 || createAt < 0 || !strings.HasSuffix(script, "COMMIT;\n") || !strings.Contains(script, "\nBEGIN;\n") {
+		t.Fatalf("script without the expected statements:\n%.2000s", script)
+	}
+	for i, cut := range []struct {
+		name string
+		at   int
+	}{
+		{"script cut inside a row of a COPY block", copyAt + 500000 + 7},
+		{"script cut inside pre-data", createAt + 10},
+	} {
+		t.Run(cut.name, func(t *testing.T) {
+			db := "cut" + string(rune('a'+i))
+			if err := c.CreateDB(ctx, db); err != nil {
+				t.Fatal(err)
+			}
+			part := script[:cut.at]
+			if strings.HasSuffix(part, "\n") {
+				t.Fatal("the cut falls on a line end: it proves less")
+			}
+			in := damaged(db+".sql", []byte(part))
+			res := runPipeline(t, []string{"cat", in}, []string{psql, "-X", "-q", "-d", c.ConnString(db)})
+			t.Logf("psql exit %d: %s", res[1].code, strings.TrimSpace(res[1].stderr))
+			if objs := userObjects(t, c.ConnString(db)); len(objs) > 0 {
+				t.Errorf("the target holds %v after a cut script", objs)
+			}
+		})
+	}
+}
+
+// TestRestoreNeverTouchesOthers: a target holding any object at all (here
+// one sequence, type, function, schema or large object) is refused before
+// anything is created, naming the object; it still holds exactly that
+// object afterwards, and no journal. --resume and clone are refused the
+// same way. A sequence of the archive's own name (the reported case) is
+// replaced with --clean only. A partial restore refuses the sequences and
+// schemas it would create, and still loads next to unrelated objects.
+func TestRestoreNeverTouchesOthers(t *testing.T) {
+	ctx := context.Background()
+	c, src, file := newNotOurs(t)
+	for i, tc := range []struct {
+		name string
+		ddl  string
+		want string // the object as the error and pg.UserObjects name it
+	}{
+		{"sequence of the archive's name", "CREATE SEQUENCE public.t1_id_seq; SELECT setval('public.t1_id_seq', 777)", "sequence public.t1_id_seq"},
+		{"type", "CREATE TYPE public.color AS ENUM ('red')", "type public.color"},
+		{"domain", "CREATE DOMAIN public.posint AS int CHECK (VALUE > 0)", "type public.posint"},
+		{"function", "CREATE FUNCTION public.answer() RETURNS int LANGUAGE sql AS 'SELECT 42'", "function public.answer()"},
+		{"schema", "CREATE SCHEMA lonely", "schema lonely"},
+		{"large object", "SELECT lo_create(4242)", "large object 4242"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := "tgt" + string(rune('a'+i))
+			if err := c.CreateDB(ctx, db); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Exec(ctx, db, tc.ddl); err != nil {
+				t.Fatal(err)
+			}
+			target := c.ConnString(db)
+			requireOnly := func(when string) {
+				t.Helper()
+				if got := userObjects(t, target); len(got) != 1 || got[0] != tc.want {
+					t.Fatalf("%s: the target holds %v, want only %s", when, got, tc.want)
+				}
+			}
+			requireOnly("before")
+			for _, args := range [][]string{
+				{"restore", "-f", file, "-d", target, "-q"},
+				{"restore", "-f", file, "-d", target, "-q", "--resume"},
+				{"clone", "--source", src, "--target", target, "-q"},
+			} {
+				r := pgsprint(t, nil, args...)
+				checkOneError(t, r.code, exitFailure, r.stderr, "is not empty: it holds "+tc.want)
+				requireOnly(args[0] + " " + args[len(args)-1])
+			}
+			if tc.want == "sequence public.t1_id_seq" {
+				if v := scalar(t, target, "SELECT last_value FROM public.t1_id_seq"); v != "777" {
+					t.Fatalf("the user's sequence is at %s, was 777", v)
+				}
+				mustPgsprint(t, "restore", "-f", file, "-d", target, "--clean", "-q")
+				pgtest.RequireSameSchema(t, c.BinDir(), src, target)
+				pgtest.RequireSameData(t, src, target)
+			}
+		})
+	}
+
+	for i, tc := range []struct {
+		name   string
+		ddl    string
+		args   []string
+		errSub string // empty: the restore must succeed
+		keep   []string
+	}{
+		{"-t of a table whose sequence exists", "CREATE SEQUENCE public.t1_id_seq", []string{"-t", "t1"}, `already has "public"."t1_id_seq"`, []string{"sequence public.t1_id_seq"}},
+		{"-n of a schema that exists", "CREATE SCHEMA app", []string{"-n", "app"}, "already has schema app", []string{"schema app"}},
+		{"-t next to unrelated objects", "CREATE FUNCTION public.answer() RETURNS int LANGUAGE sql AS 'SELECT 42'", []string{"-t", "t1"}, "",
+			[]string{"function public.answer()", "sequence public.t1_id_seq", "table public.t1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := "part" + string(rune('a'+i))
+			if err := c.CreateDB(ctx, db); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Exec(ctx, db, tc.ddl); err != nil {
+				t.Fatal(err)
+			}
+			target := c.ConnString(db)
+			r := pgsprint(t, nil, append([]string{"restore", "-f", file, "-d", target, "-q"}, tc.args...)...)
+			if tc.errSub != "" {
+				checkOneError(t, r.code, exitFailure, r.stderr, tc.errSub)
+			} else if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			got := userObjects(t, target)
+			sort.Strings(got)
+			if strings.Join(got, ", ") != strings.Join(tc.keep, ", ") {
+				t.Errorf("the target holds %v, want %v", got, tc.keep)
+			}
+			if tc.errSub == "" {
+				requireData(t, src, target, "public.t1")
+			}
+		})
+	}
+}
+
+// TestResumeRedoesOnlyItsOwnPreData: pre-data fails half-way (the owner of
+// app.x is missing), leaving objects and a journal. --resume drops what
+// that run created and finishes, because the journal records that the
+// target was checked first. Under a journal without that record (as an
+// older pgsprint, whose check counted only tables, left it: the reported
+// case) --resume drops nothing and says why.
+func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
+	ctx := context.Background()
+	c, src, file := newNotOurs(t)
+	for _, tc := range []struct {
+		name    string
+		db      string
+		unvouch bool // delete the journal's record of the check
+	}{
+		{"journal vouches for the check", "vouched", false},
+		{"journal of an older pgsprint", "older", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := c.CreateDB(ctx, tc.db); err != nil {
+				t.Fatal(err)
+			}
+			target := c.ConnString(tc.db)
+			if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_owner RENAME TO notours_gone"); err != nil {
+				t.Fatal(err)
+			}
+			r := pgsprint(t, nil, "restore", "-f", file, "-d", target, "-q")
+			if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_gone RENAME TO notours_owner"); err != nil {
+				t.Fatal(err)
+			}
+			checkOneError(t, r.code, exitFailure, r.stderr, `role "notours_owner" does not exist`)
+			if v := scalar(t, target, "SELECT count(*) FROM pgsprint_journal.steps WHERE step IN ('begin', 'target checked')"); v != "2" {
+				t.Fatalf("journal of the failed run has %s of its two first rows", v)
+			}
+			if tc.unvouch {
+				if err := c.Exec(ctx, tc.db, "DELETE FROM pgsprint_journal.steps WHERE step = 'target checked'"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := userObjects(t, target)
+			if !strings.Contains(strings.Join(before, ", "), "table app.x") {
+				t.Fatalf("the failed pre-data left %v, not app.x", before)
+			}
+			r = pgsprint(t, nil, "restore", "-f", file, "-d", target, "--resume", "-q")
+			if tc.unvouch {
+				checkOneError(t, r.code, exitFailure, r.stderr, "--resume will not drop objects that may be yours")
+				if after := userObjects(t, target); strings.Join(after, ", ") != strings.Join(before, ", ") {
+					t.Errorf("a refused resume changed the target: %v, was %v", after, before)
+				}
+				return
+			}
+			if r.code != 0 {
+				t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
+			}
+			pgtest.RequireSameSchema(t, c.BinDir(), src, target)
+			pgtest.RequireSameData(t, src, target)
+		})
+	}
+}
