@@ -11,6 +11,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
 type cloneOptions struct {
@@ -111,11 +112,15 @@ func runClone(ctx context.Context, o cloneOptions) error {
 	if o.source == "" || o.target == "" {
 		return usageError{fmt.Errorf("both --source and --target are required")}
 	}
-	if o.jobs < 1 {
-		return usageError{fmt.Errorf("-j must be at least 1")}
+	if err := checkJobs(o.jobs); err != nil {
+		return err
 	}
+	removeStale(o.log.logger(), "", tempfile.InTempDir()...)
 	if o.resume && o.snapshot == "" {
 		return usageError{fmt.Errorf("--resume needs --snapshot: a clone can only be finished in the snapshot it began in, held by \"pgsprint snapshot\" (see pgsprint clone --help)")}
+	}
+	if err := checkLockWait(o.lockWait); err != nil {
+		return err
 	}
 	if err := o.filter.Check(); err != nil {
 		return usageError{err}
@@ -135,7 +140,7 @@ func runClone(ctx context.Context, o cloneOptions) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--target: %w", err)}
 	}
-	w, err := o.progress.start("clone", o.log.quiet)
+	w, err := o.progress.start("clone", o.log)
 	if err != nil {
 		return err
 	}
@@ -145,7 +150,7 @@ func runClone(ctx context.Context, o cloneOptions) error {
 		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze,
 		Split:    plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
-		Version: version, Logger: o.log.logger(), Progress: w.tracker,
+		Version: version, Logger: o.log.logger(), Progress: w.reporter,
 	})
 	if err != nil {
 		return err

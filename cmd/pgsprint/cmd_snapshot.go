@@ -68,6 +68,9 @@ func runSnapshot(ctx context.Context, o snapshotOptions) error {
 	if o.conn.DSN == "" {
 		return usageError{fmt.Errorf("no source database given: use -d SOURCE")}
 	}
+	if err := checkLockWait(o.lockWait); err != nil {
+		return err
+	}
 	cfg, err := o.conn.Config()
 	if err != nil {
 		return usageError{err}
