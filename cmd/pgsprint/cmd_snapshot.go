@@ -37,7 +37,7 @@ dump's leader locks them: TRUNCATE, ALTER TABLE and other rewrites would
 make an old snapshot read a table as empty, so they wait until the holder
 ends; ordinary writes go on). A hint goes to standard error.
 
-It holds until SIGINT or SIGTERM, or until its standard input, if it is a
+It holds until SIGINT, SIGTERM or SIGHUP, or until its standard input, if it is a
 pipe (a coprocess), reaches end of file; then it exits 0. It exits non-zero
 if the connection is lost, since the snapshot is then gone. While it holds,
 VACUUM cannot remove rows the snapshot may see: end it when the clone is
