@@ -175,6 +175,29 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 		})
 	}
 
+	// nohup means it: SIGHUP, ignored when pgsprint starts, stays ignored.
+	t.Run("dump SIGHUP under nohup", func(t *testing.T) {
+		if _, err := exec.LookPath("nohup"); err != nil {
+			t.Skip("nohup not installed")
+		}
+		dir := t.TempDir()
+		cmd := exec.Command("nohup", append([]string{binary}, dumpRun.args(t, dir)...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill() })
+		waitForCopy(t, admin, dumpRun.copy)
+		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, cmd); code != 0 {
+			t.Fatalf("exit %d, want 0:\n%s", code, stderr.String())
+		}
+		noPartialFiles(t, dir, "big.pgs")
+	})
+
 	// SIGKILL leaves the partial archive or the extracted schema behind;
 	// the next run in the same place removes it and names it.
 	for _, tc := range []struct {

@@ -45,11 +45,17 @@ func signalName(s syscall.Signal) string {
 // kill's SIGTERM and a closed terminal's SIGHUP (whose default would kill
 // pgsprint on the spot and leave its partial files). Later signals are
 // ignored until stop is called: a second Ctrl-C must not kill the cleanup
-// half-way.
+// half-way. Under nohup (SIGHUP ignored when pgsprint starts) SIGHUP stays
+// ignored: Notify would otherwise install a handler and a closed terminal
+// would stop the run nohup was meant to protect.
 func withSignals(parent context.Context) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(parent)
+	sigs := []os.Signal{syscall.SIGINT, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(ch, sigs...)
 	done := make(chan struct{})
 	go func() {
 		select {
