@@ -137,9 +137,31 @@ GRANT SELECT ON t TO app;`)
 	}
 
 	t.Run("Ctrl-C while connecting", func(t *testing.T) {
+		// A server that accepts and never answers: once it has accepted,
+		// pgsprint is waiting in its connect.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		accepted := make(chan net.Conn, 4)
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				accepted <- conn
+			}
+		}()
 		tmp := t.TempDir()
-		cmd, stderr := startPgsprintEnv(t, []string{"TMPDIR=" + tmp}, "dump", "-d", fmt.Sprintf("host=127.0.0.1 port=%d dbname=small", mute), "-f", out)
-		time.Sleep(300 * time.Millisecond)
+		cmd, stderr := startPgsprintEnv(t, []string{"TMPDIR=" + tmp}, "dump", "-d", fmt.Sprintf("host=127.0.0.1 port=%d dbname=small", ln.Addr().(*net.TCPAddr).Port), "-f", out)
+		select {
+		case conn := <-accepted:
+			defer conn.Close()
+		case <-time.After(30 * time.Second):
+			t.Fatal("pgsprint never connected")
+		}
 		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}
