@@ -2,11 +2,18 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
@@ -50,6 +57,20 @@ GRANT SELECT ON t TO app;`)
 		t.Fatal(err)
 	}
 	noPassfile := []string{"PGPASSFILE=" + filepath.Join(dir, "no-such-passfile")}
+	// A port nothing listens on, and one that accepts connections but
+	// never answers (the kernel completes the handshake; nobody reads).
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := closed.Addr().(*net.TCPAddr).Port
+	closed.Close()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	mute := silent.Addr().(*net.TCPAddr).Port
 
 	out := filepath.Join(dir, "out.pgs")
 	for _, tc := range []struct {
@@ -58,26 +79,53 @@ GRANT SELECT ON t TO app;`)
 		args   []string
 		code   int
 		errSub string
+		stdin  string // file to read as standard input
+		json   bool   // --progress=json: the error is the last JSON event
 	}{
-		{"missing database", nil, []string{"dump", "-d", c.ConnString("nosuchdb"), "-f", out}, exitConnection, `database "nosuchdb" does not exist`},
-		{"wrong password", append([]string{"PGPASSWORD=wrong-pw"}, noPassfile...), []string{"dump", "-d", c.TCPConnString("small", "app"), "-f", out}, exitConnection, "password authentication failed"},
-		{"unknown codec", nil, []string{"dump", "-d", c.ConnString("small"), "-f", out, "-Z", "brotli"}, exitUsage, "unknown compression method"},
-		{"unknown flag", nil, []string{"dump", "--frobnicate"}, exitUsage, "unknown flag"},
-		{"unwritable directory", nil, []string{"dump", "-d", c.ConnString("small"), "-f", filepath.Join(dir, "no", "such", "dir.pgs")}, exitFailure, "create archive"},
-		{"truncated archive", nil, []string{"restore", "-f", truncated, "-d", c.ConnString("postgres")}, exitFailure, "incomplete"},
-		{"flipped byte", nil, []string{"restore", "-f", flipped, "-d", c.ConnString("postgres")}, exitFailure, "corrupted archive"},
-		{"missing archive", nil, []string{"restore", "-f", filepath.Join(dir, "nope.pgs"), "-d", c.ConnString("postgres")}, exitFailure, "no such file"},
-		{"non-empty target", nil, []string{"restore", "-f", good, "-d", c.ConnString("busy")}, exitFailure, "not empty"},
+		{"missing database", nil, []string{"dump", "-d", c.ConnString("nosuchdb"), "-f", out}, exitConnection, `database "nosuchdb" does not exist`, "", false},
+		{"wrong password", append([]string{"PGPASSWORD=wrong-pw"}, noPassfile...), []string{"dump", "-d", c.TCPConnString("small", "app"), "-f", out}, exitConnection, "password authentication failed", "", false},
+		{"unknown codec", nil, []string{"dump", "-d", c.ConnString("small"), "-f", out, "-Z", "brotli"}, exitUsage, "unknown compression method", "", false},
+		{"unknown flag", nil, []string{"dump", "--frobnicate"}, exitUsage, "unknown flag", "", false},
+		{"unwritable directory", nil, []string{"dump", "-d", c.ConnString("small"), "-f", filepath.Join(dir, "no", "such", "dir.pgs")}, exitFailure, "create archive", "", false},
+		{"truncated archive", nil, []string{"restore", "-f", truncated, "-d", c.ConnString("postgres")}, exitFailure, "incomplete", "", false},
+		{"flipped byte", nil, []string{"restore", "-f", flipped, "-d", c.ConnString("postgres")}, exitFailure, "corrupted archive", "", false},
+		{"missing archive", nil, []string{"restore", "-f", filepath.Join(dir, "nope.pgs"), "-d", c.ConnString("postgres")}, exitFailure, "no such file", "", false},
+		{"non-empty target", nil, []string{"restore", "-f", good, "-d", c.ConnString("busy")}, exitFailure, "not empty", "", false},
+		{"connection refused", nil, []string{"dump", "-d", fmt.Sprintf("host=127.0.0.1 port=%d dbname=small", refused), "-f", out}, exitConnection, "connection refused", "", false},
+		{"unknown host", nil, []string{"dump", "-d", "host=no-such-host.invalid dbname=small", "-f", out}, exitConnection, "no-such-host.invalid", "", false},
+		{"connect timeout", nil, []string{"dump", "-d", fmt.Sprintf("host=127.0.0.1 port=%d dbname=small connect_timeout=1", mute), "-f", out}, exitConnection, "no answer within connect_timeout (1s)", "", false},
+		{"bad --lock-wait-timeout", nil, []string{"dump", "-d", c.ConnString("small"), "-f", out, "--lock-wait-timeout", "abc"}, exitUsage, `invalid --lock-wait-timeout "abc"`, "", false},
+		{"bad --lock-wait-timeout, clone", nil, []string{"clone", "--source", c.ConnString("small"), "--target", c.ConnString("busy"), "--lock-wait-timeout", "2 sec"}, exitUsage, "invalid --lock-wait-timeout", "", false},
+		{"verify -j 0", nil, []string{"verify", "-j", "0", good}, exitUsage, "-j must be at least 1", "", false},
+		{"compare -j 0", nil, []string{"compare", "-j", "0", "--source", c.ConnString("small"), "--target", c.ConnString("small")}, exitUsage, "-j must be at least 1", "", false},
+		{"-j 1000", nil, []string{"dump", "-d", c.ConnString("small"), "-f", out, "-j", "1000"}, exitUsage, "-j 1000 is more than pgsprint runs at once (at most 256)", "", false},
+		{"-j beyond max_connections, dump", nil, []string{"dump", "-d", c.ConnString("small"), "-f", out, "-j", "200"}, exitFailure, "-j 200 needs 201 more connections", "", false},
+		{"-j beyond max_connections, restore", nil, []string{"restore", "-f", good, "-d", c.ConnString("postgres"), "-j", "200"}, exitFailure, "max_connections 100", "", false},
+		{"-f a directory", nil, []string{"dump", "-d", c.ConnString("small"), "-f", dir}, exitUsage, "is a directory", "", false},
+		{"--to-sql -f - of a truncated archive", nil, []string{"restore", "--to-sql", "-f", "-"}, exitFailure, "archive on standard input: archive is incomplete", truncated, false},
+		{"failure under --progress=json", nil, []string{"dump", "-d", c.ConnString("small"), "-f", filepath.Join(dir, "no", "such", "dir.pgs"), "--progress=json"}, exitFailure, "create archive", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := pgsprint(t, tc.env, tc.args...)
+			tmp := t.TempDir()
+			var stdin io.Reader
+			if tc.stdin != "" {
+				f, err := os.Open(tc.stdin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				stdin = f
+			}
+			r := pgsprintStdin(t, append([]string{"TMPDIR=" + tmp}, tc.env...), stdin, tc.args...)
 			if r.code != tc.code {
 				t.Errorf("exit code %d, want %d; stderr:\n%s", r.code, tc.code, r.stderr)
 			}
-			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-			if len(lines) != 1 || !strings.HasPrefix(lines[0], "pgsprint: error: ") {
-				t.Errorf("want exactly one error line, got:\n%s", r.stderr)
+			if tc.json {
+				checkErrorEvent(t, r.stderr, tc.code)
+			} else {
+				checkOneLine(t, r.stderr)
 			}
+			noTempFiles(t, tmp)
 			if !strings.Contains(r.stderr, tc.errSub) {
 				t.Errorf("error does not mention %q:\n%s", tc.errSub, r.stderr)
 			}
@@ -87,6 +135,92 @@ GRANT SELECT ON t TO app;`)
 			noPartialFiles(t, dir, "good.pgs", "truncated.pgs", "flipped.pgs")
 		})
 	}
+
+	t.Run("Ctrl-C while connecting", func(t *testing.T) {
+		// A server that accepts and never answers: once it has accepted,
+		// pgsprint is waiting in its connect.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		accepted := make(chan net.Conn, 4)
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				accepted <- conn
+			}
+		}()
+		tmp := t.TempDir()
+		cmd, stderr := startPgsprintEnv(t, []string{"TMPDIR=" + tmp}, "dump", "-d", fmt.Sprintf("host=127.0.0.1 port=%d dbname=small", ln.Addr().(*net.TCPAddr).Port), "-f", out)
+		select {
+		case conn := <-accepted:
+			defer conn.Close()
+		case <-time.After(30 * time.Second):
+			t.Fatal("pgsprint never connected")
+		}
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		checkOneError(t, waitExit(t, cmd), exitInterrupted, stderr.String(), "dump interrupted by SIGINT")
+		noTempFiles(t, tmp)
+		noPartialFiles(t, dir, "good.pgs", "truncated.pgs", "flipped.pgs")
+	})
+
+	t.Run("table dropped while the tables are listed", func(t *testing.T) {
+		// The DROP holds its lock until COMMIT: the dump's snapshot still
+		// lists the table, and its size waits for the lock, then finds
+		// the table gone.
+		if err := c.Exec(ctx, "small", "CREATE TABLE dropme (i int)"); err != nil {
+			t.Fatal(err)
+		}
+		dropper, err := pgx.Connect(ctx, c.ConnString("small"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dropper.Close(ctx)
+		if _, err := dropper.Exec(ctx, "BEGIN; DROP TABLE dropme"); err != nil {
+			t.Fatal(err)
+		}
+		cmd, stderr := startPgsprint(t, "dump", "-d", c.ConnString("small"), "-f", out)
+		waitForLockWait(t, c, dropper.PgConn().PID())
+		if _, err := dropper.Exec(ctx, "COMMIT"); err != nil {
+			t.Fatal(err)
+		}
+		checkOneError(t, waitExit(t, cmd), exitFailure, stderr.String(), `table "public"."dropme" was dropped by another session`)
+		noPartialFiles(t, dir, "good.pgs", "truncated.pgs", "flipped.pgs")
+	})
+
+	t.Run("--to-sql -f - reads standard input", func(t *testing.T) {
+		tmp := t.TempDir()
+		f, err := os.Open(good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		r := pgsprintStdin(t, []string{"TMPDIR=" + tmp}, f, "restore", "--to-sql", "-f", "-")
+		if r.code != 0 || !strings.Contains(r.stdout, `COPY "public"."t" ("id", "v") FROM STDIN;`) || strings.Count(r.stdout, "\n") < 20000 {
+			t.Errorf("exit %d, %d bytes of script; stderr:\n%s", r.code, len(r.stdout), r.stderr)
+		}
+		noTempFiles(t, tmp)
+	})
+
+	t.Run("-v logs each phase and table", func(t *testing.T) {
+		r := mustPgsprint(t, "dump", "-d", c.ConnString("small"), "-f", out, "-v")
+		for _, want := range []string{"msg=phase phase=catalog", "msg=phase phase=data", `msg="data done" table="\"public\".\"t\"" rows=20000`} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("-v output lacks %q:\n%s", want, r.stderr)
+			}
+		}
+		r = mustPgsprint(t, "dump", "-d", c.ConnString("small"), "-f", out)
+		if strings.Contains(r.stderr, "level=") {
+			t.Errorf("logs without -v:\n%s", r.stderr)
+		}
+		os.Remove(out)
+	})
 
 	t.Run("binary archive refused on a terminal", func(t *testing.T) {
 		// script(1) runs the command with a pseudo-terminal as stdout.
@@ -108,4 +242,49 @@ GRANT SELECT ON t TO app;`)
 		}
 		os.Remove(out)
 	})
+}
+
+// checkOneLine fails unless stderr is exactly one "pgsprint: error:" line.
+func checkOneLine(t *testing.T, stderr string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "pgsprint: error: ") {
+		t.Errorf("want exactly one error line, got:\n%s", stderr)
+	}
+}
+
+// checkErrorEvent fails unless every line of stderr is a JSON event and
+// the last one is the "error" event with the exit code.
+func checkErrorEvent(t *testing.T, stderr string, code int) {
+	t.Helper()
+	evs := events(t, stderr)
+	last := evs[len(evs)-1]
+	if last.Event != "error" || last.Error == "" || last.ExitCode != code || strings.Contains(last.Error, "\n") {
+		t.Errorf("last event %+v, want an error event with exit code %d", last, code)
+	}
+}
+
+// waitForLockWait waits until a pgsprint session waits for a lock that
+// the session holder holds.
+func waitForLockWait(t *testing.T, c *pgtest.Cluster, holder uint32) {
+	t.Helper()
+	admin, err := pgx.Connect(context.Background(), c.ConnString("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var n int
+		err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = 'pgsprint' AND $1::int = ANY (pg_blocking_pids(pid))`, int(holder)).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("no pgsprint session waited for the lock")
 }

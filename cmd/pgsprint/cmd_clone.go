@@ -11,6 +11,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
 type cloneOptions struct {
@@ -99,7 +100,7 @@ into existing, empty tables of the target, referenced tables first.`,
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "copy the definition but not the rows of tables matching this pattern")
 	fs.BoolVar(&o.textCopy, "text-copy", false, "copy in COPY's text format even where binary would do (same major version, built-in types)")
 	_ = fs.MarkHidden("text-copy") // for benchmarks
-	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock at the start (e.g. 30s; as pg_dump)")
+	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock at the start (e.g. 30s, 500ms, 2min; a bare number is milliseconds; as pg_dump)")
 	fs.StringVar(&o.snapshot, "snapshot", "", "read the source in this snapshot, held by \"pgsprint snapshot\", instead of exporting one")
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted clone in the same --snapshot, skipping what it finished")
 	o.progress.register(fs)
@@ -112,11 +113,15 @@ func runClone(ctx context.Context, o cloneOptions) error {
 	if o.source == "" || o.target == "" {
 		return usageError{fmt.Errorf("both --source and --target are required")}
 	}
-	if o.jobs < 1 {
-		return usageError{fmt.Errorf("-j must be at least 1")}
+	if err := checkJobs(o.jobs); err != nil {
+		return err
 	}
+	removeStale(o.log.logger(), "", tempfile.InTempDir()...)
 	if o.resume && o.snapshot == "" {
 		return usageError{fmt.Errorf("--resume needs --snapshot: a clone can only be finished in the snapshot it began in, held by \"pgsprint snapshot\" (see pgsprint clone --help)")}
+	}
+	if err := checkLockWait(o.lockWait); err != nil {
+		return err
 	}
 	if err := o.filter.Check(); err != nil {
 		return usageError{err}
@@ -136,7 +141,7 @@ func runClone(ctx context.Context, o cloneOptions) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--target: %w", err)}
 	}
-	w, err := o.progress.start("clone", o.log.quiet)
+	w, err := o.progress.start("clone", o.log)
 	if err != nil {
 		return err
 	}
@@ -146,7 +151,7 @@ func runClone(ctx context.Context, o cloneOptions) error {
 		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze,
 		Split:    plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
-		Version: version, Logger: o.log.logger(), Progress: w.tracker,
+		Version: version, Logger: o.log.logger(), Progress: w.reporter,
 	})
 	if err != nil {
 		return err

@@ -56,6 +56,9 @@ func runCompare(ctx context.Context, o compareOptions, out io.Writer) error {
 	if o.source == "" || o.target == "" {
 		return usageError{fmt.Errorf("both --source and --target are needed")}
 	}
+	if err := checkJobs(o.jobs); err != nil {
+		return err
+	}
 	src, err := pg.ConnOptions{DSN: o.source}.Config()
 	if err != nil {
 		return usageError{err}

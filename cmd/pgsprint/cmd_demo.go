@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/demo"
+	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
 type demoOptions struct {
@@ -40,6 +41,11 @@ pg_restore -j, print the timings and sizes, and remove everything.`,
 }
 
 func runDemo(ctx context.Context, o demoOptions) error {
+	if err := checkJobs(o.jobs); err != nil {
+		return err
+	}
+	var defaults logFlags // warnings only
+	removeStale(defaults.logger(), "", tempfile.Demo)
 	c, err := codec.Parse(o.compress)
 	if err != nil {
 		return usageError{err}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
 // defaultCompression won the dump benchmark (docs/ARCHITECTURE.md): on
@@ -69,7 +71,7 @@ only when complete.`,
 	fs.StringVar(&o.profile, "cpu-profile", "", "write a Go CPU profile of the dump to this file")
 	_ = fs.MarkHidden("cpu-profile")
 	registerFilterFlags(fs, &o.filter, "dump")
-	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock at the start (e.g. 30s; as pg_dump)")
+	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock at the start (e.g. 30s, 500ms, 2min; a bare number is milliseconds; as pg_dump)")
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "dump the definition but not the rows of tables matching this pattern")
 	o.progress.register(fs)
 	o.log.register(fs)
@@ -84,8 +86,18 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	if o.file == "-" && term.IsTerminal(int(os.Stdout.Fd())) {
 		return usageError{fmt.Errorf("refusing to write a binary archive to a terminal: use -f FILE, or redirect or pipe standard output")}
 	}
-	if o.jobs < 1 {
-		return usageError{fmt.Errorf("-j must be at least 1")}
+	if o.file != "-" {
+		if st, err := os.Stat(o.file); err == nil && st.IsDir() {
+			return usageError{fmt.Errorf("-f %s is a directory: give the archive's file name, e.g. -f %s", o.file, filepath.Join(o.file, "NAME.pgs"))}
+		}
+		dir, partial := tempfile.Partial(o.file)
+		removeStale(o.log.logger(), dir, partial)
+	}
+	if err := checkJobs(o.jobs); err != nil {
+		return err
+	}
+	if err := checkLockWait(o.lockWait); err != nil {
+		return err
 	}
 	if err := o.filter.Check(); err != nil {
 		return usageError{err}
@@ -109,7 +121,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 		}
 		defer stop()
 	}
-	w, err := o.progress.start("dump", o.log.quiet)
+	w, err := o.progress.start("dump", o.log)
 	if err != nil {
 		return err
 	}
@@ -117,7 +129,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	res, err := dump.Run(ctx, dump.Options{
 		Source: cfg, File: o.file, Stdout: os.Stdout, Jobs: o.jobs, Codec: c, BlockSize: o.blockSize,
 		Split:   plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
-		Version: version, Logger: o.log.logger(), Progress: w.tracker, Filter: o.filter, LockWaitTimeout: o.lockWait,
+		Version: version, Logger: o.log.logger(), Progress: w.reporter, Filter: o.filter, LockWaitTimeout: o.lockWait,
 	})
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/sqlscript"
+	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
 type restoreOptions struct {
@@ -96,7 +97,9 @@ only those). Large objects come only with the whole archive.
 sequence values into existing, empty tables (referenced tables first;
 --disable-triggers, for a superuser, turns triggers and foreign key checks
 off instead); an archive dumped with --data-only always restores that way.
-With --to-sql the selection is written as if into an empty database.
+With --to-sql the selection is written as if into an empty database; with
+-f - the archive is first copied whole into an unlinked file in --spill-dir,
+since the script needs its parts in order.
 
 --to-sql writes a script for psql that is all or nothing, as pg_restore
 --single-transaction: it sets ON_ERROR_STOP, begins with BEGIN, and ends
@@ -138,7 +141,7 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "create but do not load tables matching this pattern")
 	fs.BoolVar(&o.noTrig, "disable-triggers", false, "with --data-only: load with triggers and foreign key checks off (superuser)")
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted restore of the same archive, skipping what it finished")
-	fs.StringVar(&o.spillDir, "spill-dir", os.TempDir(), "with -f -: where data that arrives before a connection can load it waits")
+	fs.StringVar(&o.spillDir, "spill-dir", os.TempDir(), "with -f -: where data that arrives before a connection can load it waits (with --to-sql: the whole archive)")
 	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
 	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
 	fs.BoolVar(&o.toSQL, "to-sql", false, "write the archive as one plain SQL script (one transaction) to standard output, for psql, instead of restoring it")
@@ -152,14 +155,18 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.file == "" {
 		return usageError{fmt.Errorf("no archive file given: use -f FILE")}
 	}
+	removeStale(o.log.logger(), "", tempfile.InTempDir()...)
+	if o.file == "-" {
+		removeStale(o.log.logger(), o.spillDir, tempfile.Spill, tempfile.Stdin)
+	}
 	if o.toSQL {
 		return writeSQL(ctx, o)
 	}
 	if o.conn.DSN == "" && !o.create {
 		return usageError{fmt.Errorf("no target database given: use -d TARGET")}
 	}
-	if o.jobs < 1 {
-		return usageError{fmt.Errorf("-j must be at least 1")}
+	if err := checkJobs(o.jobs); err != nil {
+		return err
 	}
 	if err := o.filter.Check(); err != nil {
 		return usageError{err}
@@ -177,7 +184,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
-	w, err := o.progress.start("restore", o.log.quiet)
+	w, err := o.progress.start("restore", o.log)
 	if err != nil {
 		return err
 	}
@@ -185,7 +192,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	res, err := restore.Run(ctx, restore.Options{
 		Target: cfg, File: o.file, Stdin: os.Stdin, SpillDir: o.spillDir, Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
-		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.tracker,
+		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
 	})
 	if err != nil {
 		return err
@@ -209,7 +216,18 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 	if o.noTrig {
 		return usageError{fmt.Errorf("--to-sql does not take --disable-triggers")}
 	}
-	f, err := archive.OpenFile(o.file)
+	var f *archive.File
+	var err error
+	if o.file == "-" {
+		if term.IsTerminal(int(os.Stdin.Fd())) {
+			return usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
+		}
+		// The script is written in the manifest's order, which a pipe
+		// does not deliver: the archive waits whole in --spill-dir.
+		f, err = archive.Spool(os.Stdin, o.spillDir)
+	} else {
+		f, err = archive.OpenFile(o.file)
+	}
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ dump's leader locks them: TRUNCATE, ALTER TABLE and other rewrites would
 make an old snapshot read a table as empty, so they wait until the holder
 ends; ordinary writes go on). A hint goes to standard error.
 
-It holds until SIGINT or SIGTERM, or until its standard input, if it is a
+It holds until SIGINT, SIGTERM or SIGHUP, or until its standard input, if it is a
 pipe (a coprocess), reaches end of file; then it exits 0. It exits non-zero
 if the connection is lost, since the snapshot is then gone. While it holds,
 VACUUM cannot remove rows the snapshot may see: end it when the clone is
@@ -58,7 +58,7 @@ done.`,
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	o.conn.register(fs)
-	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock (e.g. 30s; as pg_dump)")
+	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock (e.g. 30s, 500ms, 2min; a bare number is milliseconds; as pg_dump)")
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd
@@ -67,6 +67,9 @@ done.`,
 func runSnapshot(ctx context.Context, o snapshotOptions) error {
 	if o.conn.DSN == "" {
 		return usageError{fmt.Errorf("no source database given: use -d SOURCE")}
+	}
+	if err := checkLockWait(o.lockWait); err != nil {
+		return err
 	}
 	cfg, err := o.conn.Config()
 	if err != nil {

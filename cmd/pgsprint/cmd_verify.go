@@ -40,6 +40,9 @@ present. Exits 0 only for a sound archive.`,
 
 func runVerify(ctx context.Context, path string, o verifyOptions, out io.Writer) error {
 	start := time.Now()
+	if err := checkJobs(o.jobs); err != nil {
+		return err
+	}
 	f, err := archive.OpenFile(path)
 	if err != nil {
 		return err

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -110,18 +112,142 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 		noSessionsLeft(t, admin)
 	})
 
-	t.Run("interrupt", func(t *testing.T) {
-		dir := t.TempDir()
-		cmd, stderr := startPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "-j", "2", "-Z", "none")
-		waitForCopy(t, admin, "COPY%TO STDOUT")
-		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	// An archive of big for the restores below, and one of small for the
+	// quick second runs.
+	archives := t.TempDir()
+	bigFile, smallFile := filepath.Join(archives, "big.pgs"), filepath.Join(archives, "small.pgs")
+	mustPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", bigFile, "-q")
+	mustPgsprint(t, "dump", "-d", c.ConnString("big"), "-t", "small", "-f", smallFile, "-q")
+	targets := 0
+	newTarget := func(t *testing.T) string {
+		t.Helper()
+		targets++
+		name := fmt.Sprintf("target%d", targets)
+		if err := c.CreateDB(ctx, name); err != nil {
 			t.Fatal(err)
 		}
-		code := waitExit(t, cmd)
-		checkOneError(t, code, exitInterrupted, stderr.String(), "interrupted")
-		noPartialFiles(t, dir)
-		noSessionsLeft(t, admin)
+		return c.ConnString(name)
+	}
+	// run is one command of the tests below, started in dir (for a dump's
+	// archive) with TMPDIR tmp (for everything else pgsprint writes).
+	type run struct {
+		op   string
+		args func(t *testing.T, dir string) []string
+		copy string // the query to wait for before acting
+	}
+	dumpRun := run{"dump", func(t *testing.T, dir string) []string {
+		return []string{"dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "-j", "2", "-Z", "none"}
+	}, "COPY%TO STDOUT"}
+	restoreRun := run{"restore", func(t *testing.T, dir string) []string {
+		return []string{"restore", "-f", bigFile, "-d", newTarget(t), "-j", "2"}
+	}, "COPY%FROM STDIN%"}
+	cloneRun := run{"clone", func(t *testing.T, dir string) []string {
+		return []string{"clone", "--source", c.ConnString("big"), "--target", newTarget(t), "-j", "2"}
+	}, "COPY%FROM STDIN%"}
+
+	// SIGINT (Ctrl-C), SIGTERM (kill) and SIGHUP (the terminal closed)
+	// stop a run the same way: one line naming the signal, nothing left in
+	// the archive's directory or the temp directory, no session left.
+	for _, tc := range []struct {
+		run  run
+		sig  syscall.Signal
+		code int
+	}{
+		{dumpRun, syscall.SIGINT, exitInterrupted},
+		{dumpRun, syscall.SIGTERM, exitInterrupted},
+		{dumpRun, syscall.SIGHUP, exitHangup},
+		{restoreRun, syscall.SIGHUP, exitHangup},
+		{cloneRun, syscall.SIGHUP, exitHangup},
+	} {
+		name := signalName(tc.sig)
+		t.Run(tc.run.op+" "+name, func(t *testing.T) {
+			dir, tmp := t.TempDir(), t.TempDir()
+			cmd, stderr := startPgsprintEnv(t, []string{"TMPDIR=" + tmp}, tc.run.args(t, dir)...)
+			waitForCopy(t, admin, tc.run.copy)
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			code := waitExit(t, cmd)
+			checkOneError(t, code, tc.code, stderr.String(), tc.run.op+" interrupted by "+name)
+			noPartialFiles(t, dir)
+			noTempFiles(t, tmp)
+			noSessionsLeft(t, admin)
+		})
+	}
+
+	// nohup means it: SIGHUP, ignored when pgsprint starts, stays ignored.
+	t.Run("dump SIGHUP under nohup", func(t *testing.T) {
+		if _, err := exec.LookPath("nohup"); err != nil {
+			t.Skip("nohup not installed")
+		}
+		dir := t.TempDir()
+		cmd := exec.Command("nohup", append([]string{binary}, dumpRun.args(t, dir)...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill() })
+		waitForCopy(t, admin, dumpRun.copy)
+		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, cmd); code != 0 {
+			t.Fatalf("exit %d, want 0:\n%s", code, stderr.String())
+		}
+		noPartialFiles(t, dir, "big.pgs")
 	})
+
+	// SIGKILL leaves the partial archive or the extracted schema behind;
+	// the next run in the same place removes it and names it.
+	for _, tc := range []struct {
+		run   run
+		stale string // what the killed run leaves: a pattern of dir's or tmp's
+		again []string
+	}{
+		{dumpRun, ".big.pgs.partial-%d-*", []string{"dump", "-d", c.ConnString("big"), "-t", "small", "-q"}},
+		{restoreRun, "pgsprint-schema-%d-*.dump", []string{"restore", "-f", smallFile, "-q"}},
+		{cloneRun, "pgsprint-schema-%d-*.dump", []string{"clone", "--source", c.ConnString("big"), "-t", "small", "-q"}},
+	} {
+		t.Run(tc.run.op+" SIGKILL then again", func(t *testing.T) {
+			dir, tmp := t.TempDir(), t.TempDir()
+			env := []string{"TMPDIR=" + tmp}
+			cmd, _ := startPgsprintEnv(t, env, tc.run.args(t, dir)...)
+			waitForCopy(t, admin, tc.run.copy)
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			waitExit(t, cmd)
+			left, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf(tc.stale, cmd.Process.Pid)))
+			inTmp, _ := filepath.Glob(filepath.Join(tmp, fmt.Sprintf(tc.stale, cmd.Process.Pid)))
+			left = append(left, inTmp...)
+			if len(left) != 1 {
+				t.Fatalf("the killed run left %v, want one file like %s", left, tc.stale)
+			}
+			args := tc.again
+			switch tc.run.op {
+			case "dump":
+				args = append(args, "-f", filepath.Join(dir, "big.pgs"))
+			case "restore":
+				args = append(args, "-d", newTarget(t))
+			case "clone":
+				args = append(args, "--target", newTarget(t))
+			}
+			r := pgsprint(t, env, args...)
+			if r.code != 0 {
+				t.Fatalf("second run: exit %d\n%s", r.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "removed a stale temporary file left by a killed run") ||
+				!strings.Contains(r.stderr, left[0]) || !strings.Contains(r.stderr, fmt.Sprintf("pid=%d", cmd.Process.Pid)) {
+				t.Errorf("the second run did not name %s of pid %d:\n%s", left[0], cmd.Process.Pid, r.stderr)
+			}
+			if _, err := os.Stat(left[0]); !os.IsNotExist(err) {
+				t.Errorf("%s is still there: %v", left[0], err)
+			}
+			noPartialFiles(t, dir, "big.pgs")
+			noTempFiles(t, tmp)
+		})
+	}
 
 	// Last: the restart ends every session, admin's included.
 	t.Run("source server restarts", func(t *testing.T) {
@@ -161,7 +287,14 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 // startPgsprint starts the binary in the background.
 func startPgsprint(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
+	return startPgsprintEnv(t, nil, args...)
+}
+
+// startPgsprintEnv is startPgsprint with extra environment variables.
+func startPgsprintEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

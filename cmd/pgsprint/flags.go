@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -21,6 +22,35 @@ func (c *connFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&c.Host, "host", "h", "", "database server host or socket directory")
 	fs.StringVarP(&c.Port, "port", "p", "", "database server port")
 	fs.StringVarP(&c.User, "username", "U", "", "database user name")
+}
+
+// maxJobs bounds -j before anything starts: each job is a server
+// connection (two for clone, one per side) with its own buffers, and no
+// server gets faster with more COPY streams than this; the servers' own
+// limit (max_connections) is checked once connected.
+const maxJobs = 256
+
+// checkJobs refuses a -j that cannot work.
+func checkJobs(n int) error {
+	switch {
+	case n < 1:
+		return usageError{fmt.Errorf("-j must be at least 1")}
+	case n > maxJobs:
+		return usageError{fmt.Errorf("-j %d is more than pgsprint runs at once (at most %d)", n, maxJobs)}
+	}
+	return nil
+}
+
+// checkLockWait refuses a --lock-wait-timeout PostgreSQL would reject,
+// before connecting.
+func checkLockWait(s string) error {
+	if s == "" {
+		return nil
+	}
+	if err := pg.CheckLockTimeout(s); err != nil {
+		return usageError{err}
+	}
+	return nil
 }
 
 // logFlags choose how much pgsprint says on stderr.

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/spf13/cobra"
 )
 
@@ -23,33 +26,79 @@ const (
 	exitFailure     = 1
 	exitUsage       = 2
 	exitConnection  = 3
-	exitInterrupted = 130
+	exitInterrupted = 130 // SIGINT or SIGTERM
+	exitHangup      = 129 // SIGHUP: 128 + 1, as a shell reports it
 )
 
 // usageError marks errors in how pgsprint was called.
 type usageError struct{ error }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	start := time.Now()
+	ctx, stop := withSignals(context.Background())
 	defer stop()
 	// A closed pipe on standard output (dump -f - whose reader died) must
 	// be a write error with a message, not a silent death by SIGPIPE.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	root := newRootCmd()
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		os.Exit(exitOK)
 	}
-	fmt.Fprintln(os.Stderr, "pgsprint: error:", err)
-	os.Exit(exitCode(ctx, err))
+	code := exitCode(ctx, err)
+	msg := err.Error()
+	if i, ok := interrupted(ctx); ok {
+		// Whatever the pipeline made of the cancellation (a connect
+		// "context canceled", "dump interrupted: ..."), the user sent a
+		// signal, and that is the one thing to say.
+		msg = i.Error()
+		if cmd != nil && cmd != root {
+			msg = cmd.Name() + " " + msg
+		}
+	}
+	reportError(cmd, start, oneLine(msg), code)
+	os.Exit(code)
+}
+
+// reportError prints the error that ends the run: one line on stderr, or
+// with --progress=json one JSON "error" event, so that a script reading the
+// events sees the failure among them.
+func reportError(cmd *cobra.Command, start time.Time, msg string, code int) {
+	if cmd != nil && jsonProgress(cmd) {
+		progress.WriteError(os.Stderr, start, msg, code)
+		return
+	}
+	fmt.Fprintln(os.Stderr, "pgsprint: error:", msg)
+}
+
+// jsonProgress says whether cmd was run with --progress=json (and not -q).
+func jsonProgress(cmd *cobra.Command) bool {
+	p, q := cmd.Flags().Lookup("progress"), cmd.Flags().Lookup("quiet")
+	return p != nil && p.Value.String() == string(progress.JSON) && (q == nil || q.Value.String() != "true")
+}
+
+// oneLine joins the lines of a message that has several (a child's
+// stderr, joined errors) with "; ": errors are one line.
+func oneLine(msg string) string {
+	if !strings.Contains(msg, "\n") {
+		return msg
+	}
+	var parts []string
+	for _, l := range strings.Split(msg, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 func exitCode(ctx context.Context, err error) int {
 	var ue usageError
 	var ce *pg.ConnectError
+	if i, ok := interrupted(ctx); ok {
+		return i.exitCode()
+	}
 	switch {
-	case ctx.Err() != nil:
-		return exitInterrupted
 	case errors.As(err, &ue):
 		return exitUsage
 	case errors.As(err, &ce):

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,10 +43,17 @@ type result struct {
 // pgsprint runs the binary with args and extra environment variables.
 func pgsprint(t testing.TB, env []string, args ...string) result {
 	t.Helper()
+	return pgsprintStdin(t, env, nil, args...)
+}
+
+// pgsprintStdin is pgsprint with stdin (nil: none) as standard input.
+func pgsprintStdin(t testing.TB, env []string, stdin io.Reader, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -66,6 +74,13 @@ func mustPgsprint(t testing.TB, args ...string) result {
 		t.Fatalf("pgsprint %s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
 	}
 	return r
+}
+
+// noTempFiles fails if the temporary directory dir (a run's TMPDIR)
+// holds anything: every exit pgsprint survives removes its temporary files.
+func noTempFiles(t testing.TB, dir string) {
+	t.Helper()
+	noPartialFiles(t, dir)
 }
 
 // noPartialFiles fails if dir holds anything but the names in keep: a failed

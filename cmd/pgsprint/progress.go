@@ -31,10 +31,15 @@ type watch struct {
 	quiet   bool
 	tracker *progress.Tracker
 	display *progress.Display
+	// reporter is what the pipeline reports to: the tracker, and the log
+	// at -v.
+	reporter progress.Reporter
 }
 
-// start checks the flags and starts showing progress (nothing with -q).
-func (p progressFlags) start(op string, quiet bool) (*watch, error) {
+// start checks the flags and starts showing progress (nothing with -q);
+// with -v each phase and finished table is logged too.
+func (p progressFlags) start(op string, l logFlags) (*watch, error) {
+	quiet := l.quiet
 	mode, err := progress.ParseMode(p.mode)
 	if err != nil {
 		return nil, usageError{err}
@@ -46,6 +51,10 @@ func (p progressFlags) start(op string, quiet bool) (*watch, error) {
 		mode = progress.None
 	}
 	w := &watch{flags: p, quiet: quiet, tracker: progress.NewTracker(op)}
+	w.reporter = w.tracker
+	if l.verbose {
+		w.reporter = progress.Logged(w.tracker, l.logger())
+	}
 	w.display = progress.Show(w.tracker, progress.Options{Mode: mode, Out: os.Stderr,
 		Terminal: term.IsTerminal(int(os.Stderr.Fd())), Interval: p.interval})
 	return w, nil

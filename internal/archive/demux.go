@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
 // Demux restores in parallel from a pipe. One goroutine reads frames in
@@ -146,7 +148,7 @@ func (d *Demux) spillFrame(s *demuxStream, f *Frame) error {
 		return nil
 	}
 	if s.spill == nil {
-		sf, err := os.CreateTemp(d.spillDir, "pgsprint-spill-*")
+		sf, err := tempfile.Create(d.spillDir, tempfile.Spill)
 		if err != nil {
 			return fmt.Errorf("spill stream %d to disk: %w", f.Stream, err)
 		}

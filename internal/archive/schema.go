@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
 // ExtractSchema writes the archive's schema stream (pg_dump's custom
 // format) to a private temp file and returns its path: pg_restore needs a
 // seekable file. The caller removes it.
 func ExtractSchema(src Source) (string, error) {
-	f, err := os.CreateTemp("", "pgsprint-schema-*.dump")
+	f, err := tempfile.Create("", tempfile.Schema)
 	if err != nil {
 		return "", fmt.Errorf("extract schema: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/restore"
+	"github.com/pgsprint/pgsprint/internal/tempfile"
 	"github.com/pgsprint/pgsprint/internal/verify"
 )
 
@@ -40,7 +41,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("start demo cluster: %w", err)
 	}
 	defer c.Close()
-	dir, err := os.MkdirTemp("", "pgsprint-demo-*")
+	dir, err := tempfile.MkdirTemp("", tempfile.Demo)
 	if err != nil {
 		return err
 	}

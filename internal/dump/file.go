@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
 // output is where the archive bytes go: a file renamed into place on
@@ -63,12 +65,9 @@ type atomicFile struct {
 }
 
 func createAtomic(path string) (*atomicFile, error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	// CreateTemp makes the file with mode 0600: archives hold all the data.
-	f, err := os.CreateTemp(dir, "."+base+".partial-*")
+	// The file has mode 0600: archives hold all the data. Its name carries
+	// this process's id, so that a run after a SIGKILL removes it.
+	f, err := tempfile.Create(tempfile.Partial(path))
 	if err != nil {
 		return nil, fmt.Errorf("create archive %s: %w", path, err)
 	}

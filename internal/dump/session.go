@@ -92,6 +92,10 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	if s.srv, err = pg.ReadServer(ctx, s.leader); err != nil {
 		return err
 	}
+	// The workers and pg_dump connect besides the leader.
+	if err := pg.CheckConnectionRoom(ctx, s.leader, opts.Jobs, max(opts.Jobs, 1)+1); err != nil {
+		return err
+	}
 	if s.srv.InRecovery {
 		log.Warn("the source is a standby: data of unlogged tables cannot be read there and is skipped (as pg_dump does); their definitions are kept")
 	}

@@ -89,8 +89,10 @@ func ListTables(ctx context.Context, conn *pgx.Conn, srv Server) ([]TableInfo, e
 	if srv.InRecovery {
 		persistence = "c.relpersistence = 'p'"
 	}
+	// pg_relation_size is NULL for a table the snapshot still lists but
+	// another session dropped since (it waits for the DROP's lock first).
 	q := `SELECT c.oid, n.nspname, c.relname, c.relpages::int8, greatest(c.reltuples, 0)::int8,
-		pg_catalog.pg_relation_size(c.oid),
+		coalesce(pg_catalog.pg_relation_size(c.oid), -1),
 		ARRAY(SELECT a.attname::text FROM pg_catalog.pg_attribute a
 			WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ` + generated + `
 			ORDER BY a.attnum),
@@ -115,6 +117,13 @@ func ListTables(ctx context.Context, conn *pgx.Conn, srv Server) ([]TableInfo, e
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	for _, t := range tables {
+		if t.SizeBytes < 0 {
+			// Its rows are gone, yet the snapshot holds the table: no
+			// consistent copy can leave it out (pg_dump fails too).
+			return nil, fmt.Errorf("table %s was dropped by another session while the tables were being listed: run again", t.Qualified())
+		}
 	}
 	return tables, nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -101,7 +102,7 @@ func Connect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, &ConnectError{Target: Describe(cfg), Err: err}
+		return nil, &ConnectError{Target: Describe(cfg), Err: err, Timeout: cfg.ConnectTimeout}
 	}
 	return conn, nil
 }
@@ -109,22 +110,39 @@ func Connect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
 // ConnectError is a failure to connect, kept distinct so that the command
 // can exit with the connection-error code.
 type ConnectError struct {
-	Target string
-	Err    error
+	Target  string
+	Err     error
+	Timeout time.Duration // connect_timeout, if one was set
 }
 
 // Error names the target and the server's own message when there is one,
-// without pgx's repetition of the socket path.
+// without pgx's repetition of the socket path, on one line: pgx joins one
+// error per attempt (TLS then plain text with sslmode=prefer, each address
+// of a host name) with newlines, often the same text twice.
 func (e *ConnectError) Error() string {
 	var pgErr *pgconn.PgError
 	if errors.As(e.Err, &pgErr) {
 		return "connect to " + e.Target + ": " + pgErr.Message
 	}
+	if e.Timeout > 0 && errors.Is(e.Err, context.DeadlineExceeded) {
+		return fmt.Sprintf("connect to %s: no answer within connect_timeout (%s)", e.Target, e.Timeout)
+	}
 	inner := e.Err
 	if u := errors.Unwrap(inner); u != nil {
 		inner = u
 	}
-	return "connect to " + e.Target + ": " + inner.Error()
+	var parts []string
+	for _, l := range strings.Split(inner.Error(), "\n") {
+		l = strings.TrimSpace(l)
+		seen := l == ""
+		for _, p := range parts {
+			seen = seen || strings.HasSuffix(p, l)
+		}
+		if !seen {
+			parts = append(parts, l)
+		}
+	}
+	return "connect to " + e.Target + ": " + strings.Join(parts, "; ")
 }
 
 func (e *ConnectError) Unwrap() error { return e.Err }

@@ -5,6 +5,8 @@
 package progress
 
 import (
+	"encoding/json"
+	"io"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -103,7 +105,7 @@ func NewTracker(op string) *Tracker {
 
 // Event is one thing that happened, as --progress=json prints it.
 type Event struct {
-	Event   string    `json:"event"` // start, phase, table, step, progress, summary
+	Event   string    `json:"event"` // start, phase, table, step, progress, summary, error
 	Time    time.Time `json:"time"`
 	Elapsed float64   `json:"elapsed_s"`
 	Plan    *Plan     `json:"plan,omitempty"`
@@ -114,6 +116,18 @@ type Event struct {
 	Seconds float64   `json:"seconds,omitempty"`
 	State   *State    `json:"state,omitempty"`
 	Summary *Summary  `json:"summary,omitempty"`
+	// Error is the one-line message of the failure that ended the run,
+	// and ExitCode pgsprint's exit code (the "error" event, always last).
+	Error    string `json:"error,omitempty"`
+	ExitCode int    `json:"exit_code,omitempty"`
+}
+
+// WriteError writes the "error" event that ends a failed run's JSON
+// output: scripts reading the events see the failure among them, not as
+// a line of text they cannot parse. start is when the run began.
+func WriteError(w io.Writer, start time.Time, msg string, code int) {
+	now := time.Now()
+	_ = json.NewEncoder(w).Encode(Event{Event: "error", Time: now, Elapsed: now.Sub(start).Seconds(), Error: msg, ExitCode: code})
 }
 
 func (t *Tracker) emit(e Event) {

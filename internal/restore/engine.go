@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/schedule"
+	"github.com/pgsprint/pgsprint/internal/tempfile"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
@@ -305,7 +306,7 @@ func (r *run) restoreEntries(ctx context.Context, ids []int, step string) error 
 	if len(ids) == 0 {
 		return nil
 	}
-	f, err := os.CreateTemp("", "pgsprint-list-*.txt")
+	f, err := tempfile.Create("", tempfile.List)
 	if err != nil {
 		return fmt.Errorf("write pg_restore list: %w", err)
 	}

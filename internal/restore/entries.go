@@ -12,6 +12,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/tempfile"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
@@ -168,7 +169,7 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 			b.WriteString(strconv.Itoa(id) + ";\n")
 		}
 	}
-	file, err := os.CreateTemp("", "pgsprint-selection-*.txt")
+	file, err := tempfile.Create("", tempfile.Selection)
 	if err != nil {
 		return fmt.Errorf("write pg_restore list: %w", err)
 	}

@@ -24,6 +24,10 @@ func (r *run) chooseTools(ctx context.Context) (pgbin.Tools, error) {
 	if err != nil {
 		return pgbin.Tools{}, fmt.Errorf("target: %w", err)
 	}
+	// The workers and a control connection (or pg_restore).
+	if err := pg.CheckConnectionRoom(ctx, conn, r.opts.Jobs, r.opts.Jobs+1); err != nil {
+		return pgbin.Tools{}, err
+	}
 	need := max(majorOf(r.m.PgDumpVersion), srv.Major())
 	tools, err := pgbin.Find(ctx, need)
 	if err != nil {
