@@ -2,10 +2,13 @@ package archive
 
 import "time"
 
-// FormatVersion is the archive format this package writes. Readers refuse
-// archives with a higher version, because a newer writer may have added
-// frame kinds or header fields they would misread.
-const FormatVersion = 1
+// FormatVersion is the newest archive format this package reads and
+// writes. Readers refuse archives with a higher version, because a newer
+// writer may have added frame kinds or header fields they would misread.
+// The writer writes version 1 unless the manifest holds strings invalid
+// in UTF8 (a SQL_ASCII source's names), which version 2 stores marked
+// (see MarshalManifest).
+const FormatVersion = formatRawNames
 
 // Manifest is written in the header, before any frame, so that a reader of a
 // stream knows every table, chunk and large object it is about to see
@@ -17,7 +20,7 @@ type Manifest struct {
 	ServerVersionNum int       `json:"server_version_num"` // e.g. 150018
 	PgDumpVersion    string    `json:"pg_dump_version"`    // the pg_dump that wrote the schema stream
 	Database         string    `json:"database"`
-	Encoding         string    `json:"encoding"` // server_encoding of the source; COPY data is in it
+	Encoding         string    `json:"encoding"` // server_encoding of the source; COPY data is in it (names are UTF8, or raw for SQL_ASCII)
 	Snapshot         string    `json:"snapshot"` // exported snapshot id every reader used
 	SnapshotTime     time.Time `json:"snapshot_time"`
 	Codec            string    `json:"codec"` // name of the codec of every frame
