@@ -14,19 +14,22 @@ const FormatVersion = formatRawNames
 // stream knows every table, chunk and large object it is about to see
 // without waiting for the footer.
 type Manifest struct {
-	FormatVersion    int       `json:"format_version"`
-	ToolVersion      string    `json:"tool_version"`
-	ServerVersion    string    `json:"server_version"`     // e.g. "15.18"
-	ServerVersionNum int       `json:"server_version_num"` // e.g. 150018
-	PgDumpVersion    string    `json:"pg_dump_version"`    // the pg_dump that wrote the schema stream
-	Database         string    `json:"database"`
-	Encoding         string    `json:"encoding"` // server_encoding of the source; COPY data is in it (names are UTF8, or raw for SQL_ASCII)
-	Snapshot         string    `json:"snapshot"` // exported snapshot id every reader used
-	SnapshotTime     time.Time `json:"snapshot_time"`
-	Codec            string    `json:"codec"` // name of the codec of every frame
-	Level            int       `json:"level"`
-	BlockSize        int       `json:"block_size"`     // target raw size of a data block
-	MaxInterleave    int       `json:"max_interleave"` // most streams written at once (dump workers)
+	FormatVersion    int    `json:"format_version"`
+	ToolVersion      string `json:"tool_version"`
+	ServerVersion    string `json:"server_version"`     // e.g. "15.18"
+	ServerVersionNum int    `json:"server_version_num"` // e.g. 150018
+	PgDumpVersion    string `json:"pg_dump_version"`    // the pg_dump that wrote the schema stream
+	Database         string `json:"database"`
+	Encoding         string `json:"encoding"` // server_encoding of the source; COPY data is in it (names are UTF8, or raw for SQL_ASCII)
+	// CopyEncoding is the encoding of the COPY text in data streams: the
+	// source's server encoding, read without conversion. See DataEncoding.
+	CopyEncoding  string    `json:"copy_encoding,omitempty"`
+	Snapshot      string    `json:"snapshot"` // exported snapshot id every reader used
+	SnapshotTime  time.Time `json:"snapshot_time"`
+	Codec         string    `json:"codec"` // name of the codec of every frame
+	Level         int       `json:"level"`
+	BlockSize     int       `json:"block_size"`     // target raw size of a data block
+	MaxInterleave int       `json:"max_interleave"` // most streams written at once (dump workers)
 
 	// SchemaStream is the stream that holds pg_dump's custom-format archive.
 	SchemaStream uint32         `json:"schema_stream"`
@@ -48,6 +51,20 @@ type Manifest struct {
 	// here, on exact names, and mapped to entries by OID.
 	Schemas   []Object `json:"schemas,omitempty"`
 	Relations []Object `json:"relations,omitempty"`
+}
+
+// DataEncoding is the encoding of the archive's COPY text. Archives
+// written before CopyEncoding existed hold text in their dump connection's
+// client_encoding, which restores read as UTF8 (SQL_ASCII as stored): so
+// they still are, rather than guessing, which could silently garble text.
+func (m *Manifest) DataEncoding() string {
+	switch {
+	case m.CopyEncoding != "":
+		return m.CopyEncoding
+	case m.Encoding == "SQL_ASCII":
+		return "SQL_ASCII"
+	}
+	return "UTF8"
 }
 
 // Object is a schema or relation of the source and its OID there. Schema

@@ -100,11 +100,17 @@ func setCopyEncoding(ctx context.Context, conn *pgx.Conn, enc string) error {
 // CopyOutSQL is the statement that reads one chunk: a whole table by its
 // column list, or a range through plan.SelectSQL, the query the planner's
 // tests EXPLAIN. Generated columns are left out (the target computes
-// them), as pg_dump does.
-func CopyOutSQL(t archive.Table, c archive.Chunk) string {
+// them), as pg_dump does. Text chunks are read in encoding enc (the
+// source's own, which the manifest records: no conversion, and restore
+// converts as pg_restore does); binary ones in the connection's
+// client_encoding, which COPY's ENCODING option does not govern.
+func CopyOutSQL(t archive.Table, c archive.Chunk, enc string) string {
 	format := ""
-	if c.Binary {
+	switch {
+	case c.Binary:
 		format = " WITH (FORMAT binary)"
+	case enc != "":
+		format = " WITH (ENCODING " + pg.Literal(enc) + ")"
 	}
 	if c.Where == "" {
 		return fmt.Sprintf("COPY %s%s TO STDOUT%s", pg.Qualified(t.Schema, t.Name), pg.CopyColumns(t.Columns), format)
@@ -120,7 +126,7 @@ func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archiv
 	began := time.Now()
 	bw := archive.NewBlockWriter(w.Stream(archive.KindData, c.Stream), blockSize)
 	counter := progress.NewWriter(bw, rep)
-	tag, err := conn.PgConn().CopyTo(ctx, counter, CopyOutSQL(t, *c))
+	tag, err := conn.PgConn().CopyTo(ctx, counter, CopyOutSQL(t, *c, m.DataEncoding()))
 	counter.Flush()
 	if err != nil {
 		return 0, fmt.Errorf("dump table %s: %w", name, pg.ExplainLost(err))

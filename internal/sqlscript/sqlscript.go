@@ -57,8 +57,9 @@ func Write(ctx context.Context, ar archive.Source, out io.Writer, o Options) err
 			return err
 		}
 	}
-	// COPY text in the archive is UTF8 (SQL_ASCII stays as stored), while
-	// pg_restore's script set the database's own encoding.
+	// The script's own SQL (names from the manifest) is UTF8, as is
+	// pg_dump's schema (SQL_ASCII stays as stored); each COPY names the
+	// encoding of its data, the source's, for the server to convert.
 	enc := "UTF8"
 	if m.Encoding == "SQL_ASCII" {
 		enc = "SQL_ASCII"
@@ -95,7 +96,11 @@ func Write(ctx context.Context, ar archive.Source, out io.Writer, o Options) err
 
 func writeChunk(w *bufio.Writer, ar archive.Source, m *archive.Manifest, c *archive.Chunk) error {
 	t := m.Tables[c.Table]
-	fmt.Fprintf(w, "\n%s;\n", restore.CopyInSQL(t))
+	copySQL := restore.CopyInSQL(t)
+	if opt := restore.EncodingOption(m.DataEncoding()); opt != "" {
+		copySQL += " WITH (" + opt + ")"
+	}
+	fmt.Fprintf(w, "\n%s;\n", copySQL)
 	s := ar.OpenStream(c.Stream)
 	defer s.Close()
 	if _, err := io.Copy(w, s); err != nil {

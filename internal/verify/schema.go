@@ -37,7 +37,9 @@ func SchemaDump(ctx context.Context, binDir, connString string, selection ...str
 		return "", err
 	}
 	dsn, env := pg.ChildConn(cfg)
-	args := append([]string{"--schema-only", "--no-password", "--dbname=" + dsn}, selection...)
+	// In UTF8, so that databases of different encodings holding the same
+	// text dump the same (a SQL_ASCII database's bytes pass unconverted).
+	args := append([]string{"--schema-only", "--no-password", "--encoding=UTF8", "--dbname=" + dsn}, selection...)
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "pg_dump"), args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
