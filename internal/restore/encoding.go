@@ -52,12 +52,27 @@ func (r *run) checkEncoding(ctx context.Context, conn *pgx.Conn) error {
 	if err == nil || !isEncodingError(err) {
 		return err
 	}
+	what := "names"
 	for _, t := range r.m.Tables {
-		if err := fits(append([]string{t.Schema, t.Name}, t.Columns...)); err != nil {
-			return fmt.Errorf("table %s of this %s archive cannot be restored into a %s database: %w", pg.Qualified(t.Schema, t.Name), from, to, err)
+		if terr := fits(append([]string{t.Schema, t.Name}, t.Columns...)); terr != nil {
+			what, err = "table "+pg.Qualified(t.Schema, t.Name), terr
+			break
 		}
 	}
-	return fmt.Errorf("names in this %s archive cannot be restored into a %s database: %w", from, to, err)
+	return encodingRefusal{fmt.Errorf("%s of this %s archive cannot be restored into a %s database (restore into a %s database): %w", what, from, to, wideEnough(from), err)}
+}
+
+// encodingRefusal is checkEncoding's error, which explains itself.
+type encodingRefusal struct{ error }
+
+func (e encodingRefusal) Unwrap() error { return e.error }
+
+// wideEnough names the encodings that hold all of an archive's text.
+func wideEnough(enc string) string {
+	if enc == "UTF8" || enc == "SQL_ASCII" {
+		return enc
+	}
+	return enc + " or UTF8"
 }
 
 // isEncodingError reports whether err is the server's refusal of text its
@@ -93,9 +108,12 @@ func isPrivilegeError(err error) bool {
 // whose encoding cannot hold the text, or a role that may not take the
 // archive's ownership and privileges.
 func (r *run) explain(err error) error {
+	var refusal encodingRefusal
 	switch {
+	case errors.As(err, &refusal):
+		return err
 	case isEncodingError(err) && r.targetEncoding != "" && r.targetEncoding != r.m.Encoding:
-		return fmt.Errorf("%w (this archive's text is %s, which the target's encoding %s cannot hold: restore into a %s or UTF8 database)", err, r.m.Encoding, r.targetEncoding, r.m.Encoding)
+		return fmt.Errorf("%w (this archive's text is %s, which a %s database cannot hold: restore into a %s database)", err, r.m.Encoding, r.targetEncoding, wideEnough(r.m.Encoding))
 	case isPrivilegeError(err) && !(r.opts.NoOwner && r.opts.NoACL):
 		return fmt.Errorf("%w (restoring as a role that does not own the archive's objects? -O (--no-owner) and -x (--no-privileges) leave out ownership and privileges)", err)
 	}
