@@ -148,6 +148,7 @@ func runEncodingMatrix(t *testing.T, sc, tc *pgtest.Cluster, full bool) {
 			mustPgsprint(t, "dump", "-d", srcConn, "-f", file, "-j", "2", "-q")
 			list := mustPgsprint(t, "list", file).stdout
 			requireNoReplacement(t, "list", list)
+			requireNoReplacement(t, "list --json", mustPgsprint(t, "list", "--json", file).stdout)
 			if ec.enc != "SQL_ASCII" && !strings.Contains(list, ec.word) {
 				t.Fatalf("list does not name %q:\n%s", ec.word, list)
 			}

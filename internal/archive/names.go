@@ -25,13 +25,7 @@ const formatRawNames = 2
 // and returns the format version the encoding needs. m is not changed.
 func MarshalManifest(m *Manifest) ([]byte, int, error) {
 	marked := 0
-	cp := mapStrings(reflect.ValueOf(*m), func(s string) string {
-		if utf8.ValidString(s) {
-			return s
-		}
-		marked++
-		return rawMark + hex.EncodeToString([]byte(s))
-	}).Interface().(Manifest)
+	cp := markRaw(reflect.ValueOf(*m), &marked).Interface().(Manifest)
 	version := 1
 	if marked > 0 {
 		version = formatRawNames
@@ -41,6 +35,26 @@ func MarshalManifest(m *Manifest) ([]byte, int, error) {
 	}
 	b, err := json.Marshal(&cp)
 	return b, version, err
+}
+
+// markRaw returns a copy of v whose strings invalid in UTF8 are marked,
+// counting them in n.
+func markRaw(v reflect.Value, n *int) reflect.Value {
+	return mapStrings(v, func(s string) string {
+		if utf8.ValidString(s) {
+			return s
+		}
+		*n++
+		return rawMark + hex.EncodeToString([]byte(s))
+	})
+}
+
+// MarkRaw returns a copy of v (a struct, slice or pointer to one) for
+// encoding/json: its strings invalid in UTF8 are marked as in the
+// manifest instead of becoming U+FFFD. For `list --json`.
+func MarkRaw[T any](v T) T {
+	var n int
+	return markRaw(reflect.ValueOf(v), &n).Interface().(T)
 }
 
 // UnmarshalManifest decodes what MarshalManifest encoded.
