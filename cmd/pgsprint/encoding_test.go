@@ -300,6 +300,15 @@ func TestEncodingConversions(t *testing.T) {
 		}
 	})
 
+	t.Run("dump -t naming a non-ASCII table", func(t *testing.T) {
+		file := filepath.Join(dir, "one.pgs")
+		mustPgsprint(t, "dump", "-d", c.ConnString("latin"), "-t", latin.word, "-f", file, "-q")
+		list := mustPgsprint(t, "list", file).stdout
+		if !strings.Contains(list, pg.Qualified("public", latin.word)) || !strings.Contains(list, "1 tables") {
+			t.Fatalf("dump -t %q did not pick that table alone:\n%s", latin.word, list)
+		}
+	})
+
 	t.Run("resume after a kill", func(t *testing.T) {
 		createEncodedDB(t, c, "resumed", "LATIN1")
 		target := clientConn(t, c, "resumed", "UTF8")

@@ -85,8 +85,9 @@ func BulkReadConfig(cfg *pgx.ConnConfig) *pgx.ConnConfig {
 }
 
 // setCopyEncoding keeps COPY bytes exactly as stored in a SQL_ASCII
-// database, where converting to UTF8 would reject non-UTF8 bytes on restore.
-// Other encodings convert to and from UTF8 losslessly.
+// database, where a UTF8 client would be refused bytes that are not UTF8
+// (pg.Connect does the same for every connection). Other encodings name
+// theirs in COPY's ENCODING option (CopyOutSQL).
 func setCopyEncoding(ctx context.Context, conn *pgx.Conn, enc string) error {
 	if enc != "SQL_ASCII" {
 		return nil
