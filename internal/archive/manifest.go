@@ -14,22 +14,19 @@ const FormatVersion = formatRawNames
 // stream knows every table, chunk and large object it is about to see
 // without waiting for the footer.
 type Manifest struct {
-	FormatVersion    int    `json:"format_version"`
-	ToolVersion      string `json:"tool_version"`
-	ServerVersion    string `json:"server_version"`     // e.g. "15.18"
-	ServerVersionNum int    `json:"server_version_num"` // e.g. 150018
-	PgDumpVersion    string `json:"pg_dump_version"`    // the pg_dump that wrote the schema stream
-	Database         string `json:"database"`
-	Encoding         string `json:"encoding"` // server_encoding of the source; COPY data is in it (names are UTF8, or raw for SQL_ASCII)
-	// CopyEncoding is the encoding of the COPY text in data streams: the
-	// source's server encoding, read without conversion. See DataEncoding.
-	CopyEncoding  string    `json:"copy_encoding,omitempty"`
-	Snapshot      string    `json:"snapshot"` // exported snapshot id every reader used
-	SnapshotTime  time.Time `json:"snapshot_time"`
-	Codec         string    `json:"codec"` // name of the codec of every frame
-	Level         int       `json:"level"`
-	BlockSize     int       `json:"block_size"`     // target raw size of a data block
-	MaxInterleave int       `json:"max_interleave"` // most streams written at once (dump workers)
+	FormatVersion    int       `json:"format_version"`
+	ToolVersion      string    `json:"tool_version"`
+	ServerVersion    string    `json:"server_version"`     // e.g. "15.18"
+	ServerVersionNum int       `json:"server_version_num"` // e.g. 150018
+	PgDumpVersion    string    `json:"pg_dump_version"`    // the pg_dump that wrote the schema stream
+	Database         string    `json:"database"`
+	Encoding         string    `json:"encoding"` // server_encoding of the source; COPY data is in it
+	Snapshot         string    `json:"snapshot"` // exported snapshot id every reader used
+	SnapshotTime     time.Time `json:"snapshot_time"`
+	Codec            string    `json:"codec"` // name of the codec of every frame
+	Level            int       `json:"level"`
+	BlockSize        int       `json:"block_size"`     // target raw size of a data block
+	MaxInterleave    int       `json:"max_interleave"` // most streams written at once (dump workers)
 
 	// SchemaStream is the stream that holds pg_dump's custom-format archive.
 	SchemaStream uint32         `json:"schema_stream"`
@@ -51,6 +48,13 @@ type Manifest struct {
 	// here, on exact names, and mapped to entries by OID.
 	Schemas   []Object `json:"schemas,omitempty"`
 	Relations []Object `json:"relations,omitempty"`
+
+	// CopyEncoding is the encoding of the COPY text in data streams: the
+	// source's server encoding, read without conversion (Encoding says
+	// the same, but archives written before CopyEncoding existed hold
+	// UTF8 text: see DataEncoding). Names are UTF8, or marked raw bytes
+	// for a SQL_ASCII source (MarshalManifest).
+	CopyEncoding string `json:"copy_encoding,omitempty"`
 }
 
 // DataEncoding is the encoding of the archive's COPY text. Archives
