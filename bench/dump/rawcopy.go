@@ -53,7 +53,7 @@ func rawCopy(ctx context.Context, connString string, jobs int, split plan.Option
 		}
 		at := archive.Table{Schema: t.Schema, Name: t.Name, Columns: t.Columns}
 		for _, c := range chunks {
-			work = append(work, job{dump.CopyOutSQL(at, archive.Chunk{Where: c.Where}), c.Size})
+			work = append(work, job{dump.CopyOutSQL(at, archive.Chunk{Where: c.Where}, srv.Encoding), c.Size})
 		}
 	}
 	plan.LargestFirst(work, func(j job) int64 { return j.size })

@@ -288,3 +288,49 @@ func waitForLockWait(t *testing.T, c *pgtest.Cluster, holder uint32) {
 	}
 	t.Fatal("no pgsprint session waited for the lock")
 }
+
+// TestRestoreAsNonOwner restores, as a role that owns none of the
+// archive's objects, without -O: the restore stops with one line that
+// names the failing statement and suggests -O and -x, with no program
+// prefix printed twice; with -O -x it succeeds.
+func TestRestoreAsNonOwner(t *testing.T) {
+	ctx := context.Background()
+	c := pgtest.New(t)
+	if err := c.CreateDB(ctx, "owned"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1); CREATE ROLE bob LOGIN",
+		"CREATE DATABASE bobs OWNER bob TEMPLATE template0"} {
+		if err := c.Exec(ctx, "owned", s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "owned.pgs")
+	mustPgsprint(t, "dump", "-d", c.ConnString("owned"), "-f", file, "-q")
+	bob := c.ConnString("bobs") + " user=bob"
+
+	r := pgsprint(t, nil, "restore", "-f", file, "-d", bob, "-q")
+	msg := strings.TrimSpace(r.stderr)
+	t.Log(msg)
+	if r.code != 1 || strings.Contains(msg, "\n") {
+		t.Fatalf("want exit 1 and one line, got exit %d:\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{`must be member of role "postgres"`, "statement: ALTER TABLE", "-O (--no-owner)", "-x (--no-privileges)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error lacks %q", want)
+		}
+	}
+	for _, twice := range []string{"pg_restore: pg_restore:", "error: pg_restore: error:"} {
+		if strings.Contains(msg, twice) {
+			t.Errorf("the error repeats a prefix (%q)", twice)
+		}
+	}
+
+	for _, s := range []string{"DROP DATABASE bobs", "CREATE DATABASE bobs OWNER bob TEMPLATE template0"} {
+		if err := c.Exec(ctx, "postgres", s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustPgsprint(t, "restore", "-f", file, "-d", bob, "-O", "-x", "-q")
+	pgtest.RequireSameData(t, c.ConnString("owned"), bob)
+}

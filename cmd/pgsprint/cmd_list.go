@@ -50,7 +50,9 @@ func runList(path string, o listOptions, in io.Reader, out io.Writer) error {
 	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(listing{Manifest: m, Tables: tables})
+		// Names that are not UTF8 (a SQL_ASCII source's) are marked
+		// as in the manifest (docs/FORMAT.md), not replaced.
+		return enc.Encode(archive.MarkRaw(listing{Manifest: m, Tables: tables}))
 	}
 	fmt.Fprintf(out, "database:   %s (PostgreSQL %s, encoding %s)\n", m.Database, m.ServerVersion, m.Encoding)
 	fmt.Fprintf(out, "snapshot:   %s at %s\n", m.Snapshot, m.SnapshotTime.Format("2006-01-02 15:04:05 MST"))

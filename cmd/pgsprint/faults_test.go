@@ -44,7 +44,7 @@ CREATE TABLE small AS SELECT i FROM generate_series(1, 1000) i; ANALYZE;`)
 	t.Run("worker backend terminated", func(t *testing.T) {
 		dir := t.TempDir()
 		cmd, stderr := startPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "-j", "2", "-Z", "none")
-		pid := waitForCopy(t, admin, "COPY%TO STDOUT")
+		pid := waitForCopy(t, admin, "COPY%TO STDOUT%")
 		if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1)", pid); err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 	}
 	dumpRun := run{"dump", func(t *testing.T, dir string) []string {
 		return []string{"dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "-j", "2", "-Z", "none"}
-	}, "COPY%TO STDOUT"}
+	}, "COPY%TO STDOUT%"}
 	restoreRun := run{"restore", func(t *testing.T, dir string) []string {
 		return []string{"restore", "-f", bigFile, "-d", newTarget(t), "-j", "2"}
 	}, "COPY%FROM STDIN%"}
@@ -255,7 +255,7 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 	t.Run("source server restarts", func(t *testing.T) {
 		dir := t.TempDir()
 		cmd, stderr := startPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "-j", "2", "-Z", "none")
-		waitForCopy(t, admin, "COPY%TO STDOUT")
+		waitForCopy(t, admin, "COPY%TO STDOUT%")
 		// Restart while the data is copied, once pg_dump has written the
 		// schema: the error to check is the copy's.
 		for range 200 {

@@ -2,10 +2,13 @@ package archive
 
 import "time"
 
-// FormatVersion is the archive format this package writes. Readers refuse
-// archives with a higher version, because a newer writer may have added
-// frame kinds or header fields they would misread.
-const FormatVersion = 1
+// FormatVersion is the newest archive format this package reads and
+// writes. Readers refuse archives with a higher version, because a newer
+// writer may have added frame kinds or header fields they would misread.
+// The writer writes version 1 unless the manifest holds strings invalid
+// in UTF8 (a SQL_ASCII source's names), which version 2 stores marked
+// (see MarshalManifest).
+const FormatVersion = formatRawNames
 
 // Manifest is written in the header, before any frame, so that a reader of a
 // stream knows every table, chunk and large object it is about to see
@@ -45,6 +48,27 @@ type Manifest struct {
 	// here, on exact names, and mapped to entries by OID.
 	Schemas   []Object `json:"schemas,omitempty"`
 	Relations []Object `json:"relations,omitempty"`
+
+	// CopyEncoding is the encoding of the COPY text in data streams: the
+	// source's server encoding, read without conversion (Encoding says
+	// the same, but archives written before CopyEncoding existed hold
+	// UTF8 text: see DataEncoding). Names are UTF8, or marked raw bytes
+	// for a SQL_ASCII source (MarshalManifest).
+	CopyEncoding string `json:"copy_encoding,omitempty"`
+}
+
+// DataEncoding is the encoding of the archive's COPY text. Archives
+// written before CopyEncoding existed hold text in their dump connection's
+// client_encoding, which restores read as UTF8 (SQL_ASCII as stored): so
+// they still are, rather than guessing, which could silently garble text.
+func (m *Manifest) DataEncoding() string {
+	switch {
+	case m.CopyEncoding != "":
+		return m.CopyEncoding
+	case m.Encoding == "SQL_ASCII":
+		return "SQL_ASCII"
+	}
+	return "UTF8"
 }
 
 // Object is a schema or relation of the source and its OID there. Schema

@@ -2,7 +2,6 @@ package archive
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -256,8 +255,8 @@ func decodeManifest(mb []byte, version uint32) (*Manifest, [codecGzip + 1]codec.
 	if crc32c(mb[:manLen]) != binary.LittleEndian.Uint32(mb[manLen:]) {
 		return nil, codecs, corruptf("archive: manifest checksum mismatch")
 	}
-	m := new(Manifest)
-	if err := json.Unmarshal(mb[:manLen], m); err != nil {
+	m, err := UnmarshalManifest(mb[:manLen])
+	if err != nil {
 		return nil, codecs, corruptf("archive: decoding manifest: %v", err)
 	}
 	if m.FormatVersion != int(version) {

@@ -2,7 +2,6 @@ package archive
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 type Writer struct {
 	codec   codec.Codec
 	codecID uint8
+	version int // the format version in the header, repeated in the trailer
 
 	mu      sync.Mutex
 	w       io.Writer
@@ -51,7 +51,8 @@ func NewWriter(w io.Writer, m *Manifest, c codec.Codec) (*Writer, error) {
 	m.FormatVersion = FormatVersion
 	m.Codec = c.Name()
 	m.Level = c.Level()
-	js, err := json.Marshal(m)
+	js, version, err := MarshalManifest(m)
+	m.FormatVersion = version
 	if err != nil {
 		return nil, fmt.Errorf("archive: encoding manifest: %w", err)
 	}
@@ -60,7 +61,7 @@ func NewWriter(w io.Writer, m *Manifest, c codec.Codec) (*Writer, error) {
 	}
 	hdr := make([]byte, 0, headerFixedSize+len(js)+4)
 	hdr = append(hdr, headerMagic...)
-	hdr = binary.LittleEndian.AppendUint32(hdr, FormatVersion)
+	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(version))
 	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(js)))
 	hdr = append(hdr, js...)
 	hdr = binary.LittleEndian.AppendUint32(hdr, crc32c(js))
@@ -68,6 +69,7 @@ func NewWriter(w io.Writer, m *Manifest, c codec.Codec) (*Writer, error) {
 	aw := &Writer{
 		codec:   c,
 		codecID: id,
+		version: version,
 		w:       w,
 		streams: make(map[uint32]*streamState),
 	}
@@ -194,7 +196,7 @@ func (w *Writer) Close() error {
 		footerOff: w.off,
 		footerLen: int64(len(fb)),
 		footerCRC: crc32c(fb),
-		version:   FormatVersion,
+		version:   uint32(w.version),
 	}
 	var tb [trailerSize]byte
 	t.marshal(&tb)

@@ -152,7 +152,7 @@ func (s *liveSource) read(ctx context.Context, conn *pgx.Conn, u unit, w io.Writ
 		return 0, err
 	}
 	t := m.Tables[u.chunk.Table]
-	tag, err := conn.PgConn().CopyTo(ctx, w, dump.CopyOutSQL(t, *u.chunk))
+	tag, err := conn.PgConn().CopyTo(ctx, w, dump.CopyOutSQL(t, *u.chunk, s.sess.Manifest.DataEncoding()))
 	if err != nil {
 		return 0, fmt.Errorf("read table %s from the source: %w", pg.Qualified(t.Schema, t.Name), pg.ExplainLost(err))
 	}

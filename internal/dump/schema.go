@@ -14,9 +14,18 @@ import (
 
 // Schema writes `pg_dump --schema-only -Fc` of the session's snapshot to
 // w. pg_dump is the authority on DDL for every object kind.
+//
+// The schema is written in UTF8, the encoding of the manifest's names and
+// of every pgsprint connection, so that the SQL a restore runs and the
+// names it adds to it agree (pg_dump's default, the server's encoding or
+// PGCLIENTENCODING, would not); a SQL_ASCII source's bytes stay as stored.
 func (s *Session) Schema(ctx context.Context, w io.Writer) error {
 	dsn, env := pg.ChildConn(s.source)
-	args := append([]string{"--schema-only", "--format=custom", "--no-password",
+	enc := "UTF8"
+	if s.Manifest != nil && s.Manifest.Encoding == "SQL_ASCII" {
+		enc = "SQL_ASCII"
+	}
+	args := append([]string{"--schema-only", "--format=custom", "--no-password", "--encoding=" + enc,
 		"--snapshot=" + s.snap.ID, "--dbname=" + dsn}, s.filter.PgDumpArgs()...)
 	cmd := exec.CommandContext(ctx, s.tools.PgDump(), args...)
 	cmd.Env = append(os.Environ(), env...)

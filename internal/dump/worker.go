@@ -85,8 +85,9 @@ func BulkReadConfig(cfg *pgx.ConnConfig) *pgx.ConnConfig {
 }
 
 // setCopyEncoding keeps COPY bytes exactly as stored in a SQL_ASCII
-// database, where converting to UTF8 would reject non-UTF8 bytes on restore.
-// Other encodings convert to and from UTF8 losslessly.
+// database, where a UTF8 client would be refused bytes that are not UTF8
+// (pg.Connect does the same for every connection). Other encodings name
+// theirs in COPY's ENCODING option (CopyOutSQL).
 func setCopyEncoding(ctx context.Context, conn *pgx.Conn, enc string) error {
 	if enc != "SQL_ASCII" {
 		return nil
@@ -100,11 +101,17 @@ func setCopyEncoding(ctx context.Context, conn *pgx.Conn, enc string) error {
 // CopyOutSQL is the statement that reads one chunk: a whole table by its
 // column list, or a range through plan.SelectSQL, the query the planner's
 // tests EXPLAIN. Generated columns are left out (the target computes
-// them), as pg_dump does.
-func CopyOutSQL(t archive.Table, c archive.Chunk) string {
+// them), as pg_dump does. Text chunks are read in encoding enc (the
+// source's own, which the manifest records: no conversion, and restore
+// converts as pg_restore does); binary ones in the connection's
+// client_encoding, which COPY's ENCODING option does not govern.
+func CopyOutSQL(t archive.Table, c archive.Chunk, enc string) string {
 	format := ""
-	if c.Binary {
+	switch {
+	case c.Binary:
 		format = " WITH (FORMAT binary)"
+	case enc != "":
+		format = " WITH (ENCODING " + pg.Literal(enc) + ")"
 	}
 	if c.Where == "" {
 		return fmt.Sprintf("COPY %s%s TO STDOUT%s", pg.Qualified(t.Schema, t.Name), pg.CopyColumns(t.Columns), format)
@@ -120,7 +127,7 @@ func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archiv
 	began := time.Now()
 	bw := archive.NewBlockWriter(w.Stream(archive.KindData, c.Stream), blockSize)
 	counter := progress.NewWriter(bw, rep)
-	tag, err := conn.PgConn().CopyTo(ctx, counter, CopyOutSQL(t, *c))
+	tag, err := conn.PgConn().CopyTo(ctx, counter, CopyOutSQL(t, *c, m.DataEncoding()))
 	counter.Flush()
 	if err != nil {
 		return 0, fmt.Errorf("dump table %s: %w", name, pg.ExplainLost(err))

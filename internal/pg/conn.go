@@ -100,9 +100,24 @@ func Connect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
 			cfg.RuntimeParams[k] = v
 		}
 	}
+	// pgx reads and writes Go strings as UTF8 and never sets
+	// client_encoding itself, while a server's default is the database's
+	// encoding: catalog names from a LATIN1 database would arrive as
+	// LATIN1 bytes. Every connection is UTF8 whatever the user's
+	// connection string says; COPY data names its own encoding.
+	cfg.RuntimeParams["client_encoding"] = "UTF8"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, &ConnectError{Target: Describe(cfg), Err: err, Timeout: cfg.ConnectTimeout}
+	}
+	// A SQL_ASCII database converts nothing but checks what it sends a
+	// UTF8 client: its bytes, which need not be UTF8, pass only to a
+	// SQL_ASCII client, and are kept as they are.
+	if conn.PgConn().ParameterStatus("server_encoding") == "SQL_ASCII" {
+		if _, err := conn.Exec(ctx, "SET client_encoding TO 'SQL_ASCII'"); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return nil, &ConnectError{Target: Describe(cfg), Err: err}
+		}
 	}
 	return conn, nil
 }

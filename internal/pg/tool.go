@@ -11,19 +11,26 @@ import (
 )
 
 // ToolError reduces a client program's stderr to its most telling line, so
-// that a failed pg_dump or pg_restore reaches the user as one line.
+// that a failed pg_dump or pg_restore reaches the user as one line. The
+// program's own "pg_restore: error: " prefix is dropped (the caller names
+// the program), and the statement pg_restore says failed ("Command was:")
+// follows, shortened.
 func ToolError(stderr []byte, err error) string {
 	line := err.Error()
 	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
 	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
 		line = last
 	}
-	for _, l := range lines {
+	for i, l := range lines {
 		if strings.Contains(l, "error:") {
 			line = strings.TrimSpace(l)
+			if stmt := failedCommand(lines[i+1:]); stmt != "" {
+				line += " (statement: " + stmt + ")"
+			}
 			break
 		}
 	}
+	line = stripToolPrefix(line)
 	// A child that lost its server says so in libpq's words; say what it
 	// means, as ExplainLost does for pgsprint's own connections.
 	for _, lost := range []string{"server closed the connection unexpectedly", "terminating connection due to administrator command",
@@ -33,6 +40,43 @@ func ToolError(stderr []byte, err error) string {
 		}
 	}
 	return line
+}
+
+// toolPrefixes are what client programs start their messages with.
+var toolPrefixes = []string{"pg_restore: ", "pg_dump: ", "pg_dumpall: ", "psql: ", "error: "}
+
+// stripToolPrefix drops the program name and "error: " from a message.
+func stripToolPrefix(line string) string {
+	for _, p := range toolPrefixes {
+		line = strings.TrimPrefix(line, p)
+	}
+	return line
+}
+
+// maxStatement is how much of a failed statement an error shows.
+const maxStatement = 160
+
+// failedCommand returns the statement of pg_restore's "Command was:"
+// lines, which follow its error, on one shortened line.
+func failedCommand(lines []string) string {
+	var stmt []string
+	for i, l := range lines {
+		if i == 0 {
+			rest, ok := strings.CutPrefix(l, "Command was: ")
+			if !ok {
+				return ""
+			}
+			l = rest
+		} else if strings.HasPrefix(l, "pg_restore: ") || strings.HasPrefix(l, "pg_dump: ") {
+			break
+		}
+		stmt = append(stmt, strings.Fields(l)...)
+	}
+	s := strings.Join(stmt, " ")
+	if r := []rune(s); len(r) > maxStatement {
+		s = string(r[:maxStatement]) + "..."
+	}
+	return s
 }
 
 // ExplainLost turns the bare EOF, broken pipe or reset that a dropped

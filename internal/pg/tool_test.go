@@ -18,13 +18,15 @@ import (
 func TestToolError(t *testing.T) {
 	exit := errors.New("exit status 1")
 	for _, tc := range []struct{ stderr, want string }{
-		{"pg_restore: warning: x\npg_restore: error: could not execute query: ERROR:  boom\n", "pg_restore: error: could not execute query: ERROR:  boom"},
+		{"pg_restore: warning: x\npg_restore: error: could not execute query: ERROR:  boom\n", "could not execute query: ERROR:  boom"},
+		{"pg_restore: error: could not execute query: ERROR:  must be member of role \"postgres\"\nCommand was: ALTER TABLE public.t\n    OWNER TO postgres;\n\n\npg_restore: warning: errors ignored on restore: 1\n",
+			"could not execute query: ERROR:  must be member of role \"postgres\" (statement: ALTER TABLE public.t OWNER TO postgres;)"},
 		{"", "exit status 1"},
 		{"something odd\n", "something odd"},
 		{"pg_dump: error: connection to server on socket \"/s/.s.PGSQL.5432\" failed: server closed the connection unexpectedly\n\tThis probably means the server terminated abnormally\n",
-			"lost the connection to the server (it restarted or the session was terminated): pg_dump: error: connection to server on socket \"/s/.s.PGSQL.5432\" failed: server closed the connection unexpectedly"},
+			"lost the connection to the server (it restarted or the session was terminated): connection to server on socket \"/s/.s.PGSQL.5432\" failed: server closed the connection unexpectedly"},
 		{"pg_dump: error: Dumping the contents of table \"t\" failed: FATAL:  terminating connection due to administrator command\n",
-			"lost the connection to the server (it restarted or the session was terminated): pg_dump: error: Dumping the contents of table \"t\" failed: FATAL:  terminating connection due to administrator command"},
+			"lost the connection to the server (it restarted or the session was terminated): Dumping the contents of table \"t\" failed: FATAL:  terminating connection due to administrator command"},
 	} {
 		if got := ToolError([]byte(tc.stderr), exit); got != tc.want {
 			t.Errorf("ToolError(%q) = %q, want %q", tc.stderr, got, tc.want)

@@ -544,7 +544,7 @@ func (c *Cluster) CreateDB(ctx context.Context, name string) error {
 // BEGIN/COMMIT). Use ExecPsql for scripts with psql meta-commands or
 // statements that cannot run inside a transaction block.
 func (c *Cluster) Exec(ctx context.Context, db, sql string) error {
-	conn, err := pgx.Connect(ctx, c.ConnString(db))
+	conn, err := pgx.Connect(ctx, c.ConnString(db)+" client_encoding=UTF8")
 	if err != nil {
 		return fmt.Errorf("pgtest: connecting to %q: %w", db, err)
 	}
@@ -583,7 +583,7 @@ func (c *Cluster) ExecPsql(ctx context.Context, db, script string) error {
 func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = c.dir
-	cmd.Env = cleanEnv()
+	cmd.Env = serverEnv()
 	if c.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 		if u, err := user.LookupId(strconv.Itoa(int(c.cred.Uid))); err == nil {
@@ -658,6 +658,20 @@ func cleanEnv() []string {
 		env = append(env, kv)
 	}
 	return append(env, "PGCLIENTENCODING=UTF8", "PGCONNECT_TIMEOUT=10")
+}
+
+// serverEnv is cleanEnv for initdb, pg_ctl and the server, without
+// PGCLIENTENCODING: a postmaster takes it as every session's default
+// client_encoding, which would hide that a real server's default is each
+// database's own encoding.
+func serverEnv() []string {
+	var env []string
+	for _, kv := range cleanEnv() {
+		if !strings.HasPrefix(kv, "PGCLIENTENCODING=") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 func freePort() (int, error) {

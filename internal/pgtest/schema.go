@@ -104,8 +104,9 @@ func normalizeAcrossVersions(dump string) string {
 			line = strings.ReplaceAll(strings.ReplaceAll(line, "(IN ", "("), ", IN ", ", ")
 		}
 		// The public schema's own entries (owner, comment, ACL) differ by
-		// server version; drop every line that is about it.
-		if strings.HasPrefix(line, "-- Name: ") {
+		// server version; drop every line that is about it (up to the next
+		// entry, or the dump's end when its ACL comes last).
+		if strings.HasPrefix(line, "-- Name: ") || line == "-- PostgreSQL database dump complete" {
 			inPublic = strings.HasPrefix(line, "-- Name: public; Type: SCHEMA;") ||
 				strings.HasPrefix(line, "-- Name: SCHEMA public; Type: ")
 		}

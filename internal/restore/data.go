@@ -47,9 +47,20 @@ func (r *run) tableName(c *archive.Chunk) string {
 	return pg.Qualified(t.Schema, t.Name)
 }
 
-// CopyInSQL is the statement that loads one chunk.
+// CopyInSQL is the statement that loads one chunk, before its options.
 func CopyInSQL(t archive.Table) string {
 	return fmt.Sprintf("COPY %s%s FROM STDIN", pg.Qualified(t.Schema, t.Name), pg.CopyColumns(t.Columns))
+}
+
+// EncodingOption is COPY's option for text data in the archive's encoding
+// enc (the source's server encoding): the server converts it into its
+// own, as it does for pg_restore, which sets client_encoding instead.
+// Empty when the archive names no encoding.
+func EncodingOption(enc string) string {
+	if enc == "" {
+		return ""
+	}
+	return "ENCODING " + pg.Literal(enc)
 }
 
 // load is the payload of a data task.
@@ -83,6 +94,8 @@ func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, f
 	var with []string
 	if c.Binary {
 		with = append(with, "FORMAT binary")
+	} else if opt := EncodingOption(r.m.DataEncoding()); opt != "" {
+		with = append(with, opt)
 	}
 	check := func(n int64) error { return r.checkRows(c, n) }
 	n, err := r.copyInTx(ctx, conn, name, copySQL, with, s, check, freeze, chunkStep(c.Stream))

@@ -144,9 +144,10 @@ type engine struct {
 	rows     atomic.Int64
 }
 
-// workerConn is a worker's connection and the session mode it is in: COPY
-// data travels in UTF8 (or SQL_ASCII), while pg_dump's SQL is in the
-// archive's encoding with pg_restore's session settings.
+// workerConn is a worker's connection and the session mode it is in: for
+// COPY it is UTF8 (SQL_ASCII for a SQL_ASCII archive), COPY text naming
+// its own encoding (EncodingOption), while pg_dump's SQL runs with
+// pg_restore's session settings, its client_encoding included.
 type workerConn struct {
 	conn *pgx.Conn
 	mode sessionMode

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,7 +49,7 @@ const (
 // stream), so that a resume never mixes the rows of two archives. A clone
 // would pass the identity of its own plan and snapshot.
 func ArchiveID(m *archive.Manifest) string {
-	b, _ := json.Marshal(m) // a struct of plain fields: cannot fail
+	b, _, _ := archive.MarshalManifest(m) // a struct of plain fields: cannot fail
 	sum := sha256.Sum256(b)
 	return m.Snapshot + "/" + hex.EncodeToString(sum[:8])
 }
@@ -149,11 +148,12 @@ func createJournal(ctx context.Context, conn *pgx.Conn, id string, m *archive.Ma
 			return err
 		}
 		if m != nil {
-			b, err := json.Marshal(m)
+			b, _, err := archive.MarshalManifest(m)
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, "INSERT INTO "+planTable+" (archive, manifest) VALUES ($1, $2)", id, string(b)); err != nil {
+			// ASCII, so that a target of any encoding stores it.
+			if _, err := tx.Exec(ctx, "INSERT INTO "+planTable+" (archive, manifest) VALUES ($1, $2)", id, string(archive.ASCIIJSON(b))); err != nil {
 				return err
 			}
 		}
@@ -199,14 +199,14 @@ func ReadJournalManifest(ctx context.Context, target *pgx.ConnConfig) (*archive.
 	if text == "" {
 		return nil, fmt.Errorf("target database %q holds an unfinished restore (journal %s) with no saved plan: it cannot be resumed as a clone; clone again with --clean", target.Database, j.id)
 	}
-	var m archive.Manifest
-	if err := json.Unmarshal([]byte(text), &m); err != nil {
+	m, err := archive.UnmarshalManifest([]byte(text))
+	if err != nil {
 		return nil, fmt.Errorf("read restore journal: saved plan: %w", err)
 	}
-	if got := ArchiveID(&m); got != j.id {
+	if got := ArchiveID(m); got != j.id {
 		return nil, fmt.Errorf("read restore journal: the saved plan is %s but the journal names %s; clone again with --clean", got, j.id)
 	}
-	return &m, nil
+	return m, nil
 }
 
 // dropJournal removes the journal: the restore is complete.

@@ -132,7 +132,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		log: log, begin: start, res: &Result{}}
 	defer r.sel.remove()
 	if err := r.run(ctx); err != nil {
-		return nil, err
+		return nil, r.explain(err)
 	}
 	r.res.Elapsed = time.Since(start)
 	return r.res, nil
@@ -154,6 +154,8 @@ type run struct {
 	res     *Result
 	begin   time.Time
 	j       *journal // the target's journal of finished steps
+
+	targetEncoding string // the target's server_encoding, once connected
 }
 
 func (r *run) phase(name string, fn func() error) error {
@@ -236,6 +238,9 @@ func (r *run) preData(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	if err := r.checkEncoding(ctx, conn); err != nil {
+		return err
+	}
 	found, err := readJournal(ctx, conn)
 	if err != nil {
 		return err

@@ -47,6 +47,9 @@ func newSplitLoad(c *archive.Chunk, parts int) *splitLoad {
 func (r *run) loadPart(ctx context.Context, conn *pgx.Conn, sl *splitLoad) (int64, error) {
 	name := r.tableName(sl.chunk)
 	copySQL := CopyInSQL(r.m.Tables[sl.chunk.Table])
+	if opt := EncodingOption(r.m.DataEncoding()); opt != "" && !sl.chunk.Binary {
+		copySQL += " WITH (" + opt + ")"
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	sl.start.Do(func() {
 		g.Go(func() error { return sl.feed(gctx, r.ar.OpenStream(sl.chunk.Stream)) })

@@ -97,8 +97,9 @@ func (s *script) body(ctx context.Context, ar archive.Source, m *archive.Manifes
 			return err
 		}
 	}
-	// COPY text in the archive is UTF8 (SQL_ASCII stays as stored), while
-	// pg_restore's script set the database's own encoding.
+	// The script's own SQL (names from the manifest) is UTF8, as is
+	// pg_dump's schema (SQL_ASCII stays as stored); each COPY names the
+	// encoding of its data, the source's, for the server to convert.
 	enc := "UTF8"
 	if m.Encoding == "SQL_ASCII" {
 		enc = "SQL_ASCII"
@@ -157,7 +158,11 @@ func (s *script) abort(cause error) {
 func (s *script) writeChunk(ar archive.Source, m *archive.Manifest, c *archive.Chunk) error {
 	t := m.Tables[c.Table]
 	name := pg.Qualified(t.Schema, t.Name)
-	fmt.Fprintf(s.w, "\n%s;\n", restore.CopyInSQL(t))
+	copySQL := restore.CopyInSQL(t)
+	if opt := restore.EncodingOption(m.DataEncoding()); opt != "" {
+		copySQL += " WITH (" + opt + ")"
+	}
+	fmt.Fprintf(s.w, "\n%s;\n", copySQL)
 	s.inCopy = true
 	st := ar.OpenStream(c.Stream)
 	defer st.Close()

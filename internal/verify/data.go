@@ -195,9 +195,12 @@ func hashRelation(ctx context.Context, conn *pgx.Conn, r relation) (string, erro
 		return "not populated", nil
 	}
 	// ROW(r.*) rather than a bare alias: a column named like the alias
-	// would otherwise be hashed instead of the row.
+	// would otherwise be hashed instead of the row. textsend gives the
+	// row's text in the connection's encoding, UTF8, so that equal rows
+	// of databases in different encodings hash equal (a SQL_ASCII
+	// database's bytes pass unconverted).
 	q := `SELECT count(*), coalesce(md5(string_agg(h, '' ORDER BY h COLLATE "C")), '')
-		FROM (SELECT md5(ROW(r.*)::text) AS h FROM ONLY ` + r.name + ` AS r) s`
+		FROM (SELECT md5(pg_catalog.textsend(ROW(r.*)::text)) AS h FROM ONLY ` + r.name + ` AS r) s`
 	var n int64
 	var h string
 	if err := conn.QueryRow(ctx, q).Scan(&n, &h); err != nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
@@ -37,7 +39,11 @@ func SchemaDump(ctx context.Context, binDir, connString string, selection ...str
 		return "", err
 	}
 	dsn, env := pg.ChildConn(cfg)
-	args := append([]string{"--schema-only", "--no-password", "--dbname=" + dsn}, selection...)
+	enc, err := dumpEncoding(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	args := append([]string{"--schema-only", "--no-password", "--encoding=" + enc, "--dbname=" + dsn}, selection...)
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "pg_dump"), args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
@@ -48,6 +54,22 @@ func SchemaDump(ctx context.Context, binDir, connString string, selection ...str
 		return "", fmt.Errorf("pg_dump --schema-only of %q: %s", cfg.Database, pg.ToolError(stderr.Bytes(), err))
 	}
 	return NormalizeSchemaDump(stdout.String(), cfg.Database), nil
+}
+
+// dumpEncoding is the encoding SchemaDump has pg_dump write in: UTF8, so
+// that databases of different encodings holding the same text dump the
+// same, except for a SQL_ASCII database, whose bytes (not necessarily
+// UTF8) only pass unconverted.
+func dumpEncoding(ctx context.Context, cfg *pgx.ConnConfig) (string, error) {
+	conn, err := pg.Connect(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if conn.PgConn().ParameterStatus("server_encoding") == "SQL_ASCII" {
+		return "SQL_ASCII", nil
+	}
+	return "UTF8", nil
 }
 
 // NormalizeSchemaDump applies SchemaDump's normalization to the text of a
