@@ -360,10 +360,12 @@ func checkOneError(t *testing.T, code, wantCode int, stderr, sub string) {
 	if code != wantCode {
 		t.Errorf("exit code %d, want %d; stderr:\n%s", code, wantCode, stderr)
 	}
-	// Progress lines (stderr is not a terminal) may come before the error.
+	// Progress lines (stderr is not a terminal) may come before the error,
+	// and so may the warning naming a killed run's temporary file that
+	// this run removed.
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
-		if !progressLine.MatchString(l) {
+		if !progressLine.MatchString(l) && !staleRemoved.MatchString(l) {
 			lines = append(lines, l)
 		}
 	}
@@ -376,4 +378,8 @@ func checkOneError(t *testing.T, code, wantCode int, stderr, sub string) {
 }
 
 // progressLine matches a progress line such as "restore 5.001s: data and indexes, ...".
+// staleRemoved is the warning of a run that removed a killed run's
+// temporary file (internal/tempfile.Sweep).
+var staleRemoved = regexp.MustCompile(`level=WARN msg="removed a stale temporary file left by a killed run" file=\S+ pid=[0-9]+$`)
+
 var progressLine = regexp.MustCompile(`^(dump|restore) [0-9.]+(ms|s|m[0-9.]*s|h[0-9hm.]*s): `)
