@@ -2,6 +2,7 @@ package dump
 
 import (
 	"context"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,7 +16,8 @@ import (
 // catalog is what the leader reads from the source inside the snapshot.
 type catalog struct {
 	tools        pgbin.Tools
-	tables       []pg.TableInfo
+	tables       []pg.TableInfo // whose rows are read
+	locked       []pg.TableInfo // every table pg_dump will lock, these included
 	chunks       [][]plan.Chunk // per table: its ranges, one when not split
 	sequences    []pg.SequenceInfo
 	largeObjects []pg.LargeObjectInfo
@@ -25,13 +27,14 @@ type catalog struct {
 }
 
 // readCatalog is listAndLock, waiting for locks no longer than lockWait
-// (pg_dump's --lock-wait-timeout; empty: as long as it takes).
-func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options, lockWait string) (*catalog, error) {
+// (pg_dump's --lock-wait-timeout; empty: as long as it takes), or not at
+// all with nowait.
+func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options, lockWait string, nowait bool) (*catalog, error) {
 	done, err := pg.LimitLockWait(ctx, conn, lockWait)
 	if err != nil {
 		return nil, err
 	}
-	c, err := listAndLock(ctx, conn, srv, split, sel)
+	c, err := listAndLock(ctx, conn, srv, split, sel, nowait)
 	if err = done(err); err != nil {
 		return nil, err
 	}
@@ -40,17 +43,23 @@ func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.
 
 // listAndLock lists the tables to read, locks them, plans their chunks and
 // reads the rest of the catalog, inside the snapshot.
-func listAndLock(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options) (*catalog, error) {
+func listAndLock(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options, nowait bool) (*catalog, error) {
 	var c catalog
 	var err error
 	if c.tables, err = pg.ListTables(ctx, conn, srv); err != nil {
 		return nil, err
 	}
+	parents, err := pg.ListPartitioned(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	c.locked = slices.Concat(c.tables, parents)
 	var chosen *filter.Resolved
 	if sel.Active() {
 		if chosen, err = sel.Resolve(ctx, conn); err != nil {
 			return nil, err
 		}
+		c.locked = keep(c.locked, func(t pg.TableInfo) bool { return chosen.Selected[filter.Rel{Schema: t.Schema, Name: t.Name}] })
 		c.tables = keep(c.tables, func(t pg.TableInfo) bool {
 			rel := filter.Rel{Schema: t.Schema, Name: t.Name}
 			return chosen.Selected[rel] && !chosen.NoData[rel]
@@ -59,7 +68,11 @@ func listAndLock(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.
 	if sel.SchemaOnly {
 		c.tables = nil
 	}
-	if err = pg.LockTables(ctx, conn, c.tables); err != nil {
+	// Lock what pg_dump will lock, not only the tables whose rows are
+	// read: pg_dump runs beside the readers and gives up on a lock it
+	// cannot take at once (schemaLockWait), which is then certain to be
+	// behind a request that waits for the leader.
+	if err = pg.LockTables(ctx, conn, c.locked, nowait); err != nil {
 		return nil, err
 	}
 	// Split only after locking: the sizes and split points are then those

@@ -61,6 +61,9 @@ type Session struct {
 	snap   *pg.Snapshot
 	filter filter.Options
 	cat    *catalog
+	// locked names (quoted, qualified) the tables the leader locked: the
+	// ones a conflict with pg_dump's locks can be on.
+	locked []string
 	// Manifest lays out the streams: 0 is the schema, then one per chunk,
 	// then one per large object.
 	Manifest *archive.Manifest
@@ -114,8 +117,15 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	}
 	split := opts.Split
 	split.Jobs = max(opts.Jobs, 1)
-	if s.cat, err = readCatalog(ctx, s.leader, s.srv, split, opts.Filter, opts.LockWaitTimeout); err != nil {
+	// In a snapshot held by another process, that process holds every
+	// table's lock already: waiting for one would be waiting behind a
+	// request that itself waits for that process, forever.
+	held := opts.Snapshot != ""
+	if s.cat, err = readCatalog(ctx, s.leader, s.srv, split, opts.Filter, opts.LockWaitTimeout, held); err != nil {
 		return err
+	}
+	for _, t := range s.cat.locked {
+		s.locked = append(s.locked, t.Qualified())
 	}
 	s.Manifest, s.sizes = s.cat.manifest(s.srv, s.snap, s.tools, opts)
 	return nil
@@ -137,7 +147,8 @@ func importSnapshot(ctx context.Context, conn *pgx.Conn, id string) (*pg.Snapsho
 
 // reuse makes m, planned by an earlier run in the same snapshot, the
 // session's manifest, after locking the tables it lists as Begin locks
-// those it plans.
+// those it plans (without waiting: the snapshot is held by another
+// process, which holds their locks).
 func (s *Session) reuse(ctx context.Context, m *archive.Manifest, lockWait string, log *slog.Logger) error {
 	if m.Snapshot != s.snap.ID {
 		return fmt.Errorf("the saved plan was made in snapshot %s, not %s", m.Snapshot, s.snap.ID)
@@ -150,8 +161,11 @@ func (s *Session) reuse(ctx context.Context, m *archive.Manifest, lockWait strin
 	if err != nil {
 		return err
 	}
-	if err := done(pg.LockTables(ctx, s.leader, tables)); err != nil {
+	if err := done(pg.LockTables(ctx, s.leader, tables, true)); err != nil {
 		return err
+	}
+	for _, t := range tables {
+		s.locked = append(s.locked, t.Qualified())
 	}
 	s.Manifest = m
 	s.sizes = make(map[uint32]int64, len(m.Chunks))
@@ -165,25 +179,6 @@ func (s *Session) reuse(ctx context.Context, m *archive.Manifest, lockWait strin
 // EstimatedBytes is stream id's size as planned (relation size of its
 // chunk, or a large object's size), for largest-first scheduling.
 func (s *Session) EstimatedBytes(id uint32) int64 { return s.sizes[id] }
-
-// OpenReader opens a connection that sees the session's snapshot, reads
-// COPY data through a large buffer and in the encoding the manifest
-// records. The caller closes it.
-func (s *Session) OpenReader(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pg.Connect(ctx, BulkReadConfig(s.source))
-	if err != nil {
-		return nil, err
-	}
-	if err := pg.ImportSnapshot(ctx, conn, s.snap.ID); err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	if err := setCopyEncoding(ctx, conn, s.Manifest.Encoding); err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	return conn, nil
-}
 
 // Commit ends the snapshot transaction: call it only when every reader
 // and pg_dump have finished with the snapshot.

@@ -42,7 +42,8 @@ func ToolError(stderr []byte, err error) string {
 // says so; other errors pass through unchanged. The server's "terminating
 // connection due to administrator command" is the same for a fast shutdown
 // (pg_ctl restart -m fast) and for pg_terminate_backend, so the message
-// names both.
+// names both. An error that PostgreSQL sends with a hint that is its remedy
+// ("out of shared memory": increase max_locks_per_transaction) keeps it.
 func ExplainLost(err error) error {
 	var pgErr *pgconn.PgError
 	switch {
@@ -52,6 +53,10 @@ func ExplainLost(err error) error {
 	case errors.As(err, &pgErr) && (pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"):
 		// admin_shutdown, crash_shutdown, cannot_connect_now
 		return fmt.Errorf("the server ended the session (it is shutting down or restarting, or the session was terminated): %w", err)
+	case errors.As(err, &pgErr) && pgErr.Code == "53200" && pgErr.Hint != "":
+		// out_of_memory, "out of shared memory" above all: its hint
+		// (increase max_locks_per_transaction) is the remedy.
+		return fmt.Errorf("%w; %s", err, pgErr.Hint)
 	}
 	return err
 }
