@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 
@@ -147,6 +148,9 @@ func runClone(ctx context.Context, o cloneOptions) error {
 		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		Version: version, Logger: o.log.logger(), Progress: w.tracker,
 	})
+	if errors.Is(err, clone.ErrSameDatabase) {
+		return usageError{err}
+	}
 	if err != nil {
 		return err
 	}

@@ -214,6 +214,13 @@ func (s *liveSource) Finish() error {
 	return s.sess.Commit(s.ctx)
 }
 
+// failure is the first failure of a source read, if any.
+func (s *liveSource) failure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
 // close stops every source read and closes the source connections.
 func (s *liveSource) close() {
 	s.cancel()

@@ -94,13 +94,11 @@ func Blocked(ctx context.Context, conn *pgx.Conn, tables []string) *LockConflict
 		return e
 	}
 	var b Blocker
-	err := conn.QueryRow(ctx, `SELECT pg_catalog.format('%I.%I', n.nspname, c.relname), l.pid,
+	err := conn.QueryRow(ctx, `SELECT w.name, l.pid,
 		coalesce(a.usename::text, ''), coalesce(a.query, ''), l.granted
 	FROM unnest($1::text[]) WITH ORDINALITY AS w(name, i)
 	JOIN pg_catalog.pg_locks l ON l.locktype = 'relation' AND l.relation = pg_catalog.to_regclass(w.name)
 		AND l.mode = 'AccessExclusiveLock' AND l.pid <> pg_catalog.pg_backend_pid()
-	JOIN pg_catalog.pg_class c ON c.oid = l.relation
-	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
 	ORDER BY l.granted DESC, w.i, a.xact_start
 	LIMIT 1`, tables).Scan(&b.Table, &b.PID, &b.User, &b.Query, &b.Granted)
