@@ -51,7 +51,8 @@ others; the rest of post-data with pg_restore, ANALYZE, materialized views.
 The target holds the source as of one instant.
 
 Memory: about 1 MiB per connection for data in flight (four 256 KiB blocks).
-The target must have no user tables unless --clean is given. If the clone
+The target must have no user tables unless --clean is given, and must not be
+the source database itself (refused, exit 2). If the clone
 fails, the target is partly built: clone again with --clean.
 
 To be able to finish an interrupted clone, read the source in a snapshot
@@ -99,7 +100,7 @@ into existing, empty tables of the target, referenced tables first.`,
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "copy the definition but not the rows of tables matching this pattern")
 	fs.BoolVar(&o.textCopy, "text-copy", false, "copy in COPY's text format even where binary would do (same major version, built-in types)")
 	_ = fs.MarkHidden("text-copy") // for benchmarks
-	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock at the start (e.g. 30s; as pg_dump)")
+	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for the initial table locks (e.g. 30s; as pg_dump); later, readers never wait: another session's DDL stops the run at once, naming it")
 	fs.StringVar(&o.snapshot, "snapshot", "", "read the source in this snapshot, held by \"pgsprint snapshot\", instead of exporting one")
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted clone in the same --snapshot, skipping what it finished")
 	o.progress.register(fs)

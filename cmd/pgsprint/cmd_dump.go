@@ -69,7 +69,7 @@ only when complete.`,
 	fs.StringVar(&o.profile, "cpu-profile", "", "write a Go CPU profile of the dump to this file")
 	_ = fs.MarkHidden("cpu-profile")
 	registerFilterFlags(fs, &o.filter, "dump")
-	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock at the start (e.g. 30s; as pg_dump)")
+	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for the initial table locks (e.g. 30s; as pg_dump); later, readers never wait: another session's DDL stops the run at once, naming it")
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "dump the definition but not the rows of tables matching this pattern")
 	o.progress.register(fs)
 	o.log.register(fs)
