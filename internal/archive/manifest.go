@@ -64,6 +64,11 @@ type QualifiedRel struct {
 
 // Table is one relation whose rows are carried as COPY text.
 type Table struct {
+	// OID is the table's OID in the source when dumped: a reader checks,
+	// before its COPY, that the name still resolves to it and that the
+	// table was not truncated or rewritten since the snapshot. Zero in
+	// archives (and clone journals) written before it existed.
+	OID       uint32   `json:"oid,omitempty"`
 	Schema    string   `json:"schema"`
 	Name      string   `json:"name"`
 	Columns   []string `json:"columns"`    // unquoted, in COPY order (generated columns excluded)

@@ -143,6 +143,9 @@ func kindOf(data bool) archive.Kind {
 func (s *liveSource) read(ctx context.Context, r *dump.Reader, u unit, w io.Writer) (int64, error) {
 	m := s.sess.Manifest
 	if u.lo != nil {
+		if err := r.InSnapshot(ctx); err != nil {
+			return 0, err
+		}
 		err := pg.ReadLargeObject(ctx, r.Conn(), u.lo.OID, pipeBlock, func(b []byte) error {
 			_, err := w.Write(b)
 			return err
@@ -183,9 +186,11 @@ func (s *liveSource) conn(ctx context.Context) (*dump.Reader, error) {
 }
 
 // release returns a connection to the pool, unless its COPY failed (pgx
-// closes a connection whose COPY was interrupted).
+// closes a connection whose COPY was interrupted), after releasing the
+// lock of the table it read: an idle connection holds none, so another
+// session's DDL on a table read never waits for the clone.
 func (s *liveSource) release(c *dump.Reader, err error) {
-	if err != nil || c.IsClosed() {
+	if err != nil || c.IsClosed() || c.Release(s.ctx) != nil {
 		return
 	}
 	s.mu.Lock()

@@ -2,7 +2,7 @@ package dump
 
 import (
 	"context"
-	"slices"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,7 +17,6 @@ import (
 type catalog struct {
 	tools        pgbin.Tools
 	tables       []pg.TableInfo // whose rows are read
-	locked       []pg.TableInfo // every table pg_dump will lock, these included
 	chunks       [][]plan.Chunk // per table: its ranges, one when not split
 	sequences    []pg.SequenceInfo
 	largeObjects []pg.LargeObjectInfo
@@ -26,40 +25,51 @@ type catalog struct {
 	relations    []pg.Object // for restore's -t/-T
 }
 
-// readCatalog is listAndLock, waiting for locks no longer than lockWait
-// (pg_dump's --lock-wait-timeout; empty: as long as it takes), or not at
-// all with nowait.
-func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options, lockWait string, nowait bool) (*catalog, error) {
+// catalogSavepoint brackets the leader's catalog reads.
+const catalogSavepoint = "pgsprint_catalog"
+
+// readCatalog is listCatalog, waiting for a lock no longer than lockWait
+// (pg_dump's --lock-wait-timeout; empty: as long as it takes). It leaves
+// the leader holding no table lock: the reads run in a savepoint rolled
+// back once their results are in hand, which releases the locks they took
+// (pg_relation_size lets go at once, but EXPLAIN and the split queries
+// keep theirs until the end of the (sub)transaction, and reading a
+// sequence locks it). The leader then only keeps the snapshot alive: a
+// lock it held for the run would make another session's ALTER or TRUNCATE
+// wait for the end of the dump, and every query of the application on
+// that table behind it; and it would need one lock slot per table beside
+// pg_dump's. Readers lock each table as they read it (Reader.Lock).
+func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options, lockWait string) (*catalog, error) {
+	if _, err := conn.Exec(ctx, "SAVEPOINT "+catalogSavepoint); err != nil {
+		return nil, fmt.Errorf("read the catalog: %w", pg.ExplainLost(err))
+	}
 	done, err := pg.LimitLockWait(ctx, conn, lockWait)
 	if err != nil {
 		return nil, err
 	}
-	c, err := listAndLock(ctx, conn, srv, split, sel, nowait)
+	c, err := listCatalog(ctx, conn, srv, split, sel)
 	if err = done(err); err != nil {
 		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT "+catalogSavepoint+"; RELEASE SAVEPOINT "+catalogSavepoint); err != nil {
+		return nil, fmt.Errorf("release the catalog's locks: %w", pg.ExplainLost(err))
 	}
 	return c, nil
 }
 
-// listAndLock lists the tables to read, locks them, plans their chunks and
-// reads the rest of the catalog, inside the snapshot.
-func listAndLock(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options, nowait bool) (*catalog, error) {
+// listCatalog lists the tables to read, plans their chunks and reads the
+// rest of the catalog, inside the snapshot.
+func listCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options) (*catalog, error) {
 	var c catalog
 	var err error
 	if c.tables, err = pg.ListTables(ctx, conn, srv); err != nil {
 		return nil, err
 	}
-	parents, err := pg.ListPartitioned(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	c.locked = slices.Concat(c.tables, parents)
 	var chosen *filter.Resolved
 	if sel.Active() {
 		if chosen, err = sel.Resolve(ctx, conn); err != nil {
 			return nil, err
 		}
-		c.locked = keep(c.locked, func(t pg.TableInfo) bool { return chosen.Selected[filter.Rel{Schema: t.Schema, Name: t.Name}] })
 		c.tables = keep(c.tables, func(t pg.TableInfo) bool {
 			rel := filter.Rel{Schema: t.Schema, Name: t.Name}
 			return chosen.Selected[rel] && !chosen.NoData[rel]
@@ -68,15 +78,8 @@ func listAndLock(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.
 	if sel.SchemaOnly {
 		c.tables = nil
 	}
-	// Lock what pg_dump will lock, not only the tables whose rows are
-	// read: pg_dump runs beside the readers and gives up on a lock it
-	// cannot take at once (schemaLockWait), which is then certain to be
-	// behind a request that waits for the leader.
-	if err = pg.LockTables(ctx, conn, c.locked, nowait); err != nil {
-		return nil, err
-	}
-	// Split only after locking: the sizes and split points are then those
-	// of the snapshot's tables, which no one can truncate or rewrite.
+	// The sizes and split points are those of the snapshot's tables: a
+	// table truncated or rewritten since is refused by its reader.
 	for _, t := range c.tables {
 		chunks, err := plan.Split(ctx, conn, srv, t, split)
 		if err != nil {
@@ -149,7 +152,7 @@ func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, 
 	next := uint32(1)
 	for i, t := range c.tables {
 		m.Tables = append(m.Tables, archive.Table{
-			Schema: t.Schema, Name: t.Name, Columns: t.Columns,
+			OID: t.OID, Schema: t.Schema, Name: t.Name, Columns: t.Columns,
 			Pages: t.Pages, SizeBytes: t.SizeBytes, Rows: t.Rows,
 		})
 		binary := t.BuiltinTypes && opts.BinaryForMajor == srv.Major()

@@ -12,20 +12,20 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
-// schemaLockWait is pg_dump's --lock-wait-timeout. pg_dump locks the
-// tables the leader holds already, beside the readers: a lock it cannot
-// take at once is behind another session's request for ACCESS EXCLUSIVE,
-// which waits for the leader, so waiting longer would be waiting forever.
-// (pg_dump applies it as statement_timeout to its LOCK TABLE statements,
-// hence not zero.)
-const schemaLockWait = "2s"
-
 // Schema writes `pg_dump --schema-only -Fc` of the session's snapshot to
-// w. pg_dump is the authority on DDL for every object kind.
+// w. pg_dump is the authority on DDL for every object kind. It locks every
+// table it dumps (ACCESS SHARE) from its start to its end, as pg_dump -Fc
+// would, waiting for them no longer than the user's --lock-wait-timeout:
+// the leader holds no lock, so what pg_dump waits for is another session's
+// DDL, which waits for no one of this run but a reader in the middle of
+// that table's COPY, and goes ahead when that COPY ends.
 func (s *Session) Schema(ctx context.Context, w io.Writer) error {
 	dsn, env := pg.ChildConn(s.source)
-	args := append([]string{"--schema-only", "--format=custom", "--no-password", "--lock-wait-timeout=" + schemaLockWait,
-		"--snapshot=" + s.snap.ID, "--dbname=" + dsn}, s.filter.PgDumpArgs()...)
+	args := []string{"--schema-only", "--format=custom", "--no-password"}
+	if s.lockWait != "" {
+		args = append(args, "--lock-wait-timeout="+s.lockWait)
+	}
+	args = append(append(args, "--snapshot="+s.snap.ID, "--dbname="+dsn), s.filter.PgDumpArgs()...)
 	cmd := exec.CommandContext(ctx, s.tools.PgDump(), args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
@@ -36,15 +36,33 @@ func (s *Session) Schema(ctx context.Context, w io.Writer) error {
 			return ctx.Err()
 		}
 		if bytes.Contains(stderr.Bytes(), []byte("LOCK TABLE")) {
-			// The server is unchanged: the leader still holds its locks,
-			// so whoever was in pg_dump's way still waits.
-			if conflict := pg.Blocked(ctx, s.leader, s.locked); conflict.Blocker != nil {
-				return conflict
+			// --lock-wait-timeout expired: name whoever is in the way,
+			// if they still are.
+			if conflict := pg.Blocked(ctx, s.leader, s.pgDumpLocks()); conflict.Blocker != nil {
+				return fmt.Errorf("pg_dump --schema-only: could not lock a table within --lock-wait-timeout (%s): %w", s.lockWait, conflict)
 			}
 		}
 		return fmt.Errorf("pg_dump --schema-only: %s", pg.ToolError(stderr.Bytes(), err))
 	}
 	return nil
+}
+
+// pgDumpLocks names (quoted, qualified) the tables pg_dump locks: those
+// whose rows are read, and the other tables it dumps (partitioned
+// parents, tables whose data is excluded).
+func (s *Session) pgDumpLocks() []string {
+	var names []string
+	for _, o := range s.Manifest.Relations {
+		if o.Kind == "r" || o.Kind == "p" {
+			names = append(names, pg.Qualified(o.Schema, o.Name))
+		}
+	}
+	if len(names) == 0 { // a plan saved before relations were recorded
+		for _, t := range s.Manifest.Tables {
+			names = append(names, pg.Qualified(t.Schema, t.Name))
+		}
+	}
+	return names
 }
 
 // dumpSchema streams the session's schema into the archive's schema stream.

@@ -38,8 +38,9 @@ type SessionOptions struct {
 	Manifest *archive.Manifest
 	// LockWaitTimeout, as pg_dump's --lock-wait-timeout (any value SET
 	// lock_timeout takes, e.g. "30s"), fails the start instead of waiting
-	// longer for a table's ACCESS SHARE lock. Empty waits as long as it
-	// takes.
+	// longer for a lock: the leader's, while it reads the catalog, and
+	// pg_dump's (given the same option), which locks every table it
+	// dumps. Empty waits as long as it takes.
 	LockWaitTimeout string
 	// BinaryForMajor, when it is the source's major version, marks the
 	// chunks of tables with only built-in column types Binary (clone
@@ -50,9 +51,11 @@ type SessionOptions struct {
 
 // Session is one consistent view of the source, shared by dump and clone
 // so that both give the same guarantee: the leader connection holds an
-// exported snapshot and ACCESS SHARE locks on every table it lists; the
-// catalog, the chunk plan and the manifest are read inside it; readers
-// (OpenReader) and pg_dump (Schema) import it. It ends with Commit or Close.
+// exported snapshot (and no table lock: see readCatalog); the catalog, the
+// chunk plan and the manifest are read inside it; readers (OpenReader),
+// which lock and check each table before reading it, and pg_dump
+// (Schema), which locks every table while it runs, import it. It ends
+// with Commit or Close.
 type Session struct {
 	leader *pgx.Conn
 	source *pgx.ConnConfig
@@ -61,9 +64,8 @@ type Session struct {
 	snap   *pg.Snapshot
 	filter filter.Options
 	cat    *catalog
-	// locked names (quoted, qualified) the tables the leader locked: the
-	// ones a conflict with pg_dump's locks can be on.
-	locked []string
+	// lockWait is pg_dump's --lock-wait-timeout, as the user gave it.
+	lockWait string
 	// Manifest lays out the streams: 0 is the schema, then one per chunk,
 	// then one per large object.
 	Manifest *archive.Manifest
@@ -82,7 +84,7 @@ func Begin(ctx context.Context, opts SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{leader: leader, source: opts.Source, filter: opts.Filter}
+	s := &Session{leader: leader, source: opts.Source, filter: opts.Filter, lockWait: opts.LockWaitTimeout}
 	if err := s.begin(ctx, opts, log); err != nil {
 		s.Close(ctx)
 		return nil, err
@@ -113,19 +115,12 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 		log.Info("snapshot exported", "snapshot", s.snap.ID, "server", s.srv.Version, "pg_dump", s.tools.Version)
 	}
 	if opts.Manifest != nil {
-		return s.reuse(ctx, opts.Manifest, opts.LockWaitTimeout, log)
+		return s.reuse(opts.Manifest, log)
 	}
 	split := opts.Split
 	split.Jobs = max(opts.Jobs, 1)
-	// In a snapshot held by another process, that process holds every
-	// table's lock already: waiting for one would be waiting behind a
-	// request that itself waits for that process, forever.
-	held := opts.Snapshot != ""
-	if s.cat, err = readCatalog(ctx, s.leader, s.srv, split, opts.Filter, opts.LockWaitTimeout, held); err != nil {
+	if s.cat, err = readCatalog(ctx, s.leader, s.srv, split, opts.Filter, opts.LockWaitTimeout); err != nil {
 		return err
-	}
-	for _, t := range s.cat.locked {
-		s.locked = append(s.locked, t.Qualified())
 	}
 	s.Manifest, s.sizes = s.cat.manifest(s.srv, s.snap, s.tools, opts)
 	return nil
@@ -146,26 +141,11 @@ func importSnapshot(ctx context.Context, conn *pgx.Conn, id string) (*pg.Snapsho
 }
 
 // reuse makes m, planned by an earlier run in the same snapshot, the
-// session's manifest, after locking the tables it lists as Begin locks
-// those it plans (without waiting: the snapshot is held by another
-// process, which holds their locks).
-func (s *Session) reuse(ctx context.Context, m *archive.Manifest, lockWait string, log *slog.Logger) error {
+// session's manifest. The leader locks nothing, as Begin's: the readers
+// lock each table as they read it.
+func (s *Session) reuse(m *archive.Manifest, log *slog.Logger) error {
 	if m.Snapshot != s.snap.ID {
 		return fmt.Errorf("the saved plan was made in snapshot %s, not %s", m.Snapshot, s.snap.ID)
-	}
-	tables := make([]pg.TableInfo, len(m.Tables))
-	for i, t := range m.Tables {
-		tables[i] = pg.TableInfo{Schema: t.Schema, Name: t.Name}
-	}
-	done, err := pg.LimitLockWait(ctx, s.leader, lockWait)
-	if err != nil {
-		return err
-	}
-	if err := done(pg.LockTables(ctx, s.leader, tables, true)); err != nil {
-		return err
-	}
-	for _, t := range tables {
-		s.locked = append(s.locked, t.Qualified())
 	}
 	s.Manifest = m
 	s.sizes = make(map[uint32]int64, len(m.Chunks))

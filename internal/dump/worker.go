@@ -62,6 +62,9 @@ func worker(ctx context.Context, opts Options, w *archive.Writer, sess *Session,
 			}
 			rows += n
 		case u.lo != nil:
+			if err := r.InSnapshot(ctx); err != nil {
+				return rows, err
+			}
 			if err := copyLargeObject(ctx, r.Conn(), w, u.lo, opts.BlockSize, opts.Progress); err != nil {
 				return rows, err
 			}

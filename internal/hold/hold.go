@@ -86,7 +86,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	tables, err := pg.ListTables(ctx, conn, srv)
 	if err == nil {
-		err = pg.LockTables(ctx, conn, tables, false)
+		err = pg.LockTables(ctx, conn, tables)
 	}
 	if err := done(err); err != nil {
 		return err

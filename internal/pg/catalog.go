@@ -130,49 +130,20 @@ func extensionFilter(cond string) string {
 }
 
 // LockTables takes ACCESS SHARE locks, as pg_dump does, so that no table can
-// be dropped or altered while its data is being read. Allowed on a standby.
-// With nowait, as LockNowait: for a transaction in a snapshot held by
-// another session that holds these locks already, where any wait would be
-// behind a request that waits for that session, i.e. forever.
-func LockTables(ctx context.Context, conn *pgx.Conn, tables []TableInfo, nowait bool) error {
+// be dropped, truncated or altered while the transaction lasts. Allowed on
+// a standby.
+func LockTables(ctx context.Context, conn *pgx.Conn, tables []TableInfo) error {
 	const batch = 500
 	for i := 0; i < len(tables); i += batch {
 		names := make([]string, 0, batch)
 		for _, t := range tables[i:min(i+batch, len(tables))] {
 			names = append(names, t.Qualified())
 		}
-		if nowait {
-			if err := LockNowait(ctx, conn, names...); err != nil {
-				return err
-			}
-			continue
-		}
 		if _, err := conn.Exec(ctx, "LOCK TABLE "+strings.Join(names, ", ")+" IN ACCESS SHARE MODE"); err != nil {
 			return fmt.Errorf("lock tables: %w", ExplainLost(err))
 		}
 	}
 	return nil
-}
-
-// ListPartitioned returns the partitioned tables (which hold no rows of
-// their own) in user schemas, extension members excluded: pg_dump locks
-// them as it locks tables.
-func ListPartitioned(ctx context.Context, conn *pgx.Conn) ([]TableInfo, error) {
-	rows, err := conn.Query(ctx, `SELECT c.oid, n.nspname, c.relname
-	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-	WHERE c.relkind = 'p' AND `+userSchema+` AND `+notExtensionMember+`
-	ORDER BY 2, 3`)
-	if err != nil {
-		return nil, fmt.Errorf("list partitioned tables: %w", err)
-	}
-	tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (TableInfo, error) {
-		var t TableInfo
-		return t, r.Scan(&t.OID, &t.Schema, &t.Name)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list partitioned tables: %w", err)
-	}
-	return tables, nil
 }
 
 // LimitLockWait makes conn give up on a lock after wait (any value SET

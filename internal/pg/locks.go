@@ -10,14 +10,13 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Once the leader holds ACCESS SHARE on a table, another session's request
-// for ACCESS EXCLUSIVE on it (ALTER, TRUNCATE, DROP, LOCK, VACUUM FULL)
-// waits for the leader, and every later request for the table, a worker's
-// COPY included, queues behind that request. The leader waits for its
-// workers in the client, not on a lock, so PostgreSQL's deadlock detector
-// sees no cycle: the run and the DDL, and every application query behind
-// the DDL, would wait forever. So readers lock with NOWAIT, and a conflict
-// ends the run at once, which releases every lock and lets the DDL go.
+// A reader's COPY that waited for its table's lock behind another
+// session's request for ACCESS EXCLUSIVE (ALTER, TRUNCATE, DROP, LOCK,
+// VACUUM FULL) would hold up every later query on the table behind both:
+// and when that request itself waited for a lock of the run (a reader's,
+// or pg_dump's), PostgreSQL's deadlock detector could not see the cycle
+// through the client. So readers lock with NOWAIT, and a conflict ends the
+// run at once, which releases every lock and lets the DDL go.
 
 // lockNotAvailable is SQLSTATE 55P03: NOWAIT failed, or lock_timeout or
 // (for a LOCK statement) statement_timeout expired.
@@ -27,25 +26,6 @@ const lockNotAvailable = "55P03"
 func IsLockNotAvailable(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == lockNotAvailable
-}
-
-// LockNowait takes ACCESS SHARE on the tables named by the quoted,
-// qualified names without waiting, as pg_dump -j's workers do. If another
-// session holds or awaits a conflicting lock on one, it rolls back conn's
-// transaction (the caller's run is over) and returns a *LockConflictError
-// naming that session.
-func LockNowait(ctx context.Context, conn *pgx.Conn, qualified ...string) error {
-	_, err := conn.Exec(ctx, "LOCK TABLE "+strings.Join(qualified, ", ")+" IN ACCESS SHARE MODE NOWAIT")
-	if err == nil {
-		return nil
-	}
-	if !IsLockNotAvailable(err) {
-		return fmt.Errorf("lock tables: %w", ExplainLost(err))
-	}
-	if _, rerr := conn.Exec(ctx, "ROLLBACK"); rerr != nil {
-		return &LockConflictError{Table: qualified[0]}
-	}
-	return Blocked(ctx, conn, qualified)
 }
 
 // Blocker is a session that holds or awaits ACCESS EXCLUSIVE on a table.

@@ -18,9 +18,16 @@ func ToolError(stderr []byte, err error) string {
 	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
 		line = last
 	}
-	for _, l := range lines {
+	for i, l := range lines {
 		if strings.Contains(l, "error:") {
 			line = strings.TrimSpace(l)
+			// A server's hint that is the remedy ("out of shared memory":
+			// increase max_locks_per_transaction) follows on its own line.
+			if i+1 < len(lines) {
+				if hint, ok := strings.CutPrefix(strings.TrimSpace(lines[i+1]), "HINT:"); ok {
+					line += "; " + strings.TrimSpace(hint)
+				}
+			}
 			break
 		}
 	}
