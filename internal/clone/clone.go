@@ -131,11 +131,16 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("clone interrupted: %w", context.Cause(ctx))
 		}
-		// A source read that met another session's DDL fails the target's
-		// COPY with its message inside the server's: say it plainly.
+		// A source read that met another session's DDL, or a table
+		// changed since the snapshot, fails the target's COPY with its
+		// message inside the server's: say it plainly.
 		var conflict *pg.LockConflictError
 		if errors.As(src.failure(), &conflict) {
 			return nil, conflict
+		}
+		var changed *dump.ChangedError
+		if errors.As(src.failure(), &changed) {
+			return nil, changed
 		}
 		return nil, explainSnapshot(err, opts)
 	}
