@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -139,9 +141,11 @@ var ddlKinds = []struct{ name, sql string }{
 // EXCLUSIVE on a table from another session at random moments of a dump
 // or a clone (right at the start, or while the readers copy the chunks of
 // a bigger table, before they reach this one). pgsprint must end within
-// seconds: either it succeeds (the statement came before the leader's
-// locks, or waited until the end), and the copy is right; or it fails,
-// exit 1, with one line naming the table and the statement's session.
+// seconds: either it succeeds (the statement came before the snapshot, or
+// changed nothing the snapshot's rows need, or came after the table was
+// read), and the copy is right; or it fails, exit 1, with one line naming
+// the table and either the statement's session (a lock conflict) or what
+// happened to the table since the snapshot (truncated, dropped...).
 // Either way the statement completes, no pgsprint session (or lock) is
 // left and a failed dump leaves no file. PGSPRINT_DDL_ITERATIONS runs more
 // than 8 iterations; the log's seed replays a run (PGSPRINT_RESUME_SEED).
@@ -162,7 +166,7 @@ func TestDDLNeverHangs(t *testing.T) {
 	}
 	defer admin.Close(ctx)
 	n, rng := killLoop(t, "PGSPRINT_DDL_ITERATIONS", 8)
-	conflicts := 0
+	conflicts, changed, successes := 0, 0, 0
 	for i := range n {
 		kind := ddlKinds[i%len(ddlKinds)]
 		op := []string{"dump", "clone"}[(i/len(ddlKinds))%2]
@@ -225,19 +229,23 @@ func TestDDLNeverHangs(t *testing.T) {
 			noSessionsLeft(t, admin)
 			if code != 0 {
 				checkOneError(t, code, 1, stderr.String(), `"victim"`)
-				if strings.Contains(stderr.String(), "session pid") {
+				switch {
+				case strings.Contains(stderr.String(), "session pid"):
 					conflicts++
 					if want := fmt.Sprintf("pid %d ", ddl.PgConn().PID()); !strings.Contains(stderr.String(), want) {
 						t.Errorf("the message does not name the blocking session (%s):\n%s", want, stderr)
 					}
+				case strings.Contains(stderr.String(), "after the snapshot was taken"):
+					changed++
 				}
 				if op == "dump" {
 					noPartialFiles(t, dir)
 				}
 				return
 			}
-			// Success: the statement came before the leader's locks, or
-			// after the table was read, and waited for the end.
+			// Success: the statement came before the snapshot, or changed
+			// nothing its rows need, or came after the table was read.
+			successes++
 			copied := c.ConnString(target)
 			if op == "dump" {
 				if err := c.CreateDB(ctx, target); err != nil {
@@ -258,8 +266,8 @@ func TestDDLNeverHangs(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("%d of %d runs stopped at once on a lock conflict", conflicts, n)
-	if conflicts == 0 {
+	t.Logf("%d of %d runs stopped at once on a lock conflict, %d on a table changed since the snapshot, %d succeeded", conflicts, n, changed, successes)
+	if conflicts+changed == 0 {
 		t.Error("no run met the statement: the test proves nothing")
 	}
 }
@@ -288,4 +296,150 @@ func TestCloneIntoItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustPgsprint(t, "clone", "-q", "--source", c.ConnString("selfc"), "--target", c.ConnString("other"))
+}
+
+// TestTableChangedAfterSnapshot: no one holds a table's lock between the
+// snapshot and its COPY, so another session may change it meanwhile. A
+// change that leaves the snapshot's rows unreadable (TRUNCATE and table
+// rewrites are not MVCC-safe: the table would read as empty, without an
+// error) or puts another table under the name must stop the dump, exit 1,
+// with one line naming the table and what happened; never exit 0 with the
+// wrong rows. A change that is MVCC-safe (ADD COLUMN without a rewrite)
+// must not. Made deterministic with -j 1 and the archive on a pipe that is
+// not read: the one reader copies the big table first (largest first)
+// and stops on the full pipe in the middle of it; the statement then
+// commits (after pg_dump, whose lock it waits for if pg_dump still runs),
+// and only then is the pipe read, and the reader goes on to the victim.
+func TestTableChangedAfterSnapshot(t *testing.T) {
+	ctx := context.Background()
+	c := pgtest.New(t)
+	if err := c.CreateDB(ctx, "chg"); err != nil {
+		t.Fatal(err)
+	}
+	// 12 MB of COPY text, far more than a pipe, pgsprint's blocks and the
+	// socket buffers hold.
+	if err := c.Exec(ctx, "chg", `CREATE TABLE public.big (id int, pad text);
+		INSERT INTO public.big SELECT g, md5(g::text) FROM generate_series(1, 300000) g`); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, c.ConnString("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	for i, tc := range []struct{ name, sql, want string }{
+		{"truncate", `TRUNCATE public.victim`, "truncated or rewritten"},
+		{"vacuum full", `VACUUM FULL public.victim`, "truncated or rewritten"},
+		{"alter type", `ALTER TABLE public.victim ALTER COLUMN id TYPE bigint`, "truncated or rewritten"},
+		{"drop", `DROP TABLE public.victim`, "dropped or renamed"},
+		{"drop and create", `BEGIN; DROP TABLE public.victim; CREATE TABLE public.victim (id int, v text); COMMIT`, "dropped and created again"},
+		{"rename", `BEGIN; ALTER TABLE public.victim RENAME TO old; CREATE TABLE public.victim (id int, v text); COMMIT`, "renamed"},
+		{"add column", `ALTER TABLE public.victim ADD COLUMN z int`, ""}, // MVCC-safe: the dump succeeds
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := c.Exec(ctx, "chg", `DROP TABLE IF EXISTS public.victim, public.old;
+				CREATE TABLE public.victim AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, 5000) g`); err != nil {
+				t.Fatal(err)
+			}
+			pgDumpEnded := watchPgDump(t, c.ConnString("postgres"))
+			cmd := exec.Command(binary, "dump", "-q", "-d", c.ConnString("chg"), "-f", "-", "-j", "1", "-Z", "none")
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill() })
+			copyBig := waitForCopy(t, admin, `COPY "public"."big"%`)
+			// A statement that came before pg_dump's locks would fail
+			// pg_dump instead (as it fails pg_dump -Fc).
+			pgDumpEnded()
+			ddl, err := pgx.Connect(ctx, c.ConnString("chg"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ddl.Close(ctx)
+			dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if _, err := ddl.Exec(dctx, tc.sql); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if still := scalar(t, c.ConnString("postgres"), fmt.Sprintf(`SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND state = 'active' AND query LIKE 'COPY "public"."big"%%'`, copyBig)); still != "1" {
+				t.Fatal("the dump got past the big table before the statement: the test would prove nothing")
+			}
+			archive := filepath.Join(t.TempDir(), fmt.Sprintf("chg%d.pgs", i))
+			f, err := os.Create(archive)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.Copy(f, out); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			code := waitExit(t, cmd)
+			noSessionsLeft(t, admin)
+			if tc.want == "" {
+				if code != 0 {
+					t.Fatalf("exit %d after an MVCC-safe %s:\n%s", code, tc.name, stderr.String())
+				}
+				target := fmt.Sprintf("chg%d", i)
+				if err := c.CreateDB(ctx, target); err != nil {
+					t.Fatal(err)
+				}
+				mustPgsprint(t, "restore", "-q", "-f", archive, "-d", c.ConnString(target))
+				if got := scalar(t, c.ConnString(target), `SELECT count(*) FROM public.victim`); got != "5000" {
+					t.Errorf("victim holds %s rows, want the snapshot's 5000", got)
+				}
+				return
+			}
+			checkOneError(t, code, 1, stderr.String(), `table "public"."victim" was `+tc.want)
+			if r := pgsprint(t, nil, "verify", archive); r.code == 0 {
+				t.Errorf("what the failed dump wrote verifies as a complete archive")
+			}
+		})
+	}
+}
+
+// watchPgDump polls pg_stat_activity from now on; the returned function
+// waits until a pg_dump session has been seen and has ended.
+func watchPgDump(t *testing.T, connString string) (wait func()) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), connString)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	quit := make(chan struct{})
+	go func() {
+		defer conn.Close(context.Background())
+		seen := false
+		for {
+			var n int
+			if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE application_name = 'pg_dump'`).Scan(&n); err != nil {
+				return
+			}
+			if seen && n == 0 {
+				close(ended)
+				return
+			}
+			seen = seen || n > 0
+			select {
+			case <-quit:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	return func() {
+		t.Helper()
+		defer close(quit)
+		select {
+		case <-ended:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no pg_dump session seen ending within 30 s")
+		}
+	}
 }
