@@ -42,7 +42,9 @@ func newCloneCmd() *cobra.Command {
 		Long: `Copy a database into another with no archive in between.
 
 The source is read exactly as dump reads it: one exported snapshot shared by
-pg_dump --schema-only and every reader, big tables cut into chunks. The
+pg_dump --schema-only and every reader, big tables cut into chunks, each
+table locked only while it is read (see dump --help: a DDL on a table not
+yet read stops the clone, naming it). The
 target is built exactly as restore builds it: pre-data with pg_restore, then
 N connections each stream a chunk from a source COPY TO straight into a
 target COPY FROM (no compression, no disk), while indexes, constraints and
@@ -100,7 +102,7 @@ into existing, empty tables of the target, referenced tables first.`,
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "copy the definition but not the rows of tables matching this pattern")
 	fs.BoolVar(&o.textCopy, "text-copy", false, "copy in COPY's text format even where binary would do (same major version, built-in types)")
 	_ = fs.MarkHidden("text-copy") // for benchmarks
-	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for the initial table locks (e.g. 30s; as pg_dump); later, readers never wait: another session's DDL stops the run at once, naming it")
+	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock while the catalog is read and while pg_dump locks the tables (e.g. 30s; as pg_dump); readers never wait: another session's DDL on a table not yet read stops the run at once, naming it")
 	fs.StringVar(&o.snapshot, "snapshot", "", "read the source in this snapshot, held by \"pgsprint snapshot\", instead of exporting one")
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted clone in the same --snapshot, skipping what it finished")
 	o.progress.register(fs)
