@@ -35,7 +35,13 @@ func (s *Session) Schema(ctx context.Context, w io.Writer) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if bytes.Contains(stderr.Bytes(), []byte("LOCK TABLE")) {
+		lockFailed := bytes.Contains(stderr.Bytes(), []byte("LOCK TABLE"))
+		if lockFailed && bytes.Contains(stderr.Bytes(), []byte("does not exist")) {
+			// As for pg_dump -Fc: a table dropped (or renamed) between
+			// the snapshot and pg_dump's lock.
+			return fmt.Errorf("pg_dump --schema-only: a table was dropped or renamed by another session after the snapshot was taken, before pg_dump could lock it (%s): run again", pg.ToolError(stderr.Bytes(), err))
+		}
+		if lockFailed {
 			// --lock-wait-timeout expired: name whoever is in the way,
 			// if they still are.
 			if conflict := pg.Blocked(ctx, s.leader, s.pgDumpLocks()); conflict.Blocker != nil {
