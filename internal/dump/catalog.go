@@ -17,6 +17,7 @@ import (
 type catalog struct {
 	tools        pgbin.Tools
 	tables       []pg.TableInfo // whose rows are read
+	filenodes    map[uint32]uint32
 	chunks       [][]plan.Chunk // per table: its ranges, one when not split
 	sequences    []pg.SequenceInfo
 	largeObjects []pg.LargeObjectInfo
@@ -78,6 +79,9 @@ func listCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.
 	if sel.SchemaOnly {
 		c.tables = nil
 	}
+	if c.filenodes, err = filenodes(ctx, conn, c.tables); err != nil {
+		return nil, err
+	}
 	// The sizes and split points are those of the snapshot's tables: a
 	// table truncated or rewritten since is refused by its reader.
 	for _, t := range c.tables {
@@ -111,6 +115,29 @@ func listCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.
 		c.sequences, c.matviews = nil, nil
 	}
 	return &c, nil
+}
+
+// filenodes returns the tables' pg_class.relfilenode in the snapshot, by
+// OID: what Reader.Lock compares the current catalog's with.
+func filenodes(ctx context.Context, conn *pgx.Conn, tables []pg.TableInfo) (map[uint32]uint32, error) {
+	oids := make([]uint32, len(tables))
+	for i, t := range tables {
+		oids[i] = t.OID
+	}
+	rows, err := conn.Query(ctx, `SELECT oid, relfilenode FROM pg_catalog.pg_class WHERE oid = ANY ($1::oid[])`, oids)
+	if err != nil {
+		return nil, fmt.Errorf("read filenodes: %w", err)
+	}
+	m := make(map[uint32]uint32, len(tables))
+	var oid, node uint32
+	_, err = pgx.ForEachRow(rows, []any{&oid, &node}, func() error {
+		m[oid] = node
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read filenodes: %w", err)
+	}
+	return m, nil
 }
 
 // keep returns the elements of s for which ok is true.
@@ -152,7 +179,7 @@ func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, 
 	next := uint32(1)
 	for i, t := range c.tables {
 		m.Tables = append(m.Tables, archive.Table{
-			OID: t.OID, Schema: t.Schema, Name: t.Name, Columns: t.Columns,
+			OID: t.OID, Filenode: c.filenodes[t.OID], Schema: t.Schema, Name: t.Name, Columns: t.Columns,
 			Pages: t.Pages, SizeBytes: t.SizeBytes, Rows: t.Rows,
 		})
 		binary := t.BuiltinTypes && opts.BinaryForMajor == srv.Major()
