@@ -104,7 +104,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 		return nil, err
 	}
 	if same {
-		return nil, fmt.Errorf("%w (%s): a clone into its own source would wait for its own locks forever", ErrSameDatabase, pg.Describe(opts.Target))
+		return nil, fmt.Errorf("%w (%s): a clone into its own source would overwrite what it reads", ErrSameDatabase, pg.Describe(opts.Target))
 	}
 	binaryFor := dst.Major()
 	if opts.TextCopy || opts.Filter.DataOnly {

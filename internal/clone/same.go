@@ -13,9 +13,10 @@ import (
 )
 
 // ErrSameDatabase is returned, before anything is read or written, when
-// the source and the target are one database: the target's DDL would wait
-// for the source's locks, held by the same clone, forever (and --clean
-// would drop the source).
+// the source and the target are one database: the clone would create
+// over, load into and (with --clean) drop the very tables it reads, and
+// the target's DDL could wait for the source's locks, held by the same
+// clone.
 var ErrSameDatabase = errors.New("--source and --target are the same database")
 
 // sameDatabase reports whether source names the database target is

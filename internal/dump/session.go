@@ -33,8 +33,8 @@ type SessionOptions struct {
 	// earlier, interrupted run in the same Snapshot made (saved in the
 	// target's journal). Planning again would not give the same chunks,
 	// as relation sizes move under concurrent writes, and the journal's
-	// finished steps name the earlier plan's streams. The leader still
-	// locks every table the manifest lists.
+	// finished steps name the earlier plan's streams. As in a new plan,
+	// the leader locks nothing; readers lock and check each table.
 	Manifest *archive.Manifest
 	// LockWaitTimeout, as pg_dump's --lock-wait-timeout (any value SET
 	// lock_timeout takes, e.g. "30s"), fails the start instead of waiting
@@ -73,8 +73,8 @@ type Session struct {
 }
 
 // Begin connects to the source, exports a snapshot (or imports
-// opts.Snapshot), locks and lists what it will read, and plans the chunks
-// (or takes opts.Manifest). The caller must Close the session.
+// opts.Snapshot), lists what it will read and plans the chunks (or takes
+// opts.Manifest), leaving no table locked. The caller must Close the session.
 func Begin(ctx context.Context, opts SessionOptions) (*Session, error) {
 	log := opts.Logger
 	if log == nil {
