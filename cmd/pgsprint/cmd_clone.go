@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 
@@ -42,7 +43,9 @@ func newCloneCmd() *cobra.Command {
 		Long: `Copy a database into another with no archive in between.
 
 The source is read exactly as dump reads it: one exported snapshot shared by
-pg_dump --schema-only and every reader, big tables cut into chunks. The
+pg_dump --schema-only and every reader, big tables cut into chunks, each
+table locked only while it is read (see dump --help: a DDL on a table not
+yet read stops the clone, naming it). The
 target is built exactly as restore builds it: pre-data with pg_restore, then
 N connections each stream a chunk from a source COPY TO straight into a
 target COPY FROM (no compression, no disk), while indexes, constraints and
@@ -52,8 +55,9 @@ The target holds the source as of one instant.
 
 Memory: about 1 MiB per connection for data in flight (four 256 KiB blocks).
 The target must be empty (no object anyone created, as for restore) unless
---clean is given. If the clone fails, the target is partly built: clone
-again with --clean.
+--clean is given, and must not be the source database itself (refused,
+exit 2). If the clone fails, the target is partly built: clone again with
+--clean.
 
 To be able to finish an interrupted clone, read the source in a snapshot
 held by "pgsprint snapshot" (--snapshot ID). Every step then commits together
@@ -100,7 +104,7 @@ into existing, empty tables of the target, referenced tables first.`,
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "copy the definition but not the rows of tables matching this pattern")
 	fs.BoolVar(&o.textCopy, "text-copy", false, "copy in COPY's text format even where binary would do (same major version, built-in types)")
 	_ = fs.MarkHidden("text-copy") // for benchmarks
-	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock at the start (e.g. 30s, 500ms, 2min; a bare number is milliseconds; as pg_dump)")
+	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock while the catalog is read and while pg_dump locks the tables (e.g. 30s, 500ms, 2min; a bare number is milliseconds; as pg_dump); readers never wait: another session's DDL on a table not yet read stops the run at once, naming it")
 	fs.StringVar(&o.snapshot, "snapshot", "", "read the source in this snapshot, held by \"pgsprint snapshot\", instead of exporting one")
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted clone in the same --snapshot, skipping what it finished")
 	o.progress.register(fs)
@@ -153,6 +157,9 @@ func runClone(ctx context.Context, o cloneOptions) error {
 		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		Version: version, Logger: o.log.logger(), Progress: w.reporter,
 	})
+	if errors.Is(err, clone.ErrSameDatabase) {
+		return usageError{err}
+	}
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,14 @@ Every worker reads the same exported snapshot, so the archive is one
 consistent instant of the database. The schema comes from pg_dump; table
 data, sequences and large objects are read by N parallel workers and
 compressed in them. The file is written under a temporary name and renamed
-only when complete.`,
+only when complete.
+
+Locks: pg_dump holds ACCESS SHARE on every table while it reads the schema
+(as long as pg_dump -Fc would at its start); after that, each worker holds
+only the table it is copying. Another session's ALTER, TRUNCATE or DROP on
+a table already read goes ahead at once; on a table not yet read it stops
+the dump with one line naming the table and the session or what changed
+(never a silent wrong read): run again.`,
 		Example: `  pgsprint dump -d mydb -f mydb.pgs
   pgsprint dump -d "postgresql://app@db1/prod" -f prod.pgs -j 8 -Z zstd:6
   PGPASSWORD=... pgsprint dump -h db1 -U app -d prod -f prod.pgs -Z lz4
@@ -71,7 +78,7 @@ only when complete.`,
 	fs.StringVar(&o.profile, "cpu-profile", "", "write a Go CPU profile of the dump to this file")
 	_ = fs.MarkHidden("cpu-profile")
 	registerFilterFlags(fs, &o.filter, "dump")
-	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock at the start (e.g. 30s, 500ms, 2min; a bare number is milliseconds; as pg_dump)")
+	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock while the catalog is read and while pg_dump locks the tables (e.g. 30s, 500ms, 2min; a bare number is milliseconds; as pg_dump); readers never wait: another session's DDL on a table not yet read stops the run at once, naming it")
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "dump the definition but not the rows of tables matching this pattern")
 	o.progress.register(fs)
 	o.log.register(fs)

@@ -32,10 +32,11 @@ reads in it, and if the clone is interrupted (even killed), the same command
 with --resume finishes it in the very same instant, skipping what was done.
 
 The snapshot id is printed on standard output, one line, as soon as the
-snapshot is exported and every table is locked in ACCESS SHARE mode (as a
-dump's leader locks them: TRUNCATE, ALTER TABLE and other rewrites would
-make an old snapshot read a table as empty, so they wait until the holder
-ends; ordinary writes go on). A hint goes to standard error.
+snapshot is exported and every table is locked in ACCESS SHARE mode (as
+pg_dump -Fc locks them for its whole run: TRUNCATE, ALTER TABLE and other
+rewrites would make an old snapshot read a table as empty, so they wait
+until the holder ends; ordinary writes go on). A hint goes to standard
+error.
 
 It holds until SIGINT, SIGTERM or SIGHUP, or until its standard input, if it is a
 pipe (a coprocess), reaches end of file; then it exits 0. It exits non-zero

@@ -88,6 +88,13 @@ type QualifiedRel struct {
 
 // Table is one relation whose rows are carried as COPY text.
 type Table struct {
+	// OID and Filenode are the table's OID and pg_class.relfilenode in
+	// the snapshot: before its COPY, a reader checks that the name still
+	// resolves to the OID and that the table's current filenode is the
+	// same (it changes when the table is truncated or rewritten). Zero in
+	// archives (and clone journals) written before they existed.
+	OID       uint32   `json:"oid,omitempty"`
+	Filenode  uint32   `json:"filenode,omitempty"`
 	Schema    string   `json:"schema"`
 	Name      string   `json:"name"`
 	Columns   []string `json:"columns"`    // unquoted, in COPY order (generated columns excluded)

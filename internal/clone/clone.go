@@ -68,7 +68,9 @@ type Options struct {
 }
 
 // Run clones the source database into the target, which must hold no
-// object anyone created unless Clean (the restore engine checks). The result is the restore engine's, phases included.
+// object anyone created unless Clean (the restore engine checks), and must
+// not be the source (ErrSameDatabase). The result is the restore engine's,
+// phases included.
 func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	if opts.Jobs < 1 {
 		opts.Jobs = 1
@@ -95,9 +97,16 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 		return nil, err
 	}
 	dst, err := pg.ReadServer(ctx, target)
+	var same bool
+	if err == nil {
+		same, err = sameDatabase(ctx, opts.Source, target)
+	}
 	target.Close(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, err
+	}
+	if same {
+		return nil, fmt.Errorf("%w (%s): a clone into its own source would overwrite what it reads", ErrSameDatabase, pg.Describe(opts.Target))
 	}
 	binaryFor := dst.Major()
 	if opts.TextCopy || opts.Filter.DataOnly {
@@ -123,6 +132,17 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("clone interrupted: %w", context.Cause(ctx))
+		}
+		// A source read that met another session's DDL, or a table
+		// changed since the snapshot, fails the target's COPY with its
+		// message inside the server's: say it plainly.
+		var conflict *pg.LockConflictError
+		if errors.As(src.failure(), &conflict) {
+			return nil, conflict
+		}
+		var changed *dump.ChangedError
+		if errors.As(src.failure(), &changed) {
+			return nil, changed
 		}
 		return nil, explainSnapshot(err, opts)
 	}

@@ -7,8 +7,6 @@ import (
 	"io"
 	"sync"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pg"
@@ -31,8 +29,8 @@ type liveSource struct {
 	units  map[uint32]unit
 
 	mu     sync.Mutex
-	idle   []*pgx.Conn // source connections in the snapshot, free
-	all    []*pgx.Conn
+	idle   []*dump.Reader // source connections in the snapshot, free
+	all    []*dump.Reader
 	opened map[uint32]bool
 	skip   map[uint32]bool // streams a resumed clone will not read (loaded before)
 	info   map[uint32]*archive.StreamInfo
@@ -142,17 +140,23 @@ func kindOf(data bool) archive.Kind {
 }
 
 // read copies one unit from the source into w.
-func (s *liveSource) read(ctx context.Context, conn *pgx.Conn, u unit, w io.Writer) (int64, error) {
+func (s *liveSource) read(ctx context.Context, r *dump.Reader, u unit, w io.Writer) (int64, error) {
 	m := s.sess.Manifest
 	if u.lo != nil {
-		err := pg.ReadLargeObject(ctx, conn, u.lo.OID, pipeBlock, func(b []byte) error {
+		if err := r.InSnapshot(ctx); err != nil {
+			return 0, err
+		}
+		err := pg.ReadLargeObject(ctx, r.Conn(), u.lo.OID, pipeBlock, func(b []byte) error {
 			_, err := w.Write(b)
 			return err
 		})
 		return 0, err
 	}
 	t := m.Tables[u.chunk.Table]
-	tag, err := conn.PgConn().CopyTo(ctx, w, dump.CopyOutSQL(t, *u.chunk, s.sess.Manifest.DataEncoding()))
+	if err := r.Lock(ctx, t); err != nil {
+		return 0, err
+	}
+	tag, err := r.Conn().PgConn().CopyTo(ctx, w, dump.CopyOutSQL(t, *u.chunk, s.sess.Manifest.DataEncoding()))
 	if err != nil {
 		return 0, fmt.Errorf("read table %s from the source: %w", pg.Qualified(t.Schema, t.Name), pg.ExplainLost(err))
 	}
@@ -162,7 +166,7 @@ func (s *liveSource) read(ctx context.Context, conn *pgx.Conn, u unit, w io.Writ
 // conn returns an idle source connection in the snapshot, or opens one.
 // At most as many are open as streams are read at once (the restore's
 // connections).
-func (s *liveSource) conn(ctx context.Context) (*pgx.Conn, error) {
+func (s *liveSource) conn(ctx context.Context) (*dump.Reader, error) {
 	s.mu.Lock()
 	if n := len(s.idle); n > 0 {
 		c := s.idle[n-1]
@@ -182,9 +186,11 @@ func (s *liveSource) conn(ctx context.Context) (*pgx.Conn, error) {
 }
 
 // release returns a connection to the pool, unless its COPY failed (pgx
-// closes a connection whose COPY was interrupted).
-func (s *liveSource) release(c *pgx.Conn, err error) {
-	if err != nil || c.IsClosed() {
+// closes a connection whose COPY was interrupted), after releasing the
+// lock of the table it read: an idle connection holds none, so another
+// session's DDL on a table read never waits for the clone.
+func (s *liveSource) release(c *dump.Reader, err error) {
+	if err != nil || c.IsClosed() || c.Release(s.ctx) != nil {
 		return
 	}
 	s.mu.Lock()
@@ -213,12 +219,19 @@ func (s *liveSource) Finish() error {
 	return s.sess.Commit(s.ctx)
 }
 
+// failure is the first failure of a source read, if any.
+func (s *liveSource) failure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
 // close stops every source read and closes the source connections.
 func (s *liveSource) close() {
 	s.cancel()
 	s.wg.Wait()
 	for _, c := range s.all {
-		c.Close(context.WithoutCancel(s.ctx))
+		c.Close(s.ctx)
 	}
 }
 

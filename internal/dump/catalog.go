@@ -2,6 +2,7 @@ package dump
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,7 +16,8 @@ import (
 // catalog is what the leader reads from the source inside the snapshot.
 type catalog struct {
 	tools        pgbin.Tools
-	tables       []pg.TableInfo
+	tables       []pg.TableInfo // whose rows are read
+	filenodes    map[uint32]uint32
 	chunks       [][]plan.Chunk // per table: its ranges, one when not split
 	sequences    []pg.SequenceInfo
 	largeObjects []pg.LargeObjectInfo
@@ -24,23 +26,41 @@ type catalog struct {
 	relations    []pg.Object // for restore's -t/-T
 }
 
-// readCatalog is listAndLock, waiting for locks no longer than lockWait
-// (pg_dump's --lock-wait-timeout; empty: as long as it takes).
+// catalogSavepoint brackets the leader's catalog reads.
+const catalogSavepoint = "pgsprint_catalog"
+
+// readCatalog is listCatalog, waiting for a lock no longer than lockWait
+// (pg_dump's --lock-wait-timeout; empty: as long as it takes). It leaves
+// the leader holding no table lock: the reads run in a savepoint rolled
+// back once their results are in hand, which releases the locks they took
+// (pg_relation_size lets go at once, but EXPLAIN and the split queries
+// keep theirs until the end of the (sub)transaction, and reading a
+// sequence locks it). The leader then only keeps the snapshot alive: a
+// lock it held for the run would make another session's ALTER or TRUNCATE
+// wait for the end of the dump, and every query of the application on
+// that table behind it; and it would need one lock slot per table beside
+// pg_dump's. Readers lock each table as they read it (Reader.Lock).
 func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options, lockWait string) (*catalog, error) {
+	if _, err := conn.Exec(ctx, "SAVEPOINT "+catalogSavepoint); err != nil {
+		return nil, fmt.Errorf("read the catalog: %w", pg.ExplainLost(err))
+	}
 	done, err := pg.LimitLockWait(ctx, conn, lockWait)
 	if err != nil {
 		return nil, err
 	}
-	c, err := listAndLock(ctx, conn, srv, split, sel)
+	c, err := listCatalog(ctx, conn, srv, split, sel)
 	if err = done(err); err != nil {
 		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT "+catalogSavepoint+"; RELEASE SAVEPOINT "+catalogSavepoint); err != nil {
+		return nil, fmt.Errorf("release the catalog's locks: %w", pg.ExplainLost(err))
 	}
 	return c, nil
 }
 
-// listAndLock lists the tables to read, locks them, plans their chunks and
-// reads the rest of the catalog, inside the snapshot.
-func listAndLock(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options) (*catalog, error) {
+// listCatalog lists the tables to read, plans their chunks and reads the
+// rest of the catalog, inside the snapshot.
+func listCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options) (*catalog, error) {
 	var c catalog
 	var err error
 	if c.tables, err = pg.ListTables(ctx, conn, srv); err != nil {
@@ -59,11 +79,11 @@ func listAndLock(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.
 	if sel.SchemaOnly {
 		c.tables = nil
 	}
-	if err = pg.LockTables(ctx, conn, c.tables); err != nil {
+	if c.filenodes, err = filenodes(ctx, conn, c.tables); err != nil {
 		return nil, err
 	}
-	// Split only after locking: the sizes and split points are then those
-	// of the snapshot's tables, which no one can truncate or rewrite.
+	// The sizes and split points are those of the snapshot's tables: a
+	// table truncated or rewritten since is refused by its reader.
 	for _, t := range c.tables {
 		chunks, err := plan.Split(ctx, conn, srv, t, split)
 		if err != nil {
@@ -95,6 +115,29 @@ func listAndLock(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.
 		c.sequences, c.matviews = nil, nil
 	}
 	return &c, nil
+}
+
+// filenodes returns the tables' pg_class.relfilenode in the snapshot, by
+// OID: what Reader.Lock compares the current catalog's with.
+func filenodes(ctx context.Context, conn *pgx.Conn, tables []pg.TableInfo) (map[uint32]uint32, error) {
+	oids := make([]uint32, len(tables))
+	for i, t := range tables {
+		oids[i] = t.OID
+	}
+	rows, err := conn.Query(ctx, `SELECT oid, relfilenode FROM pg_catalog.pg_class WHERE oid = ANY ($1::oid[])`, oids)
+	if err != nil {
+		return nil, fmt.Errorf("read filenodes: %w", err)
+	}
+	m := make(map[uint32]uint32, len(tables))
+	var oid, node uint32
+	_, err = pgx.ForEachRow(rows, []any{&oid, &node}, func() error {
+		m[oid] = node
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read filenodes: %w", err)
+	}
+	return m, nil
 }
 
 // keep returns the elements of s for which ok is true.
@@ -137,7 +180,7 @@ func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, 
 	next := uint32(1)
 	for i, t := range c.tables {
 		m.Tables = append(m.Tables, archive.Table{
-			Schema: t.Schema, Name: t.Name, Columns: t.Columns,
+			OID: t.OID, Filenode: c.filenodes[t.OID], Schema: t.Schema, Name: t.Name, Columns: t.Columns,
 			Pages: t.Pages, SizeBytes: t.SizeBytes, Rows: t.Rows,
 		})
 		binary := t.BuiltinTypes && opts.BinaryForMajor == srv.Major()

@@ -13,7 +13,12 @@ import (
 )
 
 // Schema writes `pg_dump --schema-only -Fc` of the session's snapshot to
-// w. pg_dump is the authority on DDL for every object kind.
+// w. pg_dump is the authority on DDL for every object kind. It locks every
+// table it dumps (ACCESS SHARE) from its start to its end, as pg_dump -Fc
+// would, waiting for them no longer than the user's --lock-wait-timeout:
+// the leader holds no lock, so what pg_dump waits for is another session's
+// DDL, which waits for no one of this run but a reader in the middle of
+// that table's COPY, and goes ahead when that COPY ends.
 //
 // The schema is written in UTF8, the encoding of the manifest's names and
 // of every pgsprint connection, so that the SQL a restore runs and the
@@ -25,8 +30,11 @@ func (s *Session) Schema(ctx context.Context, w io.Writer) error {
 	if s.Manifest != nil && s.Manifest.Encoding == "SQL_ASCII" {
 		enc = "SQL_ASCII"
 	}
-	args := append([]string{"--schema-only", "--format=custom", "--no-password", "--encoding=" + enc,
-		"--snapshot=" + s.snap.ID, "--dbname=" + dsn}, s.filter.PgDumpArgs()...)
+	args := []string{"--schema-only", "--format=custom", "--no-password", "--encoding=" + enc}
+	if s.lockWait != "" {
+		args = append(args, "--lock-wait-timeout="+s.lockWait)
+	}
+	args = append(append(args, "--snapshot="+s.snap.ID, "--dbname="+dsn), s.filter.PgDumpArgs()...)
 	cmd := exec.CommandContext(ctx, s.tools.PgDump(), args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
@@ -36,9 +44,40 @@ func (s *Session) Schema(ctx context.Context, w io.Writer) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		lockFailed := bytes.Contains(stderr.Bytes(), []byte("LOCK TABLE"))
+		if lockFailed && bytes.Contains(stderr.Bytes(), []byte("does not exist")) {
+			// As for pg_dump -Fc: a table dropped (or renamed) between
+			// the snapshot and pg_dump's lock.
+			return fmt.Errorf("pg_dump --schema-only: a table was dropped or renamed by another session after the snapshot was taken, before pg_dump could lock it (%s): run again", pg.ToolError(stderr.Bytes(), err))
+		}
+		if lockFailed {
+			// --lock-wait-timeout expired: name whoever is in the way,
+			// if they still are.
+			if conflict := pg.Blocked(ctx, s.leader, s.pgDumpLocks()); conflict.Blocker != nil {
+				return fmt.Errorf("pg_dump --schema-only: could not lock a table within --lock-wait-timeout (%s): %w", s.lockWait, conflict)
+			}
+		}
 		return fmt.Errorf("pg_dump --schema-only: %s", pg.ToolError(stderr.Bytes(), err))
 	}
 	return nil
+}
+
+// pgDumpLocks names (quoted, qualified) the tables pg_dump locks: those
+// whose rows are read, and the other tables it dumps (partitioned
+// parents, tables whose data is excluded).
+func (s *Session) pgDumpLocks() []string {
+	var names []string
+	for _, o := range s.Manifest.Relations {
+		if o.Kind == "r" || o.Kind == "p" {
+			names = append(names, pg.Qualified(o.Schema, o.Name))
+		}
+	}
+	if len(names) == 0 { // a plan saved before relations were recorded
+		for _, t := range s.Manifest.Tables {
+			names = append(names, pg.Qualified(t.Schema, t.Name))
+		}
+	}
+	return names
 }
 
 // dumpSchema streams the session's schema into the archive's schema stream.

@@ -33,13 +33,14 @@ type SessionOptions struct {
 	// earlier, interrupted run in the same Snapshot made (saved in the
 	// target's journal). Planning again would not give the same chunks,
 	// as relation sizes move under concurrent writes, and the journal's
-	// finished steps name the earlier plan's streams. The leader still
-	// locks every table the manifest lists.
+	// finished steps name the earlier plan's streams. As in a new plan,
+	// the leader locks nothing; readers lock and check each table.
 	Manifest *archive.Manifest
 	// LockWaitTimeout, as pg_dump's --lock-wait-timeout (any value SET
 	// lock_timeout takes, e.g. "30s"), fails the start instead of waiting
-	// longer for a table's ACCESS SHARE lock. Empty waits as long as it
-	// takes.
+	// longer for a lock: the leader's, while it reads the catalog, and
+	// pg_dump's (given the same option), which locks every table it
+	// dumps. Empty waits as long as it takes.
 	LockWaitTimeout string
 	// BinaryForMajor, when it is the source's major version, marks the
 	// chunks of tables with only built-in column types Binary (clone
@@ -50,9 +51,11 @@ type SessionOptions struct {
 
 // Session is one consistent view of the source, shared by dump and clone
 // so that both give the same guarantee: the leader connection holds an
-// exported snapshot and ACCESS SHARE locks on every table it lists; the
-// catalog, the chunk plan and the manifest are read inside it; readers
-// (OpenReader) and pg_dump (Schema) import it. It ends with Commit or Close.
+// exported snapshot (and no table lock: see readCatalog); the catalog, the
+// chunk plan and the manifest are read inside it; readers (OpenReader),
+// which lock and check each table before reading it, and pg_dump
+// (Schema), which locks every table while it runs, import it. It ends
+// with Commit or Close.
 type Session struct {
 	leader *pgx.Conn
 	source *pgx.ConnConfig
@@ -61,6 +64,8 @@ type Session struct {
 	snap   *pg.Snapshot
 	filter filter.Options
 	cat    *catalog
+	// lockWait is pg_dump's --lock-wait-timeout, as the user gave it.
+	lockWait string
 	// Manifest lays out the streams: 0 is the schema, then one per chunk,
 	// then one per large object.
 	Manifest *archive.Manifest
@@ -68,8 +73,8 @@ type Session struct {
 }
 
 // Begin connects to the source, exports a snapshot (or imports
-// opts.Snapshot), locks and lists what it will read, and plans the chunks
-// (or takes opts.Manifest). The caller must Close the session.
+// opts.Snapshot), lists what it will read and plans the chunks (or takes
+// opts.Manifest), leaving no table locked. The caller must Close the session.
 func Begin(ctx context.Context, opts SessionOptions) (*Session, error) {
 	log := opts.Logger
 	if log == nil {
@@ -79,7 +84,7 @@ func Begin(ctx context.Context, opts SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{leader: leader, source: opts.Source, filter: opts.Filter}
+	s := &Session{leader: leader, source: opts.Source, filter: opts.Filter, lockWait: opts.LockWaitTimeout}
 	if err := s.begin(ctx, opts, log); err != nil {
 		s.Close(ctx)
 		return nil, err
@@ -114,7 +119,7 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 		log.Info("snapshot exported", "snapshot", s.snap.ID, "server", s.srv.Version, "pg_dump", s.tools.Version)
 	}
 	if opts.Manifest != nil {
-		return s.reuse(ctx, opts.Manifest, opts.LockWaitTimeout, log)
+		return s.reuse(opts.Manifest, log)
 	}
 	split := opts.Split
 	split.Jobs = max(opts.Jobs, 1)
@@ -140,22 +145,11 @@ func importSnapshot(ctx context.Context, conn *pgx.Conn, id string) (*pg.Snapsho
 }
 
 // reuse makes m, planned by an earlier run in the same snapshot, the
-// session's manifest, after locking the tables it lists as Begin locks
-// those it plans.
-func (s *Session) reuse(ctx context.Context, m *archive.Manifest, lockWait string, log *slog.Logger) error {
+// session's manifest. The leader locks nothing, as Begin's: the readers
+// lock each table as they read it.
+func (s *Session) reuse(m *archive.Manifest, log *slog.Logger) error {
 	if m.Snapshot != s.snap.ID {
 		return fmt.Errorf("the saved plan was made in snapshot %s, not %s", m.Snapshot, s.snap.ID)
-	}
-	tables := make([]pg.TableInfo, len(m.Tables))
-	for i, t := range m.Tables {
-		tables[i] = pg.TableInfo{Schema: t.Schema, Name: t.Name}
-	}
-	done, err := pg.LimitLockWait(ctx, s.leader, lockWait)
-	if err != nil {
-		return err
-	}
-	if err := done(pg.LockTables(ctx, s.leader, tables)); err != nil {
-		return err
 	}
 	s.Manifest = m
 	s.sizes = make(map[uint32]int64, len(m.Chunks))
@@ -169,25 +163,6 @@ func (s *Session) reuse(ctx context.Context, m *archive.Manifest, lockWait strin
 // EstimatedBytes is stream id's size as planned (relation size of its
 // chunk, or a large object's size), for largest-first scheduling.
 func (s *Session) EstimatedBytes(id uint32) int64 { return s.sizes[id] }
-
-// OpenReader opens a connection that sees the session's snapshot, reads
-// COPY data through a large buffer and in the encoding the manifest
-// records. The caller closes it.
-func (s *Session) OpenReader(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pg.Connect(ctx, BulkReadConfig(s.source))
-	if err != nil {
-		return nil, err
-	}
-	if err := pg.ImportSnapshot(ctx, conn, s.snap.ID); err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	if err := setCopyEncoding(ctx, conn, s.Manifest.Encoding); err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	return conn, nil
-}
 
 // Commit ends the snapshot transaction: call it only when every reader
 // and pg_dump have finished with the snapshot.

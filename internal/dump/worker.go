@@ -44,22 +44,28 @@ func planUnits(m *archive.Manifest, sizes map[uint32]int64) []unit {
 // the channel closes. It returns the rows it copied.
 func worker(ctx context.Context, opts Options, w *archive.Writer, sess *Session, units <-chan unit) (int64, error) {
 	m := sess.Manifest
-	conn, err := sess.OpenReader(ctx)
+	r, err := sess.OpenReader(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer r.Close(ctx)
 	var rows int64
 	for u := range units {
 		switch {
 		case u.chunk != nil:
-			n, err := copyChunk(ctx, conn, w, m, u.chunk, opts.BlockSize, opts.Progress)
+			if err := r.Lock(ctx, m.Tables[u.chunk.Table]); err != nil {
+				return rows, err
+			}
+			n, err := copyChunk(ctx, r.Conn(), w, m, u.chunk, opts.BlockSize, opts.Progress)
 			if err != nil {
 				return rows, err
 			}
 			rows += n
 		case u.lo != nil:
-			if err := copyLargeObject(ctx, conn, w, u.lo, opts.BlockSize, opts.Progress); err != nil {
+			if err := r.InSnapshot(ctx); err != nil {
+				return rows, err
+			}
+			if err := copyLargeObject(ctx, r.Conn(), w, u.lo, opts.BlockSize, opts.Progress); err != nil {
 				return rows, err
 			}
 		}

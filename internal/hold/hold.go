@@ -43,7 +43,7 @@ type Options struct {
 }
 
 // Run exports a snapshot, locks every user table in ACCESS SHARE mode, as
-// a dump's leader does (TRUNCATE and table rewrites are not MVCC-safe: an
+// pg_dump -Fc does for its whole run (TRUNCATE and table rewrites are not MVCC-safe: an
 // old snapshot would read a truncated or rewritten table as empty, so they
 // must wait until the holder ends), prints the snapshot id and holds both
 // until ctx is cancelled or opts.Done is closed, which is a success. It

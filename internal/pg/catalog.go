@@ -139,7 +139,8 @@ func extensionFilter(cond string) string {
 }
 
 // LockTables takes ACCESS SHARE locks, as pg_dump does, so that no table can
-// be dropped or altered while its data is being read. Allowed on a standby.
+// be dropped, truncated or altered while the transaction lasts. Allowed on
+// a standby.
 func LockTables(ctx context.Context, conn *pgx.Conn, tables []TableInfo) error {
 	const batch = 500
 	for i := 0; i < len(tables); i += batch {
@@ -148,7 +149,7 @@ func LockTables(ctx context.Context, conn *pgx.Conn, tables []TableInfo) error {
 			names = append(names, t.Qualified())
 		}
 		if _, err := conn.Exec(ctx, "LOCK TABLE "+strings.Join(names, ", ")+" IN ACCESS SHARE MODE"); err != nil {
-			return fmt.Errorf("lock tables: %w", err)
+			return fmt.Errorf("lock tables: %w", ExplainLost(err))
 		}
 	}
 	return nil

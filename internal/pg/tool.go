@@ -24,6 +24,13 @@ func ToolError(stderr []byte, err error) string {
 	for i, l := range lines {
 		if strings.Contains(l, "error:") {
 			line = strings.TrimSpace(l)
+			// A server's hint that is the remedy ("out of shared memory":
+			// increase max_locks_per_transaction) follows on its own line.
+			if i+1 < len(lines) {
+				if hint, ok := strings.CutPrefix(strings.TrimSpace(lines[i+1]), "HINT:"); ok {
+					line += "; " + strings.TrimSpace(hint)
+				}
+			}
 			if stmt := failedCommand(lines[i+1:]); stmt != "" {
 				line += " (statement: " + stmt + ")"
 			}
@@ -86,7 +93,8 @@ func failedCommand(lines []string) string {
 // says so; other errors pass through unchanged. The server's "terminating
 // connection due to administrator command" is the same for a fast shutdown
 // (pg_ctl restart -m fast) and for pg_terminate_backend, so the message
-// names both.
+// names both. An error that PostgreSQL sends with a hint that is its remedy
+// ("out of shared memory": increase max_locks_per_transaction) keeps it.
 func ExplainLost(err error) error {
 	var pgErr *pgconn.PgError
 	switch {
@@ -96,6 +104,10 @@ func ExplainLost(err error) error {
 	case errors.As(err, &pgErr) && (pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"):
 		// admin_shutdown, crash_shutdown, cannot_connect_now
 		return fmt.Errorf("the server ended the session (it is shutting down or restarting, or the session was terminated): %w", err)
+	case errors.As(err, &pgErr) && pgErr.Code == "53200" && pgErr.Hint != "":
+		// out_of_memory, "out of shared memory" above all: its hint
+		// (increase max_locks_per_transaction) is the remedy.
+		return fmt.Errorf("%w; %s", err, pgErr.Hint)
 	}
 	return err
 }
