@@ -23,7 +23,7 @@ func TestToolError(t *testing.T) {
 			"could not execute query: ERROR:  must be member of role \"postgres\" (statement: ALTER TABLE public.t OWNER TO postgres;)"},
 		{"", "exit status 1"},
 		{"pg_dump: error: query failed: ERROR:  out of shared memory\nHINT:  You might need to increase max_locks_per_transaction.\npg_dump: detail: Query was: LOCK TABLE public.t1 IN ACCESS SHARE MODE\n",
-			"pg_dump: error: query failed: ERROR:  out of shared memory; You might need to increase max_locks_per_transaction."},
+			"query failed: ERROR:  out of shared memory; You might need to increase max_locks_per_transaction."},
 		{"something odd\n", "something odd"},
 		{"pg_dump: error: connection to server on socket \"/s/.s.PGSQL.5432\" failed: server closed the connection unexpectedly\n\tThis probably means the server terminated abnormally\n",
 			"lost the connection to the server (it restarted or the session was terminated): connection to server on socket \"/s/.s.PGSQL.5432\" failed: server closed the connection unexpectedly"},
