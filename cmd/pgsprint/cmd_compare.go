@@ -124,11 +124,15 @@ func compareSchemas(ctx context.Context, o compareOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var sa, sb string
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) { sa, err = verify.SchemaDump(gctx, tools.Dir, o.source); return err })
-	g.Go(func() (err error) { sb, err = verify.SchemaDump(gctx, tools.Dir, o.target); return err })
-	if err := g.Wait(); err != nil {
+	// One side after the other: pg_dump locks every table of its database
+	// until it ends, and two at once on one server (a restored copy beside
+	// its source) would need twice the lock slots pg_dump alone needs.
+	sa, err := verify.SchemaDump(ctx, tools.Dir, o.source)
+	if err != nil {
+		return "", err
+	}
+	sb, err := verify.SchemaDump(ctx, tools.Dir, o.target)
+	if err != nil {
 		return "", err
 	}
 	return strings.TrimSpace(verify.SchemaDiff(sa, sb)), nil

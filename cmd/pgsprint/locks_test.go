@@ -81,6 +81,12 @@ func TestManyTablesFewLockSlots(t *testing.T) {
 	if got := scalar(t, c.ConnString("back"), count); got != strconv.Itoa(manyTables) {
 		t.Errorf("restored %s tables, want %d", got, manyTables)
 	}
+	// compare hashes every table of both databases on this server, and
+	// dumps both schemas: within the same lock slots.
+	r = pgsprint(t, nil, "compare", "--schema", "--source", c.ConnString("many"), "--target", c.ConnString("back"))
+	if want := fmt.Sprintf("%d of %d objects equal", manyTables, manyTables); r.code != 0 || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "schema: equal") {
+		t.Errorf("compare: exit %d, want %q and equal schemas:\n%s%s", r.code, want, r.stdout, r.stderr)
+	}
 }
 
 // watchLocks polls pg_locks until the returned function is called, which

@@ -113,10 +113,20 @@ func fingerprint(ctx context.Context, cfg *pgx.ConnConfig, jobs int, snapshot st
 				return err
 			}
 			defer conn.Close(context.WithoutCancel(gctx))
+			n := 0
 			for r := range work {
+				// Every relation read keeps its lock until the
+				// transaction ends: start a new one in the same
+				// snapshot now and then, so that comparing many
+				// tables needs no more lock slots than pg_dump.
+				if n++; n%relationsPerTransaction == 0 {
+					if err := renewSnapshot(gctx, conn, snap); err != nil {
+						return err
+					}
+				}
 				v, err := hashRelation(gctx, conn, r)
 				if err != nil {
-					return err
+					return pg.ExplainLost(err)
 				}
 				mu.Lock()
 				fp[r.name] = v
@@ -139,17 +149,40 @@ func snapshotConn(ctx context.Context, cfg *pgx.ConnConfig, snapshot string) (*p
 	if err != nil {
 		return nil, err
 	}
+	if err := beginSnapshot(ctx, conn, snapshot); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return conn, nil
+}
+
+// relationsPerTransaction is how many relations a hashing connection reads
+// in one transaction before it ends it, releasing their locks, and imports
+// the snapshot again.
+const relationsPerTransaction = 100
+
+// beginSnapshot begins conn's read-only repeatable-read transaction with
+// the settings that pin value text, in snapshot when it is not empty.
+func beginSnapshot(ctx context.Context, conn *pgx.Conn, snapshot string) error {
 	stmts := []string{"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
 	if snapshot != "" {
 		stmts = append(stmts, "SET TRANSACTION SNAPSHOT "+pg.Literal(snapshot))
 	}
 	for _, s := range append(stmts, fingerprintSettings()...) {
 		if _, err := conn.Exec(ctx, s); err != nil {
-			conn.Close(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("%s: %w", s, err)
+			return fmt.Errorf("%s: %w", s, err)
 		}
 	}
-	return conn, nil
+	return nil
+}
+
+// renewSnapshot ends conn's transaction and begins another in snapshot,
+// which the leader's open transaction keeps importable.
+func renewSnapshot(ctx context.Context, conn *pgx.Conn, snapshot string) error {
+	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("release the locks of the relations hashed: %w", err)
+	}
+	return beginSnapshot(ctx, conn, snapshot)
 }
 
 // relation is one table, materialized view or sequence to fingerprint.
