@@ -36,6 +36,9 @@ type restoreOptions struct {
 	spillDir  string
 	filter    filter.Options
 	noTrig    bool
+	compat    compatFlags
+	exitOnErr bool
+	single    bool
 }
 
 func newRestoreCmd() *cobra.Command {
@@ -124,7 +127,16 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
   pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -X -d copy -f mydb.sql
   pgsprint restore -f mydb.pgs --to-sql | psql -X -d copy   # all or nothing`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runRestore(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.compat.apply(cmd.Flags(), &o.filter, o.clean); err != nil {
+				return err
+			}
+			if o.single && !o.toSQL {
+				return usageError{fmt.Errorf("-1/--single-transaction is not supported by pgsprint restore: it loads on -j connections at once, each step committed with its journal row so that --resume can finish it; " +
+					"for one transaction, pipe --to-sql into psql (pgsprint restore -f FILE --to-sql | psql -X -d TARGET), whose script is one")}
+			}
+			return runRestore(cmd.Context(), o)
+		},
 	}
 	fs := cmd.Flags()
 	fs.SortFlags = false
@@ -145,6 +157,10 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
 	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
 	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
 	fs.BoolVar(&o.toSQL, "to-sql", false, "write the archive as one plain SQL script (one transaction) to standard output, for psql, instead of restoring it")
+	o.compat = compatFlags{cmd: "restore"}
+	o.compat.register(fs, &o.filter)
+	fs.BoolVarP(&o.exitOnErr, "exit-on-error", "e", false, "stop at the first error (pgsprint restore always does: accepted for pg_restore's sake)")
+	fs.BoolVarP(&o.single, "single-transaction", "1", false, "with --to-sql only (whose script is always one transaction): see README")
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -180,9 +196,9 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
 		return usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
 	}
-	cfg, err := o.conn.Config()
+	cfg, err := o.conn.config(ctx)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	w, err := o.progress.start("restore", o.log)
 	if err != nil {
@@ -232,8 +248,8 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer f.Close()
-	opts := sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL}
-	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly {
+	opts := sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL, ToolArgs: o.filter.PgRestoreArgs(), Role: o.conn.Role}
+	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.filter.StrictNames {
 		// As restored into an empty database: the schemas of selected
 		// tables come too, foreign keys to tables left out do not.
 		sel, err := restore.Select(ctx, f.Reader, o.filter, o.log.logger())

@@ -116,6 +116,11 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	if opts.Manifest != nil {
 		return s.reuse(ctx, opts.Manifest, opts.LockWaitTimeout, log)
 	}
+	// --table-and-children and friends name tables as of the snapshot.
+	if s.filter, err = s.filter.Expand(ctx, s.leader); err != nil {
+		return err
+	}
+	opts.Filter = s.filter
 	split := opts.Split
 	split.Jobs = max(opts.Jobs, 1)
 	if s.cat, err = readCatalog(ctx, s.leader, s.srv, split, opts.Filter, opts.LockWaitTimeout); err != nil {
@@ -164,6 +169,13 @@ func (s *Session) reuse(ctx context.Context, m *archive.Manifest, lockWait strin
 	}
 	log.Info("reusing the saved plan", "tables", len(m.Tables), "chunks", len(m.Chunks))
 	return nil
+}
+
+// ExpandFilter resolves f's table-and-children patterns in the session's
+// snapshot (filter.Options.Expand), for a clone that selects on the target
+// side from what the session read.
+func (s *Session) ExpandFilter(ctx context.Context, f filter.Options) (filter.Options, error) {
+	return f.Expand(ctx, s.leader)
 }
 
 // EstimatedBytes is stream id's size as planned (relation size of its
