@@ -164,7 +164,9 @@ func (p *fileParser) errorf(format string, args ...any) error {
 	return fmt.Errorf("filter file %s line %d: %s", p.name, p.line, fmt.Sprintf(format, args...))
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
 
 // keyword splits off the first run of non-space characters.
 func keyword(s string) (string, string) {
