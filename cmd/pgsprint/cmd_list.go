@@ -30,7 +30,10 @@ read (and checked) before anything is printed.`,
   ssh backup 'cat prod.pgs' | pgsprint list -
   pgsprint list --json mydb.pgs | jq '.tables[] | select(.rows > 1000000)'`,
 		Args: exactlyOneFile,
-		RunE: func(cmd *cobra.Command, args []string) error { return runList(args[0], o, os.Stdin, os.Stdout) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := &pipeOut{w: os.Stdout}
+			return out.result(runList(args[0], o, os.Stdin, out))
+		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	return cmd

@@ -259,7 +259,8 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 		defer sel.Close()
 		opts.Selection = sel
 	}
-	return sqlscript.Write(ctx, f.Reader, os.Stdout, opts)
+	out := &pipeOut{w: os.Stdout}
+	return out.result(sqlscript.Write(ctx, f.Reader, out, opts))
 }
 
 // restoreSummary is the end-of-run summary of a restore or a clone. The

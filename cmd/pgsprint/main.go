@@ -46,6 +46,9 @@ func main() {
 	if err == nil {
 		os.Exit(exitOK)
 	}
+	if errors.Is(err, errClosedPipe) && ctx.Err() == nil {
+		os.Exit(exitClosedPipe)
+	}
 	code := exitCode(ctx, err)
 	msg := err.Error()
 	if i, ok := interrupted(ctx); ok {
