@@ -269,7 +269,7 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 func restoreSummary(t *progress.Tracker, res *restore.Result) progress.Summary {
 	s := t.Summary()
 	s.Target = strconv.Quote(res.Database)
-	s.Tables, s.Rows, s.Sequences, s.LargeObj = res.Tables, res.Rows, res.Sequences, res.LargeObjects
+	s.Tables, s.Chunks, s.Rows, s.Sequences, s.LargeObj = res.Tables, res.Chunks, res.Rows, res.Sequences, res.LargeObjects
 	s.WallSeconds = res.Elapsed.Seconds()
 	s.Phases = nil
 	for _, p := range res.Phases {

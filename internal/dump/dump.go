@@ -115,7 +115,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := out.Commit(); err != nil {
 		return nil, err
 	}
-	res.RawBytes, res.StoredBytes = w.Bytes()
+	res.RawBytes, res.StoredBytes = w.DataBytes()
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
