@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -319,6 +321,8 @@ func TestPgFlags(t *testing.T) {
 		}
 	})
 
+	t.Run("password asked on a terminal", func(t *testing.T) { testPasswordPrompt(t, c) })
+
 	t.Run("compare -h -p -U", func(t *testing.T) {
 		r := pgsprint(t, nil, "compare", "-h", c.SocketDir(), "-p", strconv.Itoa(c.Port()), "-U", pgtest.SuperuserName, "--source", "src", "--target", "src", "-j", "2")
 		if r.code != 0 || !strings.Contains(r.stdout, "objects equal") {
@@ -509,4 +513,65 @@ func TestPgFlagsRefused(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "-W: cannot ask for a password: there is no terminal") {
 		t.Errorf("-W without a terminal: %v, %q", err, out)
 	}
+}
+
+// testPasswordPrompt dumps over TCP, where the server wants a password
+// and none is given, in a tmux pane (a terminal): pgsprint asks, as
+// pg_dump does, and the password typed reaches its connections and
+// pg_dump's. With -w it fails at once, exit 3, without asking.
+func testPasswordPrompt(t *testing.T, c *pgtest.Cluster) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	dir := t.TempDir()
+	tcp := c.TCPConnString("src", pgtest.SuperuserName)
+	file := filepath.Join(dir, "t.pgs")
+	if r := pgsprint(t, []string{"PGPASSFILE=/nonexistent"}, "dump", "-w", "-d", tcp, "-f", file, "-t", "app.orders", "-q"); r.code != exitConnection {
+		t.Errorf("-w with no password: exit %d, %q; want 3", r.code, r.stderr)
+	}
+	session := "pgsprint-pw-" + filepath.Base(dir)
+	script := filepath.Join(dir, "run.sh")
+	done := filepath.Join(dir, "done")
+	body := "#!/bin/sh\nunset PGPASSWORD; export PGPASSFILE=/nonexistent\n" + shellQuote(binary) + " dump -d " + shellQuote(tcp) +
+		" -f " + shellQuote(file) + " -t app.orders -q; echo $? > " + shellQuote(done) + "; sleep 60\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "20", script).CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	defer exec.Command("tmux", "kill-session", "-t", session).Run()
+	screen := func() string {
+		out, err := exec.Command("tmux", "capture-pane", "-p", "-t", session).CombinedOutput()
+		if err != nil {
+			return fmt.Sprintf("(capture-pane: %v: %s)", err, out)
+		}
+		return string(out)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(screen(), "Password for user "+pgtest.SuperuserName+":") { // capture-pane drops trailing spaces
+		if time.Now().After(deadline) {
+			t.Fatalf("no password prompt; screen:\n%s", screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, err := exec.Command("tmux", "send-keys", "-t", session, pgtest.SuperuserPassword, "Enter").CombinedOutput(); err != nil {
+		t.Fatalf("tmux send-keys: %v %s", err, out)
+	}
+	for {
+		if b, err := os.ReadFile(done); err == nil && strings.TrimSpace(string(b)) != "" {
+			if code := strings.TrimSpace(string(b)); code != "0" {
+				t.Fatalf("dump after the prompt: exit %s; screen:\n%s", code, screen())
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dump did not finish; screen:\n%s", screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s := screen(); strings.Contains(s, pgtest.SuperuserPassword) {
+		t.Errorf("the password was echoed:\n%s", s)
+	}
+	mustPgsprint(t, "verify", file)
 }
