@@ -25,12 +25,8 @@ func (s *Session) Schema(ctx context.Context, w io.Writer) error {
 	if s.Manifest != nil && s.Manifest.Encoding == "SQL_ASCII" {
 		enc = "SQL_ASCII"
 	}
-	sel, err := s.filter.PgDumpArgs(s.tools.Major)
-	if err != nil {
-		return err
-	}
 	args := append([]string{"--schema-only", "--format=custom", "--no-password", "--encoding=" + enc,
-		"--snapshot=" + s.snap.ID, "--dbname=" + dsn}, sel...)
+		"--snapshot=" + s.snap.ID, "--dbname=" + dsn}, s.filter.PgDumpArgs()...)
 	cmd := exec.CommandContext(ctx, s.tools.PgDump(), args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer

@@ -116,6 +116,9 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	if opts.Manifest != nil {
 		return s.reuse(ctx, opts.Manifest, opts.LockWaitTimeout, log)
 	}
+	if err := s.filter.CheckPgDump(s.tools.Major); err != nil {
+		return err
+	}
 	// --table-and-children and friends name tables as of the snapshot.
 	if s.filter, err = s.filter.Expand(ctx, s.leader); err != nil {
 		return err

@@ -65,9 +65,9 @@ func (o Options) LargeObjects() bool {
 }
 
 // PgDumpArgs passes the same selection to pg_dump --schema-only, whose
-// flags take the same patterns, and the object flags; major is pg_dump's
-// version, for a clear error where it lacks a flag.
-func (o Options) PgDumpArgs(major int) ([]string, error) {
+// flags take the same patterns, and the object flags. Expand must have run
+// (pg_dump gets the exact names), and CheckPgDump.
+func (o Options) PgDumpArgs() []string {
 	var a []string
 	for _, f := range []struct {
 		flag string
@@ -77,17 +77,6 @@ func (o Options) PgDumpArgs(major int) ([]string, error) {
 		for _, p := range f.pats {
 			a = append(a, f.flag+p)
 		}
-	}
-	if len(o.TableAndChildren)+len(o.ExcludeTableAndChildren)+len(o.ExcludeTableDataAndChildren) > 0 {
-		return nil, fmt.Errorf("internal error: table-and-children patterns were not expanded")
-	}
-	switch {
-	case len(o.ExcludeExtensions) > 0 && major < 17:
-		return nil, fmt.Errorf("--exclude-extension needs pg_dump 17 or later, and this source is dumped with pg_dump %d", major)
-	case len(o.Extensions) > 0 && major < 14:
-		return nil, fmt.Errorf("--extension needs pg_dump 14 or later, and this source is dumped with pg_dump %d", major)
-	case o.Objects.NoToastCompression && major < 14:
-		return nil, fmt.Errorf("--no-toast-compression needs pg_dump 14 or later, and this source is dumped with pg_dump %d", major)
 	}
 	if o.StrictNames {
 		a = append(a, "--strict-names")
@@ -102,7 +91,21 @@ func (o Options) PgDumpArgs(major int) ([]string, error) {
 			a = append(a, f.flag)
 		}
 	}
-	return a, nil
+	return a
+}
+
+// CheckPgDump refuses, before any work, flags the pg_dump of version major
+// that will dump the schema does not have.
+func (o Options) CheckPgDump(major int) error {
+	switch {
+	case len(o.ExcludeExtensions) > 0 && major < 17:
+		return fmt.Errorf("--exclude-extension needs pg_dump 17 or later, and this source is dumped with pg_dump %d", major)
+	case len(o.Extensions) > 0 && major < 14:
+		return fmt.Errorf("--extension needs pg_dump 14 or later, and this source is dumped with pg_dump %d", major)
+	case o.Objects.NoToastCompression && major < 14:
+		return fmt.Errorf("--no-toast-compression needs pg_dump 14 or later, and this source is dumped with pg_dump %d", major)
+	}
+	return nil
 }
 
 // PgRestoreArgs are the object flags for a pg_restore of the schema (of
