@@ -56,7 +56,9 @@ only when complete.`,
   PGPASSWORD=... pgsprint dump -h db1 -U app -d prod -f prod.pgs -Z lz4
   pgsprint dump -d prod -f - | ssh backup 'cat > prod.pgs'
   pgsprint dump -d prod -f app.pgs -n app -T 'app.log_*' --exclude-table-data app.audit
-  pgsprint dump -d prod -f rows.pgs --data-only -t 'app.order*'`,
+  pgsprint dump -d prod -f rows.pgs --data-only -t 'app.order*'
+  pgsprint dump -d prod -f part.pgs --filter objects.txt   # pg_dump 17's filter file: include/exclude table|schema|...
+  pgsprint dump -d prod -f m.pgs --table-and-children app.measurements --no-comments`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.compat.apply(cmd.Flags(), &o.filter, false); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -125,11 +126,15 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
   pgsprint dump -d prod -f - | pgsprint restore -f - -d copy -j 8
   ssh db1 pgsprint dump -d prod | pgsprint restore -f - -d copy
   pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -X -d copy -f mydb.sql
-  pgsprint restore -f mydb.pgs --to-sql | psql -X -d copy   # all or nothing`,
+  pgsprint restore -f mydb.pgs --to-sql | psql -X -d copy   # all or nothing
+  pgsprint restore -f mydb.pgs -d copy --filter tables.txt --no-tablespaces --role app_owner -O`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.compat.apply(cmd.Flags(), &o.filter, o.clean); err != nil {
 				return err
+			}
+			if o.file == "-" && slices.Contains(o.compat.filterFile, "-") {
+				return usageError{fmt.Errorf("-f - and --filter - cannot both read standard input: give the filter file by name")}
 			}
 			if o.single && !o.toSQL {
 				return usageError{fmt.Errorf("-1/--single-transaction is not supported by pgsprint restore: it loads on -j connections at once, each step committed with its journal row so that --resume can finish it; " +

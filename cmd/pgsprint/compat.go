@@ -181,3 +181,4 @@ func (c *compatFlags) applySections(f *filter.Options) error {
 	}
 	return nil
 }
+
