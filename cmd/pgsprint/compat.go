@@ -181,4 +181,3 @@ func (c *compatFlags) applySections(f *filter.Options) error {
 	}
 	return nil
 }
-
