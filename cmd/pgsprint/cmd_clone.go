@@ -33,6 +33,9 @@ type cloneOptions struct {
 	filter    filter.Options
 	lockWait  string
 	textCopy  bool
+	compat    compatFlags
+	password  passwordFlags
+	role      string
 }
 
 func newCloneCmd() *cobra.Command {
@@ -85,7 +88,12 @@ into existing, empty tables of the target, referenced tables first.`,
   pgsprint clone --source prod --target copy -n app -T 'app.log_*'
   pgsprint clone --source prod --target copy --data-only -t app.orders`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runClone(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.compat.apply(cmd.Flags(), &o.filter, o.clean); err != nil {
+				return err
+			}
+			return runClone(cmd.Context(), o)
+		},
 	}
 	fs := cmd.Flags()
 	fs.SortFlags = false
@@ -107,6 +115,10 @@ into existing, empty tables of the target, referenced tables first.`,
 	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock while the catalog is read and while pg_dump locks the tables (e.g. 30s, 500ms, 2min; a bare number is milliseconds; as pg_dump); readers never wait: another session's DDL on a table not yet read stops the run at once, naming it")
 	fs.StringVar(&o.snapshot, "snapshot", "", "read the source in this snapshot, held by \"pgsprint snapshot\", instead of exporting one")
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted clone in the same --snapshot, skipping what it finished")
+	o.compat = compatFlags{cmd: "clone"}
+	o.compat.register(fs, &o.filter)
+	o.password.register(fs)
+	fs.StringVar(&o.role, "role", "", "SET ROLE to this role on every connection, source and target, after logging in")
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -137,13 +149,16 @@ func runClone(ctx context.Context, o cloneOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
-	src, err := pg.ConnOptions{DSN: o.source}.Config()
+	src, err := pg.ConnOptions{DSN: o.source, Role: o.role}.Config()
 	if err != nil {
 		return usageError{fmt.Errorf("--source: %w", err)}
 	}
-	dst, err := pg.ConnOptions{DSN: o.target}.Config()
+	dst, err := pg.ConnOptions{DSN: o.target, Role: o.role}.Config()
 	if err != nil {
 		return usageError{fmt.Errorf("--target: %w", err)}
+	}
+	if err := o.password.resolve(ctx, src, dst); err != nil {
+		return err
 	}
 	w, err := o.progress.start("clone", o.log)
 	if err != nil {

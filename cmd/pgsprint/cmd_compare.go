@@ -23,6 +23,7 @@ type compareOptions struct {
 	jobs           int
 	schema         bool
 	all            bool
+	server         pg.ConnOptions // -h, -p, -U for both sides
 }
 
 // errDifferent is returned when the databases differ; the report says how.
@@ -39,6 +40,7 @@ large object's metadata and content. Each side is read in one snapshot, on
 N connections at once. With --schema, pg_dump --schema-only of both sides
 must match too. Exits 0 only when everything is equal.`,
 		Example: `  pgsprint compare --source prod --target "host=replica dbname=prod" -j 4
+  pgsprint compare -h db1 -U app --source prod --target prod_copy   # -h/-p/-U for both sides
   pgsprint compare --source postgresql://db1/app --target postgresql://db2/app --schema`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCompare(cmd.Context(), o, os.Stdout) },
@@ -49,6 +51,8 @@ must match too. Exits 0 only when everything is equal.`,
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "tables hashed in parallel on each side")
 	fs.BoolVar(&o.schema, "schema", false, "also compare pg_dump --schema-only of both sides")
 	fs.BoolVar(&o.all, "all", false, "list equal tables too")
+	registerServerFlags(fs, &o.server)
+	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd
 }
 
@@ -58,6 +62,16 @@ func runCompare(ctx context.Context, o compareOptions, out io.Writer) error {
 	}
 	if err := checkJobs(o.jobs); err != nil {
 		return err
+	}
+	// -h, -p and -U apply to both sides, under what each names itself.
+	for _, side := range []*string{&o.source, &o.target} {
+		c := o.server
+		c.DSN = *side
+		s, err := c.ConnString()
+		if err != nil {
+			return usageError{err}
+		}
+		*side = s
 	}
 	src, err := pg.ConnOptions{DSN: o.source}.Config()
 	if err != nil {

@@ -35,6 +35,8 @@ type dumpOptions struct {
 	progress  progressFlags
 	filter    filter.Options
 	lockWait  string
+	snapshot  string
+	compat    compatFlags
 }
 
 func newDumpCmd() *cobra.Command {
@@ -61,9 +63,16 @@ the dump with one line naming the table and the session or what changed
   PGPASSWORD=... pgsprint dump -h db1 -U app -d prod -f prod.pgs -Z lz4
   pgsprint dump -d prod -f - | ssh backup 'cat > prod.pgs'
   pgsprint dump -d prod -f app.pgs -n app -T 'app.log_*' --exclude-table-data app.audit
-  pgsprint dump -d prod -f rows.pgs --data-only -t 'app.order*'`,
+  pgsprint dump -d prod -f rows.pgs --data-only -t 'app.order*'
+  pgsprint dump -d prod -f part.pgs --filter objects.txt   # pg_dump 17's filter file: include/exclude table|schema|...
+  pgsprint dump -d prod -f m.pgs --table-and-children app.measurements --no-comments`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runDump(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.compat.apply(cmd.Flags(), &o.filter, false); err != nil {
+				return err
+			}
+			return runDump(cmd.Context(), o)
+		},
 	}
 	fs := cmd.Flags()
 	fs.SortFlags = false
@@ -80,6 +89,9 @@ the dump with one line naming the table and the session or what changed
 	registerFilterFlags(fs, &o.filter, "dump")
 	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock while the catalog is read and while pg_dump locks the tables (e.g. 30s, 500ms, 2min; a bare number is milliseconds; as pg_dump); readers never wait: another session's DDL on a table not yet read stops the run at once, naming it")
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "dump the definition but not the rows of tables matching this pattern")
+	fs.StringVar(&o.snapshot, "snapshot", "", "read the database in this exported snapshot (e.g. a replication slot's) instead of exporting one; it must stay held until the dump ends")
+	o.compat = compatFlags{cmd: "dump"}
+	o.compat.register(fs, &o.filter)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -117,9 +129,9 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
-	cfg, err := o.conn.Config()
+	cfg, err := o.conn.config(ctx)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	if o.profile != "" {
 		stop, err := startCPUProfile(o.profile)
@@ -136,7 +148,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	res, err := dump.Run(ctx, dump.Options{
 		Source: cfg, File: o.file, Stdout: os.Stdout, Jobs: o.jobs, Codec: c, BlockSize: o.blockSize,
 		Split:   plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
-		Version: version, Logger: o.log.logger(), Progress: w.reporter, Filter: o.filter, LockWaitTimeout: o.lockWait,
+		Version: version, Logger: o.log.logger(), Progress: w.reporter, Filter: o.filter, LockWaitTimeout: o.lockWait, Snapshot: o.snapshot,
 	})
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -30,7 +31,10 @@ read (and checked) before anything is printed.`,
   ssh backup 'cat prod.pgs' | pgsprint list -
   pgsprint list --json mydb.pgs | jq '.tables[] | select(.rows > 1000000)'`,
 		Args: exactlyOneFile,
-		RunE: func(cmd *cobra.Command, args []string) error { return runList(args[0], o, os.Stdin, os.Stdout) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := &pipeOut{w: os.Stdout}
+			return out.result(runList(args[0], o, os.Stdin, out))
+		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	return cmd
@@ -40,19 +44,24 @@ read (and checked) before anything is printed.`,
 type listing struct {
 	Manifest *archive.Manifest      `json:"manifest"`
 	Tables   []archive.TableSummary `json:"tables"`
+	// DataRawBytes and DataStoredBytes are archive.DataTotals: tables and
+	// large objects, the number dump, restore and verify report too.
+	DataRawBytes    int64 `json:"data_raw_bytes"`
+	DataStoredBytes int64 `json:"data_stored_bytes"`
 }
 
 func runList(path string, o listOptions, in io.Reader, out io.Writer) error {
-	m, tables, err := readListing(path, in)
+	m, tables, streams, err := readListing(path, in)
 	if err != nil {
 		return err
 	}
+	dataRaw, dataStored := archive.DataTotals(streams)
 	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		// Names that are not UTF8 (a SQL_ASCII source's) are marked
 		// as in the manifest (docs/FORMAT.md), not replaced.
-		return enc.Encode(archive.MarkRaw(listing{Manifest: m, Tables: tables}))
+		return enc.Encode(archive.MarkRaw(listing{Manifest: m, Tables: tables, DataRawBytes: dataRaw, DataStoredBytes: dataStored}))
 	}
 	fmt.Fprintf(out, "database:   %s (PostgreSQL %s, encoding %s)\n", m.Database, m.ServerVersion, m.Encoding)
 	fmt.Fprintf(out, "snapshot:   %s at %s\n", m.Snapshot, m.SnapshotTime.Format("2006-01-02 15:04:05 MST"))
@@ -64,7 +73,10 @@ func runList(path string, o listOptions, in io.Reader, out io.Writer) error {
 	var rows, raw, stored int64
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\ntable\trows\traw\tstored\tchunks\t")
-	for _, t := range tables {
+	// Largest first, by the raw column; the JSON keeps the manifest's order.
+	sorted := append([]archive.TableSummary(nil), tables...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].RawBytes > sorted[j].RawBytes })
+	for _, t := range sorted {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t\n", pg.Qualified(t.Schema, t.Name), t.Rows, progress.Bytes(t.RawBytes), progress.Bytes(t.StoredBytes), t.Chunks)
 		rows, raw, stored = rows+t.Rows, raw+t.RawBytes, stored+t.StoredBytes
 	}
@@ -73,6 +85,7 @@ func runList(path string, o listOptions, in io.Reader, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "\n%d sequences, %d large objects, %d materialized views to refresh\n", len(m.Sequences), len(m.LargeObjects), len(m.Matviews))
+	fmt.Fprintf(out, "data:       %s raw, %s stored (tables and large objects; as dump, restore and verify count it)\n", progress.Bytes(dataRaw), progress.Bytes(dataStored))
 	return nil
 }
 
@@ -86,18 +99,18 @@ func exactlyOneFile(cmd *cobra.Command, args []string) error {
 
 // readListing reads the manifest and per-table totals of the archive at
 // path, or of the one on in for "-".
-func readListing(path string, in io.Reader) (*archive.Manifest, []archive.TableSummary, error) {
+func readListing(path string, in io.Reader) (*archive.Manifest, []archive.TableSummary, []archive.StreamInfo, error) {
 	if path == "-" {
-		m, tables, err := archive.ReadTables(in)
+		m, tables, streams, err := archive.ReadListing(in)
 		if err != nil {
-			return nil, nil, fmt.Errorf("read archive from standard input: %w", err)
+			return nil, nil, nil, fmt.Errorf("read archive from standard input: %w", err)
 		}
-		return m, tables, nil
+		return m, tables, streams, nil
 	}
 	f, err := archive.OpenFile(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer f.Close()
-	return f.Manifest(), f.Tables(), nil
+	return f.Manifest(), f.Tables(), f.Streams(), nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,9 @@ type restoreOptions struct {
 	spillDir  string
 	filter    filter.Options
 	noTrig    bool
+	compat    compatFlags
+	exitOnErr bool
+	single    bool
 }
 
 func newRestoreCmd() *cobra.Command {
@@ -122,9 +126,22 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
   pgsprint dump -d prod -f - | pgsprint restore -f - -d copy -j 8
   ssh db1 pgsprint dump -d prod | pgsprint restore -f - -d copy
   pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -X -d copy -f mydb.sql
-  pgsprint restore -f mydb.pgs --to-sql | psql -X -d copy   # all or nothing`,
+  pgsprint restore -f mydb.pgs --to-sql | psql -X -d copy   # all or nothing
+  pgsprint restore -f mydb.pgs -d copy --filter tables.txt --no-tablespaces --role app_owner -O`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runRestore(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.compat.apply(cmd.Flags(), &o.filter, o.clean); err != nil {
+				return err
+			}
+			if o.file == "-" && slices.Contains(o.compat.filterFile, "-") {
+				return usageError{fmt.Errorf("-f - and --filter - cannot both read standard input: give the filter file by name")}
+			}
+			if o.single && !o.toSQL {
+				return usageError{fmt.Errorf("-1/--single-transaction is not supported by pgsprint restore: it loads on -j connections at once, each step committed with its journal row so that --resume can finish it; " +
+					"for one transaction, pipe --to-sql into psql (pgsprint restore -f FILE --to-sql | psql -X -d TARGET), whose script is one")}
+			}
+			return runRestore(cmd.Context(), o)
+		},
 	}
 	fs := cmd.Flags()
 	fs.SortFlags = false
@@ -145,6 +162,10 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
 	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
 	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
 	fs.BoolVar(&o.toSQL, "to-sql", false, "write the archive as one plain SQL script (one transaction) to standard output, for psql, instead of restoring it")
+	o.compat = compatFlags{cmd: "restore"}
+	o.compat.register(fs, &o.filter)
+	fs.BoolVarP(&o.exitOnErr, "exit-on-error", "e", false, "stop at the first error (pgsprint restore always does: accepted for pg_restore's sake)")
+	fs.BoolVarP(&o.single, "single-transaction", "1", false, "with --to-sql only (whose script is always one transaction): see README")
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -180,9 +201,9 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
 		return usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
 	}
-	cfg, err := o.conn.Config()
+	cfg, err := o.conn.config(ctx)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	w, err := o.progress.start("restore", o.log)
 	if err != nil {
@@ -232,8 +253,8 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer f.Close()
-	opts := sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL}
-	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly {
+	opts := sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL, ToolArgs: o.filter.PgRestoreArgs(), Role: o.conn.Role}
+	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.filter.StrictNames {
 		// As restored into an empty database: the schemas of selected
 		// tables come too, foreign keys to tables left out do not.
 		sel, err := restore.Select(ctx, f.Reader, o.filter, o.log.logger())
@@ -243,7 +264,8 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 		defer sel.Close()
 		opts.Selection = sel
 	}
-	return sqlscript.Write(ctx, f.Reader, os.Stdout, opts)
+	out := &pipeOut{w: os.Stdout}
+	return out.result(sqlscript.Write(ctx, f.Reader, out, opts))
 }
 
 // restoreSummary is the end-of-run summary of a restore or a clone. The
@@ -252,7 +274,7 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 func restoreSummary(t *progress.Tracker, res *restore.Result) progress.Summary {
 	s := t.Summary()
 	s.Target = strconv.Quote(res.Database)
-	s.Tables, s.Rows, s.Sequences, s.LargeObj = res.Tables, res.Rows, res.Sequences, res.LargeObjects
+	s.Tables, s.Chunks, s.Rows, s.Sequences, s.LargeObj = res.Tables, res.Chunks, res.Rows, res.Sequences, res.LargeObjects
 	s.WallSeconds = res.Elapsed.Seconds()
 	s.Phases = nil
 	for _, p := range res.Phases {

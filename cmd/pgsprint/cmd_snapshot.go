@@ -72,9 +72,9 @@ func runSnapshot(ctx context.Context, o snapshotOptions) error {
 	if err := checkLockWait(o.lockWait); err != nil {
 		return err
 	}
-	cfg, err := o.conn.Config()
+	cfg, err := o.conn.config(ctx)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	hint := io.Writer(os.Stderr)
 	if o.log.quiet {

@@ -51,12 +51,15 @@ func runVerify(ctx context.Context, path string, o verifyOptions, out io.Writer)
 	if err := f.Verify(ctx, o.jobs); err != nil {
 		return fmt.Errorf("archive %s is damaged: %w", path, err)
 	}
-	var rows, raw, stored int64
+	var rows int64
 	streams := f.Streams()
 	for _, s := range streams {
-		rows, raw, stored = rows+s.Rows, raw+s.RawBytes, stored+s.StoredBytes
+		rows += s.Rows
 	}
-	fmt.Fprintf(out, "%s: sound: %d streams, %d rows, %s raw in %s stored, checked in %s\n",
+	// Data only, as dump, list and restore count it (the schema is
+	// pg_dump's archive, not data).
+	raw, stored := archive.DataTotals(streams)
+	fmt.Fprintf(out, "%s: sound: %d streams, %d rows, %s of data raw in %s stored, checked in %s\n",
 		path, len(streams), rows, progress.Bytes(raw), progress.Bytes(stored), time.Since(start).Round(time.Millisecond))
 	return nil
 }

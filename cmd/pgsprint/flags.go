@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/pflag"
 
 	"github.com/pgsprint/pgsprint/internal/filter"
@@ -15,13 +17,34 @@ import (
 // connFlags are the libpq-style connection flags shared by every command.
 type connFlags struct {
 	pg.ConnOptions
+	password passwordFlags
 }
 
 func (c *connFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&c.DSN, "dbname", "d", "", "database name, connection string or URI (PG* variables and .pgpass apply)")
+	registerServerFlags(fs, &c.ConnOptions)
+	c.password.register(fs)
+	fs.StringVar(&c.Role, "role", "", "SET ROLE to this role on every connection after logging in (as pg_dump --role)")
+}
+
+// registerServerFlags adds -h, -p and -U.
+func registerServerFlags(fs *pflag.FlagSet, c *pg.ConnOptions) {
 	fs.StringVarP(&c.Host, "host", "h", "", "database server host or socket directory")
 	fs.StringVarP(&c.Port, "port", "p", "", "database server port")
 	fs.StringVarP(&c.User, "username", "U", "", "database user name")
+}
+
+// config is the connection configuration, with the password asked for
+// on the terminal if the server wants one (see passwordFlags).
+func (c *connFlags) config(ctx context.Context) (*pgx.ConnConfig, error) {
+	cfg, err := c.Config()
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if err := c.password.resolve(ctx, cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // maxJobs bounds -j before anything starts: each job is a server

@@ -15,6 +15,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -44,6 +45,9 @@ func main() {
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		os.Exit(exitOK)
+	}
+	if errors.Is(err, errClosedPipe) && ctx.Err() == nil {
+		os.Exit(exitClosedPipe)
 	}
 	code := exitCode(ctx, err)
 	msg := err.Error()
@@ -115,6 +119,9 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if errors.Is(err, pflag.ErrHelp) {
+			return usageError{fmt.Errorf("-h is not help: use %s --help (in pgsprint, as in pg_dump, -h names the database host)", c.CommandPath())}
+		}
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
 	// --version also probes pg_dump, so it is a flag of our own rather
@@ -129,6 +136,14 @@ func newRootCmd() *cobra.Command {
 		return cmd.Help()
 	}
 	root.AddCommand(newDumpCmd(), newRestoreCmd(), newCloneCmd(), newSnapshotCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newDemoCmd(), newVersionCmd())
+	// Help is --help only, as in the PostgreSQL tools, where -h is the
+	// host: cobra's default -h would silently print help instead of
+	// connecting (pgsprint compare -h db1 ...).
+	for _, c := range append(root.Commands(), root) {
+		if c.Flags().Lookup("help") == nil {
+			c.Flags().Bool("help", false, "show this help")
+		}
+	}
 	return root
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 )
 
 // File is an archive opened from a path, for commands that read one.
@@ -53,9 +54,27 @@ func (r *Reader) Tables() []TableSummary { return tablesOf(r.Manifest(), r.Strea
 // each stream's end, so `pgsprint list -` must read everything. Every
 // frame is checked on the way, so an incomplete archive is an error.
 func ReadTables(r io.Reader) (*Manifest, []TableSummary, error) {
+	m, tables, _, err := ReadListing(r)
+	return m, tables, err
+}
+
+// DataTotals sums the raw and stored bytes of the streams that hold data,
+// table chunks and large objects, leaving out the schema (pg_dump's own
+// archive): one number for "how much data" whichever command reports it.
+func DataTotals(streams []StreamInfo) (raw, stored int64) {
+	for _, s := range streams {
+		if s.Kind == KindData || s.Kind == KindLargeObject {
+			raw, stored = raw+s.RawBytes, stored+s.StoredBytes
+		}
+	}
+	return raw, stored
+}
+
+// ReadListing is ReadTables that also returns every stream's totals.
+func ReadListing(r io.Reader) (*Manifest, []TableSummary, []StreamInfo, error) {
 	s, err := NewSequential(r)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	totals := map[uint32]*StreamInfo{}
 	for {
@@ -64,7 +83,7 @@ func ReadTables(r io.Reader) (*Manifest, []TableSummary, error) {
 			break
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if f.End {
 			t := f.Totals
@@ -72,7 +91,12 @@ func ReadTables(r io.Reader) (*Manifest, []TableSummary, error) {
 		}
 	}
 	m := s.Manifest()
-	return m, tablesOf(m, func(id uint32) (*StreamInfo, bool) { t, ok := totals[id]; return t, ok }), nil
+	infos := make([]StreamInfo, 0, len(totals))
+	for _, t := range totals {
+		infos = append(infos, *t)
+	}
+	sort.Slice(infos, func(i, j int) bool { return infos[i].ID < infos[j].ID })
+	return m, tablesOf(m, func(id uint32) (*StreamInfo, bool) { t, ok := totals[id]; return t, ok }), infos, nil
 }
 
 func tablesOf(m *Manifest, stream func(uint32) (*StreamInfo, bool)) []TableSummary {

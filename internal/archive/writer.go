@@ -222,6 +222,20 @@ func (w *Writer) Bytes() (raw, stored int64) {
 	return w.raw, w.off
 }
 
+// DataBytes sums the closed streams that hold data (DataTotals): the
+// archive's size as dump, list, restore and verify all report it.
+func (w *Writer) DataBytes() (raw, stored int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	infos := make([]StreamInfo, 0, len(w.streams))
+	for _, st := range w.streams {
+		if st.closed {
+			infos = append(infos, st.info)
+		}
+	}
+	return DataTotals(infos)
+}
+
 // StreamWriter appends the frames of one stream. It compresses in the
 // caller's goroutine, which is where dump parallelism comes from, and keeps
 // one reusable buffer for compressed output.

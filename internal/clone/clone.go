@@ -115,12 +115,19 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 		// bigint), where binary would fail or, worse, not.
 		binaryFor = 0
 	}
-	sess, err := dump.Begin(ctx, dump.SessionOptions{BinaryForMajor: binaryFor, Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock,
+	// The selection is made on the target side (restore), from the
+	// source's whole list; what pg_dump alone can leave out is left out
+	// there.
+	dumped := filter.Options{Objects: opts.Filter.Objects, Extensions: opts.Filter.Extensions, ExcludeExtensions: opts.Filter.ExcludeExtensions}
+	sess, err := dump.Begin(ctx, dump.SessionOptions{BinaryForMajor: binaryFor, Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock, Filter: dumped,
 		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger})
 	if err != nil {
 		return nil, explainSnapshot(err, opts)
 	}
 	defer sess.Close(ctx)
+	if opts.Filter, err = sess.ExpandFilter(ctx, opts.Filter); err != nil {
+		return nil, err
+	}
 	logCopyFormats(opts.Logger, sess.Manifest)
 	src := newLiveSource(ctx, sess)
 	defer src.close()

@@ -41,6 +41,9 @@ type Options struct {
 	Filter filter.Options
 	// LockWaitTimeout is SessionOptions.LockWaitTimeout.
 	LockWaitTimeout string
+	// Snapshot is SessionOptions.Snapshot: read in a snapshot another
+	// session exported (pg_dump --snapshot) instead of exporting one.
+	Snapshot string
 	// Progress hears about the work as it happens; nil reports nowhere.
 	Progress progress.Reporter
 }
@@ -77,7 +80,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	opts.Progress.Phase("catalog")
 
 	sess, err := Begin(ctx, SessionOptions{Source: opts.Source, Jobs: opts.Jobs, BlockSize: opts.BlockSize, LockWaitTimeout: opts.LockWaitTimeout,
-		Split: opts.Split, Version: opts.Version, Filter: opts.Filter, Logger: log})
+		Split: opts.Split, Version: opts.Version, Filter: opts.Filter, Snapshot: opts.Snapshot, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +115,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := out.Commit(); err != nil {
 		return nil, err
 	}
-	res.RawBytes, res.StoredBytes = w.Bytes()
+	res.RawBytes, res.StoredBytes = w.DataBytes()
 	res.Elapsed = time.Since(start)
 	return res, nil
 }

@@ -37,10 +37,16 @@ type streamOutput struct {
 func (s *streamOutput) Write(p []byte) (int, error) {
 	n, err := s.buf.Write(p)
 	if err != nil {
-		return n, fmt.Errorf("write archive to standard output: %w", err)
+		return n, outputError{fmt.Errorf("write archive to standard output: %w", err)}
 	}
 	return n, nil
 }
+
+// outputError is a failure to write the archive, kept apart from a lost
+// server connection (both can be a broken pipe).
+type outputError struct{ error }
+
+func (e outputError) Unwrap() error { return e.error }
 
 // Commit flushes what is buffered.
 func (s *streamOutput) Commit() error {

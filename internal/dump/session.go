@@ -121,6 +121,14 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	if opts.Manifest != nil {
 		return s.reuse(opts.Manifest, log)
 	}
+	if err := s.filter.CheckPgDump(s.tools.Major); err != nil {
+		return err
+	}
+	// --table-and-children and friends name tables as of the snapshot.
+	if s.filter, err = s.filter.Expand(ctx, s.leader); err != nil {
+		return err
+	}
+	opts.Filter = s.filter
 	split := opts.Split
 	split.Jobs = max(opts.Jobs, 1)
 	if s.cat, err = readCatalog(ctx, s.leader, s.srv, split, opts.Filter, opts.LockWaitTimeout); err != nil {
@@ -158,6 +166,13 @@ func (s *Session) reuse(m *archive.Manifest, log *slog.Logger) error {
 	}
 	log.Info("reusing the saved plan", "tables", len(m.Tables), "chunks", len(m.Chunks))
 	return nil
+}
+
+// ExpandFilter resolves f's table-and-children patterns in the session's
+// snapshot (filter.Options.Expand), for a clone that selects on the target
+// side from what the session read.
+func (s *Session) ExpandFilter(ctx context.Context, f filter.Options) (filter.Options, error) {
+	return f.Expand(ctx, s.leader)
 }
 
 // EstimatedBytes is stream id's size as planned (relation size of its

@@ -3,6 +3,7 @@ package dump
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -136,7 +137,10 @@ func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archiv
 	tag, err := conn.PgConn().CopyTo(ctx, counter, CopyOutSQL(t, *c, m.DataEncoding()))
 	counter.Flush()
 	if err != nil {
-		return 0, fmt.Errorf("dump table %s: %w", name, pg.ExplainLost(err))
+		if !errors.As(err, new(outputError)) {
+			err = pg.ExplainLost(err)
+		}
+		return 0, fmt.Errorf("dump table %s: %w", name, err)
 	}
 	if err := bw.Close(); err != nil {
 		return 0, fmt.Errorf("dump table %s: %w", name, err)

@@ -16,6 +16,41 @@ type Options struct {
 	ExcludeTableData []string // --exclude-table-data
 	SchemaOnly       bool
 	DataOnly         bool
+
+	// TableAndChildren, ExcludeTableAndChildren and
+	// ExcludeTableDataAndChildren are pg_dump 16's --table-and-children,
+	// --exclude-table-and-children and --exclude-table-data-and-children:
+	// -t, -T and --exclude-table-data for the matching tables and every
+	// table that inherits from them (partitions included). They need a
+	// live catalog: Expand turns them into exact names.
+	TableAndChildren            []string
+	ExcludeTableAndChildren     []string
+	ExcludeTableDataAndChildren []string
+	// Extensions and ExcludeExtensions are pg_dump's -e/--extension and
+	// --exclude-extension (PostgreSQL 17), passed to pg_dump for the schema.
+	Extensions        []string
+	ExcludeExtensions []string
+	// StrictNames, as pg_dump's --strict-names, requires each -n and -t
+	// pattern to match something.
+	StrictNames bool
+	// Sections, when not empty, are the pg_dump --section values the
+	// archive's schema is limited to ("pre-data", "post-data").
+	Sections []string
+	// Objects leave kinds of objects or clauses out of the schema.
+	Objects Objects
+}
+
+// Objects are the pg_dump and pg_restore flags that leave kinds of schema
+// objects, or clauses of their definitions, out. The same flag means the
+// same in both, so each is passed to whichever of them writes the SQL.
+type Objects struct {
+	NoComments          bool // --no-comments
+	NoPublications      bool // --no-publications
+	NoSubscriptions     bool // --no-subscriptions
+	NoSecurityLabels    bool // --no-security-labels
+	NoTablespaces       bool // --no-tablespaces (pg_restore only: pg_dump ignores it for archives)
+	NoTableAccessMethod bool // --no-table-access-method (pg_restore only, likewise)
+	NoToastCompression  bool // --no-toast-compression (pg_dump only: the clause is part of the table's definition)
 }
 
 // Active says whether any selection was asked for.
@@ -30,15 +65,61 @@ func (o Options) LargeObjects() bool {
 }
 
 // PgDumpArgs passes the same selection to pg_dump --schema-only, whose
-// flags take the same patterns.
+// flags take the same patterns, and the object flags. Expand must have run
+// (pg_dump gets the exact names), and CheckPgDump.
 func (o Options) PgDumpArgs() []string {
 	var a []string
 	for _, f := range []struct {
 		flag string
 		pats []string
-	}{{"--schema=", o.Schemas}, {"--exclude-schema=", o.ExcludeSchemas}, {"--table=", o.Tables}, {"--exclude-table=", o.ExcludeTables}} {
+	}{{"--schema=", o.Schemas}, {"--exclude-schema=", o.ExcludeSchemas}, {"--table=", o.Tables}, {"--exclude-table=", o.ExcludeTables},
+		{"--extension=", o.Extensions}, {"--exclude-extension=", o.ExcludeExtensions}, {"--section=", o.Sections}} {
 		for _, p := range f.pats {
 			a = append(a, f.flag+p)
+		}
+	}
+	if o.StrictNames {
+		a = append(a, "--strict-names")
+	}
+	ob := o.Objects
+	for _, f := range []struct {
+		on   bool
+		flag string
+	}{{ob.NoComments, "--no-comments"}, {ob.NoPublications, "--no-publications"}, {ob.NoSubscriptions, "--no-subscriptions"},
+		{ob.NoSecurityLabels, "--no-security-labels"}, {ob.NoToastCompression, "--no-toast-compression"}} {
+		if f.on {
+			a = append(a, f.flag)
+		}
+	}
+	return a
+}
+
+// CheckPgDump refuses, before any work, flags the pg_dump of version major
+// that will dump the schema does not have.
+func (o Options) CheckPgDump(major int) error {
+	switch {
+	case len(o.ExcludeExtensions) > 0 && major < 17:
+		return fmt.Errorf("--exclude-extension needs pg_dump 17 or later, and this source is dumped with pg_dump %d", major)
+	case len(o.Extensions) > 0 && major < 14:
+		return fmt.Errorf("--extension needs pg_dump 14 or later, and this source is dumped with pg_dump %d", major)
+	case o.Objects.NoToastCompression && major < 14:
+		return fmt.Errorf("--no-toast-compression needs pg_dump 14 or later, and this source is dumped with pg_dump %d", major)
+	}
+	return nil
+}
+
+// PgRestoreArgs are the object flags for a pg_restore of the schema (of
+// any version pgsprint runs; --no-table-access-method needs 15).
+func (o Options) PgRestoreArgs() []string {
+	var a []string
+	ob := o.Objects
+	for _, f := range []struct {
+		on   bool
+		flag string
+	}{{ob.NoComments, "--no-comments"}, {ob.NoPublications, "--no-publications"}, {ob.NoSubscriptions, "--no-subscriptions"},
+		{ob.NoSecurityLabels, "--no-security-labels"}, {ob.NoTablespaces, "--no-tablespaces"}, {ob.NoTableAccessMethod, "--no-table-access-method"}} {
+		if f.on {
+			a = append(a, f.flag)
 		}
 	}
 	return a
@@ -48,6 +129,13 @@ func (o Options) PgDumpArgs() []string {
 func (o Options) Check() error {
 	if o.SchemaOnly && o.DataOnly {
 		return fmt.Errorf("--schema-only and --data-only cannot be used together")
+	}
+	for _, set := range [][]string{o.TableAndChildren, o.ExcludeTableAndChildren, o.ExcludeTableDataAndChildren} {
+		for _, t := range set {
+			if _, err := Parse(t); err != nil {
+				return err
+			}
+		}
 	}
 	_, err := o.conditions("c", "n")
 	return err

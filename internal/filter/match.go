@@ -81,6 +81,11 @@ func (o Options) Match(db string, schemas []string, rels []Rel) (*Matched, error
 			out.NoData[r] = true
 		}
 	}
+	if o.StrictNames {
+		if err := strict(o.Tables, incT, o.Schemas, incN, schemas, rels); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case len(o.Tables) > 0 && len(out.Relations) == 0:
 		return nil, fmt.Errorf("no matching tables were found in the archive")
@@ -161,4 +166,28 @@ func anyMatch(ms []matcher, schema, name string) bool {
 		}
 	}
 	return false
+}
+
+// strict is --strict-names: every -t pattern matches a relation and every
+// -n pattern a schema of the archive, or the restore is refused.
+func strict(tables []string, incT []matcher, schemas []string, incN []matcher, names []string, rels []Rel) error {
+	for i, m := range incT {
+		found := false
+		for _, r := range rels {
+			found = found || m.match(r.Schema, r.Name)
+		}
+		if !found {
+			return fmt.Errorf("no matching tables were found for pattern %q (--strict-names)", tables[i])
+		}
+	}
+	for i, m := range incN {
+		found := false
+		for _, s := range names {
+			found = found || (m.schema != nil && m.match(s, ""))
+		}
+		if !found {
+			return fmt.Errorf("no matching schemas were found for pattern %q (--strict-names)", schemas[i])
+		}
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -23,6 +24,10 @@ type ConnOptions struct {
 	Host string
 	Port string
 	User string
+	// Role, as pg_dump's and pg_restore's --role, is the role every
+	// session takes after connecting (SET ROLE), pgsprint's and its
+	// children's alike: the user logs in, the role owns and reads.
+	Role string
 }
 
 func isConnString(s string) bool {
@@ -64,6 +69,10 @@ func (o ConnOptions) connString() (string, error) {
 	return strings.Join(kv, " "), nil
 }
 
+// ConnString is the one connection string the options amount to (what
+// Config parses), for a tool that takes a string.
+func (o ConnOptions) ConnString() (string, error) { return o.connString() }
+
 // Config parses the options into a pgx configuration.
 func (o ConnOptions) Config() (*pgx.ConnConfig, error) {
 	s, err := o.connString()
@@ -73,6 +82,11 @@ func (o ConnOptions) Config() (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(s)
 	if err != nil {
 		return nil, fmt.Errorf("invalid connection options: %w", err)
+	}
+	if o.Role != "" {
+		// A startup parameter is SET ROLE before the first statement;
+		// ChildConn passes it to pg_dump, pg_restore and psql.
+		cfg.RuntimeParams["role"] = o.Role
 	}
 	return cfg, nil
 }
@@ -182,6 +196,10 @@ func ChildConn(cfg *pgx.ConnConfig) (dsn string, env []string) {
 	if cfg.Password != "" {
 		env = append(env, "PGPASSWORD="+cfg.Password)
 	}
+	if role := cfg.RuntimeParams["role"]; role != "" {
+		opts := strings.TrimSpace(os.Getenv("PGOPTIONS") + " -c role=" + escapeOption(role))
+		env = append(env, "PGOPTIONS="+opts)
+	}
 	orig := cfg.ConnString()
 	if isURI(orig) {
 		if u, err := url.Parse(orig); err == nil {
@@ -204,6 +222,12 @@ func ChildConn(cfg *pgx.ConnConfig) (dsn string, env []string) {
 		"sslmode=" + sslMode(&cfg.Config),
 	}
 	return strings.Join(kv, " "), env
+}
+
+// escapeOption escapes a value for libpq's options (PGOPTIONS), where
+// spaces separate arguments and a backslash escapes.
+func escapeOption(v string) string {
+	return strings.NewReplacer(`\`, `\\`, " ", `\ `).Replace(v)
 }
 
 // sslMode recovers libpq's sslmode from what pgx made of it.

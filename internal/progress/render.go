@@ -111,15 +111,22 @@ func (d *Display) ticks(t *Tracker, every time.Duration) {
 }
 
 // lines prints one line per interval, and nothing for runs shorter than it.
+// A run that printed any ends with one more line, so that its counters are
+// seen at the totals they reached rather than as of the last tick.
 func (d *Display) lines(t *Tracker, o Options) {
 	tk := time.NewTicker(o.Interval)
 	defer tk.Stop()
+	printed := false
 	for {
 		select {
 		case <-d.stop:
+			if printed {
+				fmt.Fprintln(o.Out, Line(t.State()))
+			}
 			return
 		case <-tk.C:
 			fmt.Fprintln(o.Out, Line(t.State()))
+			printed = true
 		}
 	}
 }

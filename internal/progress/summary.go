@@ -112,7 +112,7 @@ func (s *Summary) WriteJSON(path string) error {
 
 // WriteText writes the summary for people.
 func (s *Summary) WriteText(w io.Writer) {
-	verb := map[string]string{"dump": "dumped", "restore": "restored"}[s.Op]
+	verb := map[string]string{"dump": "dumped", "restore": "restored", "clone": "cloned"}[s.Op]
 	if verb == "" {
 		verb = s.Op
 	}

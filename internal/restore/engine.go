@@ -29,7 +29,7 @@ const defaultSplitMinBytes = 256 << 20
 // SQL and dependencies. An error means the post-data cannot be taken apart
 // and pg_restore must do all of it.
 func (r *run) postDataScript(ctx context.Context) (*toc.Script, error) {
-	list, err := r.command(ctx, r.tools.PgRestore(), "--list", "--section=post-data", r.schema).Output()
+	list, err := r.pgRestoreCmd(ctx, "--list", "--section=post-data", r.schema).Output()
 	if err != nil {
 		return nil, fmt.Errorf("pg_restore --list: %w", err)
 	}
@@ -42,7 +42,7 @@ func (r *run) postDataScript(ctx context.Context) (*toc.Script, error) {
 		ids = keepIDs(ids, r.sel.ids)
 		args = append(args, r.sel.useList())
 	}
-	script, err := r.command(ctx, r.tools.PgRestore(), append(args, r.schema)...).Output()
+	script, err := r.pgRestoreCmd(ctx, append(args, r.schema)...).Output()
 	if err != nil {
 		return nil, fmt.Errorf("pg_restore --file: %w", err)
 	}

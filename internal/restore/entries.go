@@ -28,7 +28,7 @@ const (
 // pg_restore list. Entries are matched by the OIDs the manifest records,
 // never by the display names pg_restore prints.
 func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *filter.Matched) error {
-	listing, err := r.command(ctx, r.tools.PgRestore(), "--list", r.schema).Output()
+	listing, err := r.pgRestoreCmd(ctx, "--list", r.schema).Output()
 	if err != nil {
 		return fmt.Errorf("pg_restore --list: %w", err)
 	}
@@ -36,7 +36,7 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 	if err != nil {
 		return err
 	}
-	script, err := r.command(ctx, r.tools.PgRestore(), "--verbose", "--file=-", r.schema).Output()
+	script, err := r.pgRestoreCmd(ctx, "--verbose", "--file=-", r.schema).Output()
 	if err != nil {
 		return fmt.Errorf("pg_restore --file: %w", err)
 	}
@@ -193,7 +193,7 @@ func (r *run) addMembers(ctx context.Context, set map[int]bool, schemas []string
 	for _, sc := range schemas {
 		args = append(args, "--schema="+sc)
 	}
-	members, err := r.command(ctx, r.tools.PgRestore(), append(args, r.schema)...).Output()
+	members, err := r.pgRestoreCmd(ctx, append(args, r.schema)...).Output()
 	if err != nil {
 		return fmt.Errorf("pg_restore --list --schema: %w", err)
 	}

@@ -78,7 +78,11 @@ func (s *countingStream) Close() error {
 // data tasks (a table split over several connections counts once per
 // connection).
 func (r *run) planOf(g *schedule.Graph) (progress.Plan, int) {
-	p := progress.Plan{Op: "restore", Tables: len(r.m.Tables)}
+	op := "restore"
+	if r.opts.Source != nil {
+		op = "clone" // a live source: the user ran clone
+	}
+	p := progress.Plan{Op: op, Tables: len(r.m.Tables)}
 	steps := 0
 	for _, t := range g.Tasks {
 		if t.Kind == schedule.Data {

@@ -74,6 +74,7 @@ type Options struct {
 type Result struct {
 	Database     string
 	Tables       int
+	Chunks       int // table data chunks, as the dump counted them (large objects apart)
 	Rows         int64
 	LargeObjects int
 	Sequences    int
@@ -176,6 +177,7 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	r.res.Tables, r.res.LargeObjects, r.res.Sequences = len(r.m.Tables), len(r.m.LargeObjects), len(r.m.Sequences)
+	r.res.Chunks = len(r.m.Chunks)
 	if err := r.phase("pre-data", func() error { return r.preData(ctx) }); err != nil {
 		return err
 	}

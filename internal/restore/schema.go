@@ -25,7 +25,7 @@ func (r *run) pgRestore(ctx context.Context, cfg *pgx.ConnConfig, args ...string
 		}
 	}
 	all = append(all, r.schema)
-	cmd := r.command(ctx, r.tools.PgRestore(), all...)
+	cmd := r.pgRestoreCmd(ctx, all...)
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -73,7 +73,7 @@ func (r *run) pgRestoreAtomic(ctx context.Context, step string, args ...string) 
 			gen = append(gen, a)
 		}
 	}
-	script, err := r.command(ctx, r.tools.PgRestore(), append(gen, r.schema)...).Output()
+	script, err := r.pgRestoreCmd(ctx, append(gen, r.schema)...).Output()
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -106,6 +106,13 @@ func (r *run) command(ctx context.Context, name string, args ...string) *exec.Cm
 	return cmd
 }
 
+// pgRestoreCmd is pg_restore with args, after the flags that leave kinds
+// of objects out (--no-comments and the like), so that every listing and
+// script of the schema agrees on what it holds.
+func (r *run) pgRestoreCmd(ctx context.Context, args ...string) *exec.Cmd {
+	return r.command(ctx, r.tools.PgRestore(), append(r.opts.Filter.PgRestoreArgs(), args...)...)
+}
+
 // dropArchivedObjects runs the DROP ... IF EXISTS statements pg_restore
 // --clean would issue for every object in the archive, in its reverse
 // dependency order, and nothing else. pg_restore cannot drop without also
@@ -120,7 +127,7 @@ func (r *run) dropArchivedObjects(ctx context.Context) error {
 	if l := r.sel.useList(); l != "" {
 		args = append(args, l)
 	}
-	out, err := r.command(ctx, r.tools.PgRestore(), append(args, r.schema)...).Output()
+	out, err := r.pgRestoreCmd(ctx, append(args, r.schema)...).Output()
 	if err != nil {
 		return fmt.Errorf("pg_restore --clean: %w", err)
 	}

@@ -39,6 +39,12 @@ type Options struct {
 	// Selection, when set, writes only that part of the archive (restore
 	// -n/-t/--schema-only/--data-only with --to-sql).
 	Selection *restore.Selection
+	// ToolArgs are pg_restore flags that leave kinds of objects out
+	// (--no-comments and the like: filter.Options.PgRestoreArgs).
+	ToolArgs []string
+	// Role, when set, is SET at the top of the script, as pg_restore
+	// --role writes it.
+	Role string
 }
 
 // loChunk is how many bytes of a large object go in one lo_put call.
@@ -65,6 +71,9 @@ func Write(ctx context.Context, ar archive.Source, out io.Writer, o Options) err
 	fmt.Fprintf(w, "--\n-- pgsprint %s script: one transaction, committed at its end only if\n"+
 		"-- pgsprint read and checked the whole archive. Load it with psql.\n--\n\n"+
 		"\\set ON_ERROR_STOP on\nBEGIN;\n\n", m.ToolVersion)
+	if o.Role != "" {
+		fmt.Fprintf(w, "SET ROLE %s;\n\n", pg.Ident(o.Role))
+	}
 	sw := &script{w: w}
 	if err := sw.body(ctx, ar, m, tools, schema, o); err != nil {
 		sw.abort(err)
@@ -258,6 +267,7 @@ func writeLargeObject(w *bufio.Writer, ar archive.Source, lo *archive.LargeObjec
 
 // pgRestore appends pg_restore's SQL for one section of the schema.
 func pgRestore(ctx context.Context, tools pgbin.Tools, schema string, w io.Writer, o Options, args ...string) error {
+	args = append(args, o.ToolArgs...)
 	if o.NoOwner {
 		args = append(args, "--no-owner")
 	}
