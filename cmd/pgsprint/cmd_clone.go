@@ -33,6 +33,7 @@ type cloneOptions struct {
 	filter    filter.Options
 	lockWait  string
 	textCopy  bool
+	follow    followFlags
 }
 
 func newCloneCmd() *cobra.Command {
@@ -107,13 +108,14 @@ into existing, empty tables of the target, referenced tables first.`,
 	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock while the catalog is read and while pg_dump locks the tables (e.g. 30s, 500ms, 2min; a bare number is milliseconds; as pg_dump); readers never wait: another session's DDL on a table not yet read stops the run at once, naming it")
 	fs.StringVar(&o.snapshot, "snapshot", "", "read the source in this snapshot, held by \"pgsprint snapshot\", instead of exporting one")
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted clone in the same --snapshot, skipping what it finished")
+	o.follow.register(fs)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd
 }
 
-func runClone(ctx context.Context, o cloneOptions) error {
+func runClone(ctx context.Context, o cloneOptions) (err error) {
 	if o.source == "" || o.target == "" {
 		return usageError{fmt.Errorf("both --source and --target are required")}
 	}
@@ -144,6 +146,16 @@ func runClone(ctx context.Context, o cloneOptions) error {
 	dst, err := pg.ConnOptions{DSN: o.target}.Config()
 	if err != nil {
 		return usageError{fmt.Errorf("--target: %w", err)}
+	}
+	// --follow: a publication and a slot whose exported snapshot the
+	// clone reads in; removed if the clone fails (see cmd_follow.go).
+	fol, conninfo, err := startFollow(ctx, o, src, dst)
+	if err != nil {
+		return err
+	}
+	if fol != nil {
+		o.snapshot = fol.Snapshot
+		defer func() { err = subscribeFollow(ctx, o, fol, conninfo, dst, err) }()
 	}
 	w, err := o.progress.start("clone", o.log)
 	if err != nil {

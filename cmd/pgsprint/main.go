@@ -128,7 +128,7 @@ func newRootCmd() *cobra.Command {
 		}
 		return cmd.Help()
 	}
-	root.AddCommand(newDumpCmd(), newRestoreCmd(), newCloneCmd(), newSnapshotCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newDemoCmd(), newVersionCmd())
+	root.AddCommand(newDumpCmd(), newRestoreCmd(), newCloneCmd(), newSnapshotCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newFollowCmd(), newDemoCmd(), newVersionCmd())
 	return root
 }
 
