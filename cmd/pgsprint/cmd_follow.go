@@ -178,7 +178,11 @@ func printStatus(out io.Writer, st *follow.State, o followOptions) {
 		if !s.LatestEndTime.IsZero() {
 			ago = fmt.Sprintf(", reported %s ago", time.Since(s.LatestEndTime).Round(100*time.Millisecond))
 		}
-		fmt.Fprintf(out, "subscription %s: running, received up to %s, applied up to %s%s\n", st.Slot, s.ReceivedLSN, s.LatestEndLSN, ago)
+		if s.ReceivedLSN == "" {
+			fmt.Fprintf(out, "subscription %s: running, nothing received yet\n", st.Slot)
+		} else {
+			fmt.Fprintf(out, "subscription %s: running, received up to %s, applied up to %s%s\n", st.Slot, s.ReceivedLSN, s.LatestEndLSN, ago)
+		}
 	}
 	if s != nil && s.ApplyErrors >= 0 {
 		fmt.Fprintf(out, "apply errors: %d, sync errors: %d\n", s.ApplyErrors, s.SyncErrors)
@@ -254,7 +258,8 @@ func runFollowFinish(ctx context.Context, o followOptions, out io.Writer) error 
 	if !o.log.quiet {
 		report = out
 	}
-	err = runCompare(ctx, compareOptions{source: o.source, target: o.target, jobs: o.jobs, schema: true}, report)
+	err = runCompare(ctx, compareOptions{source: o.source, target: o.target, jobs: o.jobs, schema: true,
+		acrossVersions: res.SourceMajor != res.TargetMajor}, report)
 	if err == errDifferent {
 		return fmt.Errorf("follow finish: the target differs from the source (see above; DDL is not followed) after %s: replication removed, %d sequences copied",
 			time.Since(start).Round(10*time.Millisecond), res.Sequences)

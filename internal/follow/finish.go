@@ -63,6 +63,10 @@ type FinishResult struct {
 	// CaughtUp is the source's WAL position the target applied.
 	CaughtUp  string
 	Sequences int
+	// SourceMajor and TargetMajor are the servers' major versions: a
+	// schema comparison across versions must allow for what each prints
+	// differently (verify.NormalizeAcrossVersions).
+	SourceMajor, TargetMajor int
 }
 
 // Finish ends a follow whose source no longer changes: it waits until the
@@ -91,6 +95,16 @@ func Finish(ctx context.Context, o FinishOptions) (*FinishResult, error) {
 		return nil, err
 	}
 	res := &FinishResult{Followed: sub != nil}
+	for _, side := range []struct {
+		conn  *pgx.Conn
+		major *int
+	}{{sconn, &res.SourceMajor}, {dconn, &res.TargetMajor}} {
+		srv, err := pg.ReadServer(ctx, side.conn)
+		if err != nil {
+			return nil, err
+		}
+		*side.major = srv.Major()
+	}
 	if sub != nil {
 		if !sub.Enabled {
 			log.Warn("subscription was disabled: enabling it to catch up", "subscription", o.Names.Slot)
