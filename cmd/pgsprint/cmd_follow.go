@@ -267,12 +267,13 @@ func runFollowFinish(ctx context.Context, o followOptions, out io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("follow finish: replication removed, but compare failed: %w", err)
 	}
-	how := "caught up to " + res.CaughtUp
+	how := "caught up to " + res.CaughtUp + " and replication removed"
 	if !res.Followed {
-		how = "subscription already removed"
+		how = "replication already removed"
 	}
-	fmt.Fprintf(out, "follow finish: target equals source (%s in %s, %d sequences copied, schema and data compared); downtime %s\n",
-		how, caught.Round(10*time.Millisecond), res.Sequences, time.Since(start).Round(10*time.Millisecond))
+	total := time.Since(start)
+	fmt.Fprintf(out, "follow finish: target equals source; downtime %s (%s in %s, %d sequences copied, then schema and data compared in %s)\n",
+		total.Round(10*time.Millisecond), how, caught.Round(10*time.Millisecond), res.Sequences, (total - caught).Round(10*time.Millisecond))
 	return nil
 }
 

@@ -124,7 +124,7 @@ func TestFollowPgbench(t *testing.T) {
 	noFollowLeft(t, src, dst)
 	// A second finish finds nothing to drop and still compares.
 	again := mustPgsprint(t, "follow", "finish", "--source", src, "--target", dst, "-j", "2")
-	if !strings.Contains(again.stdout, "subscription already removed") {
+	if !strings.Contains(again.stdout, "replication already removed") {
 		t.Errorf("finish run again:\n%s", again.stdout)
 	}
 }
@@ -224,6 +224,21 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 			mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst)
 			noFollowLeft(t, src, dst)
 		}
+	})
+
+	t.Run("ddl is not followed", func(t *testing.T) {
+		dst := newTarget("ddl")
+		mustPgsprint(t, "clone", "--follow", "--follow-skip-no-key", "--source", src, "--target", dst)
+		if err := sc.Exec(ctx, "app", "CREATE TABLE added (id int PRIMARY KEY)"); err != nil {
+			t.Fatal(err)
+		}
+		defer sc.Exec(ctx, "app", "DROP TABLE added")
+		r := pgsprint(t, nil, "follow", "finish", "--source", src, "--target", dst)
+		checkOneError(t, r.code, 1, r.stderr, "the target differs from the source")
+		if !strings.Contains(r.stdout, "CREATE TABLE public.added") {
+			t.Errorf("finish does not show the schema difference:\n%s", r.stdout)
+		}
+		noFollowLeft(t, src, dst)
 	})
 
 	t.Run("interrupted", func(t *testing.T) {
