@@ -323,3 +323,32 @@ func TestFollowCrossVersion(t *testing.T) {
 	pgtest.RequireSameData(t, src, dst)
 	noFollowLeft(t, src, dst)
 }
+
+// TestFollowUsage: options that cannot work are usage errors before any
+// connection, and a password is never printed.
+func TestFollowUsage(t *testing.T) {
+	src := "host=127.0.0.1 port=1 user=u dbname=s sslmode=disable"
+	dst := "host=127.0.0.1 port=1 user=u dbname=d sslmode=disable"
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"password without conninfo", []string{"PGPASSWORD=sekrit-pw"}, []string{"clone", "--follow", "--source", src, "--target", dst}, "give --follow-conninfo"},
+		{"follow flags without follow", nil, []string{"clone", "--slot", "x", "--source", src, "--target", dst}, "go with --follow"},
+		{"snapshot", nil, []string{"clone", "--follow", "--snapshot", "1-2-3", "--source", src, "--target", dst}, "does not take --snapshot"},
+		{"both keyless choices", nil, []string{"clone", "--follow", "--replica-identity-full", "--follow-skip-no-key", "--source", src, "--target", dst}, "choose one"},
+		{"bad slot name", nil, []string{"clone", "--follow", "--slot", "Bad-Name", "--source", src, "--target", dst}, "slot name"},
+		{"finish without source", nil, []string{"follow", "finish", "--target", dst}, "--source and --target"},
+		{"status without target", nil, []string{"follow", "status"}, "--target is required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := pgsprint(t, tc.env, tc.args...)
+			checkOneError(t, r.code, exitUsage, r.stderr, tc.want)
+			if strings.Contains(r.stderr+r.stdout, "sekrit") {
+				t.Errorf("password printed: %s", r.stderr)
+			}
+		})
+	}
+}
