@@ -18,10 +18,14 @@ import (
 var logicalSettings = map[string]string{"wal_level": "logical", "max_replication_slots": "10", "max_wal_senders": "10"}
 
 // newFollowPair starts a source cluster with wal_level = logical and a
-// target cluster, from the bin dirs given ("" for the default).
+// target cluster, from the bin dirs given ("" for the default). The
+// target's launcher starts apply workers at most once per
+// wal_retrieve_retry_interval (5s by default, for all subscriptions
+// before 16): tests that create several in a row would wait for it.
 func newFollowPair(t *testing.T, srcBin, dstBin string) (src, dst *pgtest.Cluster) {
 	t.Helper()
-	return pgtest.New(t, pgtest.Options{BinDir: srcBin, Settings: logicalSettings}), pgtest.New(t, pgtest.Options{BinDir: dstBin})
+	return pgtest.New(t, pgtest.Options{BinDir: srcBin, Settings: logicalSettings}),
+		pgtest.New(t, pgtest.Options{BinDir: dstBin, Settings: map[string]string{"wal_retrieve_retry_interval": "200ms"}})
 }
 
 // noFollowLeft fails if the source has a slot or publication, or the

@@ -131,9 +131,21 @@ func Finish(ctx context.Context, o FinishOptions) (*FinishResult, error) {
 // the slot's confirmed position, which the target's apply worker
 // advances as it applies, reaches it.
 func waitCaughtUp(ctx context.Context, sconn *pgx.Conn, slot string, timeout time.Duration, log *slog.Logger) (string, error) {
+	// The target is the end of the last record inserted: every commit
+	// is before it. pg_current_wal_lsn() will not do: it is where WAL
+	// was written up to, which may be inside a record the walsender
+	// cannot decode, and so never confirm, until the rest is flushed.
+	// Then a commit of our own with synchronous_commit on flushes
+	// everything up to the target, which asynchronous commits (and
+	// the records after them) may otherwise leave in memory for long.
 	var target string
-	if err := sconn.QueryRow(ctx, "SELECT pg_catalog.pg_current_wal_lsn()::text").Scan(&target); err != nil {
+	if err := sconn.QueryRow(ctx, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text").Scan(&target); err != nil {
 		return "", fmt.Errorf("read the source's WAL position: %w", err)
+	}
+	for _, q := range []string{"SET synchronous_commit = on", "SELECT pg_catalog.txid_current()"} {
+		if _, err := sconn.Exec(ctx, q); err != nil {
+			return "", fmt.Errorf("flush the source's WAL: %w", err)
+		}
 	}
 	deadline := time.Now().Add(timeout)
 	lastLog := time.Now()
