@@ -20,8 +20,8 @@ var logicalSettings = map[string]string{"wal_level": "logical", "max_replication
 // newFollowPair starts a source cluster with wal_level = logical and a
 // target cluster, from the bin dirs given ("" for the default). The
 // target's launcher starts apply workers at most once per
-// wal_retrieve_retry_interval (5s by default, for all subscriptions
-// before 16): tests that create several in a row would wait for it.
+// wal_retrieve_retry_interval (5s by default): tests that create several
+// subscriptions in a row would wait for it.
 func newFollowPair(t *testing.T, srcBin, dstBin string) (src, dst *pgtest.Cluster) {
 	t.Helper()
 	return pgtest.New(t, pgtest.Options{BinDir: srcBin, Settings: logicalSettings}),
