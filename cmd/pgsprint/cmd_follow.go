@@ -64,7 +64,7 @@ func startFollow(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig) 
 	if err != nil {
 		return nil, "", usageError{err}
 	}
-	s, err := follow.Start(ctx, follow.StartOptions{Source: src, Target: dst, Names: names, Filter: o.filter,
+	s, err := follow.Start(ctx, follow.StartOptions{Source: src, Target: dst, Names: names, Conninfo: conninfo, Filter: o.filter,
 		ReplicaIdentityFull: f.riFull, SkipNoKey: f.skipNoKey, Logger: o.log.logger()})
 	return s, conninfo, err
 }

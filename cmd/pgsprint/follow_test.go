@@ -196,6 +196,23 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 		}
 	})
 
+	t.Run("unreachable", func(t *testing.T) {
+		dst := newTarget("unreachable")
+		r := pgsprint(t, nil, "clone", "--follow", "--follow-skip-no-key", "--follow-conninfo", "host=127.0.0.1 port=1 dbname=app password=sekrit-pw",
+			"--source", src, "--target", dst)
+		if r.code != 1 || !strings.Contains(r.stderr, "error: the target server cannot reach the source") {
+			t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+		}
+		t.Log(lastLine(r.stderr))
+		if strings.Contains(r.stderr, "sekrit") {
+			t.Errorf("password printed: %s", r.stderr)
+		}
+		noFollowLeft(t, src, dst)
+		if n := scalar(t, dst, "SELECT count(*) FROM pg_class WHERE relname = 'keyed'"); n != "0" {
+			t.Errorf("the clone copied anyway")
+		}
+	})
+
 	t.Run("replica identity full", func(t *testing.T) {
 		dst := newTarget("full")
 		r := mustPgsprint(t, "clone", "--follow", "--replica-identity-full", "--source", src, "--target", dst)

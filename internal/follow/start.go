@@ -22,6 +22,9 @@ type StartOptions struct {
 	Source *pgx.ConnConfig
 	Target *pgx.ConnConfig
 	Names  Names
+	// Conninfo is how the target server reaches the source: checked
+	// before anything is copied.
+	Conninfo string
 	// Filter is the clone's selection: the publication holds the tables
 	// whose rows the clone copies.
 	Filter filter.Options
@@ -82,6 +85,9 @@ func Start(ctx context.Context, o StartOptions) (*Started, error) {
 	}
 	pub, keyless, err := o.choose(req, tables, log)
 	if err != nil {
+		return nil, err
+	}
+	if err := probeReach(ctx, conn, o.Target, o.Names, o.Conninfo); err != nil {
 		return nil, err
 	}
 	s := &Started{Names: o.Names, src: o.Source, log: log}
