@@ -23,6 +23,7 @@ type followFlags struct {
 	names     follow.Names
 	riFull    bool
 	skipNoKey bool
+	wait      bool
 }
 
 func (f *followFlags) register(fs *pflag.FlagSet) {
@@ -31,6 +32,7 @@ func (f *followFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.names.Slot, "slot", "", "name of the replication slot on the source and of the subscription on the target (default pgsprint_<target database>)")
 	fs.StringVar(&f.names.Publication, "publication", "", "name of the publication on the source (default pgsprint_<target database>)")
 	fs.BoolVar(&f.riFull, "replica-identity-full", false, "with --follow: set REPLICA IDENTITY FULL on source tables without primary key or replica identity (else refused)")
+	fs.BoolVar(&f.wait, "wait", false, "with --follow: stay after the copy and show the lag every few seconds until interrupted (exit 0); the target follows without pgsprint either way")
 	fs.BoolVar(&f.skipNoKey, "follow-skip-no-key", false, "with --follow: leave source tables without primary key or replica identity out of the publication: their changes are NOT followed")
 }
 
@@ -40,8 +42,8 @@ func (f *followFlags) register(fs *pflag.FlagSet) {
 func startFollow(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig) (*follow.Started, string, error) {
 	f := o.follow
 	if !f.on {
-		if f.conninfo != "" || f.names != (follow.Names{}) || f.riFull || f.skipNoKey {
-			return nil, "", usageError{fmt.Errorf("--follow-conninfo, --slot, --publication, --replica-identity-full and --follow-skip-no-key go with --follow")}
+		if f.conninfo != "" || f.names != (follow.Names{}) || f.riFull || f.skipNoKey || f.wait {
+			return nil, "", usageError{fmt.Errorf("--follow-conninfo, --slot, --publication, --replica-identity-full, --follow-skip-no-key and --wait go with --follow")}
 		}
 		return nil, "", nil
 	}
@@ -331,5 +333,37 @@ func subscribeFollow(ctx context.Context, o cloneOptions, fol *follow.Started, c
 	}
 	fmt.Fprintf(o.log.summaryOut(), "  following: subscription %s on the target replays the source's changes from %s (slot %s, publication %s); see pgsprint follow status, then follow finish\n",
 		fol.Slot, fol.ConsistentPoint, fol.Slot, fol.Publication)
+	if o.follow.wait {
+		watchLag(ctx, src, dst, fol.Names)
+	}
 	return nil
+}
+
+// watchLag prints the lag every few seconds until ctx ends (an interrupt
+// ends the watching, not the following: the run succeeded).
+func watchLag(ctx context.Context, src, dst *pgx.ConnConfig, names follow.Names) {
+	tick := time.NewTicker(3 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(os.Stderr, "  stopped watching; the target goes on following (pgsprint follow status, follow finish)")
+			return
+		case <-tick.C:
+		}
+		st, err := follow.ReadState(ctx, src, dst, names)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "  %s lag: %v\n", time.Now().Format(time.TimeOnly), err)
+		case st.Sub == nil || st.Source == nil || !st.Source.Slot:
+			fmt.Fprintf(os.Stderr, "  %s the subscription or its slot is gone\n", time.Now().Format(time.TimeOnly))
+		default:
+			errs := ""
+			if st.Sub.ApplyErrors > 0 {
+				errs = fmt.Sprintf(", %d apply errors (see follow status)", st.Sub.ApplyErrors)
+			}
+			fmt.Fprintf(os.Stderr, "  %s lag: %d bytes%s\n", time.Now().Format(time.TimeOnly), st.Source.LagBytes, errs)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -330,7 +331,45 @@ func TestFollowCrossVersion(t *testing.T) {
 		INSERT INTO t (v, n) SELECT 'v' || i, i / 3.0 FROM generate_series(1, 1000) i`); err != nil {
 		t.Fatal(err)
 	}
-	mustPgsprint(t, "clone", "--follow", "--source", src, "--target", dst)
+	// --wait: the clone stays and shows the lag until interrupted, which
+	// ends the watching with exit 0; the target goes on following.
+	cmd := exec.Command(binary, "clone", "--follow", "--wait", "--source", src, "--target", dst)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	sawLag := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), " lag: ") {
+				select {
+				case sawLag <- sc.Text():
+				default:
+				}
+			}
+		}
+		close(sawLag)
+	}()
+	select {
+	case l, ok := <-sawLag:
+		if !ok {
+			t.Fatalf("clone --follow --wait ended without showing the lag")
+		}
+		t.Logf("--wait: %s", l)
+	case <-time.After(time.Minute):
+		t.Fatal("clone --follow --wait showed no lag within a minute")
+	}
+	cmd.Process.Signal(os.Interrupt)
+	for range sawLag { // read standard error to its end before Wait
+	}
+	if code := waitExit(t, cmd); code != 0 {
+		t.Fatalf("clone --follow --wait interrupted: exit %d", code)
+	}
 	if err := sc.Exec(ctx, "app", `INSERT INTO t (v, n) SELECT 'w' || i, i FROM generate_series(1, 100) i;
 		UPDATE t SET v = 'u' WHERE id % 10 = 0; DELETE FROM t WHERE id % 13 = 0`); err != nil {
 		t.Fatal(err)
