@@ -36,6 +36,7 @@ type cloneOptions struct {
 	compat    compatFlags
 	password  passwordFlags
 	role      string
+	follow    followFlags
 }
 
 func newCloneCmd() *cobra.Command {
@@ -119,13 +120,14 @@ into existing, empty tables of the target, referenced tables first.`,
 	o.compat.register(fs, &o.filter)
 	o.password.register(fs)
 	fs.StringVar(&o.role, "role", "", "SET ROLE to this role on every connection, source and target, after logging in")
+	o.follow.register(fs)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd
 }
 
-func runClone(ctx context.Context, o cloneOptions) error {
+func runClone(ctx context.Context, o cloneOptions) (err error) {
 	if o.source == "" || o.target == "" {
 		return usageError{fmt.Errorf("both --source and --target are required")}
 	}
@@ -159,6 +161,16 @@ func runClone(ctx context.Context, o cloneOptions) error {
 	}
 	if err := o.password.resolve(ctx, src, dst); err != nil {
 		return err
+	}
+	// --follow: a publication and a slot whose exported snapshot the
+	// clone reads in; removed if the clone fails (see cmd_follow.go).
+	fol, conninfo, err := startFollow(ctx, o, src, dst)
+	if err != nil {
+		return err
+	}
+	if fol != nil {
+		o.snapshot = fol.Snapshot
+		defer func() { err = subscribeFollow(ctx, o, fol, conninfo, dst, err) }()
 	}
 	w, err := o.progress.start("clone", o.log)
 	if err != nil {

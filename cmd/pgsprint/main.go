@@ -135,16 +135,23 @@ func newRootCmd() *cobra.Command {
 		}
 		return cmd.Help()
 	}
-	root.AddCommand(newDumpCmd(), newRestoreCmd(), newCloneCmd(), newSnapshotCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newDemoCmd(), newVersionCmd())
+	root.AddCommand(newDumpCmd(), newRestoreCmd(), newCloneCmd(), newSnapshotCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newFollowCmd(), newDemoCmd(), newVersionCmd())
 	// Help is --help only, as in the PostgreSQL tools, where -h is the
 	// host: cobra's default -h would silently print help instead of
 	// connecting (pgsprint compare -h db1 ...).
-	for _, c := range append(root.Commands(), root) {
-		if c.Flags().Lookup("help") == nil {
-			c.Flags().Bool("help", false, "show this help")
-		}
-	}
+	helpWithoutShorthand(root)
 	return root
+}
+
+// helpWithoutShorthand gives c and every command under it a --help flag of
+// its own, so that cobra does not add one with -h.
+func helpWithoutShorthand(c *cobra.Command) {
+	if c.Flags().Lookup("help") == nil {
+		c.Flags().Bool("help", false, "show this help")
+	}
+	for _, sub := range c.Commands() {
+		helpWithoutShorthand(sub)
+	}
 }
 
 // noArgs rejects positional arguments as a usage error.

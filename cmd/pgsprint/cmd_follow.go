@@ -1,0 +1,369 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/pgsprint/pgsprint/internal/follow"
+	"github.com/pgsprint/pgsprint/internal/pg"
+)
+
+// followFlags are clone's --follow options.
+type followFlags struct {
+	on        bool
+	conninfo  string
+	names     follow.Names
+	riFull    bool
+	skipNoKey bool
+	wait      bool
+}
+
+func (f *followFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.on, "follow", false, "keep the target following the source after the copy, through PostgreSQL's logical replication (see pgsprint follow --help)")
+	fs.StringVar(&f.conninfo, "follow-conninfo", "", "how the target server connects to the source, stored in the target's subscription (default: --source's host, port, user and database, without password)")
+	fs.StringVar(&f.names.Slot, "slot", "", "name of the replication slot on the source and of the subscription on the target (default pgsprint_<target database>)")
+	fs.StringVar(&f.names.Publication, "publication", "", "name of the publication on the source (default pgsprint_<target database>)")
+	fs.BoolVar(&f.riFull, "replica-identity-full", false, "with --follow: set REPLICA IDENTITY FULL on source tables without primary key or replica identity (else refused)")
+	fs.BoolVar(&f.wait, "wait", false, "with --follow: stay after the copy and show the lag every few seconds until interrupted (exit 0); the target follows without pgsprint either way")
+	fs.BoolVar(&f.skipNoKey, "follow-skip-no-key", false, "with --follow: leave source tables without primary key or replica identity out of the publication: their changes are NOT followed")
+}
+
+// startFollow checks the follow options and creates the publication and
+// the slot whose exported snapshot the clone reads in; nil without
+// --follow.
+func startFollow(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig) (*follow.Started, string, error) {
+	f := o.follow
+	if !f.on {
+		if f.conninfo != "" || f.names != (follow.Names{}) || f.riFull || f.skipNoKey || f.wait {
+			return nil, "", usageError{fmt.Errorf("--follow-conninfo, --slot, --publication, --replica-identity-full, --follow-skip-no-key and --wait go with --follow")}
+		}
+		return nil, "", nil
+	}
+	switch {
+	case o.snapshot != "" || o.resume:
+		return nil, "", usageError{fmt.Errorf("--follow reads in the snapshot of the slot it creates: it does not take --snapshot or --resume")}
+	case o.filter.SchemaOnly:
+		return nil, "", usageError{fmt.Errorf("--follow copies rows: it does not take --schema-only")}
+	case f.riFull && f.skipNoKey:
+		return nil, "", usageError{fmt.Errorf("choose one of --replica-identity-full and --follow-skip-no-key")}
+	}
+	conninfo := f.conninfo
+	if conninfo == "" {
+		if src.Password != "" {
+			return nil, "", usageError{fmt.Errorf("the source connection uses a password, which the subscription's connection string would store in the target's catalog: give --follow-conninfo (without a password when the target server's OS user has a .pgpass for the source)")}
+		}
+		conninfo = pg.Conninfo(src)
+	}
+	names, err := f.names.Resolve(dst.Database)
+	if err != nil {
+		return nil, "", usageError{err}
+	}
+	s, err := follow.Start(ctx, follow.StartOptions{Source: src, Target: dst, Names: names, Conninfo: conninfo, Filter: o.filter,
+		ReplicaIdentityFull: f.riFull, SkipNoKey: f.skipNoKey, Logger: o.log.logger()})
+	return s, conninfo, err
+}
+
+type followOptions struct {
+	log     logFlags
+	source  string
+	target  string
+	names   follow.Names
+	jobs    int
+	timeout time.Duration
+}
+
+func (o *followOptions) register(fs *pflag.FlagSet, sourceHelp string) {
+	fs.SortFlags = false
+	fs.StringVar(&o.source, "source", "", sourceHelp)
+	fs.StringVar(&o.target, "target", "", "target database: name, connection string or URI")
+	fs.StringVar(&o.names.Slot, "slot", "", "the slot and subscription name given to clone --follow (default pgsprint_<target database>)")
+	fs.StringVar(&o.names.Publication, "publication", "", "the publication name given to clone --follow (default pgsprint_<target database>)")
+}
+
+// configs parses --source (optional unless needSource) and --target and
+// resolves the names.
+func (o *followOptions) configs(needSource bool) (src, dst *pgx.ConnConfig, names follow.Names, err error) {
+	if o.target == "" || (needSource && o.source == "") {
+		if needSource {
+			return nil, nil, names, usageError{fmt.Errorf("both --source and --target are required")}
+		}
+		return nil, nil, names, usageError{fmt.Errorf("--target is required")}
+	}
+	if o.source != "" {
+		if src, err = (pg.ConnOptions{DSN: o.source}).Config(); err != nil {
+			return nil, nil, names, usageError{fmt.Errorf("--source: %w", err)}
+		}
+	}
+	if dst, err = (pg.ConnOptions{DSN: o.target}).Config(); err != nil {
+		return nil, nil, names, usageError{fmt.Errorf("--target: %w", err)}
+	}
+	if names, err = o.names.Resolve(dst.Database); err != nil {
+		return nil, nil, names, usageError{err}
+	}
+	return src, dst, names, nil
+}
+
+func newFollowCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "follow status|finish|abort",
+		Short: "Watch, finish or abort a clone --follow",
+		Long: `A clone made with --follow stays up to date through PostgreSQL's own
+logical replication: a publication and a slot on the source, a subscription
+on the target that replays every change since the instant the clone read.
+
+  follow status   how far behind the target is, apply errors, what is left
+  follow finish   when writes to the source have stopped: catch up, copy
+                  sequences, remove the replication, compare, print a verdict
+  follow abort    remove the subscription, slot and publication
+
+Not followed (as PostgreSQL's logical replication): DDL (finish compares the
+schemas and refuses to declare success on a difference), large objects,
+sequences until finish copies them, unlogged tables. TRUNCATE is followed.`,
+		Args: noArgs,
+	}
+	cmd.AddCommand(newFollowStatusCmd(), newFollowFinishCmd(), newFollowAbortCmd())
+	return cmd
+}
+
+func newFollowStatusCmd() *cobra.Command {
+	var o followOptions
+	cmd := &cobra.Command{
+		Use:   "status --target DST [--source SRC]",
+		Short: "Show how far the target of a clone --follow is behind the source",
+		Long: `Show the subscription of a clone --follow on the target: whether its apply
+worker runs, the apply errors counted (PostgreSQL 15 and later), and, with
+--source, the lag in bytes and seconds from the source's slot and current WAL
+position, and any slot left behind by a clone --follow that was killed.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runFollowStatus(cmd.Context(), o, os.Stdout) },
+	}
+	o.register(cmd.Flags(), "source database (optional: needed for the lag in bytes and for leftovers)")
+	return cmd
+}
+
+func runFollowStatus(ctx context.Context, o followOptions, out io.Writer) error {
+	src, dst, names, err := o.configs(false)
+	if err != nil {
+		return err
+	}
+	st, err := follow.ReadState(ctx, src, dst, names)
+	if err != nil {
+		return err
+	}
+	printStatus(out, st, o)
+	if st.Sub == nil {
+		return fmt.Errorf("no subscription %s on the target", names.Slot)
+	}
+	return nil
+}
+
+// printStatus writes the state, and the next step, for a human.
+func printStatus(out io.Writer, st *follow.State, o followOptions) {
+	s, src := st.Sub, st.Source
+	switch {
+	case s == nil:
+		fmt.Fprintf(out, "subscription %s: none on the target\n", st.Slot)
+	case !s.Enabled:
+		fmt.Fprintf(out, "subscription %s: DISABLED (nothing is applied: ALTER SUBSCRIPTION %s ENABLE)\n", st.Slot, pg.Ident(st.Slot))
+	case !s.Running:
+		fmt.Fprintf(out, "subscription %s: enabled, but no apply worker runs (see the target's server log)\n", st.Slot)
+	default:
+		ago := ""
+		if !s.LatestEndTime.IsZero() {
+			ago = fmt.Sprintf(", reported %s ago", time.Since(s.LatestEndTime).Round(100*time.Millisecond))
+		}
+		if s.ReceivedLSN == "" {
+			fmt.Fprintf(out, "subscription %s: running, nothing received yet\n", st.Slot)
+		} else {
+			fmt.Fprintf(out, "subscription %s: running, received up to %s, applied up to %s%s\n", st.Slot, s.ReceivedLSN, s.LatestEndLSN, ago)
+		}
+	}
+	if s != nil && s.ApplyErrors >= 0 {
+		fmt.Fprintf(out, "apply errors: %d, sync errors: %d\n", s.ApplyErrors, s.SyncErrors)
+	}
+	if src != nil {
+		if src.Slot {
+			lag := "idle"
+			if src.ReplayLag >= 0 {
+				lag = src.ReplayLag.Round(time.Millisecond).String()
+			}
+			fmt.Fprintf(out, "lag: %d bytes (source at %s, target confirmed %s), replay lag %s\n", src.LagBytes, src.CurrentLSN, src.ConfirmedLSN, lag)
+		} else {
+			fmt.Fprintf(out, "slot %s: none on the source\n", st.Slot)
+		}
+		for _, l := range src.Leftovers {
+			fmt.Fprintf(out, "leftover slot %s on the source (it keeps WAL): pgsprint follow abort --slot %s ..., or on the source: %s\n", l, l, follow.DropSlotSQL(l))
+		}
+	}
+	switch {
+	case s != nil:
+		fmt.Fprintln(out, "next: stop writes to the source, then pgsprint follow finish --source SRC --target DST")
+	case src != nil && (src.Slot || src.Publication):
+		fmt.Fprintf(out, "the source still has slot %s or publication %s without a subscription (a clone --follow was interrupted): pgsprint follow abort --source SRC --target DST, or on the source: %s; DROP PUBLICATION %s\n",
+			st.Slot, st.Publication, follow.DropSlotSQL(st.Slot), pg.Ident(st.Publication))
+	}
+}
+
+func newFollowFinishCmd() *cobra.Command {
+	var o followOptions
+	cmd := &cobra.Command{
+		Use:   "finish --source SRC --target DST",
+		Short: "Finish a clone --follow: catch up, copy sequences, remove the replication, compare",
+		Long: `Finish a clone --follow once the source no longer changes: stop the
+application (or make the source read-only: ALTER DATABASE ... SET
+default_transaction_read_only = on, and end the sessions) BEFORE running it.
+
+It reads the source's current WAL position and waits (at most --timeout)
+until the target has applied everything up to it, copies every sequence's
+value, drops the subscription, the slot and the publication, then compares
+both databases as pgsprint compare --schema does (row counts and hashes of
+every table, sequences, large objects, pg_dump --schema-only) and prints a
+one-line verdict with the downtime it took. It exits 0 only when both are
+equal: DDL run on the source since the clone is not followed and shows here
+as a schema difference. Interrupted, it can be run again.`,
+		Example: `  pgsprint follow status --source prod --target "host=new dbname=prod"
+  # stop the application, then:
+  pgsprint follow finish --source prod --target "host=new dbname=prod"`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runFollowFinish(cmd.Context(), o, os.Stdout) },
+	}
+	o.register(cmd.Flags(), "source database: name, connection string or URI")
+	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "tables compared in parallel on each side")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 10*time.Minute, "fail if the target has not caught up within this time")
+	o.log.register(cmd.Flags())
+	return cmd
+}
+
+func runFollowFinish(ctx context.Context, o followOptions, out io.Writer) error {
+	start := time.Now()
+	src, dst, names, err := o.configs(true)
+	if err != nil {
+		return err
+	}
+	if err := checkJobs(o.jobs); err != nil {
+		return err
+	}
+	res, err := follow.Finish(ctx, follow.FinishOptions{Source: src, Target: dst, Names: names, Timeout: o.timeout, Logger: o.log.logger()})
+	if err != nil {
+		return err
+	}
+	caught := time.Since(start)
+	report := io.Discard
+	if !o.log.quiet {
+		report = out
+	}
+	err = runCompare(ctx, compareOptions{source: o.source, target: o.target, jobs: o.jobs, schema: true,
+		acrossVersions: res.SourceMajor != res.TargetMajor}, report)
+	if err == errDifferent {
+		return fmt.Errorf("follow finish: the target differs from the source (see above; DDL is not followed) after %s: replication removed, %d sequences copied",
+			time.Since(start).Round(10*time.Millisecond), res.Sequences)
+	}
+	if err != nil {
+		return fmt.Errorf("follow finish: replication removed, but compare failed: %w", err)
+	}
+	how := "caught up to " + res.CaughtUp + " and replication removed"
+	if !res.Followed {
+		how = "replication already removed"
+	}
+	total := time.Since(start)
+	fmt.Fprintf(out, "follow finish: target equals source; downtime %s (%s in %s, %d sequences copied, then schema and data compared in %s)\n",
+		total.Round(10*time.Millisecond), how, caught.Round(10*time.Millisecond), res.Sequences, (total - caught).Round(10*time.Millisecond))
+	return nil
+}
+
+func newFollowAbortCmd() *cobra.Command {
+	var o followOptions
+	cmd := &cobra.Command{
+		Use:   "abort --source SRC --target DST",
+		Short: "Remove a clone --follow's subscription, slot and publication",
+		Long: `Remove what clone --follow created: the subscription on the target, the
+replication slot and the publication on the source, whichever exist (it can
+be run again). The target keeps the rows it has; it no longer follows.
+Other slots named pgsprint_* left on the source by killed clones are listed.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runFollowAbort(cmd.Context(), o, os.Stdout) },
+	}
+	o.register(cmd.Flags(), "source database: name, connection string or URI")
+	return cmd
+}
+
+func runFollowAbort(ctx context.Context, o followOptions, out io.Writer) error {
+	src, dst, names, err := o.configs(true)
+	if err != nil {
+		return err
+	}
+	if err := follow.Abort(ctx, src, dst, names); err != nil {
+		return err
+	}
+	st, err := follow.ReadState(ctx, src, dst, names)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "follow abort: no subscription %s on the target, no slot %s nor publication %s on the source\n", names.Slot, names.Slot, names.Publication)
+	for _, l := range st.Source.Leftovers {
+		fmt.Fprintf(out, "leftover slot %s on the source (it keeps WAL): pgsprint follow abort --slot %s ..., or on the source: %s\n", l, l, follow.DropSlotSQL(l))
+	}
+	return nil
+}
+
+// subscribeFollow ends a clone --follow: when the clone failed (cloneErr),
+// the slot and the publication are dropped; when it succeeded, the
+// target's subscription is created on the slot.
+func subscribeFollow(ctx context.Context, o cloneOptions, fol *follow.Started, conninfo string, dst *pgx.ConnConfig, cloneErr error) error {
+	if cloneErr != nil {
+		if err := fol.Cancel(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("%w; and removing the follow's slot and publication failed: %v: run pgsprint follow abort", cloneErr, err)
+		}
+		return cloneErr
+	}
+	src, err := pg.ConnOptions{DSN: o.source}.Config()
+	if err != nil {
+		return err
+	}
+	if err := fol.Subscribe(ctx, dst, conninfo, pg.Describe(src)); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.log.summaryOut(), "  following: subscription %s on the target replays the source's changes from %s (slot %s, publication %s); see pgsprint follow status, then follow finish\n",
+		fol.Slot, fol.ConsistentPoint, fol.Slot, fol.Publication)
+	if o.follow.wait {
+		watchLag(ctx, src, dst, fol.Names)
+	}
+	return nil
+}
+
+// watchLag prints the lag every few seconds until ctx ends (an interrupt
+// ends the watching, not the following: the run succeeded).
+func watchLag(ctx context.Context, src, dst *pgx.ConnConfig, names follow.Names) {
+	tick := time.NewTicker(3 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(os.Stderr, "  stopped watching; the target goes on following (pgsprint follow status, follow finish)")
+			return
+		case <-tick.C:
+		}
+		st, err := follow.ReadState(ctx, src, dst, names)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "  %s lag: %v\n", time.Now().Format(time.TimeOnly), err)
+		case st.Sub == nil || st.Source == nil || !st.Source.Slot:
+			fmt.Fprintf(os.Stderr, "  %s the subscription or its slot is gone\n", time.Now().Format(time.TimeOnly))
+		default:
+			errs := ""
+			if st.Sub.ApplyErrors > 0 {
+				errs = fmt.Sprintf(", %d apply errors (see follow status)", st.Sub.ApplyErrors)
+			}
+			fmt.Fprintf(os.Stderr, "  %s lag: %d bytes%s\n", time.Now().Format(time.TimeOnly), st.Source.LagBytes, errs)
+		}
+	}
+}

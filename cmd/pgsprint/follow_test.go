@@ -1,0 +1,414 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+)
+
+// logicalSettings start a source cluster that can be followed.
+var logicalSettings = map[string]string{"wal_level": "logical", "max_replication_slots": "10", "max_wal_senders": "10"}
+
+// newFollowPair starts a source cluster with wal_level = logical and a
+// target cluster, from the bin dirs given ("" for the default). The
+// target's launcher starts apply workers at most once per
+// wal_retrieve_retry_interval (5s by default): tests that create several
+// subscriptions in a row would wait for it.
+func newFollowPair(t *testing.T, srcBin, dstBin string) (src, dst *pgtest.Cluster) {
+	t.Helper()
+	return pgtest.New(t, pgtest.Options{BinDir: srcBin, Settings: logicalSettings}),
+		pgtest.New(t, pgtest.Options{BinDir: dstBin, Settings: map[string]string{"wal_retrieve_retry_interval": "200ms"}})
+}
+
+// noFollowLeft fails if the source has a slot or publication, or the
+// target a subscription, left.
+func noFollowLeft(t *testing.T, src, dst string) {
+	t.Helper()
+	if n := scalar(t, src, "SELECT count(*) FROM pg_replication_slots"); n != "0" {
+		t.Errorf("%s replication slots left on the source", n)
+	}
+	if n := scalar(t, src, "SELECT count(*) FROM pg_publication"); n != "0" {
+		t.Errorf("%s publications left on the source", n)
+	}
+	if n := scalar(t, dst, "SELECT count(*) FROM pg_subscription"); n != "0" {
+		t.Errorf("%s subscriptions left on the target", n)
+	}
+}
+
+// startPgbench runs pgbench -c 2 against conn until stop is called.
+func startPgbench(t *testing.T, binDir, conn string) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "pgbench"), "-n", "-c", "2", "-T", "120", conn)
+	cmd.Env = os.Environ()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}
+}
+
+// TestFollowPgbench clones a pgbench database with --follow while pgbench
+// writes to it, lets the writes go on a few seconds after the clone, stops
+// them and finishes: the target must equal the source (schema, rows,
+// sequences), pgbench's balance invariant must hold on it, and nothing of
+// the replication may be left. Scale 2 keeps it within seconds in CI.
+func TestFollowPgbench(t *testing.T) {
+	ctx := context.Background()
+	sc, dc := newFollowPair(t, "", "")
+	for _, c := range []*pgtest.Cluster{sc, dc} {
+		if err := c.CreateDB(ctx, "app"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, dst := sc.ConnString("app"), dc.ConnString("app")
+	init := exec.Command(filepath.Join(sc.BinDir(), "pgbench"), "-i", "-q", "-s", "2", "--foreign-keys", src)
+	if out, err := init.CombinedOutput(); err != nil {
+		t.Fatalf("pgbench -i: %v\n%s", err, out)
+	}
+	if err := sc.Exec(ctx, "app", "CREATE SEQUENCE ticket; SELECT nextval('ticket') FROM generate_series(1, 7)"); err != nil {
+		t.Fatal(err)
+	}
+	stop := startPgbench(t, sc.BinDir(), src)
+	time.Sleep(time.Second)
+	before := scalar(t, src, "SELECT count(*) FROM pgbench_history")
+	began := time.Now()
+	r := mustPgsprint(t, "clone", "--follow", "--replica-identity-full", "-j", "2", "--source", src, "--target", dst)
+	t.Logf("clone --follow under load: %s", time.Since(began).Round(10*time.Millisecond))
+	if !strings.Contains(r.stderr, "following: subscription pgsprint_app") {
+		t.Errorf("clone --follow does not say it follows:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "pgbench_history") {
+		t.Errorf("clone does not name the table it set REPLICA IDENTITY FULL on:\n%s", r.stderr)
+	}
+	// Changes after the clone: sequences are not replicated, finish
+	// copies them.
+	if err := sc.Exec(ctx, "app", "SELECT nextval('ticket') FROM generate_series(1, 5)"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		time.Sleep(time.Second)
+		st := mustPgsprint(t, "follow", "status", "--source", src, "--target", dst)
+		t.Logf("status under load:\n%s", st.stdout)
+		if !strings.Contains(st.stdout, "running") || !strings.Contains(st.stdout, "lag: ") {
+			t.Fatalf("status under load does not show a running subscription and its lag:\n%s", st.stdout)
+		}
+	}
+	stop()
+	stopped := time.Now()
+	fin := mustFinish(t, src, dst)
+	t.Logf("downtime (load stopped to verdict): %s; finish said: %s", time.Since(stopped).Round(10*time.Millisecond), lastLine(fin.stdout))
+	if !strings.Contains(fin.stdout, "follow finish: target equals source") {
+		t.Fatalf("finish verdict:\n%s", fin.stdout)
+	}
+	after := scalar(t, dst, "SELECT count(*) FROM pgbench_history")
+	if a, _ := strconv.Atoi(after); a <= mustAtoi(t, before) {
+		t.Errorf("target holds %s history rows, the source had %s before the clone: nothing followed?", after, before)
+	}
+	pgtest.RequireSameSchema(t, sc.BinDir(), src, dst)
+	pgtest.RequireSameData(t, src, dst)
+	if v := scalar(t, dst, "SELECT last_value FROM ticket"); v != "12" {
+		t.Errorf("target sequence ticket at %s, want 12", v)
+	}
+	balances := scalar(t, dst, `SELECT (SELECT sum(abalance) FROM pgbench_accounts) || ' ' || (SELECT sum(bbalance) FROM pgbench_branches)
+		|| ' ' || (SELECT sum(tbalance) FROM pgbench_tellers) || ' ' || (SELECT coalesce(sum(delta), 0) FROM pgbench_history)`)
+	if f := strings.Fields(balances); len(f) != 4 || f[0] != f[1] || f[1] != f[2] || f[2] != f[3] {
+		t.Errorf("pgbench balance invariant broken on the target: accounts, branches, tellers, history = %s", balances)
+	}
+	noFollowLeft(t, src, dst)
+	// A second finish finds nothing to drop and still compares.
+	again := mustPgsprint(t, "follow", "finish", "--source", src, "--target", dst, "-j", "2")
+	if !strings.Contains(again.stdout, "replication already removed") {
+		t.Errorf("finish run again:\n%s", again.stdout)
+	}
+}
+
+// mustFinish runs follow finish and fails the test, with its report,
+// unless it exits 0.
+func mustFinish(t *testing.T, src, dst string) result {
+	t.Helper()
+	r := pgsprint(t, nil, "follow", "finish", "--source", src, "--target", dst, "-j", "2")
+	if r.code != 0 {
+		t.Fatalf("follow finish: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestFollowKeylessAndAbort: a table without primary key is refused
+// before anything is created, followed with --replica-identity-full;
+// abort removes everything; a clone interrupted (SIGINT) removes its slot
+// and publication, a clone killed (SIGKILL) leaves them, and status
+// reports them with the command that drops them.
+func TestFollowKeylessAndAbort(t *testing.T) {
+	ctx := context.Background()
+	sc, dc := newFollowPair(t, "", "")
+	if err := sc.CreateDB(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Exec(ctx, "app", `CREATE TABLE keyed (id int PRIMARY KEY, v text);
+		CREATE TABLE nokey (a int, b text);
+		INSERT INTO keyed SELECT i, 'v' || i FROM generate_series(1, 50000) i;
+		INSERT INTO nokey SELECT i, 'b' || i FROM generate_series(1, 100) i`); err != nil {
+		t.Fatal(err)
+	}
+	src := sc.ConnString("app")
+	newTarget := func(name string) string {
+		if err := dc.CreateDB(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		return dc.ConnString(name)
+	}
+
+	t.Run("refused", func(t *testing.T) {
+		dst := newTarget("refused")
+		r := pgsprint(t, nil, "clone", "--follow", "--source", src, "--target", dst)
+		checkOneError(t, r.code, 1, r.stderr, "without primary key or replica identity (public.nokey)")
+		if !strings.Contains(r.stderr, "--replica-identity-full") {
+			t.Errorf("refusal does not name the options: %s", r.stderr)
+		}
+		noFollowLeft(t, src, dst)
+		if n := scalar(t, dst, "SELECT count(*) FROM pg_class WHERE relname = 'keyed'"); n != "0" {
+			t.Errorf("the refused clone copied anyway")
+		}
+	})
+
+	t.Run("unreachable", func(t *testing.T) {
+		dst := newTarget("unreachable")
+		r := pgsprint(t, nil, "clone", "--follow", "--follow-skip-no-key", "--follow-conninfo", "host=127.0.0.1 port=1 dbname=app password=sekrit-pw",
+			"--source", src, "--target", dst)
+		if r.code != 1 || !strings.Contains(r.stderr, "error: the target server cannot reach the source") {
+			t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+		}
+		t.Log(lastLine(r.stderr))
+		if strings.Contains(r.stderr, "sekrit") {
+			t.Errorf("password printed: %s", r.stderr)
+		}
+		noFollowLeft(t, src, dst)
+		if n := scalar(t, dst, "SELECT count(*) FROM pg_class WHERE relname = 'keyed'"); n != "0" {
+			t.Errorf("the clone copied anyway")
+		}
+	})
+
+	t.Run("replica identity full", func(t *testing.T) {
+		dst := newTarget("full")
+		r := mustPgsprint(t, "clone", "--follow", "--replica-identity-full", "--source", src, "--target", dst)
+		if !strings.Contains(r.stderr, "REPLICA IDENTITY FULL") || !strings.Contains(r.stderr, "nokey") {
+			t.Errorf("clone does not say it set REPLICA IDENTITY FULL:\n%s", r.stderr)
+		}
+		if err := sc.Exec(ctx, "app", `UPDATE nokey SET b = 'changed' WHERE a <= 10; DELETE FROM nokey WHERE a > 90;
+			INSERT INTO nokey VALUES (1000, 'new'); UPDATE keyed SET v = 'x' WHERE id % 7 = 0; TRUNCATE keyed`); err != nil {
+			t.Fatal(err)
+		}
+		fin := mustFinish(t, src, dst)
+		if !strings.Contains(fin.stdout, "target equals source") {
+			t.Fatalf("finish:\n%s", fin.stdout)
+		}
+		pgtest.RequireSameData(t, src, dst)
+		noFollowLeft(t, src, dst)
+		// Put the source back for the other cases.
+		if err := sc.Exec(ctx, "app", `ALTER TABLE nokey REPLICA IDENTITY DEFAULT; INSERT INTO keyed SELECT i, 'v' || i FROM generate_series(1, 50000) i`); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("abort", func(t *testing.T) {
+		dst := newTarget("abort")
+		mustPgsprint(t, "clone", "--follow", "--follow-skip-no-key", "--source", src, "--target", dst)
+		if n := scalar(t, dst, "SELECT count(*) FROM pg_subscription"); n != "1" {
+			t.Fatalf("%s subscriptions on the target after clone --follow", n)
+		}
+		for i := 0; i < 2; i++ { // idempotent
+			mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst)
+			noFollowLeft(t, src, dst)
+		}
+	})
+
+	t.Run("ddl is not followed", func(t *testing.T) {
+		dst := newTarget("ddl")
+		mustPgsprint(t, "clone", "--follow", "--follow-skip-no-key", "--source", src, "--target", dst)
+		if err := sc.Exec(ctx, "app", "CREATE TABLE added (id int PRIMARY KEY)"); err != nil {
+			t.Fatal(err)
+		}
+		defer sc.Exec(ctx, "app", "DROP TABLE added")
+		r := pgsprint(t, nil, "follow", "finish", "--source", src, "--target", dst)
+		checkOneError(t, r.code, 1, r.stderr, "the target differs from the source")
+		if !strings.Contains(r.stdout, "CREATE TABLE public.added") {
+			t.Errorf("finish does not show the schema difference:\n%s", r.stdout)
+		}
+		noFollowLeft(t, src, dst)
+	})
+
+	t.Run("interrupted", func(t *testing.T) {
+		dst := newTarget("interrupted")
+		cmd, stderr := startPgsprint(t, "clone", "--follow", "--follow-skip-no-key", "-j", "1", "--source", src, "--target", dst)
+		waitForSlot(t, src, "pgsprint_interrupted")
+		cmd.Process.Signal(os.Interrupt)
+		if code := waitExit(t, cmd); code != exitInterrupted {
+			t.Fatalf("exit %d, want %d\n%s", code, exitInterrupted, stderr)
+		}
+		noFollowLeft(t, src, dst)
+	})
+
+	t.Run("killed", func(t *testing.T) {
+		dst := newTarget("killed")
+		cmd, _ := startPgsprint(t, "clone", "--follow", "--follow-skip-no-key", "-j", "1", "--source", src, "--target", dst)
+		waitForSlot(t, src, "pgsprint_killed")
+		cmd.Process.Kill()
+		waitExit(t, cmd)
+		st := pgsprint(t, nil, "follow", "status", "--source", src, "--target", dst)
+		if st.code != 1 || !strings.Contains(st.stdout, "SELECT pg_drop_replication_slot('pgsprint_killed'); DROP PUBLICATION \"pgsprint_killed\"") {
+			t.Fatalf("status after a killed clone, exit %d:\n%s%s", st.code, st.stdout, st.stderr)
+		}
+		// Another target's status lists the slot as a leftover.
+		other := pgsprint(t, nil, "follow", "status", "--source", src, "--target", dc.ConnString("abort"))
+		if !strings.Contains(other.stdout, "leftover slot pgsprint_killed") {
+			t.Errorf("status does not list the leftover slot:\n%s", other.stdout)
+		}
+		mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst)
+		noFollowLeft(t, src, dst)
+	})
+}
+
+// waitForSlot waits until the source has the (persistent) slot.
+func waitForSlot(t *testing.T, conn, slot string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if scalar(t, conn, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '"+slot+"' AND confirmed_flush_lsn IS NOT NULL") == "1" {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no slot %s on the source within 30s", slot)
+}
+
+// TestFollowCrossVersion follows a source of the oldest installed major
+// from a target of the newest (13 → 18, the upgrade this is for).
+func TestFollowCrossVersion(t *testing.T) {
+	ctx := context.Background()
+	versions := versionsOrSkip(t, 2)
+	oldBin, err := pgtest.BinDirFor(versions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	newBin, err := pgtest.BinDirFor(versions[len(versions)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, dc := newFollowPair(t, oldBin, newBin)
+	for _, c := range []*pgtest.Cluster{sc, dc} {
+		if err := c.CreateDB(ctx, "app"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, dst := sc.ConnString("app"), dc.ConnString("app")
+	if err := sc.Exec(ctx, "app", `CREATE TABLE t (id serial PRIMARY KEY, v text, n numeric);
+		INSERT INTO t (v, n) SELECT 'v' || i, i / 3.0 FROM generate_series(1, 1000) i`); err != nil {
+		t.Fatal(err)
+	}
+	// --wait: the clone stays and shows the lag until interrupted, which
+	// ends the watching with exit 0; the target goes on following.
+	cmd := exec.Command(binary, "clone", "--follow", "--wait", "--source", src, "--target", dst)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	sawLag := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), " lag: ") {
+				select {
+				case sawLag <- sc.Text():
+				default:
+				}
+			}
+		}
+		close(sawLag)
+	}()
+	select {
+	case l, ok := <-sawLag:
+		if !ok {
+			t.Fatalf("clone --follow --wait ended without showing the lag")
+		}
+		t.Logf("--wait: %s", l)
+	case <-time.After(time.Minute):
+		t.Fatal("clone --follow --wait showed no lag within a minute")
+	}
+	cmd.Process.Signal(os.Interrupt)
+	for range sawLag { // read standard error to its end before Wait
+	}
+	if code := waitExit(t, cmd); code != 0 {
+		t.Fatalf("clone --follow --wait interrupted: exit %d", code)
+	}
+	if err := sc.Exec(ctx, "app", `INSERT INTO t (v, n) SELECT 'w' || i, i FROM generate_series(1, 100) i;
+		UPDATE t SET v = 'u' WHERE id % 10 = 0; DELETE FROM t WHERE id % 13 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	st := mustPgsprint(t, "follow", "status", "--source", src, "--target", dst)
+	t.Logf("status %d → %d:\n%s", versions[0], versions[len(versions)-1], st.stdout)
+	fin := mustFinish(t, src, dst)
+	if !strings.Contains(fin.stdout, "target equals source") {
+		t.Fatalf("finish:\n%s", fin.stdout)
+	}
+	pgtest.RequireSameData(t, src, dst)
+	noFollowLeft(t, src, dst)
+}
+
+// TestFollowUsage: options that cannot work are usage errors before any
+// connection, and a password is never printed.
+func TestFollowUsage(t *testing.T) {
+	src := "host=127.0.0.1 port=1 user=u dbname=s sslmode=disable"
+	dst := "host=127.0.0.1 port=1 user=u dbname=d sslmode=disable"
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"password without conninfo", []string{"PGPASSWORD=sekrit-pw"}, []string{"clone", "--follow", "--source", src, "--target", dst}, "give --follow-conninfo"},
+		{"follow flags without follow", nil, []string{"clone", "--slot", "x", "--source", src, "--target", dst}, "go with --follow"},
+		{"snapshot", nil, []string{"clone", "--follow", "--snapshot", "1-2-3", "--source", src, "--target", dst}, "does not take --snapshot"},
+		{"both keyless choices", nil, []string{"clone", "--follow", "--replica-identity-full", "--follow-skip-no-key", "--source", src, "--target", dst}, "choose one"},
+		{"bad slot name", nil, []string{"clone", "--follow", "--slot", "Bad-Name", "--source", src, "--target", dst}, "slot name"},
+		{"finish without source", nil, []string{"follow", "finish", "--target", dst}, "--source and --target"},
+		{"status without target", nil, []string{"follow", "status"}, "--target is required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := pgsprint(t, tc.env, tc.args...)
+			checkOneError(t, r.code, exitUsage, r.stderr, tc.want)
+			if strings.Contains(r.stderr+r.stdout, "sekrit") {
+				t.Errorf("password printed: %s", r.stderr)
+			}
+		})
+	}
+}

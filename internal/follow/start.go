@@ -1,0 +1,243 @@
+package follow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/pg"
+)
+
+// StartOptions configure the source side of a follow, created before the
+// clone reads the source.
+type StartOptions struct {
+	Source *pgx.ConnConfig
+	Target *pgx.ConnConfig
+	Names  Names
+	// Conninfo is how the target server reaches the source: checked
+	// before anything is copied.
+	Conninfo string
+	// Filter is the clone's selection: the publication holds the tables
+	// whose rows the clone copies.
+	Filter filter.Options
+	// ReplicaIdentityFull sets REPLICA IDENTITY FULL on the source's
+	// tables that have neither a primary key nor a replica identity,
+	// instead of refusing them: once published, their UPDATE and DELETE
+	// would fail on the source.
+	ReplicaIdentityFull bool
+	// SkipNoKey leaves such tables out of the publication instead: their
+	// changes are not followed.
+	SkipNoKey bool
+	Logger    *slog.Logger
+}
+
+// Started is a publication and a slot created on the source, and the
+// replication connection that holds the slot's exported snapshot.
+type Started struct {
+	Names
+	// Snapshot is the slot's exported snapshot: the clone reads in it.
+	Snapshot string
+	// ConsistentPoint is the WAL position the slot's changes start at.
+	ConsistentPoint string
+	// Identity lists the tables set to REPLICA IDENTITY FULL.
+	Identity []string
+
+	src  *pgx.ConnConfig
+	repl *pgconn.PgConn
+	log  *slog.Logger
+}
+
+// Start checks every requirement, then creates the publication and the
+// slot with an exported snapshot. The snapshot lives while the replication
+// connection stays open and idle: call Release once the clone has read
+// everything, Cancel to remove what Start created.
+func Start(ctx context.Context, o StartOptions) (*Started, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := checkTarget(ctx, o.Target, o.Names); err != nil {
+		return nil, err
+	}
+	conn, err := pg.Connect(ctx, o.Source)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	req, err := readRequirements(ctx, conn, o.Names)
+	if err != nil {
+		return nil, err
+	}
+	if err := req.check(o.Names); err != nil {
+		return nil, err
+	}
+	tables, err := listTables(ctx, conn, o.Filter)
+	if err != nil {
+		return nil, err
+	}
+	pub, keyless, err := o.choose(req, tables, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := probeReach(ctx, conn, o.Target, o.Names, o.Conninfo); err != nil {
+		return nil, err
+	}
+	s := &Started{Names: o.Names, src: o.Source, log: log}
+	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if o.ReplicaIdentityFull {
+			for _, t := range keyless {
+				if _, err := tx.Exec(ctx, "ALTER TABLE "+t+" REPLICA IDENTITY FULL"); err != nil {
+					return fmt.Errorf("set REPLICA IDENTITY FULL on %s: %w", t, err)
+				}
+				log.Warn("source table set to REPLICA IDENTITY FULL: it has no primary key, and its UPDATE and DELETE must be published", "table", t)
+			}
+		}
+		if _, err := tx.Exec(ctx, "CREATE PUBLICATION "+pg.Ident(o.Names.Publication)+" "+pub); err != nil {
+			return fmt.Errorf("create publication %s on the source: %w", o.Names.Publication, err)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if o.ReplicaIdentityFull {
+		s.Identity = keyless
+	}
+	if err := s.createSlot(ctx); err != nil {
+		cleanup := s.Cancel(context.WithoutCancel(ctx))
+		return nil, errors.Join(err, cleanup)
+	}
+	log.Info("follow: slot created", "slot", s.Slot, "publication", s.Publication, "consistent point", s.ConsistentPoint, "snapshot", s.Snapshot)
+	return s, nil
+}
+
+// choose returns the publication's table clause and the keyless tables
+// (quoted), refusing them unless the options say what to do.
+func (o StartOptions) choose(req requirements, tables []table, log *slog.Logger) (string, []string, error) {
+	var keyless, list []string
+	skipped := false
+	for _, t := range tables {
+		switch {
+		case !t.logged:
+			log.Warn("changes to an unlogged table are not followed (logical replication cannot read them)", "table", t.name)
+			skipped = true
+			continue
+		case t.keyless:
+			keyless = append(keyless, t.name)
+			if o.SkipNoKey && !o.ReplicaIdentityFull {
+				log.Warn("table without primary key or replica identity left out of the publication: its changes after the clone are NOT followed", "table", t.name)
+				skipped = true
+				continue
+			}
+		}
+		list = append(list, t.name)
+	}
+	if len(keyless) > 0 && !o.ReplicaIdentityFull && !o.SkipNoKey {
+		return "", nil, fmt.Errorf("source tables without primary key or replica identity (%s): published, their UPDATE and DELETE would fail on the source; choose --replica-identity-full (sets REPLICA IDENTITY FULL on them) or --follow-skip-no-key (their changes are not followed)",
+			pg.Shorten(strings.Join(keyless, ", "), 300))
+	}
+	if req.superuser && !o.Filter.Active() && !skipped {
+		return "FOR ALL TABLES", keyless, nil
+	}
+	if len(list) == 0 {
+		return "", nil, errors.New("no table of the source to follow")
+	}
+	return "FOR TABLE " + strings.Join(list, ", "), keyless, nil
+}
+
+// createSlot opens the replication connection and creates the slot with
+// an exported snapshot on it.
+func (s *Started) createSlot(ctx context.Context) error {
+	cfg := s.src.Copy()
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["replication"] = "database"
+	cfg.RuntimeParams["application_name"] = "pgsprint"
+	repl, err := pgconn.ConnectConfig(ctx, &cfg.Config)
+	if err != nil {
+		return &pg.ConnectError{Target: "replication connection to " + pg.Describe(s.src), Err: err}
+	}
+	res, err := pglogrepl.CreateReplicationSlot(ctx, repl, s.Slot, "pgoutput",
+		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT"})
+	if err != nil {
+		repl.Close(context.WithoutCancel(ctx))
+		return fmt.Errorf("create replication slot %s on the source: %w", s.Slot, err)
+	}
+	s.repl = repl
+	s.Snapshot = res.SnapshotName
+	s.ConsistentPoint = res.ConsistentPoint
+	return nil
+}
+
+// Release closes the replication connection, and with it the exported
+// snapshot: the slot stays. Call it once the clone has read everything.
+func (s *Started) Release(ctx context.Context) {
+	if s.repl != nil {
+		s.repl.Close(context.WithoutCancel(ctx))
+		s.repl = nil
+	}
+}
+
+// Cancel removes what Start created on the source: the slot, the
+// publication, and the REPLICA IDENTITY FULL it set (back to DEFAULT).
+func (s *Started) Cancel(ctx context.Context) error {
+	var errs []error
+	if s.repl != nil {
+		// The slot belongs to this connection: dropping it there
+		// needs no wait for a walsender to let go of it.
+		if err := pglogrepl.DropReplicationSlot(ctx, s.repl, s.Slot, pglogrepl.DropReplicationSlotOptions{}); err == nil {
+			s.Slot = ""
+		}
+		s.Release(ctx)
+	}
+	conn, err := pg.Connect(ctx, s.src)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if s.Slot != "" {
+		if err := dropSlot(ctx, conn, s.Slot); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := conn.Exec(ctx, "DROP PUBLICATION IF EXISTS "+pg.Ident(s.Publication)); err != nil {
+		errs = append(errs, fmt.Errorf("drop publication %s on the source: %w", s.Publication, err))
+	}
+	for _, t := range s.Identity {
+		if _, err := conn.Exec(ctx, "ALTER TABLE "+t+" REPLICA IDENTITY DEFAULT"); err != nil {
+			errs = append(errs, fmt.Errorf("reset replica identity of %s: %w", t, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dropSlot drops a slot of the connection's database if it exists,
+// waiting up to 10 seconds for the walsender that uses it to let go (a
+// subscription just dropped or disabled, a connection just closed).
+func dropSlot(ctx context.Context, conn *pgx.Conn, slot string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := conn.Exec(ctx, `SELECT pg_catalog.pg_drop_replication_slot(slot_name)
+			FROM pg_catalog.pg_replication_slots WHERE slot_name = $1`, slot)
+		var pgErr *pgconn.PgError
+		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "55006" || time.Now().After(deadline) { // object_in_use: active
+			if err != nil {
+				return fmt.Errorf("drop replication slot %s on the source: %w", slot, err)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("drop replication slot %s on the source: %w", slot, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
