@@ -185,7 +185,7 @@ break"`: "rows=3 ",
 		"app.capitals":                   "rows=50 ",
 		"app.hamlets":                    "rows=20 ",
 		"app.cache":                      "rows=500 ", // unlogged
-		"app.empty_table":                "rows=0 md5=",
+		"app.empty_table":                "rows=0 hash=0/0",
 		"app.no_columns":                 "rows=3 ",
 		"app.dropped":                    "rows=1100 ",
 		"app.measurements_2023_eu":       "rows=",

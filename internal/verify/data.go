@@ -231,15 +231,21 @@ func hashRelation(ctx context.Context, conn *pgx.Conn, r relation) (string, erro
 	// would otherwise be hashed instead of the row. textsend gives the
 	// row's text in the connection's encoding, UTF8, so that equal rows
 	// of databases in different encodings hash equal (a SQL_ASCII
-	// database's bytes pass unconverted).
-	q := `SELECT count(*), coalesce(md5(string_agg(h, '' ORDER BY h COLLATE "C")), '')
+	// database's bytes pass unconverted). The rows' md5s are combined by
+	// adding their two 64-bit halves (exact, in numeric): independent of
+	// row order like sorting them, and duplicates still count, at half
+	// the server's time (no sort of one string per row), which is on the
+	// path of every compare and of follow finish's downtime.
+	q := `SELECT count(*),
+		coalesce(sum(('x' || substr(h, 1, 16))::bit(64)::bigint::numeric), 0)::text || '/' ||
+		coalesce(sum(('x' || substr(h, 17, 16))::bit(64)::bigint::numeric), 0)::text
 		FROM (SELECT md5(pg_catalog.textsend(ROW(r.*)::text)) AS h FROM ONLY ` + r.name + ` AS r) s`
 	var n int64
 	var h string
 	if err := conn.QueryRow(ctx, q).Scan(&n, &h); err != nil {
 		return "", fmt.Errorf("hashing %s: %w", r.name, err)
 	}
-	return fmt.Sprintf("rows=%d md5=%s", n, h), nil
+	return fmt.Sprintf("rows=%d hash=%s", n, h), nil
 }
 
 // largeObjects adds every large object's metadata and content hash.
