@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"os"
 	"os/exec"
@@ -63,7 +64,8 @@ func startPgbench(t *testing.T, binDir, conn string) (stop func()) {
 // writes to it, lets the writes go on a few seconds after the clone, stops
 // them and finishes: the target must equal the source (schema, rows,
 // sequences), pgbench's balance invariant must hold on it, and nothing of
-// the replication may be left. Scale 2 keeps it within seconds in CI.
+// the replication may be left. Scale 2 keeps it within seconds in CI;
+// PGSPRINT_FOLLOW_SCALE measures the downtime at another scale.
 func TestFollowPgbench(t *testing.T) {
 	ctx := context.Background()
 	sc, dc := newFollowPair(t, "", "")
@@ -73,7 +75,8 @@ func TestFollowPgbench(t *testing.T) {
 		}
 	}
 	src, dst := sc.ConnString("app"), dc.ConnString("app")
-	init := exec.Command(filepath.Join(sc.BinDir(), "pgbench"), "-i", "-q", "-s", "2", "--foreign-keys", src)
+	scale := cmp.Or(os.Getenv("PGSPRINT_FOLLOW_SCALE"), "2")
+	init := exec.Command(filepath.Join(sc.BinDir(), "pgbench"), "-i", "-q", "-s", scale, "--foreign-keys", src)
 	if out, err := init.CombinedOutput(); err != nil {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)
 	}
