@@ -84,19 +84,21 @@ func runCompare(ctx context.Context, o compareOptions, out io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	// The schemas are dumped while the rows are hashed: pg_dump waits on
+	// the servers' catalogs, the hashing on their CPUs.
 	var fa, fb map[string]string
+	var diff string
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) { fa, err = verify.FingerprintParallel(gctx, src, o.jobs); return err })
 	g.Go(func() (err error) { fb, err = verify.FingerprintParallel(gctx, dst, o.jobs); return err })
+	if o.schema {
+		g.Go(func() (err error) { diff, err = compareSchemas(gctx, o); return err })
+	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
 	different := reportFingerprints(out, fa, fb, o.all)
 	if o.schema {
-		diff, err := compareSchemas(ctx, o)
-		if err != nil {
-			return err
-		}
 		if diff != "" {
 			fmt.Fprintf(out, "schema differs (- source, + target):\n%s\n", diff)
 			different = true

@@ -159,7 +159,7 @@ func snapshotConn(ctx context.Context, cfg *pgx.ConnConfig, snapshot string) (*p
 // relationsPerTransaction is how many relations a hashing connection reads
 // in one transaction before it ends it, releasing their locks, and imports
 // the snapshot again.
-const relationsPerTransaction = 100
+const relationsPerTransaction = 20
 
 // beginSnapshot begins conn's read-only repeatable-read transaction with
 // the settings that pin value text, in snapshot when it is not empty.
