@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
@@ -36,6 +37,18 @@ type restoreOptions struct {
 	spillDir  string
 	filter    filter.Options
 	noTrig    bool
+	list      listFlags
+}
+
+// listFlags are restore's -l and -L, pg_restore's table of contents flags.
+type listFlags struct {
+	print bool   // -l: print the table of contents, restore nothing
+	use   string // -L: restore only the entries this list keeps
+}
+
+func (l *listFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVarP(&l.print, "list", "l", false, "print the archive's table of contents in pg_restore --list's format (no database needed) and exit")
+	fs.StringVarP(&l.use, "use-list", "L", "", "restore only the entries this list (edited output of -l, or of pg_restore -l of the schema) keeps; \";\" comments a line out")
 }
 
 func newRestoreCmd() *cobra.Command {
@@ -145,6 +158,7 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
 	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
 	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
 	fs.BoolVar(&o.toSQL, "to-sql", false, "write the archive as one plain SQL script (one transaction) to standard output, for psql, instead of restoring it")
+	o.list.register(fs)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -158,6 +172,9 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	removeStale(o.log.logger(), "", tempfile.InTempDir()...)
 	if o.file == "-" {
 		removeStale(o.log.logger(), o.spillDir, tempfile.Spill, tempfile.Stdin)
+	}
+	if o.list.print {
+		return printList(ctx, o)
 	}
 	if o.toSQL {
 		return writeSQL(ctx, o)
@@ -193,6 +210,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		Target: cfg, File: o.file, Stdin: os.Stdin, SpillDir: o.spillDir, Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
 		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
+		UseList: o.list.use,
 	})
 	if err != nil {
 		return err
@@ -216,27 +234,18 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 	if o.noTrig {
 		return usageError{fmt.Errorf("--to-sql does not take --disable-triggers")}
 	}
-	var f *archive.File
-	var err error
-	if o.file == "-" {
-		if term.IsTerminal(int(os.Stdin.Fd())) {
-			return usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
-		}
-		// The script is written in the manifest's order, which a pipe
-		// does not deliver: the archive waits whole in --spill-dir.
-		f, err = archive.Spool(os.Stdin, o.spillDir)
-	} else {
-		f, err = archive.OpenFile(o.file)
-	}
+	// The script is written in the manifest's order, which a pipe
+	// does not deliver: the archive waits whole in --spill-dir.
+	f, err := openWhole(o)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	opts := sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL}
-	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly {
+	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.list.use != "" {
 		// As restored into an empty database: the schemas of selected
 		// tables come too, foreign keys to tables left out do not.
-		sel, err := restore.Select(ctx, f.Reader, o.filter, o.log.logger())
+		sel, err := restore.SelectList(ctx, f.Reader, o.filter, o.list.use, o.log.logger())
 		if err != nil {
 			return err
 		}
@@ -244,6 +253,32 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 		opts.Selection = sel
 	}
 	return sqlscript.Write(ctx, f.Reader, os.Stdout, opts)
+}
+
+// openWhole opens the archive -f names, or spools standard input whole
+// into --spill-dir when it is "-".
+func openWhole(o restoreOptions) (*archive.File, error) {
+	if o.file != "-" {
+		return archive.OpenFile(o.file)
+	}
+	if term.IsTerminal(int(os.Stdin.Fd())) {
+		return nil, usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
+	}
+	return archive.Spool(os.Stdin, o.spillDir)
+}
+
+// printList is restore -l: the archive's table of contents, as pg_restore
+// -l prints a custom archive's, with pgsprint's data entries; no database.
+func printList(ctx context.Context, o restoreOptions) error {
+	if o.list.use != "" || o.toSQL {
+		return usageError{fmt.Errorf("-l/--list prints the table of contents and restores nothing: it does not take -L or --to-sql")}
+	}
+	f, err := openWhole(o)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return restore.List(ctx, f.Reader, os.Stdout, o.log.logger())
 }
 
 // restoreSummary is the end-of-run summary of a restore or a clone. The

@@ -53,6 +53,10 @@ type Options struct {
 	// constraints, triggers and owned sequences), --schema-only,
 	// --data-only (load into existing, empty tables; create nothing).
 	Filter filter.Options
+	// UseList is a list file in restore -l's format (pg_restore --list's,
+	// with pgsprint's data entries): only the entries it keeps are
+	// restored, as with pg_restore -L (see chooseFromList).
+	UseList string
 	// DisableTriggers loads --data-only rows with triggers and foreign key
 	// checks off (session_replication_role = replica, which needs a
 	// superuser), as pg_restore --disable-triggers.
