@@ -32,6 +32,7 @@ type cloneOptions struct {
 	filter    filter.Options
 	lockWait  string
 	textCopy  bool
+	noStats   bool // --no-statistics
 }
 
 func newCloneCmd() *cobra.Command {
@@ -103,6 +104,7 @@ into existing, empty tables of the target, referenced tables first.`,
 	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock at the start (e.g. 30s, 500ms, 2min; a bare number is milliseconds; as pg_dump)")
 	fs.StringVar(&o.snapshot, "snapshot", "", "read the source in this snapshot, held by \"pgsprint snapshot\", instead of exporting one")
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted clone in the same --snapshot, skipping what it finished")
+	fs.BoolVar(&o.noStats, "no-statistics", false, "analyze the copied tables instead of copying the source's optimizer statistics (copied when both servers are 18 or later)")
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -152,6 +154,7 @@ func runClone(ctx context.Context, o cloneOptions) error {
 		Split:    plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		Version: version, Logger: o.log.logger(), Progress: w.reporter,
+		NoStatistics: o.noStats,
 	})
 	if err != nil {
 		return err

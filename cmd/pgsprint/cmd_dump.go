@@ -35,6 +35,7 @@ type dumpOptions struct {
 	progress  progressFlags
 	filter    filter.Options
 	lockWait  string
+	noStats   bool // --no-statistics
 }
 
 func newDumpCmd() *cobra.Command {
@@ -73,6 +74,7 @@ only when complete.`,
 	registerFilterFlags(fs, &o.filter, "dump")
 	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock at the start (e.g. 30s, 500ms, 2min; a bare number is milliseconds; as pg_dump)")
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "dump the definition but not the rows of tables matching this pattern")
+	fs.BoolVar(&o.noStats, "no-statistics", false, "do not carry optimizer statistics (carried by default when pg_dump is 18 or later; restore into 18+ then skips ANALYZE)")
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -130,6 +132,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 		Source: cfg, File: o.file, Stdout: os.Stdout, Jobs: o.jobs, Codec: c, BlockSize: o.blockSize,
 		Split:   plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Version: version, Logger: o.log.logger(), Progress: w.reporter, Filter: o.filter, LockWaitTimeout: o.lockWait,
+		NoStatistics: o.noStats,
 	})
 	if err != nil {
 		return err

@@ -38,6 +38,7 @@ type restoreOptions struct {
 	filter    filter.Options
 	noTrig    bool
 	list      listFlags
+	noStats   bool // --no-statistics
 }
 
 // listFlags are restore's -l and -L, pg_restore's table of contents flags.
@@ -159,6 +160,7 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
 	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
 	fs.BoolVar(&o.toSQL, "to-sql", false, "write the archive as one plain SQL script (one transaction) to standard output, for psql, instead of restoring it")
 	o.list.register(fs)
+	fs.BoolVar(&o.noStats, "no-statistics", false, "do not restore the archive's optimizer statistics (PostgreSQL 18+): analyze the tables instead")
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -210,7 +212,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		Target: cfg, File: o.file, Stdin: os.Stdin, SpillDir: o.spillDir, Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
 		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
-		UseList: o.list.use,
+		UseList: o.list.use, NoStatistics: o.noStats,
 	})
 	if err != nil {
 		return err

@@ -25,8 +25,9 @@ func (s *Session) Schema(ctx context.Context, w io.Writer) error {
 	if s.Manifest != nil && s.Manifest.Encoding == "SQL_ASCII" {
 		enc = "SQL_ASCII"
 	}
-	args := append([]string{"--schema-only", "--format=custom", "--no-password", "--encoding=" + enc,
-		"--snapshot=" + s.snap.ID, "--dbname=" + dsn}, s.filter.PgDumpArgs()...)
+	args := append(s.schemaArgs(), "--format=custom", "--no-password", "--encoding="+enc,
+		"--snapshot="+s.snap.ID, "--dbname="+dsn)
+	args = append(args, s.filter.PgDumpArgs()...)
 	cmd := exec.CommandContext(ctx, s.tools.PgDump(), args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
@@ -39,6 +40,20 @@ func (s *Session) Schema(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("pg_dump --schema-only: %s", pg.ToolError(stderr.Bytes(), err))
 	}
 	return nil
+}
+
+// schemaArgs selects what pg_dump writes: the schema, and with pg_dump 18
+// or later the optimizer statistics too (STATISTICS DATA entries: tables'
+// in the data section, indexes' in post-data), which pg_dump leaves out of
+// --schema-only; --no-data --statistics is the schema plus statistics,
+// without table data, sequence values or large objects, which pgsprint
+// carries itself. A --schema-only or --data-only dump carries none, as
+// pg_dump's.
+func (s *Session) schemaArgs() []string {
+	if s.tools.Major < 18 || s.noStat || s.filter.SchemaOnly || s.filter.DataOnly {
+		return []string{"--schema-only"}
+	}
+	return []string{"--no-data", "--statistics"}
 }
 
 // dumpSchema streams the session's schema into the archive's schema stream.

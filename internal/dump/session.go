@@ -41,6 +41,9 @@ type SessionOptions struct {
 	// longer for a table's ACCESS SHARE lock. Empty waits as long as it
 	// takes.
 	LockWaitTimeout string
+	// NoStatistics leaves optimizer statistics out of the schema stream,
+	// which otherwise carries them when its pg_dump can (18 and later).
+	NoStatistics bool
 	// BinaryForMajor, when it is the source's major version, marks the
 	// chunks of tables with only built-in column types Binary (clone
 	// passes its target's major; dump leaves it zero: archives are text).
@@ -60,6 +63,7 @@ type Session struct {
 	tools  pgbin.Tools
 	snap   *pg.Snapshot
 	filter filter.Options
+	noStat bool // SessionOptions.NoStatistics
 	cat    *catalog
 	// Manifest lays out the streams: 0 is the schema, then one per chunk,
 	// then one per large object.
@@ -79,7 +83,7 @@ func Begin(ctx context.Context, opts SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{leader: leader, source: opts.Source, filter: opts.Filter}
+	s := &Session{leader: leader, source: opts.Source, filter: opts.Filter, noStat: opts.NoStatistics}
 	if err := s.begin(ctx, opts, log); err != nil {
 		s.Close(ctx)
 		return nil, err

@@ -29,7 +29,10 @@ const defaultSplitMinBytes = 256 << 20
 // SQL and dependencies. An error means the post-data cannot be taken apart
 // and pg_restore must do all of it.
 func (r *run) postDataScript(ctx context.Context) (*toc.Script, error) {
-	list, err := r.command(ctx, r.tools.PgRestore(), "--list", "--section=post-data", r.schema).Output()
+	// Indexes' statistics are post-data too: they come with the others
+	// (restoreStatistics), never before their table's data is in.
+	noStats := r.statisticsFlag()
+	list, err := r.command(ctx, r.tools.PgRestore(), "--list", "--section=post-data", noStats, r.schema).Output()
 	if err != nil {
 		return nil, fmt.Errorf("pg_restore --list: %w", err)
 	}
@@ -37,7 +40,7 @@ func (r *run) postDataScript(ctx context.Context) (*toc.Script, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--verbose", "--file=-", "--section=post-data"}, r.ownershipFlags()...)
+	args := append([]string{"--verbose", "--file=-", "--section=post-data", noStats}, r.ownershipFlags()...)
 	if r.sel.ids != nil {
 		ids = keepIDs(ids, r.sel.ids)
 		args = append(args, r.sel.useList())
@@ -119,7 +122,7 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 	if script == nil {
 		return g, nil
 	}
-	if _, err := schedule.PlanPostData(g, script, schedule.PlanOptions{Tables: tables, Analyze: !r.opts.NoAnalyze}); err != nil {
+	if _, err := schedule.PlanPostData(g, script, schedule.PlanOptions{Tables: tables, Analyze: !r.opts.NoAnalyze, Statistics: r.stats.tables}); err != nil {
 		return nil, err
 	}
 	return g, nil
