@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/schedule"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
@@ -112,12 +113,18 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 		}
 	}
 	for i := range r.m.LargeObjects {
-		lo := &r.m.LargeObjects[i]
-		if r.missing(lo.Stream) {
+		if lo := &r.m.LargeObjects[i]; r.missing(lo.Stream) {
 			return nil, fmt.Errorf("archive has no data for large object %d", lo.OID)
 		}
-		g.Add(&schedule.Task{Name: fmt.Sprintf("large object %d", lo.OID), Step: chunkStep(lo.Stream), Kind: schedule.Data,
-			Cost: r.plannedBytes(lo.Stream, lo.Size), Data: &load{lo: lo}})
+	}
+	batches, sizes := batchLargeObjects(r.m.LargeObjects, func(lo *archive.LargeObject) int64 { return r.plannedBytes(lo.Stream, lo.Size) })
+	for i, los := range batches {
+		name := fmt.Sprintf("large object %d", los[0].OID)
+		if len(los) > 1 {
+			name = fmt.Sprintf("large objects %d to %d (%d)", los[0].OID, los[len(los)-1].OID, len(los))
+		}
+		// No step of its own: each object records its own (loadLargeObjects).
+		g.Add(&schedule.Task{Name: name, Kind: schedule.Data, Cost: sizes[i], Data: &load{los: los}})
 	}
 	if script == nil {
 		return g, nil
@@ -255,8 +262,8 @@ func (e *engine) exec(ctx context.Context, w int, t *schedule.Task) error {
 		l := t.Data.(*load)
 		var n int64
 		switch {
-		case l.lo != nil:
-			return e.r.loadLargeObject(ctx, conn, l.lo)
+		case l.los != nil:
+			return e.r.loadLargeObjects(ctx, conn, l.los)
 		case l.split != nil:
 			n, err = e.r.loadPart(ctx, conn, l.split)
 		default:
