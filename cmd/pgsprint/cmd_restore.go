@@ -115,6 +115,22 @@ With --to-sql the selection is written as if into an empty database; with
 -f - the archive is first copied whole into an unlinked file in --spill-dir,
 since the script needs its parts in order.
 
+-l prints the archive's table of contents in pg_restore --list's format,
+without connecting anywhere: pg_dump's schema entries with their dump IDs,
+and pgsprint's own data entries (TABLE DATA, SEQUENCE SET, MATERIALIZED
+VIEW DATA, BLOBS for all large objects), numbered after the schema's
+highest ID. -L FILE restores only the entries such a list keeps (";"
+comments a line out), as pg_restore -L does, on N connections; the order
+of the lines does not matter. A list made from pg_restore -l of the schema
+alone (no data entries at all) loads the data of every table, sequence and
+materialized view whose entry it keeps, and the large objects. -L does not
+combine with -n/-N/-t/-T: edit the list instead.
+
+An archive dumped by pgsprint with pg_dump 18 or later carries the source's
+optimizer statistics: restored into PostgreSQL 18 or later, they come back
+after the data (tables, indexes, materialized views), and tables whose
+statistics came back are not analyzed. --no-statistics analyzes instead.
+
 --to-sql writes a script for psql that is all or nothing, as pg_restore
 --single-transaction: it sets ON_ERROR_STOP, begins with BEGIN, and ends
 with COMMIT, written only after the whole archive has been read and every
@@ -133,6 +149,8 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
   pgsprint restore -f mydb.pgs -d prod -t app.orders --clean   # one table back, with its indexes
   pgsprint restore -f mydb.pgs -d copy -n app -T 'app.log_*'
   pgsprint restore -f mydb.pgs -d copy --data-only  # rows into an existing schema
+  pgsprint restore -f mydb.pgs -l > mydb.list      # edit: ";" comments an entry out
+  pgsprint restore -f mydb.pgs -d copy -L mydb.list
   pgsprint dump -d prod -f - | pgsprint restore -f - -d copy -j 8
   ssh db1 pgsprint dump -d prod | pgsprint restore -f - -d copy
   pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -X -d copy -f mydb.sql
