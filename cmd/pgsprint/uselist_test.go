@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -93,6 +94,24 @@ SELECT lo_from_bytea(0, 'large');`); err != nil {
 		pgRestoreList(t, c, "viapg1", schemaFile, keepSchemaLines(edited, schemaList))
 		if got, want := pgtest.SchemaDump(t, c.BinDir(), dst), pgtest.SchemaDump(t, c.BinDir(), c.ConnString("viapg1")); got != want {
 			t.Errorf("schema differs from pg_restore -L's:\n%s\nwant:\n%s", got, want)
+		}
+	})
+	t.Run("-l from a pipe, -L with --to-sql", func(t *testing.T) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := pgsprintStdin(t, nil, bytes.NewReader(data), "restore", "-l", "-f", "-"); r.code != 0 || r.stdout != list {
+			t.Errorf("restore -l -f -: exit %d, %s\nlisting differs from the file's:\n%s", r.code, r.stderr, r.stdout)
+		}
+		edited := commentOut(list, func(l string) bool { return strings.Contains(l, " TABLE DATA app orders ") })
+		listFile := filepath.Join(t.TempDir(), "sql.list")
+		if err := os.WriteFile(listFile, []byte(edited), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		script := mustPgsprint(t, "restore", "-f", file, "--to-sql", "-L", listFile).stdout
+		if strings.Contains(script, `COPY "app"."orders"`) || !strings.Contains(script, `COPY "app"."customers"`) {
+			t.Errorf("--to-sql -L: want COPY of app.customers and not of app.orders")
 		}
 	})
 	t.Run("a list from pg_restore -l of the embedded schema", func(t *testing.T) {
