@@ -196,6 +196,9 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.list.print {
 		return printList(ctx, o)
 	}
+	if o.list.use != "" && o.filter.Active() {
+		return usageError{fmt.Errorf("-L/--use-list does not combine with -n/-N/-t/-T/--exclude-table-data: edit the list instead")}
+	}
 	if o.toSQL {
 		return writeSQL(ctx, o)
 	}

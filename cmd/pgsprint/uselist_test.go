@@ -142,6 +142,21 @@ SELECT lo_from_bytea(0, 'large');`); err != nil {
 			t.Errorf("schema differs from pg_restore -L's:\n%s\nwant:\n%s", got, want)
 		}
 	})
+	t.Run("usage", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			args []string
+			code int
+			msg  string
+		}{
+			{"-L with -t", []string{"-L", filepath.Join(dir, "edited.list"), "-t", "app.orders"}, exitUsage, "does not combine"},
+			{"-l with -L", []string{"-l", "-L", filepath.Join(dir, "edited.list")}, exitUsage, "does not take -L"},
+			{"missing list", []string{"-L", filepath.Join(dir, "nope.list")}, exitFailure, "nope.list"},
+		} {
+			r := pgsprint(t, nil, append([]string{"restore", "-f", file, "-d", c.ConnString("postgres"), "-q"}, tc.args...)...)
+			checkOneError(t, r.code, tc.code, r.stderr, tc.msg)
+		}
+	})
 	t.Run("an entry the archive lacks", func(t *testing.T) {
 		listFile := filepath.Join(dir, "bad.list")
 		if err := os.WriteFile(listFile, []byte(list+"999999; 0 0 TABLE DATA x y z\n"), 0o644); err != nil {
