@@ -2,15 +2,21 @@
 GO ?= go
 TEST_TIMEOUT ?= 14m
 
-.PHONY: all build deps test test-matrix demo vet fmt clean bench bench-quick bench-deps
+.PHONY: all build deps deps-demo test test-matrix demo vet fmt clean bench bench-quick bench-deps
 
 all: build
 
 build:
 	$(GO) build -o bin/pgsprint ./cmd/pgsprint
 
+# Everything the tests need: Go modules, one PostgreSQL (Debian's) and the
+# extra majors under /opt/pgsprint-pg (scripts/install-pg-versions.sh).
 deps:
 	@scripts/ensure-deps.sh
+
+# What the demo needs: Go modules and one PostgreSQL.
+deps-demo:
+	@scripts/ensure-deps.sh --demo
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
@@ -31,7 +37,7 @@ test-matrix: deps
 		-run 'TestEveryVersion|TestCrossVersion|TestDumpFromStandby' ./internal/pgtest ./cmd/pgsprint
 
 # A throwaway cluster with sample data: dump, restore, verify, show numbers.
-demo: deps
+demo: deps-demo
 	$(GO) run ./cmd/pgsprint demo
 
 # The benchmark report (docs/BENCHMARKS.md): pg_dump's format x compression

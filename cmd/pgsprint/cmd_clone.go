@@ -37,6 +37,7 @@ type cloneOptions struct {
 	password  passwordFlags
 	role      string
 	follow    followFlags
+	noStats   bool // --no-statistics
 }
 
 func newCloneCmd() *cobra.Command {
@@ -121,6 +122,7 @@ into existing, empty tables of the target, referenced tables first.`,
 	o.password.register(fs)
 	fs.StringVar(&o.role, "role", "", "SET ROLE to this role on every connection, source and target, after logging in")
 	o.follow.register(fs)
+	fs.BoolVar(&o.noStats, "no-statistics", false, "analyze the copied tables instead of copying the source's optimizer statistics (copied when both servers are 18 or later)")
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -183,6 +185,7 @@ func runClone(ctx context.Context, o cloneOptions) (err error) {
 		Split:    plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		Version: version, Logger: o.log.logger(), Progress: w.reporter,
+		NoStatistics: o.noStats,
 	})
 	if errors.Is(err, clone.ErrSameDatabase) {
 		return usageError{err}

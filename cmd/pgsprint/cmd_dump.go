@@ -37,6 +37,7 @@ type dumpOptions struct {
 	lockWait  string
 	snapshot  string
 	compat    compatFlags
+	noStats   bool // --no-statistics
 }
 
 func newDumpCmd() *cobra.Command {
@@ -92,6 +93,7 @@ the dump with one line naming the table and the session or what changed
 	fs.StringVar(&o.snapshot, "snapshot", "", "read the database in this exported snapshot (e.g. a replication slot's) instead of exporting one; it must stay held until the dump ends")
 	o.compat = compatFlags{cmd: "dump"}
 	o.compat.register(fs, &o.filter)
+	fs.BoolVar(&o.noStats, "no-statistics", false, "do not carry optimizer statistics (carried by default when pg_dump is 18 or later; restore into 18+ then skips ANALYZE)")
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -149,6 +151,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 		Source: cfg, File: o.file, Stdout: os.Stdout, Jobs: o.jobs, Codec: c, BlockSize: o.blockSize,
 		Split:   plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Version: version, Logger: o.log.logger(), Progress: w.reporter, Filter: o.filter, LockWaitTimeout: o.lockWait, Snapshot: o.snapshot,
+		NoStatistics: o.noStats,
 	})
 	if err != nil {
 		return err

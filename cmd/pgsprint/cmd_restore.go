@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
@@ -40,6 +41,19 @@ type restoreOptions struct {
 	compat    compatFlags
 	exitOnErr bool
 	single    bool
+	list      listFlags
+	noStats   bool // --no-statistics
+}
+
+// listFlags are restore's -l and -L, pg_restore's table of contents flags.
+type listFlags struct {
+	print bool   // -l: print the table of contents, restore nothing
+	use   string // -L: restore only the entries this list keeps
+}
+
+func (l *listFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVarP(&l.print, "list", "l", false, "print the archive's table of contents in pg_restore --list's format (no database needed) and exit")
+	fs.StringVarP(&l.use, "use-list", "L", "", "restore only the entries this list (edited output of -l, or of pg_restore -l of the schema) keeps; \";\" comments a line out")
 }
 
 func newRestoreCmd() *cobra.Command {
@@ -105,6 +119,22 @@ With --to-sql the selection is written as if into an empty database; with
 -f - the archive is first copied whole into an unlinked file in --spill-dir,
 since the script needs its parts in order.
 
+-l prints the archive's table of contents in pg_restore --list's format,
+without connecting anywhere: pg_dump's schema entries with their dump IDs,
+and pgsprint's own data entries (TABLE DATA, SEQUENCE SET, MATERIALIZED
+VIEW DATA, BLOBS for all large objects), numbered after the schema's
+highest ID. -L FILE restores only the entries such a list keeps (";"
+comments a line out), as pg_restore -L does, on N connections; the order
+of the lines does not matter. A list made from pg_restore -l of the schema
+alone (no data entries at all) loads the data of every table, sequence and
+materialized view whose entry it keeps, and the large objects. -L does not
+combine with -n/-N/-t/-T: edit the list instead.
+
+An archive dumped by pgsprint with pg_dump 18 or later carries the source's
+optimizer statistics: restored into PostgreSQL 18 or later, they come back
+after the data (tables, indexes, materialized views), and tables whose
+statistics came back are not analyzed. --no-statistics analyzes instead.
+
 --to-sql writes a script for psql that is all or nothing, as pg_restore
 --single-transaction: it sets ON_ERROR_STOP, begins with BEGIN, and ends
 with COMMIT, written only after the whole archive has been read and every
@@ -123,6 +153,8 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
   pgsprint restore -f mydb.pgs -d prod -t app.orders --clean   # one table back, with its indexes
   pgsprint restore -f mydb.pgs -d copy -n app -T 'app.log_*'
   pgsprint restore -f mydb.pgs -d copy --data-only  # rows into an existing schema
+  pgsprint restore -f mydb.pgs -l > mydb.list      # edit: ";" comments an entry out
+  pgsprint restore -f mydb.pgs -d copy -L mydb.list
   pgsprint dump -d prod -f - | pgsprint restore -f - -d copy -j 8
   ssh db1 pgsprint dump -d prod | pgsprint restore -f - -d copy
   pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -X -d copy -f mydb.sql
@@ -166,6 +198,8 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
 	o.compat.register(fs, &o.filter)
 	fs.BoolVarP(&o.exitOnErr, "exit-on-error", "e", false, "stop at the first error (pgsprint restore always does: accepted for pg_restore's sake)")
 	fs.BoolVarP(&o.single, "single-transaction", "1", false, "with --to-sql only (whose script is always one transaction): see README")
+	o.list.register(fs)
+	fs.BoolVar(&o.noStats, "no-statistics", false, "do not restore the archive's optimizer statistics (PostgreSQL 18+): analyze the tables instead")
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -179,6 +213,12 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	removeStale(o.log.logger(), "", tempfile.InTempDir()...)
 	if o.file == "-" {
 		removeStale(o.log.logger(), o.spillDir, tempfile.Spill, tempfile.Stdin)
+	}
+	if o.list.print {
+		return printList(ctx, o)
+	}
+	if o.list.use != "" && o.filter.Active() {
+		return usageError{fmt.Errorf("-L/--use-list does not combine with -n/-N/-t/-T/--exclude-table-data: edit the list instead")}
 	}
 	if o.toSQL {
 		return writeSQL(ctx, o)
@@ -214,6 +254,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		Target: cfg, File: o.file, Stdin: os.Stdin, SpillDir: o.spillDir, Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
 		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
+		UseList: o.list.use, NoStatistics: o.noStats,
 	})
 	if err != nil {
 		return err
@@ -237,27 +278,18 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 	if o.noTrig {
 		return usageError{fmt.Errorf("--to-sql does not take --disable-triggers")}
 	}
-	var f *archive.File
-	var err error
-	if o.file == "-" {
-		if term.IsTerminal(int(os.Stdin.Fd())) {
-			return usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
-		}
-		// The script is written in the manifest's order, which a pipe
-		// does not deliver: the archive waits whole in --spill-dir.
-		f, err = archive.Spool(os.Stdin, o.spillDir)
-	} else {
-		f, err = archive.OpenFile(o.file)
-	}
+	// The script is written in the manifest's order, which a pipe
+	// does not deliver: the archive waits whole in --spill-dir.
+	f, err := openWhole(o)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	opts := sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL, ToolArgs: o.filter.PgRestoreArgs(), Role: o.conn.Role}
-	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.filter.StrictNames {
+	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.filter.StrictNames || o.list.use != "" {
 		// As restored into an empty database: the schemas of selected
 		// tables come too, foreign keys to tables left out do not.
-		sel, err := restore.Select(ctx, f.Reader, o.filter, o.log.logger())
+		sel, err := restore.SelectList(ctx, f.Reader, o.filter, o.list.use, o.log.logger())
 		if err != nil {
 			return err
 		}
@@ -266,6 +298,32 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 	}
 	out := &pipeOut{w: os.Stdout}
 	return out.result(sqlscript.Write(ctx, f.Reader, out, opts))
+}
+
+// openWhole opens the archive -f names, or spools standard input whole
+// into --spill-dir when it is "-".
+func openWhole(o restoreOptions) (*archive.File, error) {
+	if o.file != "-" {
+		return archive.OpenFile(o.file)
+	}
+	if term.IsTerminal(int(os.Stdin.Fd())) {
+		return nil, usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
+	}
+	return archive.Spool(os.Stdin, o.spillDir)
+}
+
+// printList is restore -l: the archive's table of contents, as pg_restore
+// -l prints a custom archive's, with pgsprint's data entries; no database.
+func printList(ctx context.Context, o restoreOptions) error {
+	if o.list.use != "" || o.toSQL {
+		return usageError{fmt.Errorf("-l/--list prints the table of contents and restores nothing: it does not take -L or --to-sql")}
+	}
+	f, err := openWhole(o)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return restore.List(ctx, f.Reader, os.Stdout, o.log.logger())
 }
 
 // restoreSummary is the end-of-run summary of a restore or a clone. The

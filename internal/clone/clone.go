@@ -65,6 +65,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Progress hears about the work as it happens; nil reports nowhere.
 	Progress progress.Reporter
+	// NoStatistics analyzes the copied tables instead of copying the
+	// source's optimizer statistics (which needs PostgreSQL 18 on both
+	// sides).
+	NoStatistics bool
 }
 
 // Run clones the source database into the target, which must hold no
@@ -120,7 +124,8 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	// there.
 	dumped := filter.Options{Objects: opts.Filter.Objects, Extensions: opts.Filter.Extensions, ExcludeExtensions: opts.Filter.ExcludeExtensions}
 	sess, err := dump.Begin(ctx, dump.SessionOptions{BinaryForMajor: binaryFor, Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock, Filter: dumped,
-		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger})
+		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger,
+		NoStatistics: opts.NoStatistics})
 	if err != nil {
 		return nil, explainSnapshot(err, opts)
 	}
@@ -134,7 +139,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	res, err := restore.Run(ctx, restore.Options{
 		Target: opts.Target, Source: src, Jobs: opts.Jobs, Clean: opts.Clean, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Resume: opts.Resume, Filter: opts.Filter, Logger: opts.Logger,
-		Progress: opts.Progress,
+		Progress: opts.Progress, NoStatistics: opts.NoStatistics,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

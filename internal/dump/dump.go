@@ -46,6 +46,8 @@ type Options struct {
 	Snapshot string
 	// Progress hears about the work as it happens; nil reports nowhere.
 	Progress progress.Reporter
+	// NoStatistics is SessionOptions.NoStatistics.
+	NoStatistics bool
 }
 
 // Result summarises a finished dump.
@@ -79,7 +81,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	opts.Progress.Phase("catalog")
 
-	sess, err := Begin(ctx, SessionOptions{Source: opts.Source, Jobs: opts.Jobs, BlockSize: opts.BlockSize, LockWaitTimeout: opts.LockWaitTimeout,
+	sess, err := Begin(ctx, SessionOptions{Source: opts.Source, Jobs: opts.Jobs, BlockSize: opts.BlockSize, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics,
 		Split: opts.Split, Version: opts.Version, Filter: opts.Filter, Snapshot: opts.Snapshot, Logger: log})
 	if err != nil {
 		return nil, err

@@ -30,7 +30,7 @@ func (s *Session) Schema(ctx context.Context, w io.Writer) error {
 	if s.Manifest != nil && s.Manifest.Encoding == "SQL_ASCII" {
 		enc = "SQL_ASCII"
 	}
-	args := []string{"--schema-only", "--format=custom", "--no-password", "--encoding=" + enc}
+	args := append(s.schemaArgs(), "--format=custom", "--no-password", "--encoding="+enc)
 	if s.lockWait != "" {
 		args = append(args, "--lock-wait-timeout="+s.lockWait)
 	}
@@ -78,6 +78,20 @@ func (s *Session) pgDumpLocks() []string {
 		}
 	}
 	return names
+}
+
+// schemaArgs selects what pg_dump writes: the schema, and with pg_dump 18
+// or later the optimizer statistics too (STATISTICS DATA entries: tables'
+// in the data section, indexes' in post-data), which pg_dump leaves out of
+// --schema-only; --no-data --statistics is the schema plus statistics,
+// without table data, sequence values or large objects, which pgsprint
+// carries itself. A --schema-only or --data-only dump carries none, as
+// pg_dump's.
+func (s *Session) schemaArgs() []string {
+	if s.tools.Major < 18 || s.noStat || s.filter.SchemaOnly || s.filter.DataOnly {
+		return []string{"--schema-only"}
+	}
+	return []string{"--no-data", "--statistics"}
 }
 
 // dumpSchema streams the session's schema into the archive's schema stream.

@@ -42,6 +42,9 @@ type SessionOptions struct {
 	// pg_dump's (given the same option), which locks every table it
 	// dumps. Empty waits as long as it takes.
 	LockWaitTimeout string
+	// NoStatistics leaves optimizer statistics out of the schema stream,
+	// which otherwise carries them when its pg_dump can (18 and later).
+	NoStatistics bool
 	// BinaryForMajor, when it is the source's major version, marks the
 	// chunks of tables with only built-in column types Binary (clone
 	// passes its target's major; dump leaves it zero: archives are text).
@@ -63,6 +66,7 @@ type Session struct {
 	tools  pgbin.Tools
 	snap   *pg.Snapshot
 	filter filter.Options
+	noStat bool // SessionOptions.NoStatistics
 	cat    *catalog
 	// lockWait is pg_dump's --lock-wait-timeout, as the user gave it.
 	lockWait string
@@ -84,7 +88,7 @@ func Begin(ctx context.Context, opts SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{leader: leader, source: opts.Source, filter: opts.Filter, lockWait: opts.LockWaitTimeout}
+	s := &Session{leader: leader, source: opts.Source, filter: opts.Filter, lockWait: opts.LockWaitTimeout, noStat: opts.NoStatistics}
 	if err := s.begin(ctx, opts, log); err != nil {
 		s.Close(ctx)
 		return nil, err

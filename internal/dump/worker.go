@@ -20,9 +20,17 @@ import (
 // unit is one piece of work for a data worker: a chunk or a large object.
 type unit struct {
 	chunk *archive.Chunk
-	lo    *archive.LargeObject
-	size  int64 // for largest-first ordering
+	los   []*archive.LargeObject // a batch of large objects (copyLargeObjects)
+	size  int64                  // for largest-first ordering
 }
+
+// loBatch is how many large objects a dump worker reads with one query
+// (their first loHead bytes; the rest, if any, one by one): with one query
+// each, 100,000 small ones cost 100,000 round trips.
+const (
+	loBatch = 256
+	loHead  = 64 << 10
+)
 
 // planUnits orders the work largest first (chunks by their estimated
 // size, large objects by theirs), so that the longest unit never starts
@@ -33,9 +41,13 @@ func planUnits(m *archive.Manifest, sizes map[uint32]int64) []unit {
 		c := &m.Chunks[i]
 		us = append(us, unit{chunk: c, size: sizes[c.Stream]})
 	}
-	for i := range m.LargeObjects {
-		lo := &m.LargeObjects[i]
-		us = append(us, unit{lo: lo, size: lo.Size})
+	for i := 0; i < len(m.LargeObjects); i += loBatch {
+		u := unit{}
+		for j := i; j < min(i+loBatch, len(m.LargeObjects)); j++ {
+			u.los = append(u.los, &m.LargeObjects[j])
+			u.size += m.LargeObjects[j].Size
+		}
+		us = append(us, u)
 	}
 	plan.LargestFirst(us, func(u unit) int64 { return u.size })
 	return us
@@ -62,11 +74,11 @@ func worker(ctx context.Context, opts Options, w *archive.Writer, sess *Session,
 				return rows, err
 			}
 			rows += n
-		case u.lo != nil:
+		case u.los != nil:
 			if err := r.InSnapshot(ctx); err != nil {
 				return rows, err
 			}
-			if err := copyLargeObject(ctx, r.Conn(), w, u.lo, opts.BlockSize, opts.Progress); err != nil {
+			if err := copyLargeObjects(ctx, r.Conn(), w, u.los, opts.BlockSize, opts.Progress); err != nil {
 				return rows, err
 			}
 		}
@@ -152,19 +164,66 @@ func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archiv
 	return tag.RowsAffected(), nil
 }
 
-func copyLargeObject(ctx context.Context, conn *pgx.Conn, w *archive.Writer, lo *archive.LargeObject, blockSize int, rep progress.Reporter) error {
-	work := progress.Work{Kind: "data", Table: "large objects", Name: fmt.Sprintf("large object %d", lo.OID)}
-	rep.Start(work)
-	began := time.Now()
-	var size int64
-	s := w.Stream(archive.KindLargeObject, lo.Stream)
-	err := pg.ReadLargeObject(ctx, conn, lo.OID, blockSize, func(b []byte) error {
-		rep.Add(int64(len(b)), 0)
-		size += int64(len(b))
-		return s.WriteBlock(b, 0)
+// copyLargeObjects writes a batch of large objects, each to its own
+// stream, one stream at a time (the archive's interleave stays one stream
+// per worker): their heads come in one query, and what is left of a
+// longer one is read in blockSize pieces after it.
+func copyLargeObjects(ctx context.Context, conn *pgx.Conn, w *archive.Writer, los []*archive.LargeObject, blockSize int, rep progress.Reporter) error {
+	oids := make([]uint32, len(los))
+	byOID := make(map[uint32]*archive.LargeObject, len(los))
+	for i, lo := range los {
+		oids[i], byOID[lo.OID] = lo.OID, lo
+	}
+	type longer struct {
+		lo   *archive.LargeObject
+		head []byte
+	}
+	var rest []longer
+	err := pg.ReadLargeObjectHeads(ctx, conn, oids, loHead, func(oid uint32, b []byte) error {
+		lo := byOID[oid]
+		if lo == nil {
+			return fmt.Errorf("dump large objects: the server sent large object %d, which was not asked for", oid)
+		}
+		if len(b) == loHead {
+			rest = append(rest, longer{lo, b})
+			return nil
+		}
+		return writeLargeObject(ctx, conn, w, lo, b, blockSize, rep)
 	})
 	if err != nil {
 		return err
+	}
+	for _, l := range rest {
+		if err := writeLargeObject(ctx, conn, w, l.lo, l.head, blockSize, rep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeLargeObject writes one large object's stream: head, its first
+// bytes, then, if head is loHead long, the rest read from there.
+func writeLargeObject(ctx context.Context, conn *pgx.Conn, w *archive.Writer, lo *archive.LargeObject, head []byte, blockSize int, rep progress.Reporter) error {
+	work := progress.Work{Kind: "data", Table: "large objects", Name: fmt.Sprintf("large object %d", lo.OID)}
+	rep.Start(work)
+	began := time.Now()
+	size := int64(len(head))
+	s := w.Stream(archive.KindLargeObject, lo.Stream)
+	if len(head) > 0 {
+		rep.Add(int64(len(head)), 0)
+		if err := s.WriteBlock(head, 0); err != nil {
+			return fmt.Errorf("dump large object %d: %w", lo.OID, err)
+		}
+	}
+	if len(head) == loHead {
+		err := pg.ReadLargeObjectFrom(ctx, conn, lo.OID, loHead, blockSize, func(b []byte) error {
+			rep.Add(int64(len(b)), 0)
+			size += int64(len(b))
+			return s.WriteBlock(b, 0)
+		})
+		if err != nil {
+			return err
+		}
 	}
 	if err := s.Close(); err != nil {
 		return fmt.Errorf("dump large object %d: %w", lo.OID, err)

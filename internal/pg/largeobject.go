@@ -25,15 +25,17 @@ type LargeObjectGrant struct {
 }
 
 // ListLargeObjects reads every large object's metadata in the snapshot.
+// Grants come in the order of the object's ACL, so that granting them in
+// that order rebuilds the same aclitem array.
 func ListLargeObjects(ctx context.Context, conn *pgx.Conn) ([]LargeObjectInfo, error) {
 	rows, err := conn.Query(ctx, `SELECT m.oid, pg_catalog.pg_get_userbyid(m.lomowner), m.lomacl IS NOT NULL,
 		pg_catalog.obj_description(m.oid, 'pg_largeobject'),
 		coalesce((SELECT array_agg(CASE WHEN a.grantee = 0 THEN '' ELSE pg_catalog.pg_get_userbyid(a.grantee) END
-			ORDER BY a.grantee, a.privilege_type) FROM pg_catalog.aclexplode(m.lomacl) a), '{}'),
-		coalesce((SELECT array_agg(a.privilege_type ORDER BY a.grantee, a.privilege_type)
-			FROM pg_catalog.aclexplode(m.lomacl) a), '{}'),
-		coalesce((SELECT array_agg(a.is_grantable ORDER BY a.grantee, a.privilege_type)
-			FROM pg_catalog.aclexplode(m.lomacl) a), '{}')
+			ORDER BY a.n) FROM pg_catalog.aclexplode(m.lomacl) WITH ORDINALITY a(grantor, grantee, privilege_type, is_grantable, n)), '{}'),
+		coalesce((SELECT array_agg(a.privilege_type ORDER BY a.n)
+			FROM pg_catalog.aclexplode(m.lomacl) WITH ORDINALITY a(grantor, grantee, privilege_type, is_grantable, n)), '{}'),
+		coalesce((SELECT array_agg(a.is_grantable ORDER BY a.n)
+			FROM pg_catalog.aclexplode(m.lomacl) WITH ORDINALITY a(grantor, grantee, privilege_type, is_grantable, n)), '{}')
 	FROM pg_catalog.pg_largeobject_metadata m ORDER BY m.oid`)
 	if err != nil {
 		return nil, fmt.Errorf("list large objects: %w", err)
@@ -59,7 +61,12 @@ func ListLargeObjects(ctx context.Context, conn *pgx.Conn) ([]LargeObjectInfo, e
 // ReadLargeObject calls fn with successive pieces of at most size bytes of a
 // large object, read in the connection's snapshot.
 func ReadLargeObject(ctx context.Context, conn *pgx.Conn, oid uint32, size int, fn func([]byte) error) error {
-	for off := int64(0); ; off += int64(size) {
+	return ReadLargeObjectFrom(ctx, conn, oid, 0, size, fn)
+}
+
+// ReadLargeObjectFrom is ReadLargeObject from byte offset start on.
+func ReadLargeObjectFrom(ctx context.Context, conn *pgx.Conn, oid uint32, start int64, size int, fn func([]byte) error) error {
+	for off := start; ; off += int64(size) {
 		var buf []byte
 		if err := conn.QueryRow(ctx, "SELECT pg_catalog.lo_get($1, $2, $3)", oid, off, size).Scan(&buf); err != nil {
 			return fmt.Errorf("read large object %d: %w", oid, err)
@@ -73,4 +80,32 @@ func ReadLargeObject(ctx context.Context, conn *pgx.Conn, oid uint32, size int, 
 			return nil
 		}
 	}
+}
+
+// ReadLargeObjectHeads calls fn with the first head bytes (fewer if it is
+// shorter) of each large object in oids, in order, read in the
+// connection's snapshot with one query for all: the many small large
+// objects of a database then cost one round trip together instead of one
+// each. An object whose head is head bytes long may have more, for
+// ReadLargeObjectFrom. fn may keep b.
+func ReadLargeObjectHeads(ctx context.Context, conn *pgx.Conn, oids []uint32, head int, fn func(oid uint32, b []byte) error) error {
+	rows, err := conn.Query(ctx, "SELECT u.oid, pg_catalog.lo_get(u.oid, 0, $2) FROM pg_catalog.unnest($1::pg_catalog.oid[]) WITH ORDINALITY u(oid, i) ORDER BY u.i", oids, head)
+	if err != nil {
+		return fmt.Errorf("read large objects: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var oid uint32
+		var b []byte
+		if err := rows.Scan(&oid, &b); err != nil {
+			return fmt.Errorf("read large object: %w", err)
+		}
+		if err := fn(oid, b); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read large objects: %w", err)
+	}
+	return nil
 }

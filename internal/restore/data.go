@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -66,9 +67,9 @@ func EncodingOption(enc string) string {
 // load is the payload of a data task.
 type load struct {
 	chunk  *archive.Chunk
-	lo     *archive.LargeObject
-	freeze bool       // the table's only chunk: TRUNCATE + COPY FREEZE
-	split  *splitLoad // one of several connections sharing the chunk
+	los    []*archive.LargeObject // a batch of large objects (loadLargeObjects)
+	freeze bool                   // the table's only chunk: TRUNCATE + COPY FREEZE
+	split  *splitLoad             // one of several connections sharing the chunk
 }
 
 // chunkStep is the journal step of loading one stream (a chunk or a large
@@ -155,51 +156,129 @@ func (r *run) copyInTx(ctx context.Context, conn *pgx.Conn, name, copySQL string
 	return tag.RowsAffected(), nil
 }
 
-// loadLargeObject recreates one large object with its OID, contents, owner,
-// privileges and comment, in one transaction with its journal row.
-func (r *run) loadLargeObject(ctx context.Context, conn *pgx.Conn, lo *archive.LargeObject) error {
+// Large objects are restored in batches, one transaction each (with a
+// journal row per object): one transaction, one task and a few round trips
+// per object made 100,000 small ones take minutes. A batch ends after
+// loBatchObjects objects or once it holds loBatchBytes.
+const (
+	loBatchObjects = 1000
+	loBatchBytes   = 64 << 20
+)
+
+// batchLargeObjects cuts los into batches, in order; a batch's size is its
+// objects' sizes summed (estimate gives one object's).
+func batchLargeObjects(los []archive.LargeObject, estimate func(*archive.LargeObject) int64) (batches [][]*archive.LargeObject, sizes []int64) {
+	var cur []*archive.LargeObject
+	var size int64
+	for i := range los {
+		lo := &los[i]
+		cur = append(cur, lo)
+		size += estimate(lo)
+		if len(cur) >= loBatchObjects || size >= loBatchBytes {
+			batches, sizes = append(batches, cur), append(sizes, size)
+			cur, size = nil, 0
+		}
+	}
+	if len(cur) > 0 {
+		batches, sizes = append(batches, cur), append(sizes, size)
+	}
+	return batches, sizes
+}
+
+// loadLargeObjects recreates a batch of large objects with their OIDs,
+// contents, owners, privileges and comments, in one transaction that also
+// records each in the journal: all of them commit, or none. Objects an
+// earlier run restored (the journal says so) are skipped. Small objects
+// (under 1 MiB) are created by lo_from_bytea in multi-statement queries
+// of about loScriptBytes, so that a batch costs a few round trips rather
+// than several per object; larger ones are written 1 MiB at a time.
+func (r *run) loadLargeObjects(ctx context.Context, conn *pgx.Conn, los []*archive.LargeObject) error {
+	const loScriptBytes = 4 << 20
+	var first, last uint32 // the objects of the statements being run, for the error
+	buf := make([]byte, 1<<20)
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if err := r.j.record(ctx, tx, chunkStep(lo.Stream)); err != nil {
+		var script strings.Builder
+		flush := func() error {
+			if script.Len() == 0 {
+				return nil
+			}
+			_, err := tx.Conn().PgConn().Exec(ctx, script.String()).ReadAll()
+			script.Reset()
 			return err
 		}
-		if r.opts.Clean {
-			if _, err := tx.Exec(ctx, "SELECT pg_catalog.lo_unlink(oid) FROM pg_catalog.pg_largeobject_metadata WHERE oid = $1", lo.OID); err != nil {
+		for _, lo := range los {
+			step := chunkStep(lo.Stream)
+			if r.j.isDone(step) {
+				continue
+			}
+			if script.Len() == 0 {
+				first = lo.OID
+			}
+			last = lo.OID
+			script.WriteString(r.j.recordSQL(step) + ";\n")
+			if r.opts.Clean {
+				fmt.Fprintf(&script, "SELECT pg_catalog.lo_unlink(oid) FROM pg_catalog.pg_largeobject_metadata WHERE oid = %d;\n", lo.OID)
+			}
+			if err := r.writeContents(ctx, tx, lo, buf, &script, flush, &first); err != nil {
 				return err
 			}
-		}
-		if _, err := tx.Exec(ctx, "SELECT pg_catalog.lo_create($1)", lo.OID); err != nil {
-			return err
-		}
-		s := r.ar.OpenStream(lo.Stream)
-		defer s.Close()
-		buf := make([]byte, 1<<20)
-		var off int64
-		for {
-			n, err := io.ReadFull(s, buf)
-			if n > 0 {
-				if _, err := tx.Exec(ctx, "SELECT pg_catalog.lo_put($1, $2, $3)", lo.OID, off, buf[:n]); err != nil {
+			for _, stmt := range largeObjectMetadata(lo, r.opts.NoOwner, r.opts.NoACL) {
+				script.WriteString(stmt + ";\n")
+			}
+			if script.Len() >= loScriptBytes {
+				if err := flush(); err != nil {
 					return err
 				}
-				off += int64(n)
-			}
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				break
-			}
-			if err != nil {
-				return err
 			}
 		}
-		for _, stmt := range largeObjectMetadata(lo, r.opts.NoOwner, r.opts.NoACL) {
-			if _, err := tx.Exec(ctx, stmt); err != nil {
-				return err
-			}
-		}
-		return nil
+		return flush()
 	})
-	if err != nil {
-		return fmt.Errorf("restore large object %d: %w", lo.OID, err)
+	switch {
+	case err == nil:
+		return nil
+	case first == last:
+		return fmt.Errorf("restore large object %d: %w", first, err)
 	}
-	return nil
+	return fmt.Errorf("restore large objects %d to %d: %w", first, last, err)
+}
+
+// writeContents creates a large object with its contents: in the script
+// with lo_from_bytea if it is under 1 MiB, else (after running the script
+// so far) with lo_create and lo_put 1 MiB at a time, so that a large one
+// never sits whole in memory. buf is the caller's 1 MiB buffer.
+func (r *run) writeContents(ctx context.Context, tx pgx.Tx, lo *archive.LargeObject, buf []byte, script *strings.Builder, flush func() error, first *uint32) error {
+	s := r.ar.OpenStream(lo.Stream)
+	defer s.Close()
+	n, err := io.ReadFull(s, buf)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		fmt.Fprintf(script, "SELECT pg_catalog.lo_from_bytea(%d, pg_catalog.decode('%s', 'hex'));\n", lo.OID, hex.EncodeToString(buf[:n]))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	*first = lo.OID
+	if _, err := tx.Exec(ctx, "SELECT pg_catalog.lo_create($1)", lo.OID); err != nil {
+		return err
+	}
+	for off := int64(0); ; {
+		if n > 0 {
+			if _, err := tx.Exec(ctx, "SELECT pg_catalog.lo_put($1, $2, $3)", lo.OID, off, buf[:n]); err != nil {
+				return err
+			}
+			off += int64(n)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		n, err = io.ReadFull(s, buf)
+	}
 }
 
 // largeObjectMetadata returns the statements pg_dump would emit for a large

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/schedule"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
@@ -29,7 +30,10 @@ const defaultSplitMinBytes = 256 << 20
 // SQL and dependencies. An error means the post-data cannot be taken apart
 // and pg_restore must do all of it.
 func (r *run) postDataScript(ctx context.Context) (*toc.Script, error) {
-	list, err := r.pgRestoreCmd(ctx, "--list", "--section=post-data", r.schema).Output()
+	// Indexes' statistics are post-data too: they come with the others
+	// (restoreStatistics), never before their table's data is in.
+	noStats := r.statisticsFlag()
+	list, err := r.pgRestoreCmd(ctx, "--list", "--section=post-data", noStats, r.schema).Output()
 	if err != nil {
 		return nil, fmt.Errorf("pg_restore --list: %w", err)
 	}
@@ -37,7 +41,7 @@ func (r *run) postDataScript(ctx context.Context) (*toc.Script, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--verbose", "--file=-", "--section=post-data"}, r.ownershipFlags()...)
+	args := append([]string{"--verbose", "--file=-", "--section=post-data", noStats}, r.ownershipFlags()...)
 	if r.sel.ids != nil {
 		ids = keepIDs(ids, r.sel.ids)
 		args = append(args, r.sel.useList())
@@ -109,17 +113,23 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 		}
 	}
 	for i := range r.m.LargeObjects {
-		lo := &r.m.LargeObjects[i]
-		if r.missing(lo.Stream) {
+		if lo := &r.m.LargeObjects[i]; r.missing(lo.Stream) {
 			return nil, fmt.Errorf("archive has no data for large object %d", lo.OID)
 		}
-		g.Add(&schedule.Task{Name: fmt.Sprintf("large object %d", lo.OID), Step: chunkStep(lo.Stream), Kind: schedule.Data,
-			Cost: r.plannedBytes(lo.Stream, lo.Size), Data: &load{lo: lo}})
+	}
+	batches, sizes := batchLargeObjects(r.m.LargeObjects, func(lo *archive.LargeObject) int64 { return r.plannedBytes(lo.Stream, lo.Size) })
+	for i, los := range batches {
+		name := fmt.Sprintf("large object %d", los[0].OID)
+		if len(los) > 1 {
+			name = fmt.Sprintf("large objects %d to %d (%d)", los[0].OID, los[len(los)-1].OID, len(los))
+		}
+		// No step of its own: each object records its own (loadLargeObjects).
+		g.Add(&schedule.Task{Name: name, Kind: schedule.Data, Cost: sizes[i], Data: &load{los: los}})
 	}
 	if script == nil {
 		return g, nil
 	}
-	if _, err := schedule.PlanPostData(g, script, schedule.PlanOptions{Tables: tables, Analyze: !r.opts.NoAnalyze}); err != nil {
+	if _, err := schedule.PlanPostData(g, script, schedule.PlanOptions{Tables: tables, Analyze: !r.opts.NoAnalyze, Statistics: r.stats.tables}); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -252,8 +262,8 @@ func (e *engine) exec(ctx context.Context, w int, t *schedule.Task) error {
 		l := t.Data.(*load)
 		var n int64
 		switch {
-		case l.lo != nil:
-			return e.r.loadLargeObject(ctx, conn, l.lo)
+		case l.los != nil:
+			return e.r.loadLargeObjects(ctx, conn, l.los)
 		case l.split != nil:
 			n, err = e.r.loadPart(ctx, conn, l.split)
 		default:

@@ -38,3 +38,46 @@ func TestLargeObjectMetadata(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchLargeObjects cuts large objects into batches of at most
+// loBatchObjects objects, ending a batch once it holds loBatchBytes, in
+// order, every object once.
+func TestBatchLargeObjects(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sizes []int64
+		want  []int // objects per batch
+	}{
+		{"none", nil, nil},
+		{"small ones", make([]int64, 2500), []int{1000, 1000, 500}},
+		{"a big one ends its batch", []int64{1, loBatchBytes, 1, 1}, []int{2, 2}},
+		{"bytes add up", []int64{loBatchBytes / 2, loBatchBytes / 2, 1}, []int{2, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			los := make([]archive.LargeObject, len(tc.sizes))
+			for i := range los {
+				los[i] = archive.LargeObject{OID: uint32(i + 1), Size: tc.sizes[i]}
+			}
+			batches, sizes := batchLargeObjects(los, func(lo *archive.LargeObject) int64 { return lo.Size })
+			var got []int
+			next := uint32(1)
+			for i, b := range batches {
+				got = append(got, len(b))
+				var sum int64
+				for _, lo := range b {
+					if lo.OID != next {
+						t.Fatalf("batch %d: object %d, want %d", i, lo.OID, next)
+					}
+					next++
+					sum += lo.Size
+				}
+				if sum != sizes[i] {
+					t.Errorf("batch %d: size %d, want %d", i, sizes[i], sum)
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("batches %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

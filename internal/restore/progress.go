@@ -111,7 +111,7 @@ func (r *run) workOf(t *schedule.Task) progress.Work {
 		return progress.Work{Kind: t.Kind.String(), Name: t.Name}
 	}
 	l := t.Data.(*load)
-	if l.lo != nil {
+	if l.los != nil {
 		return progress.Work{Kind: "data", Table: "large objects", Name: t.Name}
 	}
 	c := l.chunk
@@ -131,8 +131,13 @@ func (r *run) doneOf(t *schedule.Task, elapsed time.Duration) progress.Done {
 	l := t.Data.(*load)
 	stream := uint32(0)
 	switch {
-	case l.lo != nil:
-		stream = l.lo.Stream
+	case l.los != nil:
+		for _, lo := range l.los {
+			if info, ok := r.ar.Stream(lo.Stream); ok {
+				d.Bytes += info.RawBytes
+			}
+		}
+		return d
 	case l.split != nil:
 		stream = l.split.chunk.Stream
 	default:

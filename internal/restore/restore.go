@@ -48,11 +48,18 @@ type Options struct {
 	// "512MB"); index builds sort in it. Empty keeps the server's.
 	MaintenanceWorkMem string
 	NoAnalyze          bool // skip ANALYZE of the restored tables
+	// NoStatistics leaves the archive's optimizer statistics (pg_dump 18+)
+	// out: the restored tables are analyzed instead.
+	NoStatistics bool
 	// Filter restores part of the archive, with pg_dump's pattern
 	// semantics: -n/-N/-t/-T (a table comes with its indexes,
 	// constraints, triggers and owned sequences), --schema-only,
 	// --data-only (load into existing, empty tables; create nothing).
 	Filter filter.Options
+	// UseList is a list file in restore -l's format (pg_restore --list's,
+	// with pgsprint's data entries): only the entries it keeps are
+	// restored, as with pg_restore -L (see chooseFromList).
+	UseList string
 	// DisableTriggers loads --data-only rows with triggers and foreign key
 	// checks off (session_replication_role = replica, which needs a
 	// superuser), as pg_restore --disable-triggers.
@@ -155,6 +162,9 @@ type run struct {
 	res     *Result
 	begin   time.Time
 	j       *journal // the target's journal of finished steps
+	stats   statistics
+
+	targetMajor int // the target server's major version
 
 	targetEncoding string // the target's server_encoding, once connected
 }
@@ -174,6 +184,9 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	if err := r.chooseParts(ctx, r.skip); err != nil {
+		return err
+	}
+	if err := r.chooseStatistics(ctx, r.targetMajor); err != nil {
 		return err
 	}
 	r.res.Tables, r.res.LargeObjects, r.res.Sequences = len(r.m.Tables), len(r.m.LargeObjects), len(r.m.Sequences)
@@ -220,6 +233,11 @@ func (r *run) run(ctx context.Context) error {
 	}
 	if err := r.phase("refresh", func() error { return r.refreshMatviews(ctx) }); err != nil {
 		return err
+	}
+	if len(r.stats.ids) > 0 {
+		if err := r.phase("statistics", func() error { return r.restoreStatistics(ctx) }); err != nil {
+			return err
+		}
 	}
 	// Everything is in: the journal goes, and with it the one object the
 	// source does not have.

@@ -17,7 +17,7 @@ import (
 // the first error.
 func (r *run) pgRestore(ctx context.Context, cfg *pgx.ConnConfig, args ...string) error {
 	dsn, env := pg.ChildConn(cfg)
-	all := []string{"--exit-on-error", "--no-password", "--dbname=" + dsn}
+	all := []string{"--exit-on-error", "--no-password", "--dbname=" + dsn, r.statisticsFlag()}
 	all = append(all, r.ownershipFlags()...)
 	for _, a := range args {
 		if a != "" {
@@ -57,7 +57,7 @@ func (r *run) postData(ctx context.Context) error {
 	if r.j.isDone("post-data") {
 		return nil
 	}
-	return r.pgRestoreAtomic(ctx, "post-data", "--section=post-data", r.sel.useList())
+	return r.pgRestoreAtomic(ctx, "post-data", "--section=post-data", r.sel.useList(), r.statisticsFlag())
 }
 
 // pgRestoreAtomic restores the schema archive's entries selected by args
@@ -100,8 +100,15 @@ func (r *run) pgRestoreAtomic(ctx context.Context, step string, args ...string) 
 // command is exec.CommandContext for a child program that must not outlive
 // pgsprint: if pgsprint is killed, a pg_restore left running would race the
 // resumed restore.
+// Empty arguments (a flag that does not apply) are left out.
 func (r *run) command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, name, args...)
+	var kept []string
+	for _, a := range args {
+		if a != "" {
+			kept = append(kept, a)
+		}
+	}
+	cmd := exec.CommandContext(ctx, name, kept...)
 	dieWithParent(cmd)
 	return cmd
 }

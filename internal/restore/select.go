@@ -8,7 +8,6 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
-	"github.com/pgsprint/pgsprint/internal/pgbin"
 )
 
 // selection is the part of the archive a restore takes: the zero value
@@ -53,20 +52,17 @@ func (s *Selection) Close() { s.sel.remove() }
 // would (schemas of selected tables come too; foreign keys to tables left
 // out do not).
 func Select(ctx context.Context, ar archive.Source, f filter.Options, log *slog.Logger) (*Selection, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	m := ar.Manifest()
-	tools, err := pgbin.Find(ctx, majorOf(m.PgDumpVersion))
+	return SelectList(ctx, ar, f, "", log)
+}
+
+// SelectList is Select with a restore -L list (useList, a file; empty for
+// none) instead of or besides the patterns.
+func SelectList(ctx context.Context, ar archive.Source, f filter.Options, useList string, log *slog.Logger) (*Selection, error) {
+	r, cleanup, err := offlineRun(ctx, ar, Options{Filter: f, UseList: useList}, log)
 	if err != nil {
 		return nil, err
 	}
-	schema, err := archive.ExtractSchema(ar)
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(schema)
-	r := &run{opts: Options{Filter: f}, offline: true, m: m, tools: tools, schema: schema, log: log}
+	defer cleanup()
 	if err := r.chooseParts(ctx, func(...uint32) {}); err != nil {
 		r.sel.remove()
 		return nil, err
@@ -106,6 +102,15 @@ func (r *run) chooseParts(ctx context.Context, skip func(...uint32)) error {
 		return fmt.Errorf("--data-only loads into existing tables: it does not take --create or --clean")
 	case r.opts.DisableTriggers && !r.sel.dataOnly:
 		return fmt.Errorf("--disable-triggers applies to --data-only restores only")
+	case r.opts.UseList != "" && f.Active():
+		return fmt.Errorf("-L/--use-list does not combine with -n/-N/-t/-T/--exclude-table-data: edit the list instead")
+	case r.opts.UseList != "":
+		full, err := r.chooseFromList(ctx)
+		if err != nil {
+			return err
+		}
+		skipUnread(full, r.m, skip)
+		return nil
 	case !f.Active() && !r.sel.dataOnly && !r.sel.schemaOnly:
 		return nil
 	}
@@ -130,11 +135,21 @@ func (r *run) chooseParts(ctx context.Context, skip func(...uint32)) error {
 	full := *r.m
 	r.m = narrow(&full, matched, r.sel.schemaOnly)
 	r.m.DataOnly = r.sel.dataOnly
+	skipUnread(&full, r.m, skip)
+	if matched == nil || r.sel.dataOnly {
+		return nil
+	}
+	return r.chooseEntries(ctx, &full, matched)
+}
+
+// skipUnread tells the source (skip) which streams of the whole manifest
+// full the narrowed manifest m will never read.
+func skipUnread(full, m *archive.Manifest, skip func(...uint32)) {
 	kept := map[uint32]bool{}
-	for _, c := range r.m.Chunks {
+	for _, c := range m.Chunks {
 		kept[c.Stream] = true
 	}
-	for _, lo := range r.m.LargeObjects {
+	for _, lo := range m.LargeObjects {
 		kept[lo.Stream] = true
 	}
 	var unread []uint32
@@ -149,10 +164,6 @@ func (r *run) chooseParts(ctx context.Context, skip func(...uint32)) error {
 		}
 	}
 	skip(unread...)
-	if matched == nil || r.sel.dataOnly {
-		return nil
-	}
-	return r.chooseEntries(ctx, &full, matched)
 }
 
 // narrow returns the manifest of what is restored: the selected relations'

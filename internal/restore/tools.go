@@ -28,6 +28,7 @@ func (r *run) chooseTools(ctx context.Context) (pgbin.Tools, error) {
 	if err := pg.CheckConnectionRoom(ctx, conn, r.opts.Jobs, r.opts.Jobs+1); err != nil {
 		return pgbin.Tools{}, err
 	}
+	r.targetMajor = srv.Major()
 	need := max(majorOf(r.m.PgDumpVersion), srv.Major())
 	tools, err := pgbin.Find(ctx, need)
 	if err != nil {

@@ -21,6 +21,9 @@ type PlanOptions struct {
 	// for.
 	Tables  map[string]TableFacts
 	Analyze bool // add an ANALYZE task per loaded table
+	// Statistics are the loaded tables whose optimizer statistics the
+	// restore brings back from the archive: they are not analyzed.
+	Statistics map[string]bool
 }
 
 // item is one post-data entry and the tasks it became.
@@ -99,6 +102,9 @@ func PlanPostData(g *Graph, script *toc.Script, opts PlanOptions) (int, error) {
 	restID := g.Add(rest)
 	if opts.Analyze {
 		for key, f := range opts.Tables {
+			if opts.Statistics[key] {
+				continue
+			}
 			deps := append(append([]int{}, f.Loads...), p.touched[key]...)
 			if statistics {
 				// Extended statistics are built by ANALYZE only once

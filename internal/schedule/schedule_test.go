@@ -3,6 +3,8 @@ package schedule
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -305,5 +307,35 @@ func TestRunLargestFirstAndCancel(t *testing.T) {
 	g.Tasks[a].Deps = []int{g.Add(&Task{Name: "b", Deps: []int{a}})}
 	if err := g.Validate(); err == nil {
 		t.Error("a dependency cycle was accepted")
+	}
+}
+
+// TestPlanSkipsAnalyzeWithStatistics: a table whose statistics the
+// restore brings back gets no ANALYZE task; the others keep theirs.
+func TestPlanSkipsAnalyzeWithStatistics(t *testing.T) {
+	text, ids := fkSchema()
+	script, err := toc.ParseScript(text, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Graph{}
+	tables := map[string]TableFacts{}
+	for _, name := range []string{"a", "b", "c"} {
+		key := TableKey("public", name)
+		tables[key] = TableFacts{Loads: []int{g.Add(&Task{Name: "load " + name, Kind: Data, Table: key})}, Size: 1}
+	}
+	stats := map[string]bool{TableKey("public", "b"): true}
+	if _, err := PlanPostData(g, script, PlanOptions{Tables: tables, Analyze: true, Statistics: stats}); err != nil {
+		t.Fatal(err)
+	}
+	var analyzed []string
+	for _, tk := range g.Tasks {
+		if tk.Kind == Analyze {
+			analyzed = append(analyzed, tk.Name)
+		}
+	}
+	sort.Strings(analyzed)
+	if want := []string{"analyze public.a", "analyze public.c"}; !reflect.DeepEqual(analyzed, want) {
+		t.Errorf("analyze tasks %v, want %v", analyzed, want)
 	}
 }

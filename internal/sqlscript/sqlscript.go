@@ -277,6 +277,12 @@ func pgRestore(ctx context.Context, tools pgbin.Tools, schema string, w io.Write
 	if o.Selection != nil && o.Selection.List != "" {
 		args = append(args, "--use-list="+o.Selection.List)
 	}
+	if tools.Major >= 18 {
+		// Optimizer statistics (pg_dump 18+) are left out of the
+		// script, which may be loaded into any server (older ones lack
+		// pg_restore_relation_stats): ANALYZE after loading it.
+		args = append(args, "--no-statistics")
+	}
 	cmd := exec.CommandContext(ctx, tools.PgRestore(), append(append([]string{"--file=-"}, args...), schema)...)
 	cmd.Stdout = w
 	var stderr limitedBuffer

@@ -59,7 +59,10 @@ func ListIDs(list string) ([]int, error) {
 	return ids, nil
 }
 
-const entryMarker = "-- TOC entry "
+const (
+	entryMarker   = "-- TOC entry "
+	statsNameLine = "-- Statistics for Name: "
+)
 
 // parse splits a verbose pg_restore script into entries, checking only
 // their number against want.
@@ -127,12 +130,16 @@ func parse(script string, want []int) (*Script, error) {
 						}
 						cur.Deps = append(cur.Deps, d)
 					}
-				case strings.HasPrefix(h, "-- Name: "):
+				case strings.HasPrefix(h, "-- Name: "), strings.HasPrefix(h, statsNameLine):
+					// pg_dump 18 heads STATISTICS DATA entries
+					// "-- Statistics for Name: ...".
+					h = strings.TrimPrefix(h, "-- Statistics for Name: ")
+					h = strings.TrimPrefix(h, "-- Name: ")
 					k := strings.LastIndex(h, "; Type: ")
 					if k < 0 {
 						return nil, fmt.Errorf("toc: bad name line %q", h)
 					}
-					cur.Name = h[len("-- Name: "):k]
+					cur.Name = h[:k]
 					t := h[k+len("; Type: "):]
 					if j := strings.Index(t, "; Schema: "); j >= 0 {
 						t = t[:j]
