@@ -31,6 +31,7 @@ type compatFlags struct {
 	loadViaRoot        bool
 	noTableAMDump      bool
 	noToastCompression bool
+	statistics         bool // --statistics: the default, accepted as pg_dump 18's
 }
 
 // register adds the flags to fs for f's command (f.Objects and the
@@ -79,6 +80,7 @@ func (c *compatFlags) register(fs *pflag.FlagSet, f *filter.Options) {
 		fs.BoolVar(&ob.NoTablespaces, "no-tablespaces", false, "do not copy tablespace assignments")
 		fs.BoolVar(&ob.NoTableAccessMethod, "no-table-access-method", false, "do not copy table access methods")
 	}
+	fs.BoolVar(&c.statistics, "statistics", false, "carry optimizer statistics: the default (PostgreSQL 18+), accepted as pg_dump's and pg_restore's")
 	if c.cmd != "dump" {
 		fs.BoolVar(&c.ifExists, "if-exists", false, "with --clean: drop with IF EXISTS (always so: accepted for pg_restore's sake)")
 	}
@@ -101,6 +103,9 @@ func (c *compatFlags) apply(fs *pflag.FlagSet, f *filter.Options, clean bool) er
 			name = "-" + fl.Shorthand + "/" + name
 		}
 		return usageError{fmt.Errorf("%s is not supported by pgsprint %s: %s", name, c.cmd, c.refused[refused[0]])}
+	}
+	if c.statistics && fs.Changed("no-statistics") {
+		return usageError{fmt.Errorf("--statistics and --no-statistics cannot be used together")}
 	}
 	if c.ifExists && !clean {
 		return usageError{fmt.Errorf("--if-exists requires --clean (as in pg_restore)")}

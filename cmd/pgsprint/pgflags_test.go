@@ -498,6 +498,8 @@ func TestPgFlagsRefused(t *testing.T) {
 		{[]string{"verify", "-h", "x"}, "-h is not help"},
 		{[]string{"dump", "-d", "x", "--filter", "/nonexistent/filter"}, "could not open filter file"},
 		{[]string{"dump", "-d", "x", "-f", "-", "-W", "-w"}, "-W (ask for a password) and -w (never ask) cannot be used together"},
+		{[]string{"dump", "-d", "x", "--statistics", "--no-statistics"}, "--statistics and --no-statistics cannot be used together"},
+		{[]string{"restore", "-f", "x.pgs", "-d", "x", "--statistics", "--no-statistics"}, "--statistics and --no-statistics cannot be used together"},
 	} {
 		r := pgsprint(t, nil, tc.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
