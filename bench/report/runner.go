@@ -13,8 +13,8 @@ import (
 
 	"github.com/pgsprint/pgsprint/bench/benchkit"
 	"github.com/pgsprint/pgsprint/bench/results"
+	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
-	"github.com/pgsprint/pgsprint/internal/verify"
 )
 
 // source is one built dataset and what every restore must equal.
@@ -50,7 +50,7 @@ func (r *runner) prepare(ctx context.Context, d dataset) (source, error) {
 	if src.bytes, err = r.dbSize(ctx, src.name); err != nil {
 		return src, err
 	}
-	if src.schema, err = verify.SchemaDump(ctx, r.s.pg.dir, r.c.ConnString(src.name)); err != nil {
+	if src.schema, err = compare.SchemaDump(ctx, r.s.pg.dir, r.c.ConnString(src.name)); err != nil {
 		return src, fmt.Errorf("schema of %s: %w", d.label, err)
 	}
 	if src.rows, err = r.fingerprint(ctx, src.name); err != nil {
@@ -64,7 +64,7 @@ func (r *runner) fingerprint(ctx context.Context, db string) (map[string]string,
 	if err != nil {
 		return nil, fmt.Errorf("fingerprint: %w", err)
 	}
-	return verify.FingerprintParallel(ctx, cfg, r.s.jobs)
+	return compare.FingerprintParallel(ctx, cfg, r.s.jobs)
 }
 
 func (r *runner) dbSize(ctx context.Context, db string) (int64, error) {
@@ -167,18 +167,18 @@ func (r *runner) measure(ctx context.Context, what string, cmds []benchkit.Comma
 // verify compares dst with the source: schema as pg_dump prints it, and
 // every table's rows. It returns the first difference, or "".
 func (r *runner) verify(ctx context.Context, src source, dst string) string {
-	schema, err := verify.SchemaDump(ctx, r.s.pg.dir, r.c.ConnString(dst))
+	schema, err := compare.SchemaDump(ctx, r.s.pg.dir, r.c.ConnString(dst))
 	if err != nil {
 		return err.Error()
 	}
-	if d := verify.SchemaDiff(src.schema, schema); d != "" {
+	if d := compare.SchemaDiff(src.schema, schema); d != "" {
 		return "schema differs: " + firstLines(d, 6)
 	}
 	rows, err := r.fingerprint(ctx, dst)
 	if err != nil {
 		return err.Error()
 	}
-	if d := verify.FingerprintDiff(src.rows, rows); len(d) > 0 {
+	if d := compare.FingerprintDiff(src.rows, rows); len(d) > 0 {
 		return fmt.Sprintf("rows differ in %d relations, first: %s", len(d), strings.ReplaceAll(d[0], "\n", " "))
 	}
 	return ""

@@ -14,8 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
-	"github.com/pgsprint/pgsprint/internal/verify"
 )
 
 // TestCloneResume kills clones run in a snapshot held by `pgsprint
@@ -52,7 +52,7 @@ func TestCloneResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asOf, err := verify.FingerprintSnapshot(ctx, srcCfg, 2, id)
+	asOf, err := compare.FingerprintSnapshot(ctx, srcCfg, 2, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,12 +101,12 @@ func TestCloneResume(t *testing.T) {
 				requireSkipped(t, r, n, "resuming")
 			}
 			requireNoJournal(t, target)
-			if diff := verify.SchemaDiff(srcSchema, pgtest.SchemaDump(t, c.BinDir(), c.ConnString(dst))); diff != "" {
+			if diff := compare.SchemaDiff(srcSchema, pgtest.SchemaDump(t, c.BinDir(), c.ConnString(dst))); diff != "" {
 				t.Fatalf("schema after resume differs from the source:\n%s", diff)
 			}
 			got := pgtest.Fingerprint(t, c.ConnString(dst))
 			dropSequences(got)
-			if diff := verify.FingerprintDiff(asOf, got); len(diff) > 0 {
+			if diff := compare.FingerprintDiff(asOf, got); len(diff) > 0 {
 				t.Fatalf("data after resume differs from the source as of snapshot %s: %v", id, diff)
 			}
 			checkBank(t, c.ConnString(dst), "resumed clone")
@@ -116,7 +116,7 @@ func TestCloneResume(t *testing.T) {
 	// The writes went on: a clone in a fresh snapshot would differ.
 	now := pgtest.Fingerprint(t, src)
 	dropSequences(now)
-	if diff := verify.FingerprintDiff(asOf, now); len(diff) == 0 {
+	if diff := compare.FingerprintDiff(asOf, now); len(diff) == 0 {
 		t.Error("the source did not change after the snapshot: the test proves nothing")
 	} else {
 		t.Logf("the source changed since the snapshot: %d tables differ", len(diff))

@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
-	"github.com/pgsprint/pgsprint/internal/verify"
 )
 
 type compareOptions struct {
@@ -89,8 +89,8 @@ func runCompare(ctx context.Context, o compareOptions, out io.Writer) error {
 	var fa, fb map[string]string
 	var diff string
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) { fa, err = verify.FingerprintParallel(gctx, src, o.jobs); return err })
-	g.Go(func() (err error) { fb, err = verify.FingerprintParallel(gctx, dst, o.jobs); return err })
+	g.Go(func() (err error) { fa, err = compare.FingerprintParallel(gctx, src, o.jobs); return err })
+	g.Go(func() (err error) { fb, err = compare.FingerprintParallel(gctx, dst, o.jobs); return err })
 	if o.schema {
 		g.Go(func() (err error) { diff, err = compareSchemas(gctx, o); return err })
 	}
@@ -115,7 +115,7 @@ func runCompare(ctx context.Context, o compareOptions, out io.Writer) error {
 // reportFingerprints prints a line per differing key (and per equal key
 // with all) and a total; it reports whether anything differs.
 func reportFingerprints(out io.Writer, a, b map[string]string, all bool) bool {
-	entries := verify.Compare(a, b)
+	entries := compare.Compare(a, b)
 	equal := 0
 	for _, e := range entries {
 		switch {
@@ -146,16 +146,16 @@ func compareSchemas(ctx context.Context, o compareOptions) (string, error) {
 	// One side after the other: pg_dump locks every table of its database
 	// until it ends, and two at once on one server (a restored copy beside
 	// its source) would need twice the lock slots pg_dump alone needs.
-	sa, err := verify.SchemaDump(ctx, tools.Dir, o.source)
+	sa, err := compare.SchemaDump(ctx, tools.Dir, o.source)
 	if err != nil {
 		return "", err
 	}
-	sb, err := verify.SchemaDump(ctx, tools.Dir, o.target)
+	sb, err := compare.SchemaDump(ctx, tools.Dir, o.target)
 	if err != nil {
 		return "", err
 	}
 	if o.acrossVersions {
-		sa, sb = verify.NormalizeAcrossVersions(sa), verify.NormalizeAcrossVersions(sb)
+		sa, sb = compare.NormalizeAcrossVersions(sa), compare.NormalizeAcrossVersions(sb)
 	}
-	return strings.TrimSpace(verify.SchemaDiff(sa, sb)), nil
+	return strings.TrimSpace(compare.SchemaDiff(sa, sb)), nil
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
-	"github.com/pgsprint/pgsprint/internal/verify"
 )
 
 // envMatrix set to "full" makes TestCrossVersion run every pair of installed
@@ -211,7 +211,7 @@ func TestDumpFromStandby(t *testing.T) {
 			delete(torture, "app.cache")
 			delete(restored, "app.cache")
 			var diff []string
-			for _, d := range verify.FingerprintDiff(torture, restored) {
+			for _, d := range compare.FingerprintDiff(torture, restored) {
 				if !strings.Contains(d, "public.") {
 					diff = append(diff, d)
 				}

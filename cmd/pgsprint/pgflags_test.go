@@ -17,9 +17,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/progress"
-	"github.com/pgsprint/pgsprint/internal/verify"
 )
 
 // flagsExtraDDL adds to the torture schema what pg_dump's object flags act
@@ -186,7 +186,7 @@ func TestPgFlags(t *testing.T) {
 				mustPgsprint(t, append([]string{"clone", "--source", src, "--target", c.ConnString(db), "-j", "2", "-q"}, tc.args...)...)
 			}
 			want := reference(t, tc.pgdump, tc.pgrestore)
-			if d := verify.SchemaDiff(want, schema(t, c.ConnString(db))); d != "" {
+			if d := compare.SchemaDiff(want, schema(t, c.ConnString(db))); d != "" {
 				t.Errorf("schema differs from pg_dump %v | pg_restore %v (- pg_dump, + pgsprint):\n%s", tc.pgdump, tc.pgrestore, d)
 			}
 			if !tc.same && want == plain {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
-	"github.com/pgsprint/pgsprint/internal/verify"
 )
 
 // selectionDDL is a source for partial restores: two schemas with a
@@ -345,7 +345,7 @@ func TestRestoreSelectionTorture(t *testing.T) {
 	mustPgsprint(t, append([]string{"restore", "-f", file, "-d", c.ConnString("dst"), "-j", "2", "-q"}, args...)...)
 	want := pgtest.SchemaDump(t, c.BinDir(), c.ConnString("src"), args...)
 	if got := pgtest.SchemaDump(t, c.BinDir(), c.ConnString("dst")); got != want {
-		t.Errorf("schema differs from pg_dump %v:\n%s", args, verify.SchemaDiff(want, got))
+		t.Errorf("schema differs from pg_dump %v:\n%s", args, compare.SchemaDiff(want, got))
 	}
 	fa, fb := pgtest.Fingerprint(t, c.ConnString("src")), pgtest.Fingerprint(t, c.ConnString("dst"))
 	gone := map[string]bool{"app.audit_log": true, `"dot.ted"."tab.le"`: true, "app.measurements_default": true, "app.audit_log_id_seq": true}

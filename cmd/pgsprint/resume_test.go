@@ -14,8 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
-	"github.com/pgsprint/pgsprint/internal/verify"
 )
 
 // resumeSource is a database that exercises every kind of restore step: a
@@ -117,10 +117,10 @@ func TestResume(t *testing.T) {
 				requireSkipped(t, r, n, "resuming:")
 			}
 			requireNoJournal(t, target)
-			if diff := verify.SchemaDiff(srcSchema, pgtest.SchemaDump(t, c.BinDir(), c.ConnString(dst))); diff != "" {
+			if diff := compare.SchemaDiff(srcSchema, pgtest.SchemaDump(t, c.BinDir(), c.ConnString(dst))); diff != "" {
 				t.Fatalf("schema after resume differs from the source:\n%s", diff)
 			}
-			if diff := verify.FingerprintDiff(srcData, pgtest.Fingerprint(t, c.ConnString(dst))); len(diff) > 0 {
+			if diff := compare.FingerprintDiff(srcData, pgtest.Fingerprint(t, c.ConnString(dst))); len(diff) > 0 {
 				t.Fatalf("data after resume differs from the source: %v", diff)
 			}
 		})

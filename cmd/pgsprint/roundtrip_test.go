@@ -10,9 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
-	"github.com/pgsprint/pgsprint/internal/verify"
 )
 
 // TestRoundTripTorture dumps the torture database with every codec and
@@ -101,10 +101,10 @@ func TestRoundTripTorture(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustPgsprint(t, "restore", "-f", file, "-d", c.ConnString("postgres"), "--create", "-q")
-		if got := pgtest.SchemaDump(t, c.BinDir(), c.ConnString(src)); verify.SchemaDiff(schema, got) != "" {
-			t.Fatalf("schema after --create differs:\n%s", verify.SchemaDiff(schema, got))
+		if got := pgtest.SchemaDump(t, c.BinDir(), c.ConnString(src)); compare.SchemaDiff(schema, got) != "" {
+			t.Fatalf("schema after --create differs:\n%s", compare.SchemaDiff(schema, got))
 		}
-		if diff := verify.FingerprintDiff(data, pgtest.Fingerprint(t, c.ConnString(src))); len(diff) > 0 {
+		if diff := compare.FingerprintDiff(data, pgtest.Fingerprint(t, c.ConnString(src))); len(diff) > 0 {
 			t.Fatalf("data after --create differs: %v", diff)
 		}
 	})

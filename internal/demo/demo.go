@@ -16,11 +16,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
-	"github.com/pgsprint/pgsprint/internal/verify"
 )
 
 // Options configure the demo.
@@ -161,26 +161,26 @@ func (d *demo) runPgDump(ctx context.Context) (measured, error) {
 
 // check compares the sample database with a restored copy.
 func (d *demo) check(ctx context.Context, db string) error {
-	a, err := verify.SchemaDump(ctx, d.c.BinDir(), d.c.ConnString("sample"))
+	a, err := compare.SchemaDump(ctx, d.c.BinDir(), d.c.ConnString("sample"))
 	if err != nil {
 		return err
 	}
-	b, err := verify.SchemaDump(ctx, d.c.BinDir(), d.c.ConnString(db))
+	b, err := compare.SchemaDump(ctx, d.c.BinDir(), d.c.ConnString(db))
 	if err != nil {
 		return err
 	}
-	if diff := verify.SchemaDiff(a, b); diff != "" {
+	if diff := compare.SchemaDiff(a, b); diff != "" {
 		return fmt.Errorf("schema of %s differs from the source:\n%s", db, diff)
 	}
-	fa, err := verify.Fingerprint(ctx, d.c.ConnString("sample"))
+	fa, err := compare.Fingerprint(ctx, d.c.ConnString("sample"))
 	if err != nil {
 		return err
 	}
-	fb, err := verify.Fingerprint(ctx, d.c.ConnString(db))
+	fb, err := compare.Fingerprint(ctx, d.c.ConnString(db))
 	if err != nil {
 		return err
 	}
-	if diff := verify.FingerprintDiff(fa, fb); len(diff) > 0 {
+	if diff := compare.FingerprintDiff(fa, fb); len(diff) > 0 {
 		return fmt.Errorf("data of %s differs from the source: %v", db, diff)
 	}
 	return nil

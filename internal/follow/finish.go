@@ -65,7 +65,7 @@ type FinishResult struct {
 	Sequences int
 	// SourceMajor and TargetMajor are the servers' major versions: a
 	// schema comparison across versions must allow for what each prints
-	// differently (verify.NormalizeAcrossVersions).
+	// differently (compare.NormalizeAcrossVersions).
 	SourceMajor, TargetMajor int
 }
 

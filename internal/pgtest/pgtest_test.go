@@ -3,7 +3,7 @@ package pgtest
 import (
 	"context"
 	"errors"
-	"github.com/pgsprint/pgsprint/internal/verify"
+	"github.com/pgsprint/pgsprint/internal/compare"
 	"os"
 	"strings"
 	"sync"
@@ -109,7 +109,7 @@ func TestTortureRoundTripHarness(t *testing.T) {
 
 	dumpA := SchemaDump(t, c.BinDir(), connA)
 	dumpB := SchemaDump(t, c.BinDir(), connB)
-	if d := verify.SchemaDiff(dumpA, dumpB); d != "" {
+	if d := compare.SchemaDiff(dumpA, dumpB); d != "" {
 		t.Fatalf("schemas of two torture loads differ:\n%s", d)
 	}
 	for _, want := range []string{`\restrict KEY`, "CREATE MATERIALIZED VIEW app.mv_empty", `CREATE SCHEMA "ünï côdé"`, "FORCE ROW LEVEL SECURITY", "EXCLUDE USING gist"} {
@@ -123,7 +123,7 @@ func TestTortureRoundTripHarness(t *testing.T) {
 
 	fpA := Fingerprint(t, connA)
 	fpB := Fingerprint(t, connB)
-	if d := verify.FingerprintDiff(fpA, fpB); len(d) > 0 {
+	if d := compare.FingerprintDiff(fpA, fpB); len(d) > 0 {
 		t.Fatalf("fingerprints of two torture loads differ:\n%s", strings.Join(d, "\n"))
 	}
 	checkFingerprint(t, fpA)
@@ -139,7 +139,7 @@ func TestTortureRoundTripHarness(t *testing.T) {
 		SELECT setval('app.unused_seq', 42);`); err != nil {
 		t.Fatal(err)
 	}
-	d := verify.FingerprintDiff(fpA, Fingerprint(t, connB))
+	d := compare.FingerprintDiff(fpA, Fingerprint(t, connB))
 	wantKeys := []string{`"ünï côdé"."tâblé ñame"`, "large object 900003", "app.unused_seq"}
 	if len(d) != len(wantKeys) {
 		t.Errorf("after changing one row, one LO byte and one sequence, got %d differences, want %d:\n%s", len(d), len(wantKeys), strings.Join(d, "\n"))
@@ -153,7 +153,7 @@ func TestTortureRoundTripHarness(t *testing.T) {
 	if err := c.Exec(ctx, dbB, `COMMENT ON TABLE app.empty_table IS 'changed comment'`); err != nil {
 		t.Fatal(err)
 	}
-	sd := verify.SchemaDiff(dumpA, SchemaDump(t, c.BinDir(), connB))
+	sd := compare.SchemaDiff(dumpA, SchemaDump(t, c.BinDir(), connB))
 	if !strings.Contains(sd, "+ COMMENT ON TABLE app.empty_table IS 'changed comment';") ||
 		!strings.Contains(sd, "- COMMENT ON TABLE app.empty_table IS 'deliberately empty';") {
 		t.Errorf("schema change not shown as expected:\n%s", sd)

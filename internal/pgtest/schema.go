@@ -8,17 +8,17 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgsprint/pgsprint/internal/verify"
+	"github.com/pgsprint/pgsprint/internal/compare"
 )
 
-// SchemaDump returns verify.SchemaDump (pg_dump --schema-only, normalized)
+// SchemaDump returns compare.SchemaDump (pg_dump --schema-only, normalized)
 // of the database behind connString, or of the part pg_dump's selection
 // flags pick, failing the test on error.
 func SchemaDump(t testing.TB, binDir, connString string, selection ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := verify.SchemaDump(ctx, binDir, connString, selection...)
+	out, err := compare.SchemaDump(ctx, binDir, connString, selection...)
 	if err != nil {
 		t.Fatalf("pgtest.SchemaDump: %v", err)
 	}
@@ -32,7 +32,7 @@ func RequireSameSchema(t testing.TB, binDir, a, b string) {
 	t.Helper()
 	da := SchemaDump(t, binDir, a)
 	db := SchemaDump(t, binDir, b)
-	if d := verify.SchemaDiff(da, db); d != "" {
+	if d := compare.SchemaDiff(da, db); d != "" {
 		t.Fatalf("schemas differ (- %s, + %s):\n%s", redactConn(a), redactConn(b), d)
 	}
 }
@@ -68,11 +68,11 @@ func RequireSameSchemaAcrossVersions(t testing.TB, binDir, a, b string) {
 	t.Helper()
 	da := normalizeAcrossVersions(SchemaDump(t, binDir, a))
 	db := normalizeAcrossVersions(SchemaDump(t, binDir, b))
-	if d := verify.SchemaDiff(da, db); d != "" {
+	if d := compare.SchemaDiff(da, db); d != "" {
 		t.Fatalf("schemas differ beyond version differences (- %s, + %s):\n%s", redactConn(a), redactConn(b), d)
 	}
 }
 
 // normalizeAcrossVersions applies RequireSameSchemaAcrossVersions's
 // normalization to one normalized pg_dump --schema-only text.
-func normalizeAcrossVersions(dump string) string { return verify.NormalizeAcrossVersions(dump) }
+func normalizeAcrossVersions(dump string) string { return compare.NormalizeAcrossVersions(dump) }

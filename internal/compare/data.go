@@ -1,7 +1,7 @@
-// Package verify compares two databases the way a DBA would trust: the
+// Package compare compares two databases the way a DBA would trust: the
 // schema as pg_dump prints it, and every table's rows by count and an
 // order-independent content hash, with sequences and large objects.
-package verify
+package compare
 
 import (
 	"context"

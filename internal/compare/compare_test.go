@@ -1,4 +1,4 @@
-package verify
+package compare
 
 import (
 	"strings"
