@@ -17,6 +17,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
@@ -87,7 +88,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	var saved *archive.Manifest
 	if opts.Resume {
 		var err error
-		if saved, err = restore.ReadJournalManifest(ctx, opts.Target); err != nil {
+		if saved, err = journal.ReadManifest(ctx, opts.Target); err != nil {
 			return nil, err
 		}
 		if saved != nil && saved.Snapshot != opts.Snapshot {

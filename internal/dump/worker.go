@@ -123,19 +123,14 @@ func setCopyEncoding(ctx context.Context, conn *pgx.Conn, enc string) error {
 // them), as pg_dump does. Text chunks are read in encoding enc (the
 // source's own, which the manifest records: no conversion, and restore
 // converts as pg_restore does); binary ones in the connection's
-// client_encoding, which COPY's ENCODING option does not govern.
+// client_encoding, which COPY's ENCODING option does not govern. The
+// statement is pg.Copy's, the builder of the loading side too.
 func CopyOutSQL(t archive.Table, c archive.Chunk, enc string) string {
-	format := ""
-	switch {
-	case c.Binary:
-		format = " WITH (FORMAT binary)"
-	case enc != "":
-		format = " WITH (ENCODING " + pg.Literal(enc) + ")"
+	stmt := pg.Copy{Schema: t.Schema, Table: t.Name, Columns: t.Columns, Binary: c.Binary, Encoding: enc}
+	if c.Where != "" {
+		stmt.Query = plan.SelectSQL(t.Schema, t.Name, t.Columns, c.Where)
 	}
-	if c.Where == "" {
-		return fmt.Sprintf("COPY %s%s TO STDOUT%s", pg.Qualified(t.Schema, t.Name), pg.CopyColumns(t.Columns), format)
-	}
-	return fmt.Sprintf("COPY (%s) TO STDOUT%s", plan.SelectSQL(t.Schema, t.Name, t.Columns, c.Where), format)
+	return stmt.To()
 }
 
 func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archive.Manifest, c *archive.Chunk, blockSize int, rep progress.Reporter) (int64, error) {

@@ -167,10 +167,7 @@ func (s *script) abort(cause error) {
 func (s *script) writeChunk(ar archive.Source, m *archive.Manifest, c *archive.Chunk) error {
 	t := m.Tables[c.Table]
 	name := pg.Qualified(t.Schema, t.Name)
-	copySQL := restore.CopyInSQL(t)
-	if opt := restore.EncodingOption(m.DataEncoding()); opt != "" {
-		copySQL += " WITH (" + opt + ")"
-	}
+	copySQL := pg.Copy{Schema: t.Schema, Table: t.Name, Columns: t.Columns, Encoding: m.DataEncoding()}.From()
 	fmt.Fprintf(s.w, "\n%s;\n", copySQL)
 	s.inCopy = true
 	st := ar.OpenStream(c.Stream)
