@@ -12,6 +12,7 @@ import (
 // alike (a chunk read with one column list and loaded with another would
 // put values in the wrong columns).
 type Copy struct {
+	// Schema and Table name the table, unquoted: they are quoted here.
 	Schema, Table string
 	// Columns are unquoted, in COPY order (generated columns left out);
 	// none means COPY takes no list (a table without columns, whose rows

@@ -27,7 +27,7 @@ type engine struct {
 
 // workerConn is a worker's connection and the session mode it is in: for
 // COPY it is UTF8 (SQL_ASCII for a SQL_ASCII archive), COPY text naming
-// its own encoding (EncodingOption), while pg_dump's SQL runs with
+// its own encoding (pg.Copy's Encoding), while pg_dump's SQL runs with
 // pg_restore's session settings, its client_encoding included.
 type workerConn struct {
 	conn *pgx.Conn
