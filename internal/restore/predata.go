@@ -51,6 +51,7 @@ func (p *preData) run(ctx context.Context) (*target, error) {
 	return &target{cfg: p.target, j: p.j, resumed: p.resumed}, nil
 }
 
+// prepare does the pre-data stage's work, leaving its results in p.
 func (p *preData) prepare(ctx context.Context) error {
 	p.target = p.opts.Target
 	id := journal.ArchiveID(p.m)
