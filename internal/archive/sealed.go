@@ -181,9 +181,14 @@ func openFooter(k *seal.Key, fb []byte) ([]byte, error) {
 	return out, nil
 }
 
-// ErrStructureOnly is what CheckStructure's caller reports alongside its
-// result: without the key, the contents were not checked.
-var ErrStructureOnly = errors.New("contents not checked: no key")
+// EncryptedTo names whom the archive is encrypted to ("a passphrase"),
+// or is empty for a clear archive.
+func (ar *Reader) EncryptedTo() string {
+	if ar.key == nil {
+		return ""
+	}
+	return ar.key.Recipients()
+}
 
 // CheckStructure checks an encrypted archive without its key: the header
 // checksum and envelope, the trailer, the footer's checksum and counts,

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"filippo.io/age"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -75,6 +76,9 @@ type Options struct {
 	Logger        *slog.Logger
 	// Progress hears about the work as it happens; nil reports nowhere.
 	Progress progress.Reporter
+	// Identities open an encrypted archive (File); a clear one ignores
+	// them.
+	Identities []age.Identity
 }
 
 // Result summarises a finished restore.
