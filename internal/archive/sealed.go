@@ -263,7 +263,7 @@ func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 	}
 	streams := map[uint32]*seen{}
 	var frames uint64
-	buf := make([]byte, 0, 1<<20)
+	var buf []byte
 	for off := dataStart; off < t.footerOff; {
 		var fh [frameHeaderSize]byte
 		if off+frameHeaderSize > t.footerOff {
