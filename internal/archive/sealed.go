@@ -110,7 +110,7 @@ func decodeHeader(hb, mb []byte, version uint32, ids []age.Identity) (*Manifest,
 		if errors.As(err, &kerr) {
 			return nil, [codecGzip + 1]codec.Codec{}, nil, err
 		}
-		return nil, [codecGzip + 1]codec.Codec{}, nil, corruptf("archive: encryption envelope: %v", err)
+		return nil, [codecGzip + 1]codec.Codec{}, nil, corruptf("archive: %v", err)
 	}
 	ad := make([]byte, 0, headerFixedSize+envelopeFixedSize+len(env))
 	ad = append(append(ad, hb[:headerFixedSize]...), mb[:envelopeFixedSize+len(env)]...)

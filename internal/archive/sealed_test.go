@@ -217,7 +217,7 @@ func TestSealedDamage(t *testing.T) {
 		want []string // with checksums recomputed, any of these
 	}{
 		{"header version", 8, []string{"format version"}},
-		{"envelope archive id", idAt, []string{"manifest does not authenticate"}},
+		{"envelope archive id", idAt, []string{"manifest does not authenticate", "bad archive id"}},
 		{"wrapped key", wrapped, []string{"no matching identity", "wrapped data key", "encryption envelope"}},
 		{"manifest", l.manStart + 5, []string{"manifest does not authenticate"}},
 		{"manifest tag", l.manEnd - 1, []string{"manifest does not authenticate"}},

@@ -147,7 +147,7 @@ var ErrNoKey = errors.New("no key for the encrypted archive")
 
 // ErrDamaged matches every failure of a sealed piece to open, and every
 // malformed envelope: the bytes were changed, by accident or not.
-var ErrDamaged = errors.New("encrypted data does not authenticate")
+var ErrDamaged = errors.New("damaged")
 
 // KeyError says whom an archive is encrypted to, when the reader has no
 // matching identity (or the wrong passphrase, or none).
