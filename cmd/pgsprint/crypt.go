@@ -19,13 +19,16 @@ type encryptFlags struct {
 }
 
 func (e *encryptFlags) register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&e.to, "encrypt-to", nil, "encrypt the archive to this age public key (age1...; repeatable: any one of the matching identities opens it)")
-	fs.StringArrayVar(&e.toFiles, "encrypt-to-file", nil, "encrypt the archive to every public key in this age recipients file (one per line, # comments; repeatable)")
-	fs.StringVar(&e.passFile, "passphrase-file", "", "encrypt the archive with the passphrase on this file's first line (scrypt, as age -p; not with --encrypt-to)")
+	fs.StringArrayVar(&e.to, "encrypt-to", nil, "encrypt the archive to this age public key `RECIPIENT` (age1...; repeatable: each recipient's identity opens it)")
+	fs.StringArrayVar(&e.toFiles, "encrypt-to-file", nil, "encrypt the archive to every public key in this age recipients `FILE` (one per line, # comments; repeatable)")
+	fs.StringVar(&e.passFile, "passphrase-file", "", "encrypt the archive with the passphrase on the first line of `FILE` (scrypt, as age -p; not with --encrypt-to)")
 }
 
-// recipients parses the flags; none given means a clear archive.
+// recipients parses the flags; none given means a clear archive. dump
+// never reads $PGSPRINT_PASSPHRASE, but removes it, so that pg_dump does
+// not inherit a passphrase meant for readers.
 func (e *encryptFlags) recipients() ([]age.Recipient, error) {
+	os.Unsetenv(seal.PassphraseEnv)
 	var rs []age.Recipient
 	for _, s := range e.to {
 		r, err := seal.ParseRecipient(s)
@@ -66,8 +69,8 @@ type keyFlags struct {
 }
 
 func (k *keyFlags) register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&k.identityFiles, "identity", nil, "open an encrypted archive with the age identities in this file (age-keygen's output; repeatable)")
-	fs.StringVar(&k.passFile, "passphrase-file", "", "open an archive encrypted with a passphrase with the one on this file's first line (else $"+seal.PassphraseEnv+")")
+	fs.StringArrayVar(&k.identityFiles, "identity", nil, "open an encrypted archive with the age identities in `FILE` (age-keygen's output; repeatable)")
+	fs.StringVar(&k.passFile, "passphrase-file", "", "open an archive encrypted with a passphrase with the one on the first line of `FILE` (else $"+seal.PassphraseEnv+")")
 }
 
 // identities reads the identity files and the passphrase, from
