@@ -38,6 +38,7 @@ type dumpOptions struct {
 	snapshot  string
 	compat    compatFlags
 	noStats   bool // --no-statistics
+	encrypt   encryptFlags
 }
 
 func newDumpCmd() *cobra.Command {
@@ -66,7 +67,8 @@ the dump with one line naming the table and the session or what changed
   pgsprint dump -d prod -f app.pgs -n app -T 'app.log_*' --exclude-table-data app.audit
   pgsprint dump -d prod -f rows.pgs --data-only -t 'app.order*'
   pgsprint dump -d prod -f part.pgs --filter objects.txt   # pg_dump 17's filter file: include/exclude table|schema|...
-  pgsprint dump -d prod -f m.pgs --table-and-children app.measurements --no-comments`,
+  pgsprint dump -d prod -f m.pgs --table-and-children app.measurements --no-comments
+  pgsprint dump -d prod -f prod.pgs --encrypt-to age1... --encrypt-to-file backup-keys.txt`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.compat.apply(cmd.Flags(), &o.filter, false); err != nil {
@@ -94,6 +96,7 @@ the dump with one line naming the table and the session or what changed
 	o.compat = compatFlags{cmd: "dump"}
 	o.compat.register(fs, &o.filter)
 	fs.BoolVar(&o.noStats, "no-statistics", false, "do not carry optimizer statistics (carried by default when pg_dump is 18 or later; restore into 18+ then skips ANALYZE)")
+	o.encrypt.register(fs)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -131,6 +134,10 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
+	recipients, err := o.encrypt.recipients()
+	if err != nil {
+		return err
+	}
 	cfg, err := o.conn.config(ctx)
 	if err != nil {
 		return err
@@ -151,7 +158,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 		Source: cfg, File: o.file, Stdout: os.Stdout, Jobs: o.jobs, Codec: c, BlockSize: o.blockSize,
 		Split:   plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Version: version, Logger: o.log.logger(), Progress: w.reporter, Filter: o.filter, LockWaitTimeout: o.lockWait, Snapshot: o.snapshot,
-		NoStatistics: o.noStats,
+		NoStatistics: o.noStats, Recipients: recipients,
 	})
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"text/tabwriter"
 
+	"filippo.io/age"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
@@ -17,6 +18,7 @@ import (
 
 type listOptions struct {
 	json bool
+	keys keyFlags
 }
 
 func newListCmd() *cobra.Command {
@@ -37,6 +39,7 @@ read (and checked) before anything is printed.`,
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	o.keys.register(cmd.Flags())
 	return cmd
 }
 
@@ -51,7 +54,11 @@ type listing struct {
 }
 
 func runList(path string, o listOptions, in io.Reader, out io.Writer) error {
-	m, tables, streams, err := readListing(path, in)
+	ids, err := o.keys.identities()
+	if err != nil {
+		return err
+	}
+	m, tables, streams, err := readListing(path, in, ids...)
 	if err != nil {
 		return err
 	}
@@ -99,15 +106,15 @@ func exactlyOneFile(cmd *cobra.Command, args []string) error {
 
 // readListing reads the manifest and per-table totals of the archive at
 // path, or of the one on in for "-".
-func readListing(path string, in io.Reader) (*archive.Manifest, []archive.TableSummary, []archive.StreamInfo, error) {
+func readListing(path string, in io.Reader, ids ...age.Identity) (*archive.Manifest, []archive.TableSummary, []archive.StreamInfo, error) {
 	if path == "-" {
-		m, tables, streams, err := archive.ReadListing(in)
+		m, tables, streams, err := archive.ReadListing(in, ids...)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("read archive from standard input: %w", err)
 		}
 		return m, tables, streams, nil
 	}
-	f, err := archive.OpenFile(path)
+	f, err := archive.OpenFile(path, ids...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"filippo.io/age"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -43,6 +44,8 @@ type restoreOptions struct {
 	single    bool
 	list      listFlags
 	noStats   bool // --no-statistics
+	keys      keyFlags
+	ids       []age.Identity // read from keys once
 }
 
 // listFlags are restore's -l and -L, pg_restore's table of contents flags.
@@ -200,6 +203,7 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
 	fs.BoolVarP(&o.single, "single-transaction", "1", false, "with --to-sql only (whose script is always one transaction): see README")
 	o.list.register(fs)
 	fs.BoolVar(&o.noStats, "no-statistics", false, "do not restore the archive's optimizer statistics (PostgreSQL 18+): analyze the tables instead")
+	o.keys.register(fs)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -210,6 +214,11 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.file == "" {
 		return usageError{fmt.Errorf("no archive file given: use -f FILE")}
 	}
+	ids, err := o.keys.identities()
+	if err != nil {
+		return err
+	}
+	o.ids = ids
 	removeStale(o.log.logger(), "", tempfile.InTempDir()...)
 	if o.file == "-" {
 		removeStale(o.log.logger(), o.spillDir, tempfile.Spill, tempfile.Stdin)
@@ -254,7 +263,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		Target: cfg, File: o.file, Stdin: os.Stdin, SpillDir: o.spillDir, Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
 		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
-		UseList: o.list.use, NoStatistics: o.noStats,
+		UseList: o.list.use, NoStatistics: o.noStats, Identities: o.ids,
 	})
 	if err != nil {
 		return err
@@ -304,12 +313,12 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 // into --spill-dir when it is "-".
 func openWhole(o restoreOptions) (*archive.File, error) {
 	if o.file != "-" {
-		return archive.OpenFile(o.file)
+		return archive.OpenFile(o.file, o.ids...)
 	}
 	if term.IsTerminal(int(os.Stdin.Fd())) {
 		return nil, usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
 	}
-	return archive.Spool(os.Stdin, o.spillDir)
+	return archive.Spool(os.Stdin, o.spillDir, o.ids...)
 }
 
 // printList is restore -l: the archive's table of contents, as pg_restore

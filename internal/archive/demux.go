@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 
+	"filippo.io/age"
+
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -54,8 +56,10 @@ type demuxStream struct {
 
 // NewDemux reads the header from r and starts routing frames. Spill files
 // go to spillDir (os.TempDir() if empty) and are removed as they are read.
-func NewDemux(r io.Reader, spillDir string) (*Demux, error) {
-	seq, err := NewSequential(r)
+// An encrypted archive is opened with ids (see Open); its frames are
+// spilled decrypted, to files unlinked at once.
+func NewDemux(r io.Reader, spillDir string, ids ...age.Identity) (*Demux, error) {
+	seq, err := NewSequential(r, ids...)
 	if err != nil {
 		return nil, err
 	}

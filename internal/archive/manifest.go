@@ -5,10 +5,11 @@ import "time"
 // FormatVersion is the newest archive format this package reads and
 // writes. Readers refuse archives with a higher version, because a newer
 // writer may have added frame kinds or header fields they would misread.
-// The writer writes version 1 unless the manifest holds strings invalid
-// in UTF8 (a SQL_ASCII source's names), which version 2 stores marked
-// (see MarshalManifest).
-const FormatVersion = formatRawNames
+// The writer writes the lowest version that holds what the archive uses:
+// 1, or 2 when the manifest holds strings invalid in UTF8 (a SQL_ASCII
+// source's names, stored marked: see MarshalManifest), or 3 when the
+// archive is encrypted (sealed.go).
+const FormatVersion = formatSealed
 
 // Manifest is written in the header, before any frame, so that a reader of a
 // stream knows every table, chunk and large object it is about to see

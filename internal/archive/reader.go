@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 
+	"filippo.io/age"
+
 	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/seal"
 )
 
 // Reader gives random access to a finished archive. Open checks the
@@ -25,12 +28,15 @@ type Reader struct {
 	frames  []frameEntry               // in file order
 	byStrm  [][]int32                  // per streams position: frame indexes in seq order, End last
 	codecs  [codecGzip + 1]codec.Codec // decoders by frame codec id; nil if not allowed
+	key     *seal.Key                  // an encrypted archive's data key; nil for a clear one
 }
 
 // Open reads and checks everything but the frame payloads. It returns
 // ErrNotArchive, ErrIncomplete, a *VersionError or an error matching
-// ErrCorrupt, each with a one-line message a user can act on.
-func Open(r io.ReaderAt, size int64) (*Reader, error) {
+// ErrCorrupt, each with a one-line message a user can act on. An
+// encrypted archive is opened with the first of ids that matches; with
+// none matching it returns a *seal.KeyError naming its recipients.
+func Open(r io.ReaderAt, size int64, ids ...age.Identity) (*Reader, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("archive: negative size %d", size)
 	}
@@ -76,11 +82,11 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 	if err := readFull(r, mb, headerFixedSize); err != nil {
 		return nil, fmt.Errorf("archive: reading manifest: %w", err)
 	}
-	m, codecs, err := decodeManifest(mb, version)
+	m, codecs, key, err := decodeHeader(hb[:], mb, version, ids)
 	if err != nil {
 		return nil, err
 	}
-	ar := &Reader{r: r, manifest: m, codecs: codecs}
+	ar := &Reader{r: r, manifest: m, codecs: codecs, key: key}
 
 	fb := make([]byte, t.footerLen)
 	if err := readFull(r, fb, t.footerOff); err != nil {
@@ -88,6 +94,9 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 	}
 	if crc32c(fb) != t.footerCRC {
 		return nil, corruptf("archive: footer checksum mismatch")
+	}
+	if fb, err = openFooter(key, fb); err != nil {
+		return nil, err
 	}
 	f, err := parseFooter(fb)
 	if err != nil {
@@ -158,7 +167,7 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 		if e.raw > MaxBlockSize || e.stored > MaxBlockSize {
 			return where("lengths %d/%d exceed the %d byte limit", e.raw, e.stored, MaxBlockSize)
 		}
-		off += frameHeaderSize + int64(e.stored)
+		off += frameHeaderSize + int64(e.stored) + overhead(ar.key)
 		if off > dataEnd {
 			return where("frame runs past the footer at %d", dataEnd)
 		}

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 
+	"filippo.io/age"
+
 	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/seal"
 )
 
 // Sequential reads an archive front to back from a source that cannot seek
@@ -25,6 +28,7 @@ type Sequential struct {
 	version  uint32
 	manifest *Manifest
 	codecs   [codecGzip + 1]codec.Codec
+	key      *seal.Key // an encrypted archive's data key; nil for a clear one
 	streams  map[uint32]*seqStream
 	frames   int64
 	index    uint32 // rolling CRC-32C over the footer encoding of every frame seen
@@ -51,8 +55,10 @@ type Frame struct {
 	Totals StreamInfo
 }
 
-// NewSequential reads and checks the header and manifest from r.
-func NewSequential(r io.Reader) (*Sequential, error) {
+// NewSequential reads and checks the header and manifest from r. An
+// encrypted archive is opened with the first of ids that matches (see
+// Open).
+func NewSequential(r io.Reader, ids ...age.Identity) (*Sequential, error) {
 	s := &Sequential{r: bufio.NewReaderSize(r, 1<<20), streams: map[uint32]*seqStream{}}
 	var hb [headerFixedSize]byte
 	n, err := io.ReadFull(s.r, hb[:])
@@ -84,7 +90,7 @@ func NewSequential(r io.Reader) (*Sequential, error) {
 		return nil, s.truncated(err)
 	}
 	s.off = headerFixedSize + manLen + 4
-	if s.manifest, s.codecs, err = decodeManifest(mb, s.version); err != nil {
+	if s.manifest, s.codecs, s.key, err = decodeHeader(hb[:], mb, s.version, ids); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -169,14 +175,17 @@ func (s *Sequential) next() (*Frame, error) {
 	case h.kind != KindEnd && h.rawLen == 0:
 		return nil, fail("empty data frame")
 	}
-	payload := make([]byte, h.storedLen)
+	payload := make([]byte, int64(h.storedLen)+overhead(s.key))
 	if _, err := io.ReadFull(s.r, payload); err != nil {
 		return nil, s.truncated(err)
 	}
 	if crc32c(payload) != h.payloadCRC {
 		return nil, fail("checksum mismatch")
 	}
-	s.off += frameHeaderSize + int64(h.storedLen)
+	s.off += frameHeaderSize + int64(len(payload))
+	if payload, err = openFrame(s.key, hb[:], payload); err != nil {
+		return nil, fail("%v", err)
+	}
 	s.frames++
 	s.index = crc32cUpdate(s.index, frameEntryBytes(frameEntry{off: at, stream: h.stream, seq: h.seq,
 		raw: h.rawLen, stored: h.storedLen, kind: h.kind, codec: h.codec}))
@@ -227,7 +236,7 @@ func (s *Sequential) finish() error {
 	if ns != uint64(len(s.streams)) || nf != uint64(s.frames) {
 		return corruptf("archive: footer lists %d streams and %d frames, the archive has %d and %d", ns, nf, len(s.streams), s.frames)
 	}
-	body := make([]byte, footerFixedSize+ns*streamEntrySize+nf*frameEntrySize)
+	body := make([]byte, footerFixedSize+ns*streamEntrySize+nf*frameEntrySize+uint64(overhead(s.key)))
 	copy(body, fixed[:])
 	if _, err := io.ReadFull(s.r, body[footerFixedSize:]); err != nil {
 		return s.truncated(err)
@@ -256,7 +265,11 @@ func (s *Sequential) finish() error {
 	case crc32c(body) != t.footerCRC:
 		return corruptf("archive: footer checksum mismatch")
 	}
-	f, err := parseFooter(body)
+	plain, err := openFooter(s.key, body)
+	if err != nil {
+		return err
+	}
+	f, err := parseFooter(plain)
 	if err != nil {
 		return err
 	}

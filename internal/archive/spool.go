@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 
+	"filippo.io/age"
+
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -13,7 +15,7 @@ import (
 // --to-sql script writes the streams in manifest order, not as they
 // arrive). The file is unlinked at once: it takes disk space only while
 // open, and nothing is left behind however the process ends.
-func Spool(in io.Reader, dir string) (*File, error) {
+func Spool(in io.Reader, dir string, ids ...age.Identity) (*File, error) {
 	f, err := tempfile.Create(dir, tempfile.Stdin)
 	if err != nil {
 		return nil, fmt.Errorf("read archive from standard input: %w", err)
@@ -24,7 +26,7 @@ func Spool(in io.Reader, dir string) (*File, error) {
 		f.Close()
 		return nil, fmt.Errorf("read archive from standard input: %w", err)
 	}
-	r, err := Open(f, n)
+	r, err := Open(f, n, ids...)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("archive on standard input: %w", err)

@@ -122,7 +122,7 @@ func (s *streamReader) nextFrame() error {
 		return corruptf("archive: stream %d frame %d at offset %d: %s", e.stream, e.seq, e.off, fmt.Sprintf(format, args...))
 	}
 
-	n := frameHeaderSize + int(e.stored)
+	n := frameHeaderSize + int(e.stored) + int(overhead(s.ar.key))
 	if cap(s.buf) < n {
 		s.buf = make([]byte, n)
 	}
@@ -145,6 +145,9 @@ func (s *streamReader) nextFrame() error {
 	payload := s.buf[frameHeaderSize:]
 	if crc32c(payload) != h.payloadCRC {
 		return fail("checksum mismatch")
+	}
+	if payload, err = openFrame(s.ar.key, s.buf[:frameHeaderSize], payload); err != nil {
+		return fail("%v", err)
 	}
 
 	if h.kind == KindEnd {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"sort"
+
+	"filippo.io/age"
 )
 
 // File is an archive opened from a path, for commands that read one.
@@ -13,8 +15,9 @@ type File struct {
 	f *os.File
 }
 
-// OpenFile opens and checks the archive at path (header, trailer, footer).
-func OpenFile(path string) (*File, error) {
+// OpenFile opens and checks the archive at path (header, trailer, footer),
+// with ids for an encrypted one (see Open).
+func OpenFile(path string, ids ...age.Identity) (*File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open archive: %w", err)
@@ -24,7 +27,7 @@ func OpenFile(path string) (*File, error) {
 		f.Close()
 		return nil, fmt.Errorf("open archive: %w", err)
 	}
-	r, err := Open(f, st.Size())
+	r, err := Open(f, st.Size(), ids...)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open archive %s: %w", path, err)
@@ -53,8 +56,8 @@ func (r *Reader) Tables() []TableSummary { return tablesOf(r.Manifest(), r.Strea
 // totals per table: the manifest comes first, but the totals only with
 // each stream's end, so `pgsprint list -` must read everything. Every
 // frame is checked on the way, so an incomplete archive is an error.
-func ReadTables(r io.Reader) (*Manifest, []TableSummary, error) {
-	m, tables, _, err := ReadListing(r)
+func ReadTables(r io.Reader, ids ...age.Identity) (*Manifest, []TableSummary, error) {
+	m, tables, _, err := ReadListing(r, ids...)
 	return m, tables, err
 }
 
@@ -71,8 +74,8 @@ func DataTotals(streams []StreamInfo) (raw, stored int64) {
 }
 
 // ReadListing is ReadTables that also returns every stream's totals.
-func ReadListing(r io.Reader) (*Manifest, []TableSummary, []StreamInfo, error) {
-	s, err := NewSequential(r)
+func ReadListing(r io.Reader, ids ...age.Identity) (*Manifest, []TableSummary, []StreamInfo, error) {
+	s, err := NewSequential(r, ids...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"time"
 
+	"filippo.io/age"
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
@@ -48,6 +49,9 @@ type Options struct {
 	Progress progress.Reporter
 	// NoStatistics is SessionOptions.NoStatistics.
 	NoStatistics bool
+	// Recipients, when given, encrypt the archive to them (format 3:
+	// internal/seal); a clear archive otherwise.
+	Recipients []age.Recipient
 }
 
 // Result summarises a finished dump.
@@ -97,7 +101,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer out.Abort()
 
-	w, err := archive.NewWriter(out, m, opts.Codec)
+	w, err := archive.NewWriter(out, m, opts.Codec, opts.Recipients...)
 	if err != nil {
 		return nil, fmt.Errorf("write archive header: %w", err)
 	}

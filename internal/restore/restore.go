@@ -21,6 +21,7 @@ import (
 	"os"
 	"time"
 
+	"filippo.io/age"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
@@ -77,6 +78,9 @@ type Options struct {
 	Logger        *slog.Logger
 	// Progress hears about the work as it happens; nil reports nowhere.
 	Progress progress.Reporter
+	// Identities open an encrypted archive (File); a clear one ignores
+	// them.
+	Identities []age.Identity
 }
 
 // Result summarises a finished restore.

@@ -57,7 +57,7 @@ func openSource(opts Options) (*openedSource, error) {
 		if in == nil {
 			in = os.Stdin
 		}
-		d, err := archive.NewDemux(in, opts.SpillDir)
+		d, err := archive.NewDemux(in, opts.SpillDir, opts.Identities...)
 		if err != nil {
 			return nil, fmt.Errorf("read archive from standard input: %w", err)
 		}
@@ -72,7 +72,7 @@ func openSource(opts Options) (*openedSource, error) {
 		f.Close()
 		return nil, fmt.Errorf("open archive: %w", err)
 	}
-	ar, err := archive.Open(f, st.Size())
+	ar, err := archive.Open(f, st.Size(), opts.Identities...)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open archive %s: %w", opts.File, err)
