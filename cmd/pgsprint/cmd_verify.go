@@ -31,7 +31,7 @@ present. Exits 0 only for a sound archive. With "-" the archive is read
 from standard input and checked front to back as it passes.`,
 		Example: `  pgsprint verify mydb.pgs && echo "backup is sound"
   ssh backup 'cat prod.pgs' | pgsprint verify -`,
-		Args:    exactlyOneFile,
+		Args: exactlyOneFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runVerify(cmd.Context(), args[0], o, os.Stdin, os.Stdout)
 		},
