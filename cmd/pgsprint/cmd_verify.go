@@ -14,6 +14,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/seal"
+	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
 type verifyOptions struct {
@@ -24,22 +25,24 @@ type verifyOptions struct {
 func newVerifyCmd() *cobra.Command {
 	var o verifyOptions
 	cmd := &cobra.Command{
-		Use:   "verify FILE",
+		Use:   "verify FILE|-",
 		Short: "Check every block checksum, the footer and per-chunk totals of an archive",
 		Long: `Read the whole archive in parallel and check it: every frame's header and
 payload checksum, decompression to the recorded size, each stream's totals
 (rows, bytes, checksum of the raw data) against its end frame and the
 footer, and that every table chunk and large object in the manifest is
-present. Exits 0 only for a sound archive.
+present. Exits 0 only for a sound archive. With "-" the archive is read
+from standard input and checked front to back as it passes.
 
 An encrypted archive is checked whole with its key (--identity or a
 passphrase): every authentication tag too. Without one, only its
 structure is checked (checksums of the encrypted frames, their order, the
 footer's counts), and verify says so.`,
-		Example: `  pgsprint verify mydb.pgs && echo "backup is sound"`,
-		Args:    exactlyOneFile,
+		Example: `  pgsprint verify mydb.pgs && echo "backup is sound"
+  ssh backup 'cat prod.pgs' | pgsprint verify -`,
+		Args: exactlyOneFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerify(cmd.Context(), args[0], o, os.Stdout)
+			return runVerify(cmd.Context(), args[0], o, os.Stdin, os.Stdout)
 		},
 	}
 	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "streams checked in parallel")
@@ -47,7 +50,7 @@ footer's counts), and verify says so.`,
 	return cmd
 }
 
-func runVerify(ctx context.Context, path string, o verifyOptions, out io.Writer) error {
+func runVerify(ctx context.Context, loc string, o verifyOptions, in io.Reader, out io.Writer) error {
 	start := time.Now()
 	if err := checkJobs(o.jobs); err != nil {
 		return err
@@ -56,19 +59,22 @@ func runVerify(ctx context.Context, path string, o verifyOptions, out io.Writer)
 	if err != nil {
 		return err
 	}
-	f, err := archive.OpenFile(path, ids...)
+	ar, err := openArchive(ctx, loc, in, archive.OpenOptions{Access: archive.Scan, Identities: ids})
 	if errors.Is(err, seal.ErrNoKey) && len(ids) == 0 {
-		return verifyStructure(path, out, start)
+		return verifyStructure(ctx, loc, in, out, start)
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if err := f.Verify(ctx, o.jobs); err != nil {
-		return fmt.Errorf("archive %s is damaged: %w", path, err)
+	defer ar.Close()
+	if err := archive.Check(ctx, ar.Source, o.jobs); err != nil {
+		return fmt.Errorf("archive %s is damaged: %w", loc, err)
+	}
+	_, _, streams, err := archive.Summarize(ar.Source)
+	if err != nil {
+		return fmt.Errorf("archive %s is damaged: %w", loc, err)
 	}
 	var rows int64
-	streams := f.Streams()
 	for _, s := range streams {
 		rows += s.Rows
 	}
@@ -76,31 +82,44 @@ func runVerify(ctx context.Context, path string, o verifyOptions, out io.Writer)
 	// pg_dump's archive, not data).
 	raw, stored := archive.DataTotals(streams)
 	encrypted := ""
-	if to := f.EncryptedTo(); to != "" {
+	if to := encryptedTo(ar.Source); to != "" {
 		encrypted = ", encrypted to " + to + ", every authentication tag checked"
 	}
 	fmt.Fprintf(out, "%s: sound: %d streams, %d rows, %s of data raw in %s stored%s, checked in %s\n",
-		path, len(streams), rows, progress.Bytes(raw), progress.Bytes(stored), encrypted, time.Since(start).Round(time.Millisecond))
+		loc, len(streams), rows, progress.Bytes(raw), progress.Bytes(stored), encrypted, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
 // verifyStructure checks an encrypted archive whose key was not given:
 // its structure only, which the output says.
-func verifyStructure(path string, out io.Writer, start time.Time) error {
-	f, err := os.Open(path)
+func verifyStructure(ctx context.Context, loc string, in io.Reader, out io.Writer, start time.Time) error {
+	b, err := location.Parse(loc, location.Stdio{In: in})
 	if err != nil {
-		return fmt.Errorf("open archive: %w", err)
+		return err
 	}
-	defer f.Close()
-	st, err := f.Stat()
+	src, err := b.Open(ctx)
 	if err != nil {
-		return fmt.Errorf("open archive: %w", err)
+		return err
 	}
-	info, err := archive.CheckStructure(f, st.Size())
+	defer src.Close()
+	r, size, ok := src.Random()
+	if !ok {
+		return fmt.Errorf("archive on %s is encrypted: without --identity or a passphrase only an archive with random access (a file, an object) can be checked", b)
+	}
+	info, err := archive.CheckStructure(r, size)
 	if err != nil {
-		return fmt.Errorf("archive %s is damaged: %w", path, err)
+		return fmt.Errorf("archive on %s is damaged: %w", b, err)
 	}
 	fmt.Fprintf(out, "%s: structure sound (encrypted to %s; contents not checked: give --identity or a passphrase to check every authentication tag), checked in %s\n",
-		path, info, time.Since(start).Round(time.Millisecond))
+		loc, info, time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// encryptedTo names whom an opened archive is encrypted to, or is empty
+// for a clear one.
+func encryptedTo(ar archive.Source) string {
+	if e, ok := ar.(interface{ EncryptedTo() string }); ok {
+		return e.EncryptedTo()
+	}
+	return ""
 }

@@ -324,3 +324,12 @@ func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 	}
 	return info, nil
 }
+
+// EncryptedTo names whom the archive is encrypted to ("a passphrase"),
+// or is empty for a clear archive.
+func (d *Demux) EncryptedTo() string {
+	if d.seq.key == nil {
+		return ""
+	}
+	return d.seq.key.Recipients()
+}

@@ -137,7 +137,7 @@ func TestSealedDemux(t *testing.T) {
 			t.Fatalf("stream %d: %d bytes, %v", s.id, len(b), err)
 		}
 	}
-	if err := d.Wait(); err != nil {
+	if err := d.Finish(); err != nil {
 		t.Fatal(err)
 	}
 }
