@@ -31,21 +31,9 @@ func (b *Backend) Open(ctx context.Context) (store.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := cl.GetObject(ctx, &awss3.GetObjectInput{Bucket: &b.bucket, Key: &b.key, Range: aws.String("bytes=0-0")})
-	var size int64
-	var etag *string
-	switch {
-	case err == nil:
-		out.Body.Close()
-		etag = out.ETag
-		size, err = totalFromContentRange(aws.ToString(out.ContentRange), aws.ToInt64(out.ContentLength))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", b, err)
-		}
-	case apiCode(err) == "InvalidRange":
-		size = 0 // an empty object: the archive reader says it is too short
-	default:
-		return nil, b.explain("opening", err)
+	size, etag, err := b.probe(ctx, cl)
+	if err != nil {
+		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	fetch := func(ctx context.Context, off int64, p []byte) (int, error) {
@@ -65,6 +53,25 @@ func (b *Backend) Open(ctx context.Context) (store.Source, error) {
 		return n, nil
 	}
 	return &source{Reader: remote.NewReader(rctx, size, fetch, isBodyError, b.cfg.Read), cancel: cancel}, nil
+}
+
+// probe reads the object's first byte for its size and ETag. A GET rather
+// than a HEAD: a HEAD's error has no body, so a wrong secret and a
+// missing permission would both be a bare 403.
+func (b *Backend) probe(ctx context.Context, cl *awss3.Client) (size int64, etag *string, err error) {
+	out, err := cl.GetObject(ctx, &awss3.GetObjectInput{Bucket: &b.bucket, Key: &b.key, Range: aws.String("bytes=0-0")})
+	switch {
+	case err == nil:
+		out.Body.Close()
+		size, err = totalFromContentRange(aws.ToString(out.ContentRange), aws.ToInt64(out.ContentLength))
+		if err != nil {
+			return 0, nil, fmt.Errorf("%s: %w", b, err)
+		}
+		return size, out.ETag, nil
+	case apiCode(err) == "InvalidRange":
+		return 0, nil, nil // an empty object: the archive reader says it is too short
+	}
+	return 0, nil, b.explain("opening", err)
 }
 
 // Random implements store.Source.

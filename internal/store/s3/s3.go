@@ -167,7 +167,7 @@ func (b *Backend) explain(op string, err error) error {
 			return fmt.Errorf("%s: %w", b, store.ErrNotFound)
 		case "NoSuchBucket":
 			return fmt.Errorf("%s: bucket %q does not exist", b, b.bucket)
-		case "InvalidAccessKeyId":
+		case "InvalidAccessKeyId", "XAdminUserNotFound": // the second is versitygw's
 			return &store.AccessError{Err: fmt.Errorf("%s: the access key id is not known to the server (InvalidAccessKeyId)", b)}
 		case "SignatureDoesNotMatch":
 			return &store.AccessError{Err: fmt.Errorf("%s: the server refused the request signature: wrong secret access key? (SignatureDoesNotMatch)", b)}

@@ -83,8 +83,7 @@ func (b *Backend) Create(ctx context.Context, opts store.CreateOptions) (store.S
 		return nil, err
 	}
 	if !opts.Overwrite {
-		_, err := cl.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &b.bucket, Key: &b.key})
-		switch err := b.explain("checking for an existing object", err); {
+		switch _, _, err := b.probe(ctx, cl); {
 		case err == nil:
 			return nil, fmt.Errorf("%s: %w (use --overwrite to replace it)", b, store.ErrExists)
 		case errors.Is(err, store.ErrNotFound):
