@@ -13,6 +13,7 @@ package s3
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"fmt"
 	"net"
 	"net/url"
@@ -91,6 +92,7 @@ func (b *Backend) client(ctx context.Context) (*awss3.Client, error) {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = 5
 				o.MaxBackoff = 10 * time.Second
+				o.Backoff = backoff(b.cfg.Read.Backoff)
 				o.RateLimiter = ratelimit.None // a long dump must not run out of retry tokens
 			})
 		}),
@@ -126,6 +128,18 @@ func (b *Backend) client(ctx context.Context) (*awss3.Client, error) {
 			o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		}
 	}), nil
+}
+
+// backoff waits first (default 500 ms) before the first retry, doubling
+// up to 10 s, each wait drawn between half and all of it.
+func backoff(first time.Duration) retry.BackoffDelayerFunc {
+	if first <= 0 {
+		first = 500 * time.Millisecond
+	}
+	return func(attempt int, _ error) (time.Duration, error) {
+		d := min(first<<min(attempt-1, 20), 10*time.Second)
+		return d/2 + rand.N(d/2+1), nil
+	}
 }
 
 func firstNonEmpty(s ...string) string {
