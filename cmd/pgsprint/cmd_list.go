@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/progress"
+	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
 type listOptions struct {
@@ -33,7 +35,7 @@ read (and checked) before anything is printed.`,
 		Args: exactlyOneFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := &pipeOut{w: os.Stdout}
-			return out.result(runList(args[0], o, os.Stdin, out))
+			return out.result(runList(cmd.Context(), args[0], o, os.Stdin, out))
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
@@ -50,8 +52,8 @@ type listing struct {
 	DataStoredBytes int64 `json:"data_stored_bytes"`
 }
 
-func runList(path string, o listOptions, in io.Reader, out io.Writer) error {
-	m, tables, streams, err := readListing(path, in)
+func runList(ctx context.Context, loc string, o listOptions, in io.Reader, out io.Writer) error {
+	m, tables, streams, err := readListing(ctx, loc, in)
 	if err != nil {
 		return err
 	}
@@ -97,20 +99,27 @@ func exactlyOneFile(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// readListing reads the manifest and per-table totals of the archive at
-// path, or of the one on in for "-".
-func readListing(path string, in io.Reader) (*archive.Manifest, []archive.TableSummary, []archive.StreamInfo, error) {
-	if path == "-" {
-		m, tables, streams, err := archive.ReadListing(in)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("read archive from standard input: %w", err)
-		}
-		return m, tables, streams, nil
+// openArchive opens the archive at loc, whatever its medium; "-" reads
+// in.
+func openArchive(ctx context.Context, loc string, in io.Reader, o archive.OpenOptions) (*archive.Opened, error) {
+	b, err := location.Parse(loc, location.Stdio{In: in})
+	if err != nil {
+		return nil, err
 	}
-	f, err := archive.OpenFile(path)
+	return archive.OpenLocation(ctx, b, o)
+}
+
+// readListing reads the manifest and per-table totals of the archive at
+// loc ("-": on in). From a pipe the whole archive is read and checked.
+func readListing(ctx context.Context, loc string, in io.Reader) (*archive.Manifest, []archive.TableSummary, []archive.StreamInfo, error) {
+	ar, err := openArchive(ctx, loc, in, archive.OpenOptions{Access: archive.Scan})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	defer f.Close()
-	return f.Manifest(), f.Tables(), f.Streams(), nil
+	defer ar.Close()
+	m, tables, streams, err := archive.Summarize(ar.Source)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("archive on %s: %w", ar, err)
+	}
+	return m, tables, streams, nil
 }

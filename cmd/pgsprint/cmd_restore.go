@@ -280,7 +280,7 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 	}
 	// The script is written in the manifest's order, which a pipe
 	// does not deliver: the archive waits whole in --spill-dir.
-	f, err := openWhole(o)
+	f, err := openWhole(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.filter.StrictNames || o.list.use != "" {
 		// As restored into an empty database: the schemas of selected
 		// tables come too, foreign keys to tables left out do not.
-		sel, err := restore.SelectList(ctx, f.Reader, o.filter, o.list.use, o.log.logger())
+		sel, err := restore.SelectList(ctx, f.Source, o.filter, o.list.use, o.log.logger())
 		if err != nil {
 			return err
 		}
@@ -297,19 +297,17 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 		opts.Selection = sel
 	}
 	out := &pipeOut{w: os.Stdout}
-	return out.result(sqlscript.Write(ctx, f.Reader, out, opts))
+	return out.result(sqlscript.Write(ctx, f.Source, out, opts))
 }
 
-// openWhole opens the archive -f names, or spools standard input whole
-// into --spill-dir when it is "-".
-func openWhole(o restoreOptions) (*archive.File, error) {
-	if o.file != "-" {
-		return archive.OpenFile(o.file)
-	}
-	if term.IsTerminal(int(os.Stdin.Fd())) {
+// openWhole opens the archive -f names to read its parts in the
+// manifest's order: an archive on standard input is first copied whole
+// into --spill-dir.
+func openWhole(ctx context.Context, o restoreOptions) (*archive.Opened, error) {
+	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
 		return nil, usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
 	}
-	return archive.Spool(os.Stdin, o.spillDir)
+	return openArchive(ctx, o.file, os.Stdin, archive.OpenOptions{Access: archive.Ordered, SpillDir: o.spillDir})
 }
 
 // printList is restore -l: the archive's table of contents, as pg_restore
@@ -318,12 +316,12 @@ func printList(ctx context.Context, o restoreOptions) error {
 	if o.list.use != "" || o.toSQL {
 		return usageError{fmt.Errorf("-l/--list prints the table of contents and restores nothing: it does not take -L or --to-sql")}
 	}
-	f, err := openWhole(o)
+	f, err := openWhole(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return restore.List(ctx, f.Reader, os.Stdout, o.log.logger())
+	return restore.List(ctx, f.Source, os.Stdout, o.log.logger())
 }
 
 // restoreSummary is the end-of-run summary of a restore or a clone. The

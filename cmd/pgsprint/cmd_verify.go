@@ -31,28 +31,31 @@ present. Exits 0 only for a sound archive.`,
 		Example: `  pgsprint verify mydb.pgs && echo "backup is sound"`,
 		Args:    exactlyOneFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerify(cmd.Context(), args[0], o, os.Stdout)
+			return runVerify(cmd.Context(), args[0], o, os.Stdin, os.Stdout)
 		},
 	}
 	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "streams checked in parallel")
 	return cmd
 }
 
-func runVerify(ctx context.Context, path string, o verifyOptions, out io.Writer) error {
+func runVerify(ctx context.Context, loc string, o verifyOptions, in io.Reader, out io.Writer) error {
 	start := time.Now()
 	if err := checkJobs(o.jobs); err != nil {
 		return err
 	}
-	f, err := archive.OpenFile(path)
+	ar, err := openArchive(ctx, loc, in, archive.OpenOptions{Access: archive.Scan})
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if err := f.Verify(ctx, o.jobs); err != nil {
-		return fmt.Errorf("archive %s is damaged: %w", path, err)
+	defer ar.Close()
+	if err := archive.Check(ctx, ar.Source, o.jobs); err != nil {
+		return fmt.Errorf("archive %s is damaged: %w", loc, err)
+	}
+	_, _, streams, err := archive.Summarize(ar.Source)
+	if err != nil {
+		return fmt.Errorf("archive %s is damaged: %w", loc, err)
 	}
 	var rows int64
-	streams := f.Streams()
 	for _, s := range streams {
 		rows += s.Rows
 	}
@@ -60,6 +63,6 @@ func runVerify(ctx context.Context, path string, o verifyOptions, out io.Writer)
 	// pg_dump's archive, not data).
 	raw, stored := archive.DataTotals(streams)
 	fmt.Fprintf(out, "%s: sound: %d streams, %d rows, %s of data raw in %s stored, checked in %s\n",
-		path, len(streams), rows, progress.Bytes(raw), progress.Bytes(stored), time.Since(start).Round(time.Millisecond))
+		loc, len(streams), rows, progress.Bytes(raw), progress.Bytes(stored), time.Since(start).Round(time.Millisecond))
 	return nil
 }

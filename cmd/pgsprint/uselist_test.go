@@ -178,12 +178,12 @@ SELECT lo_from_bytea(0, 'large');`); err != nil {
 // extractSchema writes the archive's embedded pg_dump archive to a file.
 func extractSchema(t *testing.T, file string) string {
 	t.Helper()
-	f, err := archive.OpenFile(file)
+	f, err := openArchive(context.Background(), file, nil, archive.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tmp, err := archive.ExtractSchema(f.Reader)
+	tmp, err := archive.ExtractSchema(f.Source)
 	if err != nil {
 		t.Fatal(err)
 	}

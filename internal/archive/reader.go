@@ -25,6 +25,17 @@ type Reader struct {
 	frames  []frameEntry               // in file order
 	byStrm  [][]int32                  // per streams position: frame indexes in seq order, End last
 	codecs  [codecGzip + 1]codec.Codec // decoders by frame codec id; nil if not allowed
+	closer  io.Closer                  // a spooled archive's file, closed by Close
+}
+
+// Close releases what the Reader owns: nothing, unless it reads an
+// archive spooled from a pipe into an unlinked file. The io.ReaderAt
+// given to Open is its caller's to close.
+func (ar *Reader) Close() error {
+	if ar.closer == nil {
+		return nil
+	}
+	return ar.closer.Close()
 }
 
 // Open reads and checks everything but the frame payloads. It returns

@@ -67,27 +67,33 @@ func (ar *Reader) Verify(ctx context.Context, workers int) error {
 	for _, id := range ids {
 		problems = append(problems, errs[id])
 	}
-	problems = append(problems, ar.checkManifest()...)
+	problems = append(problems, checkManifest(ar.manifest, ar.streams)...)
 	if len(problems) == 0 {
 		return nil
 	}
 	return &verifyError{errs: problems}
 }
 
-// checkManifest reports manifest entries whose stream is missing or of the
-// wrong kind: such an archive would restore without error but incompletely.
-func (ar *Reader) checkManifest() []error {
+// checkManifest reports manifest entries whose stream is missing from
+// streams or of the wrong kind: such an archive would restore without
+// error but incompletely.
+func checkManifest(m *Manifest, streams []StreamInfo) []error {
 	var errs []error
+	byID := make(map[uint32]Kind, len(streams))
+	hasSchema := false
+	for _, s := range streams {
+		byID[s.ID] = s.Kind
+		hasSchema = hasSchema || s.Kind == KindSchema
+	}
 	want := func(what string, id uint32, kind Kind) {
-		s, ok := ar.Stream(id)
+		k, ok := byID[id]
 		switch {
 		case !ok:
 			errs = append(errs, corruptf("archive: manifest %s refers to stream %d, which the archive lacks", what, id))
-		case s.Kind != kind:
-			errs = append(errs, corruptf("archive: manifest %s refers to stream %d, which holds %v, not %v", what, id, s.Kind, kind))
+		case k != kind:
+			errs = append(errs, corruptf("archive: manifest %s refers to stream %d, which holds %v, not %v", what, id, k, kind))
 		}
 	}
-	m := ar.manifest
 	for i, c := range m.Chunks {
 		if c.Table < 0 || c.Table >= len(m.Tables) {
 			errs = append(errs, corruptf("archive: manifest chunk %d refers to table %d of %d", i, c.Table, len(m.Tables)))
@@ -97,11 +103,8 @@ func (ar *Reader) checkManifest() []error {
 	for _, lo := range m.LargeObjects {
 		want(fmt.Sprintf("large object %d", lo.OID), lo.Stream, KindLargeObject)
 	}
-	for _, s := range ar.streams {
-		if s.Kind == KindSchema {
-			want("schema_stream", m.SchemaStream, KindSchema)
-			break
-		}
+	if hasSchema {
+		want("schema_stream", m.SchemaStream, KindSchema)
 	}
 	return errs
 }

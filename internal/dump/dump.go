@@ -27,8 +27,8 @@ const DefaultBlockSize = 1 << 20
 // Options configure one dump.
 type Options struct {
 	Source    *pgx.ConnConfig
-	File      string    // archive path, written under a temporary name first; "-" for Stdout
-	Stdout    io.Writer // where File "-" writes
+	File      string    // archive location (store/location): a path, written under a temporary name first; "-" for Stdout
+	Stdout    io.Writer // where File "-" writes; nil is os.Stdout
 	Jobs      int
 	Codec     codec.Codec
 	BlockSize int
@@ -62,8 +62,9 @@ type Result struct {
 	Elapsed      time.Duration
 }
 
-// Run dumps the source database into opts.File. On any error the partial
-// file is removed: a file at opts.File is always a complete archive.
+// Run dumps the source database into opts.File. On any error nothing new
+// is visible there (a partial file is removed; a stream lacks its
+// trailer): what is at opts.File is always a complete archive.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	start := time.Now()
 	if opts.Jobs < 1 {
@@ -88,10 +89,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer sess.Close(ctx)
 	m := sess.Manifest
-	opts.Progress.Begin(planOf(m))
+	planned := planOf(m)
+	opts.Progress.Begin(planned)
 	opts.Progress.Phase("data")
 
-	out, err := openOutput(opts.File, opts.Stdout)
+	out, err := createOutput(ctx, opts, planned)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +116,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := sess.Commit(ctx); err != nil {
 		return nil, err
 	}
-	if err := out.Commit(); err != nil {
+	if err := out.commit(ctx); err != nil {
 		return nil, err
 	}
 	res.RawBytes, res.StoredBytes = w.DataBytes()

@@ -29,8 +29,9 @@ import (
 // Options configure one restore.
 type Options struct {
 	Target *pgx.ConnConfig
-	// File is the archive to read; "-" reads it from Stdin as it arrives
-	// (archive.Demux), loading on Jobs connections all the same.
+	// File is the archive's location (internal/store/location); "-"
+	// reads it from Stdin as it arrives (archive.Demux), loading on Jobs
+	// connections all the same.
 	File  string
 	Stdin io.Reader // File "-"'s input; nil is os.Stdin
 	// SpillDir holds, for File "-", the data of streams that arrive before a
@@ -122,7 +123,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Progress == nil {
 		opts.Progress = progress.Nop{}
 	}
-	src, err := openSource(opts)
+	src, err := openSource(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

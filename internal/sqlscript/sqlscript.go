@@ -126,7 +126,7 @@ func (s *script) body(ctx context.Context, ar archive.Source, m *archive.Manifes
 	}
 	// A source that knows only at its end whether all it delivered was
 	// sound (an archive read from a pipe) is asked before anything commits.
-	if f, ok := ar.(restore.Finisher); ok {
+	if f, ok := ar.(archive.Finisher); ok {
 		if err := f.Finish(); err != nil {
 			return err
 		}
