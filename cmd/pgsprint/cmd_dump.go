@@ -14,6 +14,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/store/location"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -38,6 +39,7 @@ type dumpOptions struct {
 	snapshot  string
 	compat    compatFlags
 	noStats   bool // --no-statistics
+	store     storeFlags
 }
 
 func newDumpCmd() *cobra.Command {
@@ -94,6 +96,7 @@ the dump with one line naming the table and the session or what changed
 	o.compat = compatFlags{cmd: "dump"}
 	o.compat.register(fs, &o.filter)
 	fs.BoolVar(&o.noStats, "no-statistics", false, "do not carry optimizer statistics (carried by default when pg_dump is 18 or later; restore into 18+ then skips ANALYZE)")
+	o.store.register(fs, true)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -107,7 +110,10 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	if o.file == "-" && term.IsTerminal(int(os.Stdout.Fd())) {
 		return usageError{fmt.Errorf("refusing to write a binary archive to a terminal: use -f FILE, or redirect or pipe standard output")}
 	}
-	if o.file != "-" {
+	if err := o.store.check(); err != nil {
+		return err
+	}
+	if o.file != "-" && !location.IsURL(o.file) {
 		if st, err := os.Stat(o.file); err == nil && st.IsDir() {
 			return usageError{fmt.Errorf("-f %s is a directory: give the archive's file name, e.g. -f %s", o.file, filepath.Join(o.file, "NAME.pgs"))}
 		}
@@ -151,7 +157,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 		Source: cfg, File: o.file, Stdout: os.Stdout, Jobs: o.jobs, Codec: c, BlockSize: o.blockSize,
 		Split:   plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Version: version, Logger: o.log.logger(), Progress: w.reporter, Filter: o.filter, LockWaitTimeout: o.lockWait, Snapshot: o.snapshot,
-		NoStatistics: o.noStats,
+		NoStatistics: o.noStats, Location: o.store.options(nil, nil, o.log.logger()), Overwrite: o.store.overwrite,
 	})
 	if err != nil {
 		return err

@@ -18,7 +18,8 @@ import (
 )
 
 type listOptions struct {
-	json bool
+	json  bool
+	store storeFlags
 }
 
 func newListCmd() *cobra.Command {
@@ -39,6 +40,7 @@ read (and checked) before anything is printed.`,
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	o.store.register(cmd.Flags(), false)
 	return cmd
 }
 
@@ -53,7 +55,7 @@ type listing struct {
 }
 
 func runList(ctx context.Context, loc string, o listOptions, in io.Reader, out io.Writer) error {
-	m, tables, streams, err := readListing(ctx, loc, in)
+	m, tables, streams, err := readListing(ctx, loc, o.store.options(in, nil, nil))
 	if err != nil {
 		return err
 	}
@@ -100,9 +102,9 @@ func exactlyOneFile(cmd *cobra.Command, args []string) error {
 }
 
 // openArchive opens the archive at loc, whatever its medium; "-" reads
-// in.
-func openArchive(ctx context.Context, loc string, in io.Reader, o archive.OpenOptions) (*archive.Opened, error) {
-	b, err := location.Parse(loc, location.Stdio{In: in})
+// lo.In.
+func openArchive(ctx context.Context, loc string, lo location.Options, o archive.OpenOptions) (*archive.Opened, error) {
+	b, err := location.Parse(loc, lo)
 	if err != nil {
 		return nil, err
 	}
@@ -110,9 +112,9 @@ func openArchive(ctx context.Context, loc string, in io.Reader, o archive.OpenOp
 }
 
 // readListing reads the manifest and per-table totals of the archive at
-// loc ("-": on in). From a pipe the whole archive is read and checked.
-func readListing(ctx context.Context, loc string, in io.Reader) (*archive.Manifest, []archive.TableSummary, []archive.StreamInfo, error) {
-	ar, err := openArchive(ctx, loc, in, archive.OpenOptions{Access: archive.Scan})
+// loc ("-": on lo.In). From a pipe the whole archive is read and checked.
+func readListing(ctx context.Context, loc string, lo location.Options) (*archive.Manifest, []archive.TableSummary, []archive.StreamInfo, error) {
+	ar, err := openArchive(ctx, loc, lo, archive.OpenOptions{Access: archive.Scan})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -43,6 +43,7 @@ type restoreOptions struct {
 	single    bool
 	list      listFlags
 	noStats   bool // --no-statistics
+	store     storeFlags
 }
 
 // listFlags are restore's -l and -L, pg_restore's table of contents flags.
@@ -200,6 +201,7 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
 	fs.BoolVarP(&o.single, "single-transaction", "1", false, "with --to-sql only (whose script is always one transaction): see README")
 	o.list.register(fs)
 	fs.BoolVar(&o.noStats, "no-statistics", false, "do not restore the archive's optimizer statistics (PostgreSQL 18+): analyze the tables instead")
+	o.store.register(fs, false)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -254,7 +256,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		Target: cfg, File: o.file, Stdin: os.Stdin, SpillDir: o.spillDir, Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
 		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
-		UseList: o.list.use, NoStatistics: o.noStats,
+		UseList: o.list.use, NoStatistics: o.noStats, Location: o.store.options(nil, nil, nil),
 	})
 	if err != nil {
 		return err
@@ -307,7 +309,7 @@ func openWhole(ctx context.Context, o restoreOptions) (*archive.Opened, error) {
 	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
 		return nil, usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
 	}
-	return openArchive(ctx, o.file, os.Stdin, archive.OpenOptions{Access: archive.Ordered, SpillDir: o.spillDir})
+	return openArchive(ctx, o.file, o.store.options(os.Stdin, nil, nil), archive.OpenOptions{Access: archive.Ordered, SpillDir: o.spillDir})
 }
 
 // printList is restore -l: the archive's table of contents, as pg_restore

@@ -12,10 +12,12 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/progress"
+	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
 type verifyOptions struct {
-	jobs int
+	jobs  int
+	store storeFlags
 }
 
 func newVerifyCmd() *cobra.Command {
@@ -35,6 +37,7 @@ present. Exits 0 only for a sound archive.`,
 		},
 	}
 	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "streams checked in parallel")
+	o.store.register(cmd.Flags(), false)
 	return cmd
 }
 
@@ -43,11 +46,14 @@ func runVerify(ctx context.Context, loc string, o verifyOptions, in io.Reader, o
 	if err := checkJobs(o.jobs); err != nil {
 		return err
 	}
-	ar, err := openArchive(ctx, loc, in, archive.OpenOptions{Access: archive.Scan})
+	ar, err := openArchive(ctx, loc, o.store.options(in, nil, nil), archive.OpenOptions{Access: archive.Scan})
 	if err != nil {
 		return err
 	}
 	defer ar.Close()
+	if location.IsURL(loc) {
+		loc = ar.String() // a pre-signed URL's query holds a secret
+	}
 	if err := archive.Check(ctx, ar.Source, o.jobs); err != nil {
 		return fmt.Errorf("archive %s is damaged: %w", loc, err)
 	}

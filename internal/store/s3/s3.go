@@ -13,8 +13,8 @@ package s3
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -63,10 +63,10 @@ type Backend struct {
 // Parse reads s3://bucket/key. The key may hold slashes; it may not be
 // empty or end in one (that is a folder, not an archive).
 func Parse(loc string, cfg Config) (*Backend, error) {
-	rest, ok := strings.CutPrefix(loc, "s3://")
-	if !ok {
+	if len(loc) < 5 || !strings.EqualFold(loc[:5], "s3://") {
 		return nil, fmt.Errorf("%s: not an s3:// location", loc)
 	}
+	rest := loc[5:]
 	bucket, key, _ := strings.Cut(rest, "/")
 	switch {
 	case bucket == "":
