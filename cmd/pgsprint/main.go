@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/store"
 	"github.com/pgsprint/pgsprint/internal/progress"
+	"github.com/pgsprint/pgsprint/internal/store"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
