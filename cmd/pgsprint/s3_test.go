@@ -5,9 +5,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/store/remotetest"
@@ -176,5 +180,81 @@ func TestS3Faults(t *testing.T) {
 	keys := strings.Join(srv.Objects(t, bucket), " ")
 	if keys != "flipped.pgs good.pgs truncated.pgs" {
 		t.Errorf("objects: %s", keys)
+	}
+}
+
+// TestS3DumpInterrupted: a dump to s3:// stopped by Ctrl-C, or whose
+// server dies mid-upload for longer than the retries last, fails and
+// leaves no object and no open multipart upload (the abort is retried
+// until the server is back); a server back within the retries costs
+// nothing: the dump completes, exact.
+func TestS3DumpInterrupted(t *testing.T) {
+	ctx := context.Background()
+	srv := remotetest.StartS3(t)
+	c := pgtest.New(t)
+	const src = "interrupted"
+	if err := c.CreateDB(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	// About 30 MB of COPY text: several 5 MB parts uncompressed.
+	if err := c.Exec(ctx, src, `CREATE TABLE t AS SELECT g AS id, md5(g::text) || md5((-g)::text) AS v FROM generate_series(1, 400000) g`); err != nil {
+		t.Fatal(err)
+	}
+	bucket := srv.Bucket(t)
+	loc := "s3://" + bucket + "/cut.pgs"
+	for _, tc := range []struct {
+		name   string
+		act    func(cmd *exec.Cmd, aborting <-chan struct{})
+		code   int
+		stderr string
+	}{
+		{"ctrl-c", func(cmd *exec.Cmd, _ <-chan struct{}) { cmd.Process.Signal(syscall.SIGINT) }, exitInterrupted, "interrupted"},
+		{"server down", func(_ *exec.Cmd, aborting <-chan struct{}) {
+			srv.Kill()
+			<-aborting // the dump gave up and aborts the upload, in vain so far
+			srv.Start()
+		}, exitFailure, loc + ": uploading part"},
+		{"server back in time", func(*exec.Cmd, <-chan struct{}) {
+			srv.Kill()
+			time.Sleep(500 * time.Millisecond)
+			srv.Start()
+		}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			firstPart, aborting := make(chan struct{}), make(chan struct{})
+			var once, abortOnce sync.Once
+			proxy := remotetest.NewProxy(t, srv.Endpoint)
+			proxy.SetFaults(func(r *http.Request, n int) remotetest.Fault {
+				switch {
+				case r.URL.Query().Has("partNumber"):
+					once.Do(func() { close(firstPart) })
+				case r.Method == http.MethodDelete && r.URL.Query().Has("uploadId"):
+					abortOnce.Do(func() { close(aborting) })
+				}
+				return remotetest.Pass
+			})
+			cmd, stderr := startPgsprintEnv(t, srv.Env(proxy.URL), "dump", "-d", c.ConnString(src), "-f", loc,
+				"-Z", "none", "--s3-part-size", "5MB", "--s3-uploads", "2", "-q", "--overwrite")
+			select {
+			case <-firstPart:
+			case <-time.After(time.Minute):
+				t.Fatal("no part was uploaded")
+			}
+			tc.act(cmd, aborting)
+			code := waitExit(t, cmd)
+			if tc.code == 0 {
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, stderr)
+				}
+				if r := pgsprint(t, srv.Env(srv.Endpoint), "verify", loc); r.code != 0 {
+					t.Fatalf("verify: %s", r.stderr)
+				}
+				return
+			}
+			checkOneError(t, code, tc.code, stderr.String(), tc.stderr)
+			if keys, up := srv.Objects(t, bucket), srv.OpenUploads(t, bucket); len(keys)+len(up) != 0 {
+				t.Fatalf("left behind: objects %v, uploads %v", keys, up)
+			}
+		})
 	}
 }
