@@ -23,15 +23,17 @@ type verifyOptions struct {
 func newVerifyCmd() *cobra.Command {
 	var o verifyOptions
 	cmd := &cobra.Command{
-		Use:   "verify FILE",
+		Use:   "verify FILE|-",
 		Short: "Check every block checksum, the footer and per-chunk totals of an archive",
 		Long: `Read the whole archive in parallel and check it: every frame's header and
 payload checksum, decompression to the recorded size, each stream's totals
 (rows, bytes, checksum of the raw data) against its end frame and the
 footer, and that every table chunk and large object in the manifest is
-present. Exits 0 only for a sound archive.`,
-		Example: `  pgsprint verify mydb.pgs && echo "backup is sound"`,
-		Args:    exactlyOneFile,
+present. Exits 0 only for a sound archive. With "-" the archive is read
+from standard input and checked front to back as it passes.`,
+		Example: `  pgsprint verify mydb.pgs && echo "backup is sound"
+  ssh backup 'cat prod.pgs' | pgsprint verify -`,
+		Args: exactlyOneFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runVerify(cmd.Context(), args[0], o, os.Stdin, os.Stdout)
 		},

@@ -154,10 +154,13 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 	}
 	ar.byStrm = make([][]int32, len(f.streams))
 	type tally struct {
+		frameState
 		raw, stored int64
-		ended       bool
 	}
 	tallies := make([]tally, len(f.streams))
+	for i, s := range f.streams {
+		tallies[i].kind = s.Kind
+	}
 	off := dataStart
 	for i, e := range f.frames {
 		where := func(format string, args ...any) error {
@@ -165,9 +168,6 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 		}
 		if e.off != off {
 			return where("footer says the frame starts at %d, but the previous frame ends at %d", e.off, off)
-		}
-		if e.raw > MaxBlockSize || e.stored > MaxBlockSize {
-			return where("lengths %d/%d exceed the %d byte limit", e.raw, e.stored, MaxBlockSize)
 		}
 		off += frameHeaderSize + int64(e.stored)
 		if off > dataEnd {
@@ -177,30 +177,12 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 		if !ok {
 			return where("stream is missing from the footer's stream list")
 		}
-		s, t := &f.streams[si], &tallies[si]
-		if t.ended {
-			return where("frame follows the stream's End frame")
+		t := &tallies[si]
+		h := e.header(t.kind)
+		if err := t.check(&h, &ar.codecs, ar.manifest.Codec, where); err != nil {
+			return err
 		}
-		if int(e.seq) != len(ar.byStrm[si]) {
-			return where("out of sequence (want seq %d)", len(ar.byStrm[si]))
-		}
-		switch {
-		case e.kind == KindEnd:
-			if e.codec != codecNone || e.raw != endPayloadSize || e.stored != endPayloadSize {
-				return where("malformed End frame entry")
-			}
-			t.ended = true
-		case e.kind != s.Kind:
-			return where("%v frame in a %v stream", e.kind, s.Kind)
-		case int(e.codec) >= len(ar.codecs) || ar.codecs[e.codec] == nil:
-			return where("codec id %d is not this archive's (%s)", e.codec, ar.manifest.Codec)
-		case e.codec == codecNone && e.raw != e.stored:
-			return where("uncompressed frame with raw length %d but stored length %d", e.raw, e.stored)
-		case e.codec != codecNone && e.stored >= e.raw:
-			return where("compressed frame of %d bytes is not smaller than its %d raw bytes", e.stored, e.raw)
-		case e.raw == 0:
-			return where("empty data frame")
-		default:
+		if e.kind != KindEnd {
 			t.raw += int64(e.raw)
 			t.stored += int64(e.stored)
 		}

@@ -34,9 +34,8 @@ type Sequential struct {
 
 // seqStream is what Sequential has seen of one stream.
 type seqStream struct {
-	info  StreamInfo
-	next  uint32
-	ended bool
+	frameState
+	info StreamInfo
 }
 
 // Frame is one frame as read by Sequential. Data is the decompressed
@@ -135,39 +134,17 @@ func (s *Sequential) next() (*Frame, error) {
 	fail := func(format string, args ...any) error {
 		return corruptf("archive: stream %d frame %d at offset %d: %s", h.stream, h.seq, at, fmt.Sprintf(format, args...))
 	}
-	if h.rawLen > MaxBlockSize || h.storedLen > MaxBlockSize {
-		return nil, fail("lengths %d/%d exceed the %d byte limit", h.rawLen, h.storedLen, MaxBlockSize)
-	}
 	st := s.streams[h.stream]
 	if st == nil {
 		st = &seqStream{info: StreamInfo{ID: h.stream, Kind: h.kind}}
 		if h.kind == KindEnd {
 			st.info.Kind = Kind(h.flags)
 		}
-		if !st.info.Kind.contentKind() {
-			return nil, fail("invalid kind %d", uint8(st.info.Kind))
-		}
+		st.kind = st.info.Kind
 		s.streams[h.stream] = st
 	}
-	switch {
-	case st.ended:
-		return nil, fail("frame follows the stream's End frame")
-	case h.seq != st.next:
-		return nil, fail("out of sequence (want seq %d)", st.next)
-	case h.kind == KindEnd && (h.codec != codecNone || h.rawLen != endPayloadSize || h.storedLen != endPayloadSize || Kind(h.flags) != st.info.Kind):
-		return nil, fail("malformed End frame")
-	case h.kind != KindEnd && h.kind != st.info.Kind:
-		return nil, fail("%v frame in a %v stream", h.kind, st.info.Kind)
-	case h.kind != KindEnd && h.flags != 0:
-		return nil, fail("nonzero flags")
-	case int(h.codec) >= len(s.codecs) || s.codecs[h.codec] == nil:
-		return nil, fail("codec id %d is not this archive's (%s)", h.codec, s.manifest.Codec)
-	case h.kind != KindEnd && h.codec == codecNone && h.rawLen != h.storedLen:
-		return nil, fail("uncompressed frame with raw length %d but stored length %d", h.rawLen, h.storedLen)
-	case h.codec != codecNone && h.storedLen >= h.rawLen:
-		return nil, fail("compressed frame of %d bytes is not smaller than its %d raw bytes", h.storedLen, h.rawLen)
-	case h.kind != KindEnd && h.rawLen == 0:
-		return nil, fail("empty data frame")
+	if err := st.check(&h, &s.codecs, s.manifest.Codec, fail); err != nil {
+		return nil, err
 	}
 	payload := make([]byte, h.storedLen)
 	if _, err := io.ReadFull(s.r, payload); err != nil {
@@ -180,7 +157,6 @@ func (s *Sequential) next() (*Frame, error) {
 	s.frames++
 	s.index = crc32cUpdate(s.index, frameEntryBytes(frameEntry{off: at, stream: h.stream, seq: h.seq,
 		raw: h.rawLen, stored: h.storedLen, kind: h.kind, codec: h.codec}))
-	st.next++
 
 	f := &Frame{Kind: st.info.Kind, Stream: h.stream, Seq: h.seq}
 	if h.kind == KindEnd {
@@ -197,7 +173,6 @@ func (s *Sequential) next() (*Frame, error) {
 			return nil, fail("impossible row count %d", end.rows)
 		}
 		i.Rows = int64(end.rows)
-		st.ended = true
 		f.End, f.Totals = true, *i
 		return f, nil
 	}

@@ -156,13 +156,13 @@ func (s *streamReader) nextFrame() error {
 	if err != nil {
 		return fail("%v", err)
 	}
-	wantFlags := uint16(0)
-	if e.kind == KindEnd {
-		wantFlags = uint16(s.info.Kind)
-	}
-	if h.kind != e.kind || h.codec != e.codec || h.flags != wantFlags || h.stream != e.stream ||
+	if h.kind != e.kind || h.codec != e.codec || h.stream != e.stream ||
 		h.seq != e.seq || h.rawLen != e.raw || h.storedLen != e.stored {
 		return fail("frame header does not match the footer index")
+	}
+	st := frameState{kind: s.info.Kind, next: uint32(s.next - 1)}
+	if err := st.check(&h, &s.ar.codecs, s.ar.manifest.Codec, fail); err != nil {
+		return err
 	}
 	payload := s.buf[frameHeaderSize:]
 	if crc32c(payload) != h.payloadCRC {
