@@ -38,9 +38,9 @@ type S3Server struct {
 	cmd      *exec.Cmd
 }
 
-// versitygwBin finds versitygw on PATH or in Go's bin directory, where
+// VersitygwBin finds versitygw on PATH or in Go's bin directory, where
 // scripts/ensure-deps.sh installs it.
-func versitygwBin() (string, error) {
+func VersitygwBin() (string, error) {
 	if p, err := exec.LookPath("versitygw"); err == nil {
 		return p, nil
 	}
@@ -62,7 +62,7 @@ func versitygwBin() (string, error) {
 // versitygw the test is skipped, or fails when pgtest.EnvRequire is set.
 func StartS3(t testing.TB) *S3Server {
 	t.Helper()
-	bin, err := versitygwBin()
+	bin, err := VersitygwBin()
 	if err != nil {
 		if os.Getenv(pgtest.EnvRequire) != "" {
 			t.Fatalf("%v (%s is set)", err, pgtest.EnvRequire)
