@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/store/remotetest"
 )
@@ -257,4 +259,58 @@ func TestS3DumpInterrupted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestS3Resume: a restore from s3:// SIGKILLed while it loads data is
+// finished by --resume from the same object, exactly: schema and data
+// equal to the source, no journal left.
+func TestS3Resume(t *testing.T) {
+	ctx := context.Background()
+	srv := remotetest.StartS3(t)
+	c := pgtest.New(t)
+	if err := c.CreateDB(ctx, "src"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, "src", resumeSource); err != nil {
+		t.Fatal(err)
+	}
+	env := srv.Env(srv.Endpoint)
+	loc := "s3://" + srv.Bucket(t) + "/resume.pgs"
+	if r := pgsprint(t, env, "dump", "-d", c.ConnString("src"), "-f", loc, "--chunk-size", "4MB", "-Z", "lz4", "-q"); r.code != 0 {
+		t.Fatalf("dump: %s", r.stderr)
+	}
+	if err := c.CreateDB(ctx, "dst"); err != nil {
+		t.Fatal(err)
+	}
+	target, err := pgx.Connect(ctx, c.ConnString("dst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close(ctx)
+	args := []string{"restore", "-f", loc, "-d", c.ConnString("dst"), "-j", "3", "--split-min-bytes", "2000000", "-q"}
+	cmd, stderr := startPgsprintEnv(t, env, args...)
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	for deadline := time.Now().Add(2 * time.Minute); !journalHas(target, "pre-data"); time.Sleep(5 * time.Millisecond) {
+		select {
+		case <-exited:
+			t.Fatalf("the restore ended before loading data: %s", stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no pre-data step journaled within 2 minutes")
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	cmd.Process.Kill()
+	<-exited
+	if cmd.ProcessState.Success() {
+		t.Log("the restore finished before the kill")
+	}
+	if r := pgsprint(t, env, append(args, "--resume")...); r.code != 0 {
+		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
+	}
+	requireNoJournal(t, target)
+	pgtest.RequireSameSchema(t, c.BinDir(), c.ConnString("src"), c.ConnString("dst"))
+	pgtest.RequireSameData(t, c.ConnString("src"), c.ConnString("dst"))
 }

@@ -25,7 +25,7 @@ type FetchFunc func(ctx context.Context, off int64, p []byte) (n int, err error)
 // defaults below.
 type Options struct {
 	// Window is the largest request: neighbouring frames are coalesced up
-	// to it (default 8 MiB).
+	// to it (default 4 MiB).
 	Window int64
 	// Gap is the largest run of other streams' bytes fetched and dropped
 	// to join two frames into one request (default 64 KiB).
@@ -42,7 +42,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Window <= 0 {
-		o.Window = 8 << 20
+		o.Window = 4 << 20
 	}
 	if o.Gap < 0 {
 		o.Gap = 0
