@@ -55,6 +55,15 @@ data, sequences and large objects are read by N parallel workers and
 compressed in them. The file is written under a temporary name and renamed
 only when complete.
 
+-f s3://bucket/key uploads to object storage with a multipart upload
+(--s3-uploads parts in flight), completed only after the archive's last
+byte and aborted on any failure or interrupt, so the object appears only
+whole. An existing object is refused unless --overwrite. Credentials,
+region and endpoint come from the standard AWS chain (environment,
+~/.aws files, AWS_PROFILE, web identity, instance and container roles);
+--s3-endpoint or AWS_ENDPOINT_URL for MinIO, Ceph, R2 and other
+S3-compatible stores.
+
 Locks: pg_dump holds ACCESS SHARE on every table while it reads the schema
 (as long as pg_dump -Fc would at its start); after that, each worker holds
 only the table it is copying. Another session's ALTER, TRUNCATE or DROP on
@@ -65,6 +74,8 @@ the dump with one line naming the table and the session or what changed
   pgsprint dump -d "postgresql://app@db1/prod" -f prod.pgs -j 8 -Z zstd:6
   PGPASSWORD=... pgsprint dump -h db1 -U app -d prod -f prod.pgs -Z lz4
   pgsprint dump -d prod -f - | ssh backup 'cat > prod.pgs'
+  pgsprint dump -d prod -f s3://backups/prod/2024-06-01.pgs -j 8
+  AWS_PROFILE=minio pgsprint dump -d prod -f s3://backups/prod.pgs --s3-endpoint http://10.0.0.5:9000 --overwrite
   pgsprint dump -d prod -f app.pgs -n app -T 'app.log_*' --exclude-table-data app.audit
   pgsprint dump -d prod -f rows.pgs --data-only -t 'app.order*'
   pgsprint dump -d prod -f part.pgs --filter objects.txt   # pg_dump 17's filter file: include/exclude table|schema|...
@@ -80,7 +91,7 @@ the dump with one line naming the table and the session or what changed
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	o.conn.register(fs)
-	fs.StringVarP(&o.file, "file", "f", "", `archive file to write; "-" or none for standard output`)
+	fs.StringVarP(&o.file, "file", "f", "", `archive file to write, or s3://bucket/key; "-" or none for standard output`)
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers")
 	fs.StringVarP(&o.compress, "compress", "Z", defaultCompression, "compression: zstd, lz4, gzip or none, with an optional :LEVEL")
 	fs.IntVar(&o.blockSize, "block-size", dump.DefaultBlockSize, "raw bytes per compressed block")

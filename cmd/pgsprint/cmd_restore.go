@@ -157,6 +157,8 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
   pgsprint restore -f mydb.pgs -l > mydb.list      # edit: ";" comments an entry out
   pgsprint restore -f mydb.pgs -d copy -L mydb.list
   pgsprint dump -d prod -f - | pgsprint restore -f - -d copy -j 8
+  pgsprint restore -f s3://backups/prod.pgs -d copy -j 8      # ranged reads, in parallel
+  pgsprint restore -f "https://host/prod.pgs?X-Amz-..." -d copy   # any URL serving ranges (a pre-signed URL)
   ssh db1 pgsprint dump -d prod | pgsprint restore -f - -d copy
   pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -X -d copy -f mydb.sql
   pgsprint restore -f mydb.pgs --to-sql | psql -X -d copy   # all or nothing
@@ -179,7 +181,7 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	o.conn.register(fs)
-	fs.StringVarP(&o.file, "file", "f", "", `archive file to read, "-" for standard input (required)`)
+	fs.StringVarP(&o.file, "file", "f", "", `archive file to read, s3://bucket/key, an http(s):// URL, or "-" for standard input (required)`)
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers")
 	fs.BoolVarP(&o.create, "create", "C", false, "create the archived database (connect to -d to do it)")
 	fs.BoolVarP(&o.clean, "clean", "c", false, "drop the archive's objects before recreating them")
