@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,7 +36,9 @@ type S3Server struct {
 	t        testing.TB
 	bin, dir string
 	addr     string
-	cmd      *exec.Cmd
+
+	mu  sync.Mutex // a test may restart the server from another goroutine
+	cmd *exec.Cmd
 }
 
 // VersitygwBin finds versitygw on PATH or in Go's bin directory, where
@@ -97,7 +100,9 @@ func (s *S3Server) Start() {
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("starting versitygw: %v", err)
 	}
+	s.mu.Lock()
 	s.cmd = cmd
+	s.mu.Unlock()
 	go func() { cmd.Wait(); logf.Close() }()
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if c, err := net.Dial("tcp", s.addr); err == nil {
@@ -111,6 +116,8 @@ func (s *S3Server) Start() {
 
 // Kill stops the server at once, as a crash would.
 func (s *S3Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.cmd.Process.Kill()
 		for i := 0; i < 100; i++ {

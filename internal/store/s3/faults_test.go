@@ -174,8 +174,10 @@ func TestS3Interrupted(t *testing.T) {
 			t.Fatalf("upload to a dead server: %v", werr)
 		}
 		// The server comes back while Abort retries.
-		go func() { time.Sleep(time.Second); srv.Start() }()
+		back := make(chan struct{})
+		go func() { time.Sleep(time.Second); srv.Start(); close(back) }()
 		sink.Abort()
+		<-back
 	})
 	if keys, up := srv.Objects(t, bucket), srv.OpenUploads(t, bucket); len(keys)+len(up) != 0 {
 		t.Fatalf("after a kill: objects %v, uploads %v", keys, up)
