@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
@@ -88,6 +90,11 @@ func (b *Backend) String() string { return "s3://" + b.bucket + "/" + b.key }
 // surface (as *store.AccessError).
 func (b *Backend) client(ctx context.Context) (*awss3.Client, error) {
 	opts := []func(*config.LoadOptions) error{
+		// A restore keeps up to 4 ranges in flight per connection: keep
+		// their connections open between requests.
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.MaxIdleConnsPerHost = 128
+		})),
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = 5

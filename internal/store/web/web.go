@@ -29,16 +29,20 @@ type Backend struct {
 	opts   remote.Options
 }
 
-// Parse reads an http:// or https:// URL. client nil is
-// http.DefaultClient's transport with no overall timeout (a range may be
-// large; the context bounds each).
+// Parse reads an http:// or https:// URL. client nil is net/http's
+// default transport, keeping more idle connections, with no overall
+// timeout (a range may be large; the context bounds each).
 func Parse(loc string, client *http.Client, opts remote.Options) (*Backend, error) {
 	u, err := url.Parse(loc)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%s: not an http:// or https:// URL", redact(loc))
 	}
 	if client == nil {
-		client = &http.Client{}
+		// A restore keeps up to 4 ranges in flight per connection: keep
+		// their connections open between requests.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 128
+		client = &http.Client{Transport: tr}
 	}
 	return &Backend{url: loc, name: redact(loc), client: client, opts: opts}, nil
 }
