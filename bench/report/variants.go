@@ -157,6 +157,9 @@ func (s setup) s3Variant(j string) variant {
 	v := variant{row: results.Row{Tool: "pgsprint", Format: "pgsprint s3", Compression: "zstd", Level: 1}, ext: ".pgs"}
 	if s.s3 == nil {
 		v.skip = s.s3Skip
+		if v.skip == "" {
+			v.skip = "skipped: no S3 server"
+		}
 		return v
 	}
 	env := append(s.pgsprintEnv(), s.s3.env()...)
