@@ -14,6 +14,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/store/location"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -39,6 +40,7 @@ type dumpOptions struct {
 	compat    compatFlags
 	noStats   bool // --no-statistics
 	encrypt   encryptFlags
+	store     storeFlags
 }
 
 func newDumpCmd() *cobra.Command {
@@ -54,6 +56,15 @@ data, sequences and large objects are read by N parallel workers and
 compressed in them. The file is written under a temporary name and renamed
 only when complete.
 
+-f s3://bucket/key uploads to object storage with a multipart upload
+(--s3-uploads parts in flight), completed only after the archive's last
+byte and aborted on any failure or interrupt, so the object appears only
+whole. An existing object is refused unless --overwrite. Credentials,
+region and endpoint come from the standard AWS chain (environment,
+~/.aws files, AWS_PROFILE, web identity, instance and container roles);
+--s3-endpoint or AWS_ENDPOINT_URL for MinIO, Ceph, R2 and other
+S3-compatible stores.
+
 Locks: pg_dump holds ACCESS SHARE on every table while it reads the schema
 (as long as pg_dump -Fc would at its start); after that, each worker holds
 only the table it is copying. Another session's ALTER, TRUNCATE or DROP on
@@ -64,6 +75,8 @@ the dump with one line naming the table and the session or what changed
   pgsprint dump -d "postgresql://app@db1/prod" -f prod.pgs -j 8 -Z zstd:6
   PGPASSWORD=... pgsprint dump -h db1 -U app -d prod -f prod.pgs -Z lz4
   pgsprint dump -d prod -f - | ssh backup 'cat > prod.pgs'
+  pgsprint dump -d prod -f s3://backups/prod/2024-06-01.pgs -j 8
+  AWS_PROFILE=minio pgsprint dump -d prod -f s3://backups/prod.pgs --s3-endpoint http://10.0.0.5:9000 --overwrite
   pgsprint dump -d prod -f app.pgs -n app -T 'app.log_*' --exclude-table-data app.audit
   pgsprint dump -d prod -f rows.pgs --data-only -t 'app.order*'
   pgsprint dump -d prod -f part.pgs --filter objects.txt   # pg_dump 17's filter file: include/exclude table|schema|...
@@ -80,7 +93,7 @@ the dump with one line naming the table and the session or what changed
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	o.conn.register(fs)
-	fs.StringVarP(&o.file, "file", "f", "", `archive file to write; "-" or none for standard output`)
+	fs.StringVarP(&o.file, "file", "f", "", `archive file to write, or s3://bucket/key; "-" or none for standard output`)
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers")
 	fs.StringVarP(&o.compress, "compress", "Z", defaultCompression, "compression: zstd, lz4, gzip or none, with an optional :LEVEL")
 	fs.IntVar(&o.blockSize, "block-size", dump.DefaultBlockSize, "raw bytes per compressed block")
@@ -97,6 +110,7 @@ the dump with one line naming the table and the session or what changed
 	o.compat.register(fs, &o.filter)
 	fs.BoolVar(&o.noStats, "no-statistics", false, "do not carry optimizer statistics (carried by default when pg_dump is 18 or later; restore into 18+ then skips ANALYZE)")
 	o.encrypt.register(fs)
+	o.store.register(fs, true)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -110,7 +124,10 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	if o.file == "-" && term.IsTerminal(int(os.Stdout.Fd())) {
 		return usageError{fmt.Errorf("refusing to write a binary archive to a terminal: use -f FILE, or redirect or pipe standard output")}
 	}
-	if o.file != "-" {
+	if err := o.store.check(); err != nil {
+		return err
+	}
+	if o.file != "-" && !location.IsURL(o.file) {
 		if st, err := os.Stat(o.file); err == nil && st.IsDir() {
 			return usageError{fmt.Errorf("-f %s is a directory: give the archive's file name, e.g. -f %s", o.file, filepath.Join(o.file, "NAME.pgs"))}
 		}
@@ -158,7 +175,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 		Source: cfg, File: o.file, Stdout: os.Stdout, Jobs: o.jobs, Codec: c, BlockSize: o.blockSize,
 		Split:   plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Version: version, Logger: o.log.logger(), Progress: w.reporter, Filter: o.filter, LockWaitTimeout: o.lockWait, Snapshot: o.snapshot,
-		NoStatistics: o.noStats, Recipients: recipients,
+		NoStatistics: o.noStats, Recipients: recipients, Location: o.store.options(nil, nil, o.log.logger()), Overwrite: o.store.overwrite,
 	})
 	if err != nil {
 		return err

@@ -19,8 +19,9 @@ import (
 )
 
 type listOptions struct {
-	json bool
-	keys keyFlags
+	json  bool
+	keys  keyFlags
+	store storeFlags
 }
 
 func newListCmd() *cobra.Command {
@@ -42,6 +43,7 @@ read (and checked) before anything is printed.`,
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	o.keys.register(cmd.Flags())
+	o.store.register(cmd.Flags(), false)
 	return cmd
 }
 
@@ -60,7 +62,7 @@ func runList(ctx context.Context, loc string, o listOptions, in io.Reader, out i
 	if err != nil {
 		return err
 	}
-	m, tables, streams, err := readListing(ctx, loc, in, ids)
+	m, tables, streams, err := readListing(ctx, loc, o.store.options(in, nil, nil), ids)
 	if err != nil {
 		return err
 	}
@@ -107,9 +109,9 @@ func exactlyOneFile(cmd *cobra.Command, args []string) error {
 }
 
 // openArchive opens the archive at loc, whatever its medium; "-" reads
-// in.
-func openArchive(ctx context.Context, loc string, in io.Reader, o archive.OpenOptions) (*archive.Opened, error) {
-	b, err := location.Parse(loc, location.Stdio{In: in})
+// lo.In.
+func openArchive(ctx context.Context, loc string, lo location.Options, o archive.OpenOptions) (*archive.Opened, error) {
+	b, err := location.Parse(loc, lo)
 	if err != nil {
 		return nil, err
 	}
@@ -117,9 +119,9 @@ func openArchive(ctx context.Context, loc string, in io.Reader, o archive.OpenOp
 }
 
 // readListing reads the manifest and per-table totals of the archive at
-// loc ("-": on in). From a pipe the whole archive is read and checked.
-func readListing(ctx context.Context, loc string, in io.Reader, ids []age.Identity) (*archive.Manifest, []archive.TableSummary, []archive.StreamInfo, error) {
-	ar, err := openArchive(ctx, loc, in, archive.OpenOptions{Access: archive.Scan, Identities: ids})
+// loc ("-": on lo.In). From a pipe the whole archive is read and checked.
+func readListing(ctx context.Context, loc string, lo location.Options, ids []age.Identity) (*archive.Manifest, []archive.TableSummary, []archive.StreamInfo, error) {
+	ar, err := openArchive(ctx, loc, lo, archive.OpenOptions{Access: archive.Scan, Identities: ids})
 	if err != nil {
 		return nil, nil, nil, err
 	}

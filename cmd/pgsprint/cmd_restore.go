@@ -46,6 +46,7 @@ type restoreOptions struct {
 	noStats   bool // --no-statistics
 	keys      keyFlags
 	ids       []age.Identity // read from keys once
+	store     storeFlags
 }
 
 // listFlags are restore's -l and -L, pg_restore's table of contents flags.
@@ -159,6 +160,8 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
   pgsprint restore -f mydb.pgs -l > mydb.list      # edit: ";" comments an entry out
   pgsprint restore -f mydb.pgs -d copy -L mydb.list
   pgsprint dump -d prod -f - | pgsprint restore -f - -d copy -j 8
+  pgsprint restore -f s3://backups/prod.pgs -d copy -j 8      # ranged reads, in parallel
+  pgsprint restore -f "https://host/prod.pgs?X-Amz-..." -d copy   # any URL serving ranges (a pre-signed URL)
   ssh db1 pgsprint dump -d prod | pgsprint restore -f - -d copy
   pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -X -d copy -f mydb.sql
   pgsprint restore -f mydb.pgs --to-sql | psql -X -d copy   # all or nothing
@@ -181,7 +184,7 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	o.conn.register(fs)
-	fs.StringVarP(&o.file, "file", "f", "", `archive file to read, "-" for standard input (required)`)
+	fs.StringVarP(&o.file, "file", "f", "", `archive file to read, s3://bucket/key, an http(s):// URL, or "-" for standard input (required)`)
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers")
 	fs.BoolVarP(&o.create, "create", "C", false, "create the archived database (connect to -d to do it)")
 	fs.BoolVarP(&o.clean, "clean", "c", false, "drop the archive's objects before recreating them")
@@ -204,6 +207,7 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
 	o.list.register(fs)
 	fs.BoolVar(&o.noStats, "no-statistics", false, "do not restore the archive's optimizer statistics (PostgreSQL 18+): analyze the tables instead")
 	o.keys.register(fs)
+	o.store.register(fs, false)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -263,7 +267,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		Target: cfg, File: o.file, Stdin: os.Stdin, SpillDir: o.spillDir, Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
 		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
-		UseList: o.list.use, NoStatistics: o.noStats, Identities: o.ids,
+		UseList: o.list.use, NoStatistics: o.noStats, Identities: o.ids, Location: o.store.options(nil, nil, nil),
 	})
 	if err != nil {
 		return err
@@ -316,7 +320,7 @@ func openWhole(ctx context.Context, o restoreOptions) (*archive.Opened, error) {
 	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
 		return nil, usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
 	}
-	return openArchive(ctx, o.file, os.Stdin, archive.OpenOptions{Access: archive.Ordered, SpillDir: o.spillDir, Identities: o.ids})
+	return openArchive(ctx, o.file, o.store.options(os.Stdin, nil, nil), archive.OpenOptions{Access: archive.Ordered, SpillDir: o.spillDir, Identities: o.ids})
 }
 
 // printList is restore -l: the archive's table of contents, as pg_restore

@@ -18,8 +18,9 @@ import (
 )
 
 type verifyOptions struct {
-	jobs int
-	keys keyFlags
+	jobs  int
+	keys  keyFlags
+	store storeFlags
 }
 
 func newVerifyCmd() *cobra.Command {
@@ -47,6 +48,7 @@ footer's counts), and verify says so.`,
 	}
 	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "streams checked in parallel")
 	o.keys.register(cmd.Flags())
+	o.store.register(cmd.Flags(), false)
 	return cmd
 }
 
@@ -59,14 +61,18 @@ func runVerify(ctx context.Context, loc string, o verifyOptions, in io.Reader, o
 	if err != nil {
 		return err
 	}
-	ar, err := openArchive(ctx, loc, in, archive.OpenOptions{Access: archive.Scan, Identities: ids})
+	lo := o.store.options(in, nil, nil)
+	ar, err := openArchive(ctx, loc, lo, archive.OpenOptions{Access: archive.Scan, Identities: ids})
 	if errors.Is(err, seal.ErrNoKey) && len(ids) == 0 {
-		return verifyStructure(ctx, loc, in, out, start)
+		return verifyStructure(ctx, loc, lo, out, start)
 	}
 	if err != nil {
 		return err
 	}
 	defer ar.Close()
+	if location.IsURL(loc) {
+		loc = ar.String() // a pre-signed URL's query holds a secret
+	}
 	if err := archive.Check(ctx, ar.Source, o.jobs); err != nil {
 		return fmt.Errorf("archive %s is damaged: %w", loc, err)
 	}
@@ -92,8 +98,8 @@ func runVerify(ctx context.Context, loc string, o verifyOptions, in io.Reader, o
 
 // verifyStructure checks an encrypted archive whose key was not given:
 // its structure only, which the output says.
-func verifyStructure(ctx context.Context, loc string, in io.Reader, out io.Writer, start time.Time) error {
-	b, err := location.Parse(loc, location.Stdio{In: in})
+func verifyStructure(ctx context.Context, loc string, lo location.Options, out io.Writer, start time.Time) error {
+	b, err := location.Parse(loc, lo)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
+	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
 // DefaultBlockSize is the raw size of a data block: big enough for codecs
@@ -52,6 +53,12 @@ type Options struct {
 	// Recipients, when given, encrypt the archive to them (format 3:
 	// internal/seal); a clear archive otherwise.
 	Recipients []age.Recipient
+	// Location says how to reach File when it is in object storage
+	// (its In and Out are not used: Stdout is).
+	Location location.Options
+	// Overwrite replaces an existing s3:// object; a file is always
+	// replaced.
+	Overwrite bool
 }
 
 // Result summarises a finished dump.

@@ -11,13 +11,15 @@ import (
 
 // createOutput starts the archive at opts.File, whatever the medium.
 func createOutput(ctx context.Context, opts Options, plan progress.Plan) (*output, error) {
-	b, err := location.Parse(opts.File, location.Stdio{Out: opts.Stdout})
+	lo := opts.Location
+	lo.Out = opts.Stdout
+	b, err := location.Parse(opts.File, lo)
 	if err != nil {
 		return nil, err
 	}
-	// A dump replaces what is at its location, as pg_dump replaces its
-	// -f file.
-	sink, err := b.Create(ctx, store.CreateOptions{SizeHint: plan.Bytes, Overwrite: true})
+	// A dump replaces a file, as pg_dump replaces its -f file; an object
+	// in a bucket only when asked (--overwrite).
+	sink, err := b.Create(ctx, store.CreateOptions{SizeHint: plan.Bytes, Overwrite: opts.Overwrite})
 	if err != nil {
 		return nil, err
 	}

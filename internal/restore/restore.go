@@ -27,6 +27,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/progress"
+	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
 // Options configure one restore.
@@ -37,6 +38,9 @@ type Options struct {
 	// connections all the same.
 	File  string
 	Stdin io.Reader // File "-"'s input; nil is os.Stdin
+	// Location says how to reach File when it is in object storage (its
+	// In is not used: Stdin is).
+	Location location.Options
 	// SpillDir holds, for File "-", the data of streams that arrive before a
 	// connection is free to load them (os.TempDir() when empty).
 	SpillDir string

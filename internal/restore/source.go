@@ -33,7 +33,9 @@ func openSource(ctx context.Context, opts Options) (*openedSource, error) {
 		}
 		return src, nil
 	}
-	b, err := location.Parse(opts.File, location.Stdio{In: opts.Stdin})
+	lo := opts.Location
+	lo.In = opts.Stdin
+	b, err := location.Parse(opts.File, lo)
 	if err != nil {
 		return nil, err
 	}

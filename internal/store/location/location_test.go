@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/pgsprint/pgsprint/internal/store/file"
+	"github.com/pgsprint/pgsprint/internal/store/s3"
 	"github.com/pgsprint/pgsprint/internal/store/stdio"
+	"github.com/pgsprint/pgsprint/internal/store/web"
 )
 
 func TestParse(t *testing.T) {
@@ -18,6 +20,10 @@ func TestParse(t *testing.T) {
 		{"/backups/2024/db.pgs", "file", "/backups/2024/db.pgs"},
 		{"./-", "file", "./-"},
 		{"weird://not-a-medium", "file", "weird://not-a-medium"}, // unknown schemes stay paths, as before
+		{"s3://bucket/dir/a.pgs", "s3", "s3://bucket/dir/a.pgs"},
+		{"S3://bucket/a.pgs", "s3", "s3://bucket/a.pgs"},
+		{"https://host/a.pgs?X-Amz-Signature=secret", "web", "https://host/a.pgs?…"}, // the query is never shown
+		{"http://10.0.0.1:8080/a.pgs", "web", "http://10.0.0.1:8080/a.pgs"},
 	} {
 		b, err := Parse(tc.loc, std)
 		if err != nil {
@@ -29,6 +35,10 @@ func TestParse(t *testing.T) {
 			kind = "file"
 		case *stdio.Backend:
 			kind = "stdio"
+		case *s3.Backend:
+			kind = "s3"
+		case *web.Backend:
+			kind = "web"
 		}
 		if kind != tc.kind || b.String() != tc.name {
 			t.Errorf("Parse(%q) = %s %q, want %s %q", tc.loc, kind, b, tc.kind, tc.name)
