@@ -38,6 +38,7 @@ type restoreOptions struct {
 	spillDir  string
 	filter    filter.Options
 	noTrig    bool
+	all       allRestoreFlags
 	compat    compatFlags
 	exitOnErr bool
 	single    bool
@@ -145,7 +146,21 @@ left as it was (if pgsprint is killed, the script just ends without
 COMMIT, and the server rolls back when psql's session ends). Everything in
 the script runs inside a transaction block (no CREATE DATABASE: --to-sql
 does not take --create); sequence values are set after the last row is
-read, and setval, unlike the rest, is not undone by a rollback.`,
+read, and setval, unlike the rest, is not undone by a rollback.
+
+--all restores a whole-server archive (dump --all) through -d (default
+postgres): the globals first (roles, memberships, role settings and
+tablespaces, in one transaction; a role the target already has is kept as
+it is and reported; a tablespace's directory must exist on the target, or
+--no-tablespaces puts everything in the default one), then every database,
+created as --create does (owner, encoding, locale, privileges, settings;
+the database postgres, which every server has, is restored into), several
+at once within -j connections. A database of the archive that already
+exists is refused unless --clean, which drops it first. An interrupted
+--all restore is finished exactly by the same command with --resume (the
+globals are one step, each database resumes from its own journal).
+--database NAME restores one database of a whole-server archive, into -d,
+or under its own name with --create.`,
 		Example: `  createdb copy && pgsprint restore -f mydb.pgs -d copy
   pgsprint restore -f mydb.pgs -d postgres --create -j 8
   pgsprint restore -f mydb.pgs -d copy --clean
@@ -159,7 +174,9 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
   ssh db1 pgsprint dump -d prod | pgsprint restore -f - -d copy
   pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -X -d copy -f mydb.sql
   pgsprint restore -f mydb.pgs --to-sql | psql -X -d copy   # all or nothing
-  pgsprint restore -f mydb.pgs -d copy --filter tables.txt --no-tablespaces --role app_owner -O`,
+  pgsprint restore -f mydb.pgs -d copy --filter tables.txt --no-tablespaces --role app_owner -O
+  pgsprint restore --all -f server.pgs -d postgres -j 8     # a whole server, from dump --all
+  pgsprint restore -f server.pgs --database app -d postgres --create`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.compat.apply(cmd.Flags(), &o.filter, o.clean); err != nil {
@@ -199,6 +216,7 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
 	fs.BoolVarP(&o.exitOnErr, "exit-on-error", "e", false, "stop at the first error (pgsprint restore always does: accepted for pg_restore's sake)")
 	fs.BoolVarP(&o.single, "single-transaction", "1", false, "with --to-sql only (whose script is always one transaction): see README")
 	o.list.register(fs)
+	o.all.register(fs)
 	fs.BoolVar(&o.noStats, "no-statistics", false, "do not restore the archive's optimizer statistics (PostgreSQL 18+): analyze the tables instead")
 	o.progress.register(fs)
 	o.log.register(fs)
@@ -222,6 +240,9 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	}
 	if o.toSQL {
 		return writeSQL(ctx, o)
+	}
+	if o.all.all || o.all.database != "" {
+		return runRestoreAll(ctx, o)
 	}
 	if o.conn.DSN == "" && !o.create {
 		return usageError{fmt.Errorf("no target database given: use -d TARGET")}

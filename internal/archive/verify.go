@@ -88,6 +88,38 @@ func (ar *Reader) checkManifest() []error {
 		}
 	}
 	m := ar.manifest
+	if m.IsServer() {
+		if m.Globals != nil {
+			want("globals", m.Globals.Stream, KindSchema)
+		}
+		for _, d := range m.Databases {
+			if d.Manifest == nil {
+				errs = append(errs, corruptf("archive: manifest database %q has no manifest", d.Name))
+				continue
+			}
+			bad := checkDatabase(d.Manifest, want)
+			for _, err := range bad {
+				errs = append(errs, fmt.Errorf("database %q: %w", d.Name, err))
+			}
+			want(fmt.Sprintf("database %q schema_stream", d.Name), d.Manifest.SchemaStream, KindSchema)
+		}
+		return errs
+	}
+	bad := checkDatabase(m, want) // want appends to errs as it goes
+	errs = append(errs, bad...)
+	for _, s := range ar.streams {
+		if s.Kind == KindSchema {
+			want("schema_stream", m.SchemaStream, KindSchema)
+			break
+		}
+	}
+	return errs
+}
+
+// checkDatabase is checkManifest for the data streams of one database's
+// manifest.
+func checkDatabase(m *Manifest, want func(string, uint32, Kind)) []error {
+	var errs []error
 	for i, c := range m.Chunks {
 		if c.Table < 0 || c.Table >= len(m.Tables) {
 			errs = append(errs, corruptf("archive: manifest chunk %d refers to table %d of %d", i, c.Table, len(m.Tables)))
@@ -96,12 +128,6 @@ func (ar *Reader) checkManifest() []error {
 	}
 	for _, lo := range m.LargeObjects {
 		want(fmt.Sprintf("large object %d", lo.OID), lo.Stream, KindLargeObject)
-	}
-	for _, s := range ar.streams {
-		if s.Kind == KindSchema {
-			want("schema_stream", m.SchemaStream, KindSchema)
-			break
-		}
 	}
 	return errs
 }
