@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgsprint/pgsprint/internal/compare"
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+)
+
+// serverDatabases are the databases loadServer creates that a whole-server
+// dump carries (postgres is every server's).
+var serverDatabases = []string{"app", "lat", "postgres"}
+
+// loadServer gives a cluster what a whole-server copy must carry: roles
+// with passwords, a membership WITH ADMIN OPTION, role and role-in-database
+// settings, a database owned by a non-superuser with its own settings,
+// comment and default privileges, a LATIN1 database with a C locale, a
+// tablespace in ts holding a table and an index, objects owned by several
+// roles, a table big enough to be dumped in chunks, and two databases a
+// dump leaves out (one refusing connections, one for --exclude-database).
+func loadServer(t *testing.T, c *pgtest.Cluster, ts string) {
+	t.Helper()
+	ctx := context.Background()
+	// One statement at a time: CREATE DATABASE and CREATE TABLESPACE
+	// cannot run in the transaction of a multi-statement query (no
+	// statement here has a ";" inside it).
+	exec := func(db, sql string) {
+		t.Helper()
+		for _, stmt := range strings.Split(sql, ";") {
+			if err := c.Exec(ctx, db, stmt); err != nil {
+				t.Fatalf("%s: %s: %v", db, stmt, err)
+			}
+		}
+	}
+	exec("postgres", `CREATE ROLE alice LOGIN PASSWORD 'alice-pw' CREATEDB;
+		CREATE ROLE bob LOGIN PASSWORD 'bob-pw' CONNECTION LIMIT 5;
+		CREATE ROLE readers NOLOGIN;
+		GRANT readers TO alice WITH ADMIN OPTION;
+		GRANT readers TO bob;
+		ALTER ROLE alice SET work_mem = '8MB';
+		COMMENT ON ROLE alice IS 'owns app';
+		CREATE TABLESPACE space1 OWNER alice LOCATION ` + pg.Literal(ts) + `;
+		GRANT CREATE ON TABLESPACE space1 TO bob;
+		CREATE DATABASE app OWNER alice;
+		CREATE DATABASE lat TEMPLATE template0 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C';
+		CREATE DATABASE noconn;
+		ALTER DATABASE noconn ALLOW_CONNECTIONS false;
+		CREATE DATABASE skipme;
+		ALTER DATABASE app SET statement_timeout = '5s';
+		ALTER ROLE bob IN DATABASE app SET search_path = 'app, public';
+		COMMENT ON DATABASE app IS 'the application';
+		GRANT CONNECT ON DATABASE app TO readers;
+		CREATE TABLE pg_notes (id int PRIMARY KEY, note text);
+		INSERT INTO pg_notes VALUES (1, 'in postgres')`)
+	exec("app", `SET ROLE alice;
+		CREATE SCHEMA app;
+		ALTER DEFAULT PRIVILEGES IN SCHEMA app GRANT SELECT ON TABLES TO readers;
+		CREATE TABLE app.orders (id int PRIMARY KEY, customer text NOT NULL, amount numeric(10,2));
+		INSERT INTO app.orders SELECT g, 'customer ' || g, g * 1.25 FROM generate_series(1, 20000) g;
+		CREATE TABLE app.archived (id int, payload text) TABLESPACE space1;
+		CREATE INDEX archived_id ON app.archived (id) TABLESPACE space1;
+		INSERT INTO app.archived SELECT g, md5(g::text) FROM generate_series(1, 500) g;
+		RESET ROLE;
+		CREATE TABLE public.bobs (id serial PRIMARY KEY, v text);
+		ALTER TABLE public.bobs OWNER TO bob;
+		INSERT INTO public.bobs (v) VALUES ('one'), ('two')`)
+	exec("lat", `CREATE TABLE words (w text); INSERT INTO words VALUES ('café'), ('naïve')`)
+	exec("skipme", `CREATE TABLE gone (x int)`)
+}
+
+func TestDumpAllRestoreAll(t *testing.T) {
+	src := pgtest.New(t)
+	ts := src.TablespaceDir(t)
+	loadServer(t, src, ts)
+	bin := src.BinDir()
+	wantGlobals := pgtest.GlobalsDump(t, bin, src.ConnString("postgres"))
+	wantSchema, wantData := map[string]string{}, map[string]map[string]string{}
+	for _, db := range serverDatabases {
+		wantSchema[db] = pgtest.SchemaDump(t, bin, src.ConnString(db), "--create")
+		wantData[db] = pgtest.Fingerprint(t, src.ConnString(db))
+	}
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "server.pgs")
+	r := mustPgsprint(t, "dump", "--all", "-d", src.ConnString("postgres"), "-f", file, "-j", "2", "--chunk-size", "256kB", "--exclude-database", "skip*")
+	for _, want := range []string{"databases: app, lat, postgres", "noconn (does not allow connections)", "skipme (--exclude-database)", "template1 (template)"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("dump --all output lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	var tables, chunks int
+	if i := strings.Index(r.stderr, "dumped "); i < 0 {
+		t.Errorf("no summary:\n%s", r.stderr)
+	} else if _, err := fmt.Sscanf(r.stderr[i:], "dumped %d tables in %d chunks", &tables, &chunks); err != nil || tables != 5 || chunks <= tables {
+		t.Errorf("want 5 tables, app.orders in several chunks (%v):\n%s", err, r.stderr)
+	}
+	noPartialFiles(t, dir, "server.pgs")
+
+	// The source stops and its tablespace directory is emptied, so that
+	// the target, on the same host, can have the tablespace where it was.
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.EmptyDir(t, ts)
+	dst := pgtest.New(t)
+	r = mustPgsprint(t, "restore", "--all", "-f", file, "-d", dst.ConnString("postgres"), "-j", "2")
+	if !strings.Contains(r.stderr, "kept as they are on the target: role postgres") {
+		t.Errorf("restore --all does not report the role the target had:\n%s", r.stderr)
+	}
+	// The bootstrap superuser, which every server has, is kept with its
+	// own password: the rest must be equal.
+	if got := pgtest.GlobalsDump(t, bin, dst.ConnString("postgres")); withoutRole(got, "postgres") != withoutRole(wantGlobals, "postgres") {
+		t.Errorf("globals differ:\n%s", compare.SchemaDiff(wantGlobals, got))
+	}
+	for _, db := range serverDatabases {
+		if d := compare.SchemaDiff(wantSchema[db], pgtest.SchemaDump(t, bin, dst.ConnString(db), "--create")); d != "" {
+			t.Errorf("database %s: schemas differ:\n%s", db, d)
+		}
+		if d := compare.FingerprintDiff(wantData[db], pgtest.Fingerprint(t, dst.ConnString(db))); len(d) > 0 {
+			t.Errorf("database %s: data differs:\n%s", db, strings.Join(d, "\n"))
+		}
+	}
+
+	// Bad inputs, each one line and exit 1.
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"databases exist", []string{"restore", "--all", "-f", file, "-d", dst.ConnString("postgres")}, `already has a database "app"`},
+		{"one-database restore", []string{"restore", "-f", file, "-d", dst.ConnString("postgres")}, "holds a whole server (dump --all)"},
+		{"no such database", []string{"restore", "-f", file, "--database", "nosuch", "-d", dst.ConnString("postgres")}, `no database "nosuch"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := pgsprint(t, nil, tc.args...)
+			if r.code != 1 || !strings.Contains(r.stderr, tc.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+				t.Errorf("exit %d, want 1 and one line with %q:\n%s", r.code, tc.want, r.stderr)
+			}
+		})
+	}
+}
+
+// withoutRole leaves role's ALTER ROLE ... WITH line out of a globals dump.
+func withoutRole(globals, role string) string {
+	var keep []string
+	for _, l := range strings.Split(globals, "\n") {
+		if !strings.HasPrefix(l, "ALTER ROLE "+role+" WITH ") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
