@@ -44,7 +44,7 @@ func loadServer(t *testing.T, c *pgtest.Cluster, ts string) {
 		GRANT readers TO bob;
 		ALTER ROLE alice SET work_mem = '8MB';
 		COMMENT ON ROLE alice IS 'owns app';
-		CREATE TABLESPACE space1 OWNER alice LOCATION ` + pg.Literal(ts) + `;
+		CREATE TABLESPACE space1 OWNER alice LOCATION `+pg.Literal(ts)+`;
 		GRANT CREATE ON TABLESPACE space1 TO bob;
 		CREATE DATABASE app OWNER alice;
 		CREATE DATABASE lat TEMPLATE template0 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C';
