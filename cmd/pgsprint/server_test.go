@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pg"
@@ -143,6 +146,65 @@ func TestDumpAllRestoreAll(t *testing.T) {
 			}
 		})
 	}
+
+	// Killed with SIGKILL once the globals are in, at a random point of
+	// the databases' restores (and the resumed run too, once), then
+	// finished with --resume: every row exactly once, no journal left.
+	t.Run("resume", func(t *testing.T) {
+		pg2 := pgtest.New(t)
+		_, rng := killLoop(t, "", 1)
+		conn, err := pgx.Connect(context.Background(), pg2.ConnString("postgres"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		args := []string{"restore", "--all", "-f", file, "-d", pg2.ConnString("postgres"), "-j", "2", "--no-tablespaces"}
+		killed := 0
+		for i := 0; i < 2; i++ {
+			run := args
+			if i > 0 {
+				run = append(run, "--resume")
+			}
+			cmd, stderr := startPgsprint(t, run...)
+			exited := make(chan struct{})
+			go func() { cmd.Wait(); close(exited) }()
+			for !markerRole(conn) {
+				select {
+				case <-exited:
+					t.Fatalf("the restore ended before its globals were in: %s", stderr)
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			select {
+			case <-exited:
+				t.Logf("run %d finished before the kill", i)
+			case <-time.After(time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))):
+				cmd.Process.Kill()
+				<-exited
+				killed++
+			}
+			if cmd.ProcessState.Success() {
+				break
+			}
+		}
+		t.Logf("killed %d times", killed)
+		r := mustPgsprint(t, append(args, "--resume")...)
+		t.Log(r.stderr)
+		if markerRole(conn) {
+			t.Error("the whole-server journal outlived the completed restore")
+		}
+		for _, db := range serverDatabases {
+			if d := compare.FingerprintDiff(wantData[db], pgtest.Fingerprint(t, pg2.ConnString(db))); len(d) > 0 {
+				t.Errorf("database %s: data differs after resume:\n%s", db, strings.Join(d, "\n"))
+			}
+			c, err := pgx.Connect(context.Background(), pg2.ConnString(db))
+			if err != nil {
+				t.Fatal(err)
+			}
+			requireNoJournal(t, c)
+			c.Close(context.Background())
+		}
+	})
 }
 
 // withoutRole leaves role's ALTER ROLE ... WITH line out of a globals dump.
@@ -154,4 +216,11 @@ func withoutRole(globals, role string) string {
 		}
 	}
 	return strings.Join(keep, "\n")
+}
+
+// markerRole says whether the whole-server restore's journal (a role) exists.
+func markerRole(conn *pgx.Conn) bool {
+	var ok bool
+	err := conn.QueryRow(context.Background(), "SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = 'pgsprint_restore_journal')").Scan(&ok)
+	return err == nil && ok
 }

@@ -112,6 +112,13 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 		}
 		j = nil
 	}
+	if j != nil {
+		// A killed run's sessions may still be busy (a CREATE DATABASE,
+		// an index build): what exists is known only once they are gone.
+		if err := waitForOrphans(ctx, conn, opts.Logger); err != nil {
+			return nil, err
+		}
+	}
 	existing, err := names(ctx, conn, "SELECT datname FROM pg_catalog.pg_database")
 	if err != nil {
 		return nil, fmt.Errorf("list the target's databases: %w", err)
@@ -330,4 +337,36 @@ func hasJournal(ctx context.Context, cfg *pgx.ConnConfig) (bool, error) {
 		return false, fmt.Errorf("look for a restore journal: %w", err)
 	}
 	return found, nil
+}
+
+// waitForOrphans waits until no session of an interrupted run is busy on
+// any database of the target server: a killed pgsprint's server backends
+// (and those of its pg_restore children) finish their last statement
+// before they notice their client is gone, and a resumed run must not race
+// them (restore.Run waits in the same way inside one database).
+func waitForOrphans(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
+	const q = `SELECT count(*) FROM pg_catalog.pg_stat_activity
+		WHERE pid <> pg_catalog.pg_backend_pid() AND datname IS NOT NULL
+		AND application_name IN ('pgsprint', 'pg_restore', 'psql') AND state IS DISTINCT FROM 'idle'`
+	deadline := time.Now().Add(10 * time.Minute)
+	for logged := false; ; logged = true {
+		var n int
+		if err := conn.QueryRow(ctx, q).Scan(&n); err != nil {
+			return fmt.Errorf("look for sessions of the interrupted restore: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("sessions of the interrupted restore (or another pgsprint) are still busy on the target server after 10 minutes; is another restore running?")
+		}
+		if !logged {
+			log.Info("waiting for sessions of the interrupted restore to end", "sessions", n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
