@@ -56,6 +56,9 @@ func runList(path string, o listOptions, in io.Reader, out io.Writer) error {
 		return err
 	}
 	dataRaw, dataStored := archive.DataTotals(streams)
+	if m.IsServer() {
+		return listServer(path, m, streams, o, out)
+	}
 	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")

@@ -306,11 +306,15 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer f.Close()
+	src, err := databaseView(f.Reader, o.all)
+	if err != nil {
+		return err
+	}
 	opts := sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL, ToolArgs: o.filter.PgRestoreArgs(), Role: o.conn.Role}
 	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.filter.StrictNames || o.list.use != "" {
 		// As restored into an empty database: the schemas of selected
 		// tables come too, foreign keys to tables left out do not.
-		sel, err := restore.SelectList(ctx, f.Reader, o.filter, o.list.use, o.log.logger())
+		sel, err := restore.SelectList(ctx, src, o.filter, o.list.use, o.log.logger())
 		if err != nil {
 			return err
 		}
@@ -318,7 +322,7 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 		opts.Selection = sel
 	}
 	out := &pipeOut{w: os.Stdout}
-	return out.result(sqlscript.Write(ctx, f.Reader, out, opts))
+	return out.result(sqlscript.Write(ctx, src, out, opts))
 }
 
 // openWhole opens the archive -f names, or spools standard input whole
@@ -344,7 +348,11 @@ func printList(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer f.Close()
-	return restore.List(ctx, f.Reader, os.Stdout, o.log.logger())
+	src, err := databaseView(f.Reader, o.all)
+	if err != nil {
+		return err
+	}
+	return restore.List(ctx, src, os.Stdout, o.log.logger())
 }
 
 // restoreSummary is the end-of-run summary of a restore or a clone. The

@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/server"
 )
 
@@ -134,4 +138,95 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 	}
 	fmt.Fprintf(out, "restored %d databases in %s\n", len(res.Databases), res.Elapsed.Round(time.Millisecond))
 	return nil
+}
+
+// serverListing is the JSON form of `pgsprint list` of a whole-server
+// archive.
+type serverListing struct {
+	Manifest    *archive.Manifest         `json:"manifest"`
+	Databases   []archive.DatabaseSummary `json:"databases"`
+	Roles       []string                  `json:"roles,omitempty"`
+	Tablespaces []string                  `json:"tablespaces,omitempty"`
+	// DataRawBytes and DataStoredBytes are archive.DataTotals of every database.
+	DataRawBytes    int64 `json:"data_raw_bytes"`
+	DataStoredBytes int64 `json:"data_stored_bytes"`
+}
+
+// listServer is list of a whole-server archive: the globals' roles and
+// tablespaces (read from a file; a pipe's stream is gone once listed) and
+// each database's totals.
+func listServer(path string, m *archive.Manifest, streams []archive.StreamInfo, o listOptions, out io.Writer) error {
+	l := serverListing{Manifest: m, Databases: archive.DatabaseSummaries(m, streams)}
+	l.DataRawBytes, l.DataStoredBytes = archive.DataTotals(streams)
+	if path != "-" && m.Globals != nil {
+		f, err := archive.OpenFile(path)
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(f.OpenStream(m.Globals.Stream))
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("read globals: %w", err)
+		}
+		if l.Roles, l.Tablespaces, err = server.GlobalsObjects(string(b)); err != nil {
+			return err
+		}
+	}
+	if o.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(archive.MarkRaw(l))
+	}
+	fmt.Fprintf(out, "server:     PostgreSQL %s, %d databases (dump --all)\n", m.ServerVersion, len(m.Databases))
+	fmt.Fprintf(out, "written by: pgsprint %s with pg_dump %s, format %d\n", m.ToolVersion, m.PgDumpVersion, m.FormatVersion)
+	fmt.Fprintf(out, "codec:      %s level %d, %s blocks\n", m.Codec, m.Level, progress.Bytes(int64(m.BlockSize)))
+	if path != "-" {
+		fmt.Fprintf(out, "roles:      %s\n", orNone(l.Roles))
+		fmt.Fprintf(out, "tablespaces: %s\n", orNone(l.Tablespaces))
+	}
+	if g := m.Globals; g != nil {
+		if g.NoRolePasswords {
+			fmt.Fprintln(out, "passwords:  not dumped (pg_authid was not readable)")
+		}
+		for _, d := range g.Skipped {
+			fmt.Fprintf(out, "skipped:    %s (%s)\n", d.Name, d.Reason)
+		}
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\ndatabase\tsize\tencoding\ttables\trows\traw\tstored\tchunks\t")
+	for _, d := range l.Databases {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t\n", d.Name, progress.Bytes(d.SizeBytes), d.Encoding, len(d.Tables), d.Rows,
+			progress.Bytes(d.RawBytes), progress.Bytes(d.StoredBytes), d.Chunks)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\ndata:       %s raw, %s stored (tables and large objects of every database)\n", progress.Bytes(l.DataRawBytes), progress.Bytes(l.DataStoredBytes))
+	return nil
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// databaseView is what -l and --to-sql read: a one-database archive, or
+// the database --database names in a whole-server archive.
+func databaseView(ar *archive.Reader, a allRestoreFlags) (archive.Source, error) {
+	m := ar.Manifest()
+	switch {
+	case a.all:
+		return nil, usageError{fmt.Errorf("-l and --to-sql work on one database at a time: use --database NAME instead of --all")}
+	case a.database != "":
+		return archive.OpenDatabase(ar, a.database)
+	case m.IsServer():
+		var names []string
+		for _, d := range m.Databases {
+			names = append(names, d.Name)
+		}
+		return nil, fmt.Errorf("the archive holds a whole server (dump --all): give --database NAME to list or script one of its databases (%s)", strings.Join(names, ", "))
+	}
+	return ar, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,18 @@ func TestDumpAllRestoreAll(t *testing.T) {
 		t.Errorf("want 5 tables, app.orders in several chunks (%v):\n%s", err, r.stderr)
 	}
 	noPartialFiles(t, dir, "server.pgs")
+	r = mustPgsprint(t, "list", file)
+	for _, want := range []string{"roles:      alice, bob, postgres, readers", "tablespaces: space1", "format 4", "noconn (does not allow connections)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("list lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^lat +\S+ \S+ +LATIN1 +1 +2 `).MatchString(r.stdout) {
+		t.Errorf("list does not show database lat with its table and rows:\n%s", r.stdout)
+	}
+	if r = mustPgsprint(t, "restore", "-f", file, "--database", "lat", "--to-sql"); !strings.Contains(r.stdout, "caf\xe9") { // LATIN1 bytes, as COPY ... ENCODING 'LATIN1' says
+		t.Errorf("--to-sql --database lat lacks its rows:\n%s", r.stdout)
+	}
 
 	// The source stops and its tablespace directory is emptied, so that
 	// the target, on the same host, can have the tablespace where it was.
@@ -137,6 +150,7 @@ func TestDumpAllRestoreAll(t *testing.T) {
 	}{
 		{"databases exist", []string{"restore", "--all", "-f", file, "-d", dst.ConnString("postgres")}, `already has a database "app"`},
 		{"one-database restore", []string{"restore", "-f", file, "-d", dst.ConnString("postgres")}, "holds a whole server (dump --all)"},
+		{"list without --database", []string{"restore", "-f", file, "-l"}, "give --database NAME to list or script one of its databases (app, lat, postgres)"},
 		{"no such database", []string{"restore", "-f", file, "--database", "nosuch", "-d", dst.ConnString("postgres")}, `no database "nosuch"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -47,3 +47,39 @@ func databaseNames(m *Manifest) string {
 	}
 	return s
 }
+
+// DatabaseSummary is one database of a whole-server archive as list shows
+// it: its tables' totals summed from the streams.
+type DatabaseSummary struct {
+	Name        string         `json:"name"`
+	SizeBytes   int64          `json:"size_bytes"` // pg_database_size when dumped
+	Encoding    string         `json:"encoding"`
+	Snapshot    string         `json:"snapshot"`
+	Tables      []TableSummary `json:"tables"`
+	Chunks      int            `json:"chunks"`
+	Rows        int64          `json:"rows"`
+	RawBytes    int64          `json:"raw_bytes"`
+	StoredBytes int64          `json:"stored_bytes"`
+}
+
+// DatabaseSummaries sums a whole-server archive's streams per database.
+func DatabaseSummaries(m *Manifest, streams []StreamInfo) []DatabaseSummary {
+	byID := make(map[uint32]*StreamInfo, len(streams))
+	for i := range streams {
+		byID[streams[i].ID] = &streams[i]
+	}
+	lookup := func(id uint32) (*StreamInfo, bool) { s, ok := byID[id]; return s, ok }
+	var out []DatabaseSummary
+	for _, d := range m.Databases {
+		if d.Manifest == nil {
+			continue
+		}
+		s := DatabaseSummary{Name: d.Name, SizeBytes: d.SizeBytes, Encoding: d.Manifest.Encoding, Snapshot: d.Manifest.Snapshot,
+			Tables: tablesOf(d.Manifest, lookup), Chunks: len(d.Manifest.Chunks)}
+		for _, t := range s.Tables {
+			s.Rows, s.RawBytes, s.StoredBytes = s.Rows+t.Rows, s.RawBytes+t.RawBytes, s.StoredBytes+t.StoredBytes
+		}
+		out = append(out, s)
+	}
+	return out
+}

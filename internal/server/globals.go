@@ -245,3 +245,21 @@ func names(ctx context.Context, conn *pgx.Conn, sql string) (map[string]bool, er
 
 // oneLine folds a statement onto one line for a message.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// GlobalsObjects names the roles and tablespaces a globals script creates,
+// for list.
+func GlobalsObjects(script string) (roles, tablespaces []string, err error) {
+	stmts, err := parseGlobals(script)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, g := range stmts {
+		switch {
+		case g.createRole:
+			roles = append(roles, g.role)
+		case g.create != nil:
+			tablespaces = append(tablespaces, g.create.name)
+		}
+	}
+	return roles, tablespaces, nil
+}
