@@ -3,16 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/pflag"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/server"
 )
@@ -113,7 +116,12 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 	if err != nil {
 		return err
 	}
-	out := o.log.summaryOut()
+	printServerResult(o.log.summaryOut(), res)
+	return nil
+}
+
+// printServerResult is the summary of restore --all and clone --all.
+func printServerResult(out io.Writer, res *server.RestoreResult) {
 	if g := res.Globals; g != nil {
 		fmt.Fprintf(out, "globals: %d roles and %d tablespaces created", g.Roles, g.Tablespaces)
 		if len(g.KeptRoles) > 0 {
@@ -137,7 +145,6 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 		fmt.Fprintln(out)
 	}
 	fmt.Fprintf(out, "restored %d databases in %s\n", len(res.Databases), res.Elapsed.Round(time.Millisecond))
-	return nil
 }
 
 // serverListing is the JSON form of `pgsprint list` of a whole-server
@@ -229,4 +236,30 @@ func databaseView(ar *archive.Reader, a allRestoreFlags) (archive.Source, error)
 		return nil, fmt.Errorf("the archive holds a whole server (dump --all): give --database NAME to list or script one of its databases (%s)", strings.Join(names, ", "))
 	}
 	return ar, nil
+}
+
+// runCloneAll is clone --all.
+func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, method plan.Method) error {
+	switch {
+	case o.resume:
+		return usageError{fmt.Errorf("clone --all cannot be resumed (each database's snapshot ends with the run): run it again with --clean")}
+	case o.filter.DataOnly:
+		return usageError{fmt.Errorf("clone --all creates every database: it does not take --data-only")}
+	case o.follow.on:
+		return usageError{fmt.Errorf("clone --all does not take --follow: follow one database at a time")}
+	}
+	res, err := server.Clone(ctx, server.CloneOptions{
+		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, NoOwner: o.noOwner, NoACL: o.noACL, Filter: o.filter,
+		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, NoStatistics: o.noStats,
+		Split: plan.Options{ChunkSize: int64(o.chunkSize), Method: method}, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
+		ExcludeDatabases: o.all.exclude, Version: version, Logger: o.log.logger(),
+	})
+	if errors.Is(err, server.ErrSameServer) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	printServerResult(o.log.summaryOut(), res)
+	return nil
 }

@@ -117,6 +117,38 @@ func TestDumpAllRestoreAll(t *testing.T) {
 		t.Errorf("--to-sql --database lat lacks its rows:\n%s", r.stdout)
 	}
 
+	// clone --all into a fresh server, the tablespace mapped to the
+	// default one (its directory is the running source's): the same
+	// databases, roles and rows.
+	t.Run("clone", func(t *testing.T) {
+		cl := pgtest.New(t)
+		r := mustPgsprint(t, "clone", "--all", "--source", src.ConnString("postgres"), "--target", cl.ConnString("postgres"), "-j", "2",
+			"--chunk-size", "256kB", "--exclude-database", "skip*", "--no-tablespaces")
+		t.Log(r.stderr)
+		noSpace := func(g string) string { return withoutLines(withoutRole(g, "postgres"), "TABLESPACE") }
+		if got := pgtest.GlobalsDump(t, bin, cl.ConnString("postgres")); noSpace(got) != noSpace(wantGlobals) {
+			t.Errorf("globals differ:\n%s", compare.SchemaDiff(noSpace(wantGlobals), noSpace(got)))
+		}
+		for _, db := range serverDatabases {
+			want := pgtest.SchemaDump(t, bin, src.ConnString(db), "--create", "--no-tablespaces")
+			if d := compare.SchemaDiff(want, pgtest.SchemaDump(t, bin, cl.ConnString(db), "--create", "--no-tablespaces")); d != "" {
+				t.Errorf("database %s: schemas differ:\n%s", db, d)
+			}
+			if d := compare.FingerprintDiff(wantData[db], pgtest.Fingerprint(t, cl.ConnString(db))); len(d) > 0 {
+				t.Errorf("database %s: data differs:\n%s", db, strings.Join(d, "\n"))
+			}
+		}
+		for _, db := range []string{"noconn", "skipme"} {
+			if err := cl.Exec(context.Background(), db, "SELECT 1"); err == nil {
+				t.Errorf("database %s was cloned", db)
+			}
+		}
+		r = pgsprint(t, nil, "clone", "--all", "--source", src.ConnString("postgres"), "--target", src.ConnString("app"))
+		if r.code != 2 || !strings.Contains(r.stderr, "same server") {
+			t.Errorf("clone --all into its own source: exit %d, want 2:\n%s", r.code, r.stderr)
+		}
+	})
+
 	// The source stops and its tablespace directory is emptied, so that
 	// the target, on the same host, can have the tablespace where it was.
 	if err := src.Close(); err != nil {
@@ -237,4 +269,15 @@ func markerRole(conn *pgx.Conn) bool {
 	var ok bool
 	err := conn.QueryRow(context.Background(), "SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = 'pgsprint_restore_journal')").Scan(&ok)
 	return err == nil && ok
+}
+
+// withoutLines leaves the lines containing word out.
+func withoutLines(s, word string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.Contains(l, word) {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
 }

@@ -90,32 +90,72 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 	if opts.Database != "" {
 		return restoreOne(ctx, opts, start)
 	}
-	conn, err := pg.Connect(ctx, opts.Target)
+	b := &build{
+		target: opts.Target, id: restore.ArchiveID(m), jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "restore --all",
+		dbs:     m.Databases,
+		globals: func() (string, error) { return readAll(opts.Source, m.Globals.Stream) },
+		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, NoOwner: opts.NoOwner, NoACL: opts.NoACL},
+		one: func(ctx context.Context, name string, jobs int, exists, resuming bool) (*restore.Result, error) {
+			return restoreDatabase(ctx, opts, name, jobs, exists, resuming)
+		},
+		log: opts.Logger,
+	}
+	res, err := b.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// build is what a whole-server restore or clone does on the target: the
+// globals, then each database (one), several at once within jobs
+// connections, with the server journal (markerRole) that lets --resume
+// finish it.
+type build struct {
+	target        *pgx.ConnConfig // the database to connect to first
+	id            string          // what is restored: the archive's (or the clone's) identity
+	jobs          int
+	clean, resume bool
+	verb          string // for messages: "restore --all", "clone --all"
+	dbs           []archive.Database
+	globals       func() (string, error)
+	gopts         GlobalsOptions
+	one           func(ctx context.Context, name string, jobs int, exists, resuming bool) (*restore.Result, error)
+	log           *slog.Logger
+}
+
+func (b *build) run(ctx context.Context) (*RestoreResult, error) {
+	conn, err := pg.Connect(ctx, b.target)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	id := restore.ArchiveID(m)
+	id := b.id
 	j, err := readServerJournal(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case j != nil && j.Archive != id:
-		if !opts.Clean || opts.Resume {
+		if !b.clean || b.resume {
 			return nil, fmt.Errorf("the target server holds an unfinished whole-server restore of another archive (%s): finish it with that archive and --resume, or start over with --clean", j.Archive)
 		}
 		j = nil
-	case j != nil && !opts.Resume:
-		if !opts.Clean {
+	case j != nil && !b.resume:
+		if !b.clean {
 			return nil, errors.New("the target server holds an unfinished whole-server restore of this archive: finish it with --resume, or start over with --clean")
 		}
 		j = nil
 	}
+	// Only a journal found here vouches that the archive's databases the
+	// target holds were created by this restore (the first run checked
+	// that none existed, or --clean replaced them).
+	resuming := j != nil
 	if j != nil {
 		// A killed run's sessions may still be busy (a CREATE DATABASE,
 		// an index build): what exists is known only once they are gone.
-		if err := waitForOrphans(ctx, conn, opts.Logger); err != nil {
+		if err := waitForOrphans(ctx, conn, b.log); err != nil {
 			return nil, err
 		}
 	}
@@ -123,10 +163,10 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list the target's databases: %w", err)
 	}
-	if j == nil && !opts.Clean {
-		for _, d := range m.Databases {
+	if j == nil && !b.clean {
+		for _, d := range b.dbs {
 			if existing[d.Name] && d.Name != "postgres" {
-				return nil, fmt.Errorf("the target server already has a database %q: restore --all creates each of the archive's databases; use --clean to replace them, or restore the others one by one with --database NAME --create", d.Name)
+				return nil, fmt.Errorf("the target server already has a database %q: %s creates each of the source's databases; use --clean to replace them, or copy the others one by one", d.Name, b.verb)
 			}
 		}
 	}
@@ -135,18 +175,19 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+pg.Ident(markerRole)); err != nil {
 			return nil, fmt.Errorf("drop the journal of an earlier whole-server restore: %w", err)
 		}
-		script, err := readAll(opts.Source, m.Globals.Stream)
+		script, err := b.globals()
 		if err != nil {
 			return nil, fmt.Errorf("read globals: %w", err)
 		}
 		j = &serverJournal{Archive: id}
-		res.Globals, err = applyGlobals(ctx, conn, script, GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
-			Journal: func(ctx context.Context, tx pgx.Tx) error {
-				if _, err := tx.Exec(ctx, "CREATE ROLE "+pg.Ident(markerRole)+" NOLOGIN"); err != nil {
-					return fmt.Errorf("create the whole-server restore's journal (role %s): %w", markerRole, err)
-				}
-				return writeServerJournal(ctx, tx, j)
-			}})
+		gopts := b.gopts
+		gopts.Journal = func(ctx context.Context, tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "CREATE ROLE "+pg.Ident(markerRole)+" NOLOGIN"); err != nil {
+				return fmt.Errorf("create the whole-server restore's journal (role %s): %w", markerRole, err)
+			}
+			return writeServerJournal(ctx, tx, j)
+		}
+		res.Globals, err = applyGlobals(ctx, conn, script, gopts)
 		if err != nil {
 			return nil, err
 		}
@@ -156,32 +197,31 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 	for _, d := range j.Done {
 		done[d] = true
 	}
-	resuming := len(j.Done) > 0 || opts.Resume
 	g, gctx := errgroup.WithContext(ctx)
-	sem := semaphore.NewWeighted(int64(opts.Jobs))
+	sem := semaphore.NewWeighted(int64(b.jobs))
 	var total int64
-	for _, d := range m.Databases {
+	for _, d := range b.dbs {
 		total += d.SizeBytes
 	}
-	for _, d := range bySize(m.Databases) {
+	for _, d := range bySize(b.dbs) {
 		if done[d.Name] {
 			res.Databases = append(res.Databases, DatabaseResult{Name: d.Name, Skipped: true})
 			continue
 		}
-		jobs := jobsFor(d.SizeBytes, total, opts.Jobs)
+		jobs := jobsFor(d.SizeBytes, total, b.jobs)
 		if err := sem.Acquire(gctx, int64(jobs)); err != nil {
 			break // an error in another database: g.Wait returns it
 		}
 		g.Go(func() error {
 			defer sem.Release(int64(jobs))
-			r, err := restoreDatabase(gctx, opts, d.Name, jobs, existing[d.Name], resuming)
+			r, err := b.one(gctx, d.Name, jobs, existing[d.Name], resuming)
 			if err != nil {
 				return fmt.Errorf("database %s: %w", pg.Ident(d.Name), err)
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			j.Done = append(j.Done, d.Name)
-			if err := recordDone(gctx, opts.Target, j); err != nil {
+			if err := recordDone(gctx, b.target, j); err != nil {
 				return err
 			}
 			res.Databases = append(res.Databases, DatabaseResult{Name: d.Name, Result: r})
@@ -190,7 +230,7 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 	}
 	if err := g.Wait(); err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("restore interrupted: %w", context.Cause(ctx))
+			return nil, fmt.Errorf("%s interrupted: %w", b.verb, context.Cause(ctx))
 		}
 		return nil, err
 	}
@@ -198,7 +238,6 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 		return nil, fmt.Errorf("drop the whole-server restore's journal (role %s): %w", markerRole, err)
 	}
 	sort.Slice(res.Databases, func(a, b int) bool { return res.Databases[a].Name < res.Databases[b].Name })
-	res.Elapsed = time.Since(start)
 	return res, nil
 }
 
