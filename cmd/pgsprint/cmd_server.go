@@ -127,6 +127,9 @@ func printServerResult(out io.Writer, res *server.RestoreResult) {
 		if len(g.KeptRoles) > 0 {
 			fmt.Fprintf(out, "; kept as they are on the target: role %s", strings.Join(g.KeptRoles, ", "))
 		}
+		if len(g.DifferentRoles) > 0 {
+			fmt.Fprintf(out, "; attributes not changed: %s", strings.Join(g.DifferentRoles, "; "))
+		}
 		if len(g.KeptTablespaces) > 0 {
 			fmt.Fprintf(out, "; existing tablespace %s (its location is the target's)", strings.Join(g.KeptTablespaces, ", "))
 		}

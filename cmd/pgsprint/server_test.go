@@ -122,10 +122,19 @@ func TestDumpAllRestoreAll(t *testing.T) {
 	// databases, roles and rows.
 	t.Run("clone", func(t *testing.T) {
 		cl := pgtest.New(t)
+		// A role the target has with other attributes is kept, and said so.
+		if err := cl.Exec(context.Background(), "postgres", "CREATE ROLE bob NOLOGIN"); err != nil {
+			t.Fatal(err)
+		}
 		r := mustPgsprint(t, "clone", "--all", "--source", src.ConnString("postgres"), "--target", cl.ConnString("postgres"), "-j", "2",
 			"--chunk-size", "256kB", "--exclude-database", "skip*", "--no-tablespaces")
 		t.Log(r.stderr)
-		noSpace := func(g string) string { return withoutLines(withoutRole(g, "postgres"), "TABLESPACE") }
+		if !strings.Contains(r.stderr, "kept as they are on the target: role bob, postgres; attributes not changed: bob: LOGIN in the archive, NOLOGIN on the target") {
+			t.Errorf("clone --all does not report the role whose attributes differ:\n%s", r.stderr)
+		}
+		noSpace := func(g string) string {
+			return withoutLines(withoutRole(withoutRole(g, "postgres"), "bob"), "TABLESPACE")
+		}
 		if got := pgtest.GlobalsDump(t, bin, cl.ConnString("postgres")); noSpace(got) != noSpace(wantGlobals) {
 			t.Errorf("globals differ:\n%s", compare.SchemaDiff(noSpace(wantGlobals), noSpace(got)))
 		}
@@ -204,6 +213,18 @@ func TestDumpAllRestoreAll(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close(context.Background())
+		// The tablespace's directory is the other target's: refused in
+		// one line naming it, before anything is created.
+		r := pgsprint(t, nil, "restore", "--all", "-f", file, "-d", pg2.ConnString("postgres"))
+		if r.code != 1 || !strings.Contains(r.stderr, `tablespace "space1": its directory `+ts+` cannot be used on the target server`) ||
+			!strings.Contains(r.stderr, "--no-tablespaces") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("exit %d, want 1 and one line naming the tablespace's directory:\n%s", r.code, r.stderr)
+		}
+		var left int
+		if err := conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM pg_roles WHERE rolname IN ('alice', 'bob', 'readers', 'pgsprint_restore_journal'))
+			+ (SELECT count(*) FROM pg_tablespace WHERE spcname = 'space1')`).Scan(&left); err != nil || left != 0 {
+			t.Errorf("the refused restore left %d roles or tablespaces behind (%v)", left, err)
+		}
 		args := []string{"restore", "--all", "-f", file, "-d", pg2.ConnString("postgres"), "-j", "2", "--no-tablespaces"}
 		killed, done := 0, false
 		for i := 0; i < 2 && !done; i++ {

@@ -136,6 +136,10 @@ type GlobalsOptions struct {
 type GlobalsReport struct {
 	Roles           int      // roles created
 	KeptRoles       []string // roles the target had: kept as they are
+	// DifferentRoles says, for kept roles whose attributes differ from
+	// the archive's, how (e.g. `alice: LOGIN in the archive, NOLOGIN on
+	// the target`): they are not changed.
+	DifferentRoles []string
 	Tablespaces     int      // tablespaces created
 	KeptTablespaces []string // tablespaces the target had (their location is theirs)
 }
@@ -188,6 +192,11 @@ func applyGlobals(ctx context.Context, conn *pgx.Conn, script string, opts Globa
 			if g.createRole && !kept[g.role] {
 				kept[g.role] = true
 				rep.KeptRoles = append(rep.KeptRoles, g.role)
+			}
+			if diff, err := roleDiff(ctx, tx, g); err != nil {
+				return nil, err
+			} else if diff != "" {
+				rep.DifferentRoles = append(rep.DifferentRoles, diff)
 			}
 			continue
 		case g.tablespace != "" && opts.NoTablespaces, g.privilege && opts.NoACL:
@@ -262,4 +271,59 @@ func GlobalsObjects(script string) (roles, tablespaces []string, err error) {
 		}
 	}
 	return roles, tablespaces, nil
+}
+
+// roleAttributes are the attributes ALTER ROLE ... WITH sets, as
+// pg_dumpall writes them, and the pg_roles column of each.
+var roleAttributes = []struct{ word, column string }{
+	{"superuser", "rolsuper"}, {"inherit", "rolinherit"}, {"createrole", "rolcreaterole"}, {"createdb", "rolcreatedb"},
+	{"login", "rolcanlogin"}, {"replication", "rolreplication"}, {"bypassrls", "rolbypassrls"},
+}
+
+// roleDiff compares the attributes an ALTER ROLE ... WITH of a role the
+// target already has would set with the target's, and says how they
+// differ ("" if they do not, or g sets none).
+func roleDiff(ctx context.Context, tx pgx.Tx, g globalStmt) (string, error) {
+	ts := tokens(g.sql, 64)
+	if !words(ts, "alter", "role") || len(ts) < 4 || !words(ts[3:], "with") {
+		return "", nil
+	}
+	want := map[string]bool{}
+	for _, t := range ts[4:] {
+		if t.quoted || t.literal {
+			continue
+		}
+		for _, a := range roleAttributes {
+			switch t.text {
+			case a.word:
+				want[a.word] = true
+			case "no" + a.word:
+				want[a.word] = false
+			}
+		}
+	}
+	var diffs []string
+	for _, a := range roleAttributes {
+		w, ok := want[a.word]
+		if !ok {
+			continue
+		}
+		var have bool
+		if err := tx.QueryRow(ctx, "SELECT "+a.column+" FROM pg_catalog.pg_roles WHERE rolname = $1", g.role).Scan(&have); err != nil {
+			return "", fmt.Errorf("read role %s: %w", pg.Ident(g.role), err)
+		}
+		if have != w {
+			word := func(b bool) string {
+				if b {
+					return strings.ToUpper(a.word)
+				}
+				return "NO" + strings.ToUpper(a.word)
+			}
+			diffs = append(diffs, fmt.Sprintf("%s in the archive, %s on the target", word(w), word(have)))
+		}
+	}
+	if len(diffs) == 0 {
+		return "", nil
+	}
+	return g.role + ": " + strings.Join(diffs, ", "), nil
 }
