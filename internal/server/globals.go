@@ -134,12 +134,12 @@ type GlobalsOptions struct {
 
 // GlobalsReport says what restoring the globals did.
 type GlobalsReport struct {
-	Roles           int      // roles created
-	KeptRoles       []string // roles the target had: kept as they are
+	Roles     int      // roles created
+	KeptRoles []string // roles the target had: kept as they are
 	// DifferentRoles says, for kept roles whose attributes differ from
 	// the archive's, how (e.g. `alice: LOGIN in the archive, NOLOGIN on
 	// the target`): they are not changed.
-	DifferentRoles []string
+	DifferentRoles  []string
 	Tablespaces     int      // tablespaces created
 	KeptTablespaces []string // tablespaces the target had (their location is theirs)
 }
