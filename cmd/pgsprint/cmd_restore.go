@@ -160,7 +160,11 @@ exists is refused unless --clean, which drops it first. An interrupted
 --all restore is finished exactly by the same command with --resume (the
 globals are one step, each database resumes from its own journal).
 --database NAME restores one database of a whole-server archive, into -d,
-or under its own name with --create.`,
+or under its own name with --create. --to-sql --all writes a script like
+pg_dumpall's for an empty server: the globals (run by psql without
+ON_ERROR_STOP, as pg_dumpall's, so that an existing role is an error psql
+reports and passes), then for each database its CREATE DATABASE and
+\connect, and its own all-or-nothing part as --to-sql writes it.`,
 		Example: `  createdb copy && pgsprint restore -f mydb.pgs -d copy
   pgsprint restore -f mydb.pgs -d postgres --create -j 8
   pgsprint restore -f mydb.pgs -d copy --clean
@@ -306,11 +310,14 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer f.Close()
+	opts := sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL, ToolArgs: o.filter.PgRestoreArgs(), Role: o.conn.Role}
+	if o.all.all {
+		return writeServerSQL(ctx, o, f.Reader, opts)
+	}
 	src, err := databaseView(f.Reader, o.all)
 	if err != nil {
 		return err
 	}
-	opts := sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL, ToolArgs: o.filter.PgRestoreArgs(), Role: o.conn.Role}
 	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.filter.StrictNames || o.list.use != "" {
 		// As restored into an empty database: the schemas of selected
 		// tables come too, foreign keys to tables left out do not.

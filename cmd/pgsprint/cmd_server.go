@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/server"
+	"github.com/pgsprint/pgsprint/internal/sqlscript"
 )
 
 // allDumpFlags are dump's whole-server flags.
@@ -228,7 +230,7 @@ func databaseView(ar *archive.Reader, a allRestoreFlags) (archive.Source, error)
 	m := ar.Manifest()
 	switch {
 	case a.all:
-		return nil, usageError{fmt.Errorf("-l and --to-sql work on one database at a time: use --database NAME instead of --all")}
+		return nil, usageError{fmt.Errorf("-l lists one database at a time: use --database NAME instead of --all")}
 	case a.database != "":
 		return archive.OpenDatabase(ar, a.database)
 	case m.IsServer():
@@ -265,4 +267,13 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 	}
 	printServerResult(o.log.summaryOut(), res)
 	return nil
+}
+
+// writeServerSQL is restore --to-sql --all.
+func writeServerSQL(ctx context.Context, o restoreOptions, ar *archive.Reader, opts sqlscript.Options) error {
+	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.list.use != "" || o.all.database != "" {
+		return usageError{fmt.Errorf("--to-sql --all writes the whole server: it does not take -n/-N/-t/-T, --schema-only, --data-only, -L or --database")}
+	}
+	out := &pipeOut{w: os.Stdout}
+	return out.result(server.WriteScript(ctx, ar, out, server.ScriptOptions{Options: opts, NoTablespaces: o.filter.Objects.NoTablespaces}))
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -155,6 +157,39 @@ func TestDumpAllRestoreAll(t *testing.T) {
 		r = pgsprint(t, nil, "clone", "--all", "--source", src.ConnString("postgres"), "--target", src.ConnString("app"))
 		if r.code != 2 || !strings.Contains(r.stderr, "same server") {
 			t.Errorf("clone --all into its own source: exit %d, want 2:\n%s", r.code, r.stderr)
+		}
+	})
+
+	// restore --to-sql --all, loaded by psql alone into a fresh server
+	// (tablespaces left out: the directory is the running source's).
+	t.Run("to-sql", func(t *testing.T) {
+		sq := pgtest.New(t)
+		script := filepath.Join(t.TempDir(), "server.sql")
+		r := mustPgsprint(t, "restore", "--all", "-f", file, "--to-sql", "--no-tablespaces")
+		if err := os.WriteFile(script, []byte(r.stdout), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(filepath.Join(bin, "psql"), "-X", "-q", "-o", os.DevNull, "-d", sq.ConnString("postgres"), "-f", script).CombinedOutput()
+		if err != nil {
+			t.Fatalf("psql: %v\n%s", err, out)
+		}
+		if want := `role "postgres" already exists`; !strings.Contains(string(out), want) || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
+			t.Errorf("psql said more than %q:\n%s", want, out)
+		}
+		noSpace := func(g string) string { return withoutLines(withoutRole(g, "postgres"), "TABLESPACE") }
+		if got := pgtest.GlobalsDump(t, bin, sq.ConnString("postgres")); noSpace(got) != noSpace(wantGlobals) {
+			t.Errorf("globals differ:\n%s", compare.SchemaDiff(noSpace(wantGlobals), noSpace(got)))
+		}
+		for _, db := range serverDatabases {
+			if d := compare.FingerprintDiff(wantData[db], pgtest.Fingerprint(t, sq.ConnString(db))); len(d) > 0 {
+				t.Errorf("database %s: data differs:\n%s", db, strings.Join(d, "\n"))
+			}
+		}
+		for _, db := range serverDatabases {
+			want := pgtest.SchemaDump(t, bin, src.ConnString(db), "--create", "--no-tablespaces")
+			if d := compare.SchemaDiff(want, pgtest.SchemaDump(t, bin, sq.ConnString(db), "--create", "--no-tablespaces")); d != "" {
+				t.Errorf("database %s: schemas differ:\n%s", db, d)
+			}
 		}
 	})
 
