@@ -237,6 +237,19 @@ func TestDumpAllRestoreAll(t *testing.T) {
 		})
 	}
 
+	// One database out of the server archive: recreated under its own
+	// name (--create --clean), and into another, empty database.
+	mustPgsprint(t, "restore", "-f", file, "--database", "lat", "--create", "--clean", "-d", dst.ConnString("postgres"))
+	if err := dst.CreateDB(context.Background(), "appcopy"); err != nil {
+		t.Fatal(err)
+	}
+	mustPgsprint(t, "restore", "-f", file, "--database", "app", "-d", dst.ConnString("appcopy"), "-j", "2")
+	for db, from := range map[string]string{"lat": "lat", "appcopy": "app"} {
+		if d := compare.FingerprintDiff(wantData[from], pgtest.Fingerprint(t, dst.ConnString(db))); len(d) > 0 {
+			t.Errorf("--database %s into %s: data differs:\n%s", from, db, strings.Join(d, "\n"))
+		}
+	}
+
 	// Killed with SIGKILL once the globals are in, at a random point of
 	// the databases' restores (and the resumed run too, once), then
 	// finished with --resume: every row exactly once, no journal left.
