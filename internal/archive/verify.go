@@ -76,58 +76,60 @@ func (ar *Reader) Verify(ctx context.Context, workers int) error {
 
 // checkManifest reports manifest entries whose stream is missing or of the
 // wrong kind: such an archive would restore without error but incompletely.
+// In a whole-server archive, each database's problems name it.
 func (ar *Reader) checkManifest() []error {
-	var errs []error
-	want := func(what string, id uint32, kind Kind) {
-		s, ok := ar.Stream(id)
-		switch {
-		case !ok:
-			errs = append(errs, corruptf("archive: manifest %s refers to stream %d, which the archive lacks", what, id))
-		case s.Kind != kind:
-			errs = append(errs, corruptf("archive: manifest %s refers to stream %d, which holds %v, not %v", what, id, s.Kind, kind))
-		}
-	}
 	m := ar.manifest
-	if m.IsServer() {
-		if m.Globals != nil {
-			want("globals", m.Globals.Stream, KindSchema)
-		}
-		for _, d := range m.Databases {
-			if d.Manifest == nil {
-				errs = append(errs, corruptf("archive: manifest database %q has no manifest", d.Name))
-				continue
+	if !m.IsServer() {
+		errs := ar.checkStreams(m)
+		for _, s := range ar.streams {
+			if s.Kind == KindSchema {
+				errs = append(errs, ar.want("schema_stream", m.SchemaStream, KindSchema)...)
+				break
 			}
-			bad := checkDatabase(d.Manifest, want)
-			for _, err := range bad {
-				errs = append(errs, fmt.Errorf("database %q: %w", d.Name, err))
-			}
-			want(fmt.Sprintf("database %q schema_stream", d.Name), d.Manifest.SchemaStream, KindSchema)
 		}
 		return errs
 	}
-	bad := checkDatabase(m, want) // want appends to errs as it goes
-	errs = append(errs, bad...)
-	for _, s := range ar.streams {
-		if s.Kind == KindSchema {
-			want("schema_stream", m.SchemaStream, KindSchema)
-			break
+	var errs []error
+	if m.Globals != nil {
+		errs = append(errs, ar.want("globals", m.Globals.Stream, KindSchema)...)
+	}
+	for _, d := range m.Databases {
+		if d.Manifest == nil {
+			errs = append(errs, corruptf("archive: manifest database %q has no manifest", d.Name))
+			continue
+		}
+		bad := append(ar.checkStreams(d.Manifest), ar.want("schema_stream", d.Manifest.SchemaStream, KindSchema)...)
+		for _, err := range bad {
+			errs = append(errs, fmt.Errorf("database %q: %w", d.Name, err))
 		}
 	}
 	return errs
 }
 
-// checkDatabase is checkManifest for the data streams of one database's
+// want reports a stream id the archive lacks, or holding another kind.
+func (ar *Reader) want(what string, id uint32, kind Kind) []error {
+	s, ok := ar.Stream(id)
+	switch {
+	case !ok:
+		return []error{corruptf("archive: manifest %s refers to stream %d, which the archive lacks", what, id)}
+	case s.Kind != kind:
+		return []error{corruptf("archive: manifest %s refers to stream %d, which holds %v, not %v", what, id, s.Kind, kind)}
+	}
+	return nil
+}
+
+// checkStreams is checkManifest for the data streams of one database's
 // manifest.
-func checkDatabase(m *Manifest, want func(string, uint32, Kind)) []error {
+func (ar *Reader) checkStreams(m *Manifest) []error {
 	var errs []error
 	for i, c := range m.Chunks {
 		if c.Table < 0 || c.Table >= len(m.Tables) {
 			errs = append(errs, corruptf("archive: manifest chunk %d refers to table %d of %d", i, c.Table, len(m.Tables)))
 		}
-		want(fmt.Sprintf("chunk %d", i), c.Stream, KindData)
+		errs = append(errs, ar.want(fmt.Sprintf("chunk %d", i), c.Stream, KindData)...)
 	}
 	for _, lo := range m.LargeObjects {
-		want(fmt.Sprintf("large object %d", lo.OID), lo.Stream, KindLargeObject)
+		errs = append(errs, ar.want(fmt.Sprintf("large object %d", lo.OID), lo.Stream, KindLargeObject)...)
 	}
 	return errs
 }
