@@ -210,7 +210,7 @@ func applyGlobals(ctx context.Context, conn *pgx.Conn, script string, opts Globa
 			rep.Roles++
 		}
 		if _, err := tx.Exec(ctx, sql); err != nil {
-			return nil, fmt.Errorf("restore globals: %.100s: %w", oneLine(sql), err)
+			return nil, fmt.Errorf("restore globals: %.100s: %w", redact(oneLine(sql)), err)
 		}
 	}
 	if opts.Journal != nil {
@@ -250,6 +250,15 @@ func names(ctx context.Context, conn *pgx.Conn, sql string) (map[string]bool, er
 		set[n] = true
 	}
 	return set, nil
+}
+
+// redact cuts a statement before its PASSWORD clause, for a message:
+// never print a password, even hashed.
+func redact(s string) string {
+	if i := strings.Index(strings.ToUpper(s), " PASSWORD "); i >= 0 {
+		return s[:i] + " PASSWORD ..."
+	}
+	return s
 }
 
 // oneLine folds a statement onto one line for a message.
