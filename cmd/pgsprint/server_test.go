@@ -76,7 +76,7 @@ func loadServer(t *testing.T, c *pgtest.Cluster, ts string) {
 		ALTER TABLE public.bobs OWNER TO bob;
 		INSERT INTO public.bobs (v) VALUES ('one'), ('two')`)
 	exec("lat", `CREATE TABLE words (w text); INSERT INTO words VALUES ('café'), ('naïve')`)
-	exec("skipme", `CREATE TABLE gone (x int)`)
+	exec("skipme", `CREATE TABLE gone (x int); GRANT SELECT ON gone TO bob`)
 }
 
 func TestDumpAllRestoreAll(t *testing.T) {
@@ -117,6 +117,18 @@ func TestDumpAllRestoreAll(t *testing.T) {
 	}
 	if r = mustPgsprint(t, "restore", "-f", file, "--database", "lat", "--to-sql"); !strings.Contains(r.stdout, "caf\xe9") { // LATIN1 bytes, as COPY ... ENCODING 'LATIN1' says
 		t.Errorf("--to-sql --database lat lacks its rows:\n%s", r.stdout)
+	}
+
+	// A user who cannot read pg_authid dumps the roles without their
+	// passwords, and is told so.
+	bobConn := strings.Replace(src.ConnString("postgres"), "user=postgres", "user=bob", 1)
+	nopw := filepath.Join(dir, "nopw.pgs")
+	r = mustPgsprint(t, "dump", "--all", "-d", bobConn, "-f", nopw, "--exclude-database", "app", "--exclude-database", "lat", "--exclude-database", "postgres")
+	if !strings.Contains(r.stderr, "cannot read pg_authid: roles are dumped without their passwords") {
+		t.Errorf("no warning about passwords:\n%s", r.stderr)
+	}
+	if r = mustPgsprint(t, "list", nopw); !strings.Contains(r.stdout, "passwords:  not dumped") || !strings.Contains(r.stdout, "skipme") {
+		t.Errorf("list of a dump without passwords:\n%s", r.stdout)
 	}
 
 	// clone --all into a fresh server, the tablespace mapped to the
