@@ -119,7 +119,7 @@ func TestServerJobsFor(t *testing.T) {
 
 func TestGlobalsRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		"ALTER ROLE a WITH LOGIN PASSWORD 'SCRAM-SHA-256$4096:x'": "ALTER ROLE a WITH LOGIN PASSWORD ...",
+		"ALTER ROLE a WITH LOGIN PASSWORD 'SCRAM-SHA-256$4096:x'":   "ALTER ROLE a WITH LOGIN PASSWORD ...",
 		"ALTER ROLE a WITH LOGIN password 'md5abc' VALID UNTIL 'x'": "ALTER ROLE a WITH LOGIN PASSWORD ...",
 		"GRANT r TO a": "GRANT r TO a",
 	} {
