@@ -118,12 +118,12 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 	if err != nil {
 		return err
 	}
-	printServerResult(o.log.summaryOut(), res)
+	printServerResult(o.log.summaryOut(), res, "restored")
 	return nil
 }
 
 // printServerResult is the summary of restore --all and clone --all.
-func printServerResult(out io.Writer, res *server.RestoreResult) {
+func printServerResult(out io.Writer, res *server.RestoreResult, verb string) {
 	if g := res.Globals; g != nil {
 		fmt.Fprintf(out, "globals: %d roles and %d tablespaces created", g.Roles, g.Tablespaces)
 		if len(g.KeptRoles) > 0 {
@@ -139,7 +139,7 @@ func printServerResult(out io.Writer, res *server.RestoreResult) {
 	}
 	for _, d := range res.Databases {
 		if d.Skipped {
-			fmt.Fprintf(out, "database %s: restored by the interrupted run\n", d.Name)
+			fmt.Fprintf(out, "database %s: %s by the interrupted run\n", d.Name, verb)
 			continue
 		}
 		fmt.Fprintf(out, "database %s: %d tables, %d rows, %d sequences, %d large objects in %s",
@@ -149,7 +149,7 @@ func printServerResult(out io.Writer, res *server.RestoreResult) {
 		}
 		fmt.Fprintln(out)
 	}
-	fmt.Fprintf(out, "restored %d databases in %s\n", len(res.Databases), res.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(out, "%s %d databases in %s\n", verb, len(res.Databases), res.Elapsed.Round(time.Millisecond))
 }
 
 // serverListing is the JSON form of `pgsprint list` of a whole-server
@@ -265,7 +265,7 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 	if err != nil {
 		return err
 	}
-	printServerResult(o.log.summaryOut(), res)
+	printServerResult(o.log.summaryOut(), res, "cloned")
 	return nil
 }
 
