@@ -210,7 +210,10 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 		}
 		jobs := jobsFor(d.SizeBytes, total, b.jobs)
 		if err := sem.Acquire(gctx, int64(jobs)); err != nil {
-			break // an error in another database: g.Wait returns it
+			// Another database failed (g.Wait returns why) or the run
+			// was interrupted: either way it must not look finished.
+			g.Go(func() error { return err })
+			break
 		}
 		g.Go(func() error {
 			defer sem.Release(int64(jobs))
