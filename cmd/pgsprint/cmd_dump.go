@@ -41,6 +41,7 @@ type dumpOptions struct {
 	noStats   bool // --no-statistics
 	encrypt   encryptFlags
 	store     storeFlags
+	all       allDumpFlags
 }
 
 func newDumpCmd() *cobra.Command {
@@ -70,7 +71,19 @@ Locks: pg_dump holds ACCESS SHARE on every table while it reads the schema
 only the table it is copying. Another session's ALTER, TRUNCATE or DROP on
 a table already read goes ahead at once; on a table not yet read it stops
 the dump with one line naming the table and the session or what changed
-(never a silent wrong read): run again.`,
+(never a silent wrong read): run again.
+
+--all dumps the whole server: the globals as pg_dumpall --globals-only
+writes them (roles, their settings and memberships, tablespaces; without
+passwords, and a warning, when pg_authid cannot be read) and every database
+that allows connections, templates excepted (--exclude-database PATTERN
+leaves more out), each with its owner, encoding, locale, privileges and
+settings. -d names the database to connect to first (default postgres).
+Each database is read in its own exported snapshot, taken one after the
+other when the dump starts: PostgreSQL has no snapshot across databases,
+so the archive is one consistent instant of each database, not of the
+server. One connection per database holds its snapshot until the end; the
+-j workers are shared by every database's tables, largest first.`,
 		Example: `  pgsprint dump -d mydb -f mydb.pgs
   pgsprint dump -d "postgresql://app@db1/prod" -f prod.pgs -j 8 -Z zstd:6
   PGPASSWORD=... pgsprint dump -h db1 -U app -d prod -f prod.pgs -Z lz4
@@ -81,7 +94,8 @@ the dump with one line naming the table and the session or what changed
   pgsprint dump -d prod -f rows.pgs --data-only -t 'app.order*'
   pgsprint dump -d prod -f part.pgs --filter objects.txt   # pg_dump 17's filter file: include/exclude table|schema|...
   pgsprint dump -d prod -f m.pgs --table-and-children app.measurements --no-comments
-  pgsprint dump -d prod -f prod.pgs --encrypt-to age1... --encrypt-to-file backup-keys.txt`,
+  pgsprint dump -d prod -f prod.pgs --encrypt-to age1... --encrypt-to-file backup-keys.txt
+  pgsprint dump --all -f server.pgs -j 8 --exclude-database 'scratch*'   # the whole server`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.compat.apply(cmd.Flags(), &o.filter, false); err != nil {
@@ -111,6 +125,7 @@ the dump with one line naming the table and the session or what changed
 	fs.BoolVar(&o.noStats, "no-statistics", false, "do not carry optimizer statistics (carried by default when pg_dump is 18 or later; restore into 18+ then skips ANALYZE)")
 	o.encrypt.register(fs)
 	o.store.register(fs, true)
+	o.all.register(fs)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -135,6 +150,9 @@ func runDump(ctx context.Context, o dumpOptions) error {
 		removeStale(o.log.logger(), dir, partial)
 	}
 	if err := checkJobs(o.jobs); err != nil {
+		return err
+	}
+	if err := o.all.check(o.snapshot); err != nil {
 		return err
 	}
 	if err := checkLockWait(o.lockWait); err != nil {
@@ -171,12 +189,18 @@ func runDump(ctx context.Context, o dumpOptions) error {
 		return err
 	}
 	defer w.stop()
-	res, err := dump.Run(ctx, dump.Options{
+	dopts := dump.Options{
 		Source: cfg, File: o.file, Stdout: os.Stdout, Jobs: o.jobs, Codec: c, BlockSize: o.blockSize,
 		Split:   plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Version: version, Logger: o.log.logger(), Progress: w.reporter, Filter: o.filter, LockWaitTimeout: o.lockWait, Snapshot: o.snapshot,
 		NoStatistics: o.noStats, Recipients: recipients, Location: o.store.options(nil, nil, o.log.logger()), Overwrite: o.store.overwrite,
-	})
+	}
+	var res *dump.Result
+	if o.all.all {
+		res, err = o.all.run(ctx, o.conn, dopts, o.log.summaryOut())
+	} else {
+		res, err = dump.Run(ctx, dopts)
+	}
 	if err != nil {
 		return err
 	}

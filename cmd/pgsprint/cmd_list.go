@@ -9,7 +9,6 @@ import (
 	"sort"
 	"text/tabwriter"
 
-	"filippo.io/age"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
@@ -62,11 +61,19 @@ func runList(ctx context.Context, loc string, o listOptions, in io.Reader, out i
 	if err != nil {
 		return err
 	}
-	m, tables, streams, err := readListing(ctx, loc, o.store.options(in, nil, nil), ids)
+	ar, err := openArchive(ctx, loc, o.store.options(in, nil, nil), archive.OpenOptions{Access: archive.Scan, Identities: ids})
 	if err != nil {
 		return err
 	}
+	defer ar.Close()
+	m, tables, streams, err := archive.Summarize(ar.Source)
+	if err != nil {
+		return fmt.Errorf("archive on %s: %w", ar, err)
+	}
 	dataRaw, dataStored := archive.DataTotals(streams)
+	if m.IsServer() {
+		return listServer(ar, m, streams, o, out)
+	}
 	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -116,19 +123,4 @@ func openArchive(ctx context.Context, loc string, lo location.Options, o archive
 		return nil, err
 	}
 	return archive.OpenLocation(ctx, b, o)
-}
-
-// readListing reads the manifest and per-table totals of the archive at
-// loc ("-": on lo.In). From a pipe the whole archive is read and checked.
-func readListing(ctx context.Context, loc string, lo location.Options, ids []age.Identity) (*archive.Manifest, []archive.TableSummary, []archive.StreamInfo, error) {
-	ar, err := openArchive(ctx, loc, lo, archive.OpenOptions{Access: archive.Scan, Identities: ids})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	defer ar.Close()
-	m, tables, streams, err := archive.Summarize(ar.Source)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("archive on %s: %w", ar, err)
-	}
-	return m, tables, streams, nil
 }

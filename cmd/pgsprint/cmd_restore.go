@@ -39,6 +39,7 @@ type restoreOptions struct {
 	spillDir  string
 	filter    filter.Options
 	noTrig    bool
+	all       allRestoreFlags
 	compat    compatFlags
 	exitOnErr bool
 	single    bool
@@ -149,7 +150,25 @@ left as it was (if pgsprint is killed, the script just ends without
 COMMIT, and the server rolls back when psql's session ends). Everything in
 the script runs inside a transaction block (no CREATE DATABASE: --to-sql
 does not take --create); sequence values are set after the last row is
-read, and setval, unlike the rest, is not undone by a rollback.`,
+read, and setval, unlike the rest, is not undone by a rollback.
+
+--all restores a whole-server archive (dump --all) through -d (default
+postgres): the globals first (roles, memberships, role settings and
+tablespaces, in one transaction; a role the target already has is kept as
+it is and reported; a tablespace's directory must exist on the target, or
+--no-tablespaces puts everything in the default one), then every database,
+created as --create does (owner, encoding, locale, privileges, settings;
+the database postgres, which every server has, is restored into), several
+at once within -j connections. A database of the archive that already
+exists is refused unless --clean, which drops it first. An interrupted
+--all restore is finished exactly by the same command with --resume (the
+globals are one step, each database resumes from its own journal).
+--database NAME restores one database of a whole-server archive, into -d,
+or under its own name with --create. --to-sql --all writes a script like
+pg_dumpall's for an empty server: the globals (run by psql without
+ON_ERROR_STOP, as pg_dumpall's, so that an existing role is an error psql
+reports and passes), then for each database its CREATE DATABASE and
+\connect, and its own all-or-nothing part as --to-sql writes it.`,
 		Example: `  createdb copy && pgsprint restore -f mydb.pgs -d copy
   pgsprint restore -f mydb.pgs -d postgres --create -j 8
   pgsprint restore -f mydb.pgs -d copy --clean
@@ -165,7 +184,9 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
   ssh db1 pgsprint dump -d prod | pgsprint restore -f - -d copy
   pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -X -d copy -f mydb.sql
   pgsprint restore -f mydb.pgs --to-sql | psql -X -d copy   # all or nothing
-  pgsprint restore -f mydb.pgs -d copy --filter tables.txt --no-tablespaces --role app_owner -O`,
+  pgsprint restore -f mydb.pgs -d copy --filter tables.txt --no-tablespaces --role app_owner -O
+  pgsprint restore --all -f server.pgs -d postgres -j 8     # a whole server, from dump --all
+  pgsprint restore -f server.pgs --database app -d postgres --create`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.compat.apply(cmd.Flags(), &o.filter, o.clean); err != nil {
@@ -205,6 +226,7 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
 	fs.BoolVarP(&o.exitOnErr, "exit-on-error", "e", false, "stop at the first error (pgsprint restore always does: accepted for pg_restore's sake)")
 	fs.BoolVarP(&o.single, "single-transaction", "1", false, "with --to-sql only (whose script is always one transaction): see README")
 	o.list.register(fs)
+	o.all.register(fs)
 	fs.BoolVar(&o.noStats, "no-statistics", false, "do not restore the archive's optimizer statistics (PostgreSQL 18+): analyze the tables instead")
 	o.keys.register(fs)
 	o.store.register(fs, false)
@@ -235,6 +257,9 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	}
 	if o.toSQL {
 		return writeSQL(ctx, o)
+	}
+	if o.all.all || o.all.database != "" {
+		return runRestoreAll(ctx, o)
 	}
 	if o.conn.DSN == "" && !o.create {
 		return usageError{fmt.Errorf("no target database given: use -d TARGET")}
@@ -299,10 +324,21 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 	}
 	defer f.Close()
 	opts := sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL, ToolArgs: o.filter.PgRestoreArgs(), Role: o.conn.Role}
+	ar, err := wholeReader(f)
+	if err != nil {
+		return err
+	}
+	if o.all.all {
+		return writeServerSQL(ctx, o, ar, opts)
+	}
+	src, err := databaseView(ar, o.all)
+	if err != nil {
+		return err
+	}
 	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.filter.StrictNames || o.list.use != "" {
 		// As restored into an empty database: the schemas of selected
 		// tables come too, foreign keys to tables left out do not.
-		sel, err := restore.SelectList(ctx, f.Source, o.filter, o.list.use, o.log.logger())
+		sel, err := restore.SelectList(ctx, src, o.filter, o.list.use, o.log.logger())
 		if err != nil {
 			return err
 		}
@@ -310,7 +346,7 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 		opts.Selection = sel
 	}
 	out := &pipeOut{w: os.Stdout}
-	return out.result(sqlscript.Write(ctx, f.Source, out, opts))
+	return out.result(sqlscript.Write(ctx, src, out, opts))
 }
 
 // openWhole opens the archive -f names to read its parts in the
@@ -334,7 +370,15 @@ func printList(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer f.Close()
-	return restore.List(ctx, f.Source, os.Stdout, o.log.logger())
+	ar, err := wholeReader(f)
+	if err != nil {
+		return err
+	}
+	src, err := databaseView(ar, o.all)
+	if err != nil {
+		return err
+	}
+	return restore.List(ctx, src, os.Stdout, o.log.logger())
 }
 
 // restoreSummary is the end-of-run summary of a restore or a clone. The

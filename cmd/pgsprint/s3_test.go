@@ -88,6 +88,28 @@ func TestS3RoundTrip(t *testing.T) {
 		pgtest.RequireSameData(t, c.ConnString(src), c.ConnString(dst))
 	})
 
+	t.Run("encrypted through s3", func(t *testing.T) {
+		dir := t.TempDir()
+		key, pub, _ := writeIdentity(t, dir, "key")
+		other, _, _ := writeIdentity(t, dir, "other")
+		sealed := "s3://" + bucket + "/nightly/sealed.pgs"
+		mustS3(t, env, "dump", "-d", c.ConnString(src), "-f", sealed, "-j", "2", "-q", "--encrypt-to", pub)
+		if v := mustS3(t, env, "verify", sealed); !strings.Contains(v.stdout, "structure sound") {
+			t.Errorf("verify without a key: %s", v.stdout)
+		}
+		const dst = "s3 sealed dst"
+		if err := c.CreateDB(ctx, dst); err != nil {
+			t.Fatal(err)
+		}
+		r := pgsprint(t, env, "restore", "-f", sealed, "-d", c.ConnString(dst), "--identity", other, "-q")
+		if r.code != exitFailure || !strings.Contains(r.stderr, "archive is encrypted to "+pub+"; no matching identity") {
+			t.Fatalf("restore with the wrong key: exit %d, %s", r.code, r.stderr)
+		}
+		mustS3(t, env, "restore", "-f", sealed, "-d", c.ConnString(dst), "-j", "2", "-q", "--identity", key)
+		pgtest.RequireSameSchema(t, c.BinDir(), c.ConnString(src), c.ConnString(dst))
+		pgtest.RequireSameData(t, c.ConnString(src), c.ConnString(dst))
+	})
+
 	t.Run("restore from https", func(t *testing.T) {
 		// versitygw keeps objects as plain files: serve the bucket's.
 		web := httptest.NewServer(http.FileServer(http.Dir(filepath.Dir(srv.Path(bucket, "nightly/torture.pgs")))))

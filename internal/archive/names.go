@@ -21,6 +21,11 @@ const rawMark = "\x00"
 // refuse it. Archives without such strings keep version 1.
 const formatRawNames = 2
 
+// formatServer is the format version of a whole-server archive
+// (Manifest.Databases), whatever its names: an older reader would take it
+// for a database with nothing in it.
+const formatServer = 4
+
 // MarshalManifest encodes m as JSON without losing a byte of any string,
 // and returns the format version the encoding needs. m is not changed.
 func MarshalManifest(m *Manifest) ([]byte, int, error) {
@@ -35,6 +40,9 @@ func marshalManifestAt(m *Manifest, minVersion int) ([]byte, int, error) {
 	version := minVersion
 	if marked > 0 {
 		version = max(version, formatRawNames)
+	}
+	if m.IsServer() {
+		version = formatServer
 	}
 	if cp.FormatVersion != 0 {
 		cp.FormatVersion = version

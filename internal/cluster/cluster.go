@@ -409,10 +409,10 @@ func ServerCredential() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-// cleanEnv is the process environment without PG* variables, so that a
+// CleanEnv is the process environment without PG* variables, so that a
 // developer's PGHOST, PGPASSWORD or PGSERVICE cannot redirect the harness's
 // own commands; client encoding is pinned to UTF8.
-func cleanEnv() []string {
+func CleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "PG") {
@@ -429,7 +429,7 @@ func cleanEnv() []string {
 // database's own encoding.
 func serverEnv() []string {
 	var env []string
-	for _, kv := range cleanEnv() {
+	for _, kv := range CleanEnv() {
 		if !strings.HasPrefix(kv, "PGCLIENTENCODING=") {
 			env = append(env, kv)
 		}

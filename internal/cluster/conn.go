@@ -118,7 +118,7 @@ func (c *Cluster) Exec(ctx context.Context, db, sql string) error {
 func (c *Cluster) ExecPsql(ctx context.Context, db, script string) error {
 	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, "psql"),
 		"-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", c.ConnString(db), "-f", "-")
-	cmd.Env = cleanEnv()
+	cmd.Env = CleanEnv()
 	cmd.Stdin = strings.NewReader(script)
 	var out bytes.Buffer
 	cmd.Stdout = &out

@@ -64,26 +64,30 @@ func worker(ctx context.Context, opts Options, w *archive.Writer, sess *Session,
 	defer r.Close(ctx)
 	var rows int64
 	for u := range units {
-		switch {
-		case u.chunk != nil:
-			if err := r.Lock(ctx, m.Tables[u.chunk.Table]); err != nil {
-				return rows, err
-			}
-			n, err := copyChunk(ctx, r.Conn(), w, m, u.chunk, opts.BlockSize, opts.Progress)
-			if err != nil {
-				return rows, err
-			}
-			rows += n
-		case u.los != nil:
-			if err := r.InSnapshot(ctx); err != nil {
-				return rows, err
-			}
-			if err := copyLargeObjects(ctx, r.Conn(), w, u.los, opts.BlockSize, opts.Progress); err != nil {
-				return rows, err
-			}
+		n, err := dumpUnit(ctx, opts, w, m, r, u)
+		rows += n
+		if err != nil {
+			return rows, err
 		}
 	}
 	return rows, nil
+}
+
+// dumpUnit dumps one unit of m on reader r, returning the rows copied.
+func dumpUnit(ctx context.Context, opts Options, w *archive.Writer, m *archive.Manifest, r *Reader, u unit) (int64, error) {
+	switch {
+	case u.chunk != nil:
+		if err := r.Lock(ctx, m.Tables[u.chunk.Table]); err != nil {
+			return 0, err
+		}
+		return copyChunk(ctx, r.Conn(), w, m, u.chunk, opts.BlockSize, opts.Progress)
+	case u.los != nil:
+		if err := r.InSnapshot(ctx); err != nil {
+			return 0, err
+		}
+		return 0, copyLargeObjects(ctx, r.Conn(), w, u.los, opts.BlockSize, opts.Progress)
+	}
+	return 0, nil
 }
 
 // bulkReadSize is the read buffer of a dump connection. pgx reads 8 KiB at

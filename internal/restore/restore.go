@@ -137,6 +137,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	defer src.close()
 	ar := src.Source
 	m := ar.Manifest()
+	if m.IsServer() {
+		return nil, fmt.Errorf("the archive holds a whole server (dump --all): restore it with --all, or one of its databases with --database NAME")
+	}
 
 	schemaFile, err := archive.ExtractSchema(ar)
 	if err != nil {
