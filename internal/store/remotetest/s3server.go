@@ -183,7 +183,10 @@ func (s *S3Server) Bucket(t testing.TB) string {
 }
 
 // OpenUploads lists the bucket's multipart uploads not completed nor
-// aborted, as "key uploadID".
+// aborted, as "key uploadID". An upload versitygw keeps on disk but does
+// not list (a part stored after the abort recreates its directory
+// without the key's name, which the next upload of the key restores) is
+// "? uploadID".
 func (s *S3Server) OpenUploads(t testing.TB, bucket string) []string {
 	t.Helper()
 	out, err := s.Client().ListMultipartUploads(context.Background(), &awss3.ListMultipartUploadsInput{Bucket: &bucket})
@@ -191,8 +194,17 @@ func (s *S3Server) OpenUploads(t testing.TB, bucket string) []string {
 		t.Fatalf("listing uploads of %s: %v", bucket, err)
 	}
 	var open []string
+	listed := map[string]bool{}
 	for _, u := range out.Uploads {
 		open = append(open, aws.ToString(u.Key)+" "+aws.ToString(u.UploadId))
+		listed[aws.ToString(u.UploadId)] = true
+	}
+	// versitygw's posix backend: <bucket>/.sgwtmp/multipart/<sha256 of key>/<upload id>/
+	dirs, _ := filepath.Glob(filepath.Join(s.dir, bucket, ".sgwtmp", "multipart", "*", "*"))
+	for _, d := range dirs {
+		if st, err := os.Stat(d); err == nil && st.IsDir() && !listed[filepath.Base(d)] {
+			open = append(open, "? "+filepath.Base(d))
+		}
 	}
 	return open
 }

@@ -70,6 +70,9 @@ type sink struct {
 	mu    sync.Mutex
 	err   error // first upload failure
 	parts []types.CompletedPart
+	// unsettled: a part upload ended without the server's answer
+	// (cancelled, cut, failed): the server may still be storing it.
+	unsettled bool
 
 	committed, aborted bool
 }
@@ -182,6 +185,7 @@ func (s *sink) flush() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err != nil {
+			s.unsettled = true
 			if s.err == nil {
 				s.err = s.b.explain(fmt.Sprintf("uploading part %d", n), err)
 				s.cancel()
@@ -237,6 +241,13 @@ func (s *sink) Commit(ctx context.Context) error {
 // multipart upload is aborted, retried for a while with its own deadline
 // (the run's context may be what was cancelled), so that no part is left
 // billed and nothing looks like an archive.
+//
+// A cancelled part upload may still be running on the server, which can
+// store the part after the abort and so bring the upload back (S3 says
+// an abort may have to be repeated; versitygw recreates the upload's
+// directory). So when a part upload ended without an answer, the abort
+// is repeated over a few seconds: each answer must be success or
+// NoSuchUpload, else the warning says the upload may be left.
 func (s *sink) Abort() {
 	if s.committed || s.aborted {
 		return
@@ -247,20 +258,36 @@ func (s *sink) Abort() {
 	s.buf = nil
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var err error
+	err := s.abortUpload(ctx)
+	if err == nil && s.unsettled {
+		// about 4 s in all
+		for _, d := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second} {
+			select {
+			case <-ctx.Done():
+			case <-time.After(d):
+			}
+			if err = s.abortUpload(ctx); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil && s.b.cfg.Warn != nil {
+		s.b.cfg.Warn(fmt.Sprintf("%s: could not abort multipart upload %s (%v); its parts stay stored until it is aborted or a lifecycle rule removes it", s.b, s.uploadID, lastLine(err)))
+	}
+}
+
+// abortUpload aborts the multipart upload, retrying until ctx ends; an
+// upload the server does not know (NoSuchUpload) is aborted already.
+func (s *sink) abortUpload(ctx context.Context) error {
 	for delay := 500 * time.Millisecond; ; delay = min(2*delay, 8*time.Second) {
-		_, err = s.cl.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &s.b.bucket, Key: &s.b.key, UploadId: &s.uploadID})
+		_, err := s.cl.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &s.b.bucket, Key: &s.b.key, UploadId: &s.uploadID})
 		if err == nil || apiCode(err) == "NoSuchUpload" {
-			return
+			return nil
 		}
 		select {
 		case <-ctx.Done():
+			return err
 		case <-time.After(delay):
-			continue
 		}
-		break
-	}
-	if s.b.cfg.Warn != nil {
-		s.b.cfg.Warn(fmt.Sprintf("%s: could not abort multipart upload %s (%v); its parts stay stored until it is aborted or a lifecycle rule removes it", s.b, s.uploadID, lastLine(err)))
 	}
 }
