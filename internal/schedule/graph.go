@@ -200,7 +200,7 @@ type state struct {
 	cond    *sync.Cond
 	pending []int // unmet dependency count per task
 	users   [][]int
-	ready   readyHeap // tasks whose dependencies are done, not started, not parked
+	ready   readyHeap             // tasks whose dependencies are done, not started, not parked
 	parked  map[string]*readyHeap // ready tasks waiting for a lock on the key
 	held    map[string][]LockMode
 	left    int // tasks not finished
