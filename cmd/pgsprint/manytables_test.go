@@ -49,8 +49,9 @@ func TestRoundTripManySmallTables(t *testing.T) {
 	if want, got := fmt.Sprintf("%d/%d", smallTables/3, smallTables/3), scalar(t, c.ConnString("back"), valid); got != want {
 		t.Errorf("restored foreign keys validated/all: %s, want %s", got, want)
 	}
-	analyzed := `SELECT count(*) FROM pg_stat_user_tables WHERE last_analyze IS NULL`
-	if got := scalar(t, c.ConnString("back"), analyzed); got != "0" {
-		t.Errorf("%s restored tables not analyzed", got)
+	// Analyzed, or given the archive's statistics (PostgreSQL 18).
+	stale := fmt.Sprintf(`SELECT count(*) FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace AND reltuples <> %d`, pgtest.SmallTableRows)
+	if got := scalar(t, c.ConnString("back"), stale); got != "0" {
+		t.Errorf("%s restored tables have no statistics", got)
 	}
 }
