@@ -87,7 +87,11 @@ func chunkStep(stream uint32) string { return fmt.Sprintf("load stream %d", stre
 // freeze them later (and it wipes whatever an interrupted run left). If
 // TRUNCATE is not allowed (the table belongs to another role), it loads as
 // usual.
-func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, freeze bool) (int64, error) {
+//
+// then are statements run after the COPY in the same transaction, before
+// its COMMIT (a small table's fused index, constraint and ANALYZE tasks
+// with their journal rows: engine.fusedSQL).
+func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, freeze bool, then []string) (int64, error) {
 	name := r.tableName(c)
 	s := r.ar.OpenStream(c.Stream)
 	defer s.Close()
@@ -99,9 +103,9 @@ func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, f
 		with = append(with, opt)
 	}
 	check := func(n int64) error { return r.checkRows(c, n) }
-	n, err := r.copyInTx(ctx, conn, name, copySQL, with, s, check, freeze, chunkStep(c.Stream))
+	n, err := r.copyInTx(ctx, conn, name, copySQL, with, s, check, freeze, chunkStep(c.Stream), then)
 	if err == errNoFreeze {
-		n, err = r.copyInTx(ctx, conn, name, copySQL, with, s, check, false, chunkStep(c.Stream))
+		n, err = r.copyInTx(ctx, conn, name, copySQL, with, s, check, false, chunkStep(c.Stream), then)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("restore table %s (stream %d): %w", name, c.Stream, pg.ExplainLost(err))
@@ -116,7 +120,7 @@ var errNoFreeze = errors.New("no privilege to truncate")
 // COPY's options with (FREEZE is added when freezing). check
 // sees the loaded row count before COMMIT: it is called only after the
 // stream has been read to its end, when a pipe's totals are known too.
-func (r *run) copyInTx(ctx context.Context, conn *pgx.Conn, name, copySQL string, with []string, s io.Reader, check func(int64) error, freeze bool, step string) (int64, error) {
+func (r *run) copyInTx(ctx context.Context, conn *pgx.Conn, name, copySQL string, with []string, s io.Reader, check func(int64) error, freeze bool, step string, then []string) (int64, error) {
 	// BEGIN goes with TRUNCATE, the journal row with COMMIT: three round
 	// trips per chunk rather than five, which for a small table are most
 	// of its load.
@@ -151,7 +155,11 @@ func (r *run) copyInTx(ctx context.Context, conn *pgx.Conn, name, copySQL string
 	if err := check(tag.RowsAffected()); err != nil {
 		return 0, err
 	}
-	if _, err := conn.Exec(ctx, r.j.recordSQL(step)+"; COMMIT"); err != nil {
+	end := r.j.recordSQL(step)
+	for _, t := range then {
+		end += ";\n" + t
+	}
+	if _, err := conn.Exec(ctx, end+";\nCOMMIT"); err != nil {
 		return 0, fmt.Errorf("record step %q in the restore journal and commit: %w", step, err)
 	}
 	done = true

@@ -132,8 +132,19 @@ func (r *run) buildGraph(script *toc.Script) (*schedule.Graph, error) {
 	if _, err := schedule.PlanPostData(g, script, schedule.PlanOptions{Tables: tables, Analyze: !r.opts.NoAnalyze, Statistics: r.stats.tables}); err != nil {
 		return nil, err
 	}
+	if r.m.Encoding == "UTF8" {
+		// A fused task's SQL is sent in the load's session, whose
+		// client_encoding (UTF8) must be the script's (the archive's).
+		g = schedule.FuseSmallTables(g, fuseMaxBytes)
+	}
 	return g, nil
 }
+
+// fuseMaxBytes is the largest table whose indexes, constraints and ANALYZE
+// run in its load's transaction (schedule.FuseSmallTables): for a small
+// table they take less than the round trips and commits they would cost
+// apart, and nothing is lost by not building them beside other work.
+const fuseMaxBytes = 1 << 20
 
 // keepIDs returns the ids in chosen, in their order.
 func keepIDs(ids []int, chosen map[int]bool) []int {
@@ -251,7 +262,7 @@ func (e *engine) report(ctx context.Context, w int, t *schedule.Task) error {
 // row.
 func (e *engine) exec(ctx context.Context, w int, t *schedule.Task) error {
 	if e.r.j.isDone(t.Step) {
-		return nil
+		return e.then(ctx, w, t.Then)
 	}
 	switch t.Kind {
 	case schedule.Data:
@@ -267,7 +278,11 @@ func (e *engine) exec(ctx context.Context, w int, t *schedule.Task) error {
 		case l.split != nil:
 			n, err = e.r.loadPart(ctx, conn, l.split)
 		default:
-			n, err = e.r.loadChunk(ctx, conn, l.chunk, l.freeze)
+			then, fused := e.fusedSQL(conn, t.Then)
+			n, err = e.r.loadChunk(ctx, conn, l.chunk, l.freeze, then)
+			if err == nil && !fused {
+				err = e.then(ctx, w, t.Then)
+			}
 		}
 		e.rows.Add(n)
 		return err
@@ -290,6 +305,51 @@ func (e *engine) exec(ctx context.Context, w int, t *schedule.Task) error {
 	}
 	if err := e.inTx(ctx, conn, t.Step, t.SQL...); err != nil {
 		return fmt.Errorf("%s: %w", t.Name, err)
+	}
+	return nil
+}
+
+// fusedSQL is what a load's transaction runs after its COPY for the tasks
+// fused into it: pg_restore's session settings (as the SQL connections
+// have them: the script's statements assume them), then each task's
+// statements and journal row. They go in the load's last round trip, which
+// the server parses whole before running any of it: so only in a session
+// whose client_encoding and standard_conforming_strings are already the
+// script's (UTF8, on); otherwise false, and the caller runs them apart.
+func (e *engine) fusedSQL(conn *pgx.Conn, then []schedule.Fused) ([]string, bool) {
+	if len(then) == 0 {
+		return nil, true
+	}
+	pc := conn.PgConn()
+	if pc.ParameterStatus("client_encoding") != "UTF8" || pc.ParameterStatus("standard_conforming_strings") != "on" {
+		return nil, false
+	}
+	out := append([]string{}, e.preamble...)
+	for _, f := range then {
+		out = append(out, f.SQL...)
+		if f.Step != "" {
+			out = append(out, e.r.j.recordSQL(f.Step))
+		}
+	}
+	return out, true
+}
+
+// then runs the tasks fused into a load one by one, each in its own
+// transaction, skipping those the journal records: when the load's session
+// cannot take them (fusedSQL), or the load was done by an earlier run that
+// did not fuse them.
+func (e *engine) then(ctx context.Context, w int, then []schedule.Fused) error {
+	for _, f := range then {
+		if e.r.j.isDone(f.Step) {
+			continue
+		}
+		conn, err := e.conn(ctx, w, sqlMode)
+		if err != nil {
+			return err
+		}
+		if err := e.inTx(ctx, conn, f.Step, f.SQL...); err != nil {
+			return fmt.Errorf("%s: %w", f.Name, err)
+		}
 	}
 	return nil
 }

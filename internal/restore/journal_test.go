@@ -62,7 +62,7 @@ func TestJournalChunkOnce(t *testing.T) {
 				}
 				return nil
 			}
-			_, err := r.copyInTx(ctx, conn, "t", "COPY t FROM STDIN", nil, strings.NewReader(tc.data), check, tc.freeze, tc.step)
+			_, err := r.copyInTx(ctx, conn, "t", "COPY t FROM STDIN", nil, strings.NewReader(tc.data), check, tc.freeze, tc.step, nil)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatal(err)

@@ -220,13 +220,16 @@ func (r *run) run(ctx context.Context) error {
 	if err := r.resetPartialTables(ctx); err != nil {
 		return err
 	}
+	// The parsed script is not kept for the run (only its preamble is,
+	// in runGraph): with 100,000 tables it is tens of MB.
+	fallback := script == nil
 	if err := r.runGraph(ctx, g, script); err != nil {
 		return err
 	}
 	if err := r.finishSource(); err != nil {
 		return err
 	}
-	if script == nil && !r.sel.dataOnly {
+	if fallback && !r.sel.dataOnly {
 		if err := r.phase("post-data", func() error { return r.postData(ctx) }); err != nil {
 			return err
 		}
@@ -269,11 +272,11 @@ func (r *run) preData(ctx context.Context) error {
 		return err
 	}
 	if found != nil && r.opts.Resume {
-		r.j = found
-		r.res.Resumed = found.finished()
-		if err := waitForOrphans(ctx, conn, r.log); err != nil {
+		if found, err = r.rereadJournal(ctx, conn); err != nil {
 			return err
 		}
+		r.j = found
+		r.res.Resumed = found.finished()
 		if found.isDone(stepPreData) {
 			r.log.Info("resuming", "archive", id, "steps done", r.res.Resumed)
 			return nil
@@ -356,9 +359,12 @@ func (r *run) preDataCreate(ctx context.Context, id string) error {
 				if found == nil {
 					return fmt.Errorf("database %q exists but holds no pgsprint journal: it was not created by an interrupted restore of this archive, or that restore stopped before pre-data finished; use --clean --create without --resume to start over", created.Database)
 				}
+				if found, err = r.rereadJournal(ctx, conn); err != nil {
+					return err
+				}
 				r.j = found
 				r.res.Resumed = found.finished()
-				return waitForOrphans(ctx, conn, r.log)
+				return nil
 			}
 			r.target = r.opts.Target
 		}
@@ -374,6 +380,25 @@ func (r *run) preDataCreate(ctx context.Context, id string) error {
 	defer conn.Close(context.WithoutCancel(ctx))
 	r.j, err = createJournal(ctx, conn, id, r.m, stepPreData)
 	return err
+}
+
+// rereadJournal waits for the sessions of the interrupted run to end
+// (waitForOrphans), then reads the journal again: a killed pgsprint's
+// backend goes on with the query it was sent, and a task's query is its
+// whole transaction, journal row and COMMIT included (engine.inTx), so
+// steps may have been committed since the journal was first read.
+func (r *run) rereadJournal(ctx context.Context, conn *pgx.Conn) (*journal, error) {
+	if err := waitForOrphans(ctx, conn, r.log); err != nil {
+		return nil, err
+	}
+	found, err := readJournal(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	if found == nil {
+		return nil, fmt.Errorf("the restore journal in target database %q went away while waiting for the interrupted run's sessions to end: is another pgsprint at work there?", r.target.Database)
+	}
+	return found, r.checkJournal(found, ArchiveID(r.m))
 }
 
 func cleanFlag(clean bool) string {

@@ -105,6 +105,9 @@ type Task struct {
 	Entries []int    // dump IDs pg_restore restores (Kind Rest)
 	Table   string   // lock key of the table (Data, Analyze)
 	Data    any      // caller's payload (Data tasks)
+	// Then are tasks merged into this one (FuseSmallTables): run after
+	// it, in its transaction, on its connection.
+	Then []Fused
 }
 
 // Graph is a set of tasks and their dependencies.
