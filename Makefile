@@ -2,7 +2,7 @@
 GO ?= go
 TEST_TIMEOUT ?= 14m
 
-.PHONY: all build deps deps-demo test test-matrix demo vet fmt clean bench bench-quick bench-deps
+.PHONY: all build deps deps-demo test test-matrix demo vet fmt clean bench bench-quick bench-deps bench-crypt
 
 all: build
 
@@ -54,6 +54,11 @@ bench: deps
 
 bench-quick: deps
 	$(GO) run ./bench/report -size quick $(BENCH_ARGS)
+
+# What encryption costs: dump and restore of pgbench (SCALE, default 30),
+# clear and encrypted, alternated in one run at JOBS (default 2).
+bench-crypt: deps
+	$(GO) run ./bench/crypt $(if $(SCALE),-scale $(SCALE)) $(if $(JOBS),-j $(JOBS))
 
 # What the benchmark and its chart test use beyond `make deps`: headless
 # Chromium to render the page, lz4 and zstd to decompress plain dumps,

@@ -2,7 +2,8 @@
 # Installs what the tests and the demo need and are missing on this machine:
 # Go modules, PostgreSQL server binaries from Debian's packages when none
 # are found, and (unless given --demo) the extra major versions of
-# scripts/install-pg-versions.sh, which only the cross-version tests use.
+# scripts/install-pg-versions.sh, which only the cross-version tests use,
+# and versitygw, the S3 server of the object storage tests.
 # Safe to run again: it does nothing when everything is there.
 set -euo pipefail
 
@@ -40,3 +41,11 @@ else
 fi
 
 go mod download
+
+# The S3 server the object storage tests start (internal/store/remotetest):
+# versitygw, a POSIX-backed S3 gateway, built from source by the Go
+# toolchain into $(go env GOPATH)/bin. Pinned, like the PostgreSQL wheels.
+if [ -z "$demo_only" ] && ! command -v versitygw >/dev/null 2>&1 && [ ! -x "$(go env GOPATH)/bin/versitygw" ]; then
+  echo "ensure-deps: installing versitygw (the S3 server of the tests)" >&2
+  GOFLAGS= go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+fi

@@ -37,12 +37,13 @@ func TestVariants(t *testing.T) {
 		}
 	}
 	// plain/custom/directory: none + 3 gzip + 3 lz4 + 4 zstd; tar: none.
-	if count["plain"] != 11 || count["custom"] != 11 || count["directory"] != 11 || count["tar"] != 1 || count["pgsprint"] != 3 || count["clone"] != 2 {
+	if count["plain"] != 11 || count["custom"] != 11 || count["directory"] != 11 || count["tar"] != 1 || count["pgsprint"] != 3 || count["pgsprint s3"] != 1 || count["clone"] != 2 {
 		t.Errorf("variants per format: %v", count)
 	}
-	// lz4 x 3 formats x 3 levels, plain zstd x 4 (no zstd command), both clones.
-	if skips != 9+4+2 {
-		t.Errorf("%d skipped, want 15", skips)
+	// lz4 x 3 formats x 3 levels, plain zstd x 4 (no zstd command), both
+	// clones, s3 (no server).
+	if skips != 9+4+2+1 {
+		t.Errorf("%d skipped, want 16", skips)
 	}
 	if got := s.pg.compressionSpec("zstd", 5); got != "zstd:5" {
 		t.Errorf("spec %q", got)

@@ -101,8 +101,12 @@ func (r *runner) run(ctx context.Context, src source, v variant, n int) (results
 		return row, nil
 	}
 	path := filepath.Join(r.s.workDir, fmt.Sprintf("backup-%03d%s", n, v.ext))
+	stored := path
+	if v.stored != nil {
+		stored = v.stored(path)
+	}
 	dst := "dst"
-	defer os.RemoveAll(path)
+	defer os.RemoveAll(stored)
 	if err := r.dropDB(ctx, dst); err != nil {
 		return row, err
 	}
@@ -115,7 +119,7 @@ func (r *runner) run(ctx context.Context, src source, v variant, n int) (results
 			return row, nil
 		}
 		row.BackupSeconds, row.BackupCPU, row.PeakRSS = res.Wall.Seconds(), res.CPU.Seconds(), res.MaxRSS
-		size, err := diskSize(path)
+		size, err := diskSize(stored)
 		if err != nil {
 			row.Status = "failed: backup: " + err.Error()
 			return row, nil

@@ -20,6 +20,9 @@ type variant struct {
 	backup  func(src, path string) benchkit.Command
 	restore func(path, dst string) []benchkit.Command
 	clone   func(src, dst string) benchkit.Command
+	// stored is where the bytes of a backup written "at" path are, to
+	// measure and remove (nil: path itself; an s3:// row's object file).
+	stored func(path string) string
 }
 
 // setup is what the variants need to know about this run.
@@ -33,6 +36,8 @@ type setup struct {
 	decompress map[string]string // method -> CLI for plain dumps
 	dumpLevels codecLevels
 	ownLevels  codecLevels // pgsprint's
+	s3         *s3Server   // the s3:// rows' server; nil skips them
+	s3Skip     string      // why they are skipped
 }
 
 // pgsprintEnv points pgsprint at the matrix's pg_dump and pg_restore.
@@ -78,6 +83,7 @@ func (s setup) variants() []variant {
 			})
 		}
 	}
+	out = append(out, s.s3Variant(j))
 	clone := variant{row: results.Row{Tool: "pgsprint clone", Format: "clone"},
 		clone: func(src, dst string) benchkit.Command {
 			return benchkit.Command{Args: []string{s.pgsprint, "clone", "--source", src, "--target", dst, "-j", j}, Env: s.pgsprintEnv()}
@@ -140,6 +146,34 @@ func (s setup) pgDumpVariant(format, flag, ext, method string, level int, j stri
 		v.restore = func(path, dst string) []benchkit.Command {
 			return []benchkit.Command{benchkit.Cmd(s.pg.bin("pg_restore"), "-j", j, "-d", dst, path)}
 		}
+	}
+	return v
+}
+
+// s3Variant is pgsprint's default codec dumped to and restored from
+// s3:// on a local versitygw (multipart upload; ranged GETs with
+// read-ahead), beside the same codec's file row.
+func (s setup) s3Variant(j string) variant {
+	v := variant{row: results.Row{Tool: "pgsprint", Format: "pgsprint s3", Compression: "zstd", Level: 1}, ext: ".pgs"}
+	if s.s3 == nil {
+		v.skip = s.s3Skip
+		if v.skip == "" {
+			v.skip = "skipped: no S3 server"
+		}
+		return v
+	}
+	env := append(s.pgsprintEnv(), s.s3.env()...)
+	v.backup = func(src, path string) benchkit.Command {
+		loc, _ := s.s3.location(path)
+		return benchkit.Command{Args: []string{s.pgsprint, "dump", "-q", "-j", j, "-Z", "zstd:1", "--overwrite", "-f", loc, "-d", src}, Env: env}
+	}
+	v.restore = func(path, dst string) []benchkit.Command {
+		loc, _ := s.s3.location(path)
+		return []benchkit.Command{{Args: []string{s.pgsprint, "restore", "-q", "--no-analyze", "-j", j, "-f", loc, "-d", dst}, Env: env}}
+	}
+	v.stored = func(path string) string {
+		_, onDisk := s.s3.location(path)
+		return onDisk
 	}
 	return v
 }

@@ -38,6 +38,7 @@ type cloneOptions struct {
 	role      string
 	follow    followFlags
 	noStats   bool // --no-statistics
+	all       allDumpFlags
 }
 
 func newCloneCmd() *cobra.Command {
@@ -78,7 +79,16 @@ journal is an ordinary clone, so a script can always pass it.
 from an archive (a table with its indexes, constraints and owned sequences,
 and its schema if the target lacks it);
 --schema-only copies no rows; --data-only copies rows (and sequence values)
-into existing, empty tables of the target, referenced tables first.`,
+into existing, empty tables of the target, referenced tables first.
+
+--all copies a whole server into another, as dump --all then restore --all
+would, without a file (--source and --target name a database of each
+server to connect to first, e.g. postgres): the globals first, then every
+database of the source that allows connections, templates excepted
+(--exclude-database PATTERN), each cloned in its own snapshot (PostgreSQL
+has none across databases) into a database created as restore --create
+creates it, several at once within -j. It cannot be resumed: a killed clone
+--all is started again with --clean.`,
 		Example: `  createdb copy && pgsprint clone --source prod --target copy -j 8
   pgsprint clone --source "postgresql://app@db1/prod" --target "host=db2 dbname=prod" --clean
 
@@ -88,7 +98,8 @@ into existing, empty tables of the target, referenced tables first.`,
   # killed? run the same command again; then: kill %1
 
   pgsprint clone --source prod --target copy -n app -T 'app.log_*'
-  pgsprint clone --source prod --target copy --data-only -t app.orders`,
+  pgsprint clone --source prod --target copy --data-only -t app.orders
+  pgsprint clone --all --source "host=old dbname=postgres" --target "host=new dbname=postgres" -j 8`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.compat.apply(cmd.Flags(), &o.filter, o.clean); err != nil {
@@ -122,6 +133,7 @@ into existing, empty tables of the target, referenced tables first.`,
 	o.password.register(fs)
 	fs.StringVar(&o.role, "role", "", "SET ROLE to this role on every connection, source and target, after logging in")
 	o.follow.register(fs)
+	o.all.register(fs)
 	fs.BoolVar(&o.noStats, "no-statistics", false, "analyze the copied tables instead of copying the source's optimizer statistics (copied when both servers are 18 or later)")
 	o.progress.register(fs)
 	o.log.register(fs)
@@ -134,6 +146,9 @@ func runClone(ctx context.Context, o cloneOptions) (err error) {
 		return usageError{fmt.Errorf("both --source and --target are required")}
 	}
 	if err := checkJobs(o.jobs); err != nil {
+		return err
+	}
+	if err := o.all.check(o.snapshot); err != nil {
 		return err
 	}
 	removeStale(o.log.logger(), "", tempfile.InTempDir()...)
@@ -163,6 +178,9 @@ func runClone(ctx context.Context, o cloneOptions) (err error) {
 	}
 	if err := o.password.resolve(ctx, src, dst); err != nil {
 		return err
+	}
+	if o.all.all {
+		return runCloneAll(ctx, o, src, dst, method)
 	}
 	// --follow: a publication and a slot whose exported snapshot the
 	// clone reads in; removed if the clone fails (see cmd_follow.go).

@@ -14,6 +14,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/store/location"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -38,6 +39,9 @@ type dumpOptions struct {
 	snapshot  string
 	compat    compatFlags
 	noStats   bool // --no-statistics
+	encrypt   encryptFlags
+	store     storeFlags
+	all       allDumpFlags
 }
 
 func newDumpCmd() *cobra.Command {
@@ -53,20 +57,45 @@ data, sequences and large objects are read by N parallel workers and
 compressed in them. The file is written under a temporary name and renamed
 only when complete.
 
+-f s3://bucket/key uploads to object storage with a multipart upload
+(--s3-uploads parts in flight), completed only after the archive's last
+byte and aborted on any failure or interrupt, so the object appears only
+whole. An existing object is refused unless --overwrite. Credentials,
+region and endpoint come from the standard AWS chain (environment,
+~/.aws files, AWS_PROFILE, web identity, instance and container roles);
+--s3-endpoint or AWS_ENDPOINT_URL for MinIO, Ceph, R2 and other
+S3-compatible stores.
+
 Locks: pg_dump holds ACCESS SHARE on every table while it reads the schema
 (as long as pg_dump -Fc would at its start); after that, each worker holds
 only the table it is copying. Another session's ALTER, TRUNCATE or DROP on
 a table already read goes ahead at once; on a table not yet read it stops
 the dump with one line naming the table and the session or what changed
-(never a silent wrong read): run again.`,
+(never a silent wrong read): run again.
+
+--all dumps the whole server: the globals as pg_dumpall --globals-only
+writes them (roles, their settings and memberships, tablespaces; without
+passwords, and a warning, when pg_authid cannot be read) and every database
+that allows connections, templates excepted (--exclude-database PATTERN
+leaves more out), each with its owner, encoding, locale, privileges and
+settings. -d names the database to connect to first (default postgres).
+Each database is read in its own exported snapshot, taken one after the
+other when the dump starts: PostgreSQL has no snapshot across databases,
+so the archive is one consistent instant of each database, not of the
+server. One connection per database holds its snapshot until the end; the
+-j workers are shared by every database's tables, largest first.`,
 		Example: `  pgsprint dump -d mydb -f mydb.pgs
   pgsprint dump -d "postgresql://app@db1/prod" -f prod.pgs -j 8 -Z zstd:6
   PGPASSWORD=... pgsprint dump -h db1 -U app -d prod -f prod.pgs -Z lz4
   pgsprint dump -d prod -f - | ssh backup 'cat > prod.pgs'
+  pgsprint dump -d prod -f s3://backups/prod/2024-06-01.pgs -j 8
+  AWS_PROFILE=minio pgsprint dump -d prod -f s3://backups/prod.pgs --s3-endpoint http://10.0.0.5:9000 --overwrite
   pgsprint dump -d prod -f app.pgs -n app -T 'app.log_*' --exclude-table-data app.audit
   pgsprint dump -d prod -f rows.pgs --data-only -t 'app.order*'
   pgsprint dump -d prod -f part.pgs --filter objects.txt   # pg_dump 17's filter file: include/exclude table|schema|...
-  pgsprint dump -d prod -f m.pgs --table-and-children app.measurements --no-comments`,
+  pgsprint dump -d prod -f m.pgs --table-and-children app.measurements --no-comments
+  pgsprint dump -d prod -f prod.pgs --encrypt-to age1... --encrypt-to-file backup-keys.txt
+  pgsprint dump --all -f server.pgs -j 8 --exclude-database 'scratch*'   # the whole server`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.compat.apply(cmd.Flags(), &o.filter, false); err != nil {
@@ -78,7 +107,7 @@ the dump with one line naming the table and the session or what changed
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	o.conn.register(fs)
-	fs.StringVarP(&o.file, "file", "f", "", `archive file to write; "-" or none for standard output`)
+	fs.StringVarP(&o.file, "file", "f", "", `archive file to write, or s3://bucket/key; "-" or none for standard output`)
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers")
 	fs.StringVarP(&o.compress, "compress", "Z", defaultCompression, "compression: zstd, lz4, gzip or none, with an optional :LEVEL")
 	fs.IntVar(&o.blockSize, "block-size", dump.DefaultBlockSize, "raw bytes per compressed block")
@@ -94,6 +123,9 @@ the dump with one line naming the table and the session or what changed
 	o.compat = compatFlags{cmd: "dump"}
 	o.compat.register(fs, &o.filter)
 	fs.BoolVar(&o.noStats, "no-statistics", false, "do not carry optimizer statistics (carried by default when pg_dump is 18 or later; restore into 18+ then skips ANALYZE)")
+	o.encrypt.register(fs)
+	o.store.register(fs, true)
+	o.all.register(fs)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -107,7 +139,10 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	if o.file == "-" && term.IsTerminal(int(os.Stdout.Fd())) {
 		return usageError{fmt.Errorf("refusing to write a binary archive to a terminal: use -f FILE, or redirect or pipe standard output")}
 	}
-	if o.file != "-" {
+	if err := o.store.check(); err != nil {
+		return err
+	}
+	if o.file != "-" && !location.IsURL(o.file) {
 		if st, err := os.Stat(o.file); err == nil && st.IsDir() {
 			return usageError{fmt.Errorf("-f %s is a directory: give the archive's file name, e.g. -f %s", o.file, filepath.Join(o.file, "NAME.pgs"))}
 		}
@@ -115,6 +150,9 @@ func runDump(ctx context.Context, o dumpOptions) error {
 		removeStale(o.log.logger(), dir, partial)
 	}
 	if err := checkJobs(o.jobs); err != nil {
+		return err
+	}
+	if err := o.all.check(o.snapshot); err != nil {
 		return err
 	}
 	if err := checkLockWait(o.lockWait); err != nil {
@@ -130,6 +168,10 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	method, err := plan.ParseMethod(o.splitBy)
 	if err != nil {
 		return usageError{err}
+	}
+	recipients, err := o.encrypt.recipients()
+	if err != nil {
+		return err
 	}
 	cfg, err := o.conn.config(ctx)
 	if err != nil {
@@ -147,12 +189,18 @@ func runDump(ctx context.Context, o dumpOptions) error {
 		return err
 	}
 	defer w.stop()
-	res, err := dump.Run(ctx, dump.Options{
+	dopts := dump.Options{
 		Source: cfg, File: o.file, Stdout: os.Stdout, Jobs: o.jobs, Codec: c, BlockSize: o.blockSize,
 		Split:   plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Version: version, Logger: o.log.logger(), Progress: w.reporter, Filter: o.filter, LockWaitTimeout: o.lockWait, Snapshot: o.snapshot,
-		NoStatistics: o.noStats,
-	})
+		NoStatistics: o.noStats, Recipients: recipients, Location: o.store.options(nil, nil, o.log.logger()), Overwrite: o.store.overwrite,
+	}
+	var res *dump.Result
+	if o.all.all {
+		res, err = o.all.run(ctx, o.conn, dopts, o.log.summaryOut())
+	} else {
+		res, err = dump.Run(ctx, dopts)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,10 +14,13 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/progress"
+	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
 type listOptions struct {
-	json bool
+	json  bool
+	keys  keyFlags
+	store storeFlags
 }
 
 func newListCmd() *cobra.Command {
@@ -33,10 +37,12 @@ read (and checked) before anything is printed.`,
 		Args: exactlyOneFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := &pipeOut{w: os.Stdout}
-			return out.result(runList(args[0], o, os.Stdin, out))
+			return out.result(runList(cmd.Context(), args[0], o, os.Stdin, out))
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	o.keys.register(cmd.Flags())
+	o.store.register(cmd.Flags(), false)
 	return cmd
 }
 
@@ -50,12 +56,24 @@ type listing struct {
 	DataStoredBytes int64 `json:"data_stored_bytes"`
 }
 
-func runList(path string, o listOptions, in io.Reader, out io.Writer) error {
-	m, tables, streams, err := readListing(path, in)
+func runList(ctx context.Context, loc string, o listOptions, in io.Reader, out io.Writer) error {
+	ids, err := o.keys.identities()
 	if err != nil {
 		return err
 	}
+	ar, err := openArchive(ctx, loc, o.store.options(in, nil, nil), archive.OpenOptions{Access: archive.Scan, Identities: ids})
+	if err != nil {
+		return err
+	}
+	defer ar.Close()
+	m, tables, streams, err := archive.Summarize(ar.Source)
+	if err != nil {
+		return fmt.Errorf("archive on %s: %w", ar, err)
+	}
 	dataRaw, dataStored := archive.DataTotals(streams)
+	if m.IsServer() {
+		return listServer(ar, m, streams, o, out)
+	}
 	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -97,20 +115,12 @@ func exactlyOneFile(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// readListing reads the manifest and per-table totals of the archive at
-// path, or of the one on in for "-".
-func readListing(path string, in io.Reader) (*archive.Manifest, []archive.TableSummary, []archive.StreamInfo, error) {
-	if path == "-" {
-		m, tables, streams, err := archive.ReadListing(in)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("read archive from standard input: %w", err)
-		}
-		return m, tables, streams, nil
-	}
-	f, err := archive.OpenFile(path)
+// openArchive opens the archive at loc, whatever its medium; "-" reads
+// lo.In.
+func openArchive(ctx context.Context, loc string, lo location.Options, o archive.OpenOptions) (*archive.Opened, error) {
+	b, err := location.Parse(loc, lo)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	defer f.Close()
-	return f.Manifest(), f.Tables(), f.Streams(), nil
+	return archive.OpenLocation(ctx, b, o)
 }

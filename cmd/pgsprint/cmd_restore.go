@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"filippo.io/age"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -39,11 +40,15 @@ type restoreOptions struct {
 	spillDir  string
 	filter    filter.Options
 	noTrig    bool
+	all       allRestoreFlags
 	compat    compatFlags
 	exitOnErr bool
 	single    bool
 	list      listFlags
 	noStats   bool // --no-statistics
+	keys      keyFlags
+	ids       []age.Identity // read from keys once
+	store     storeFlags
 }
 
 // listFlags are restore's -l and -L, pg_restore's table of contents flags.
@@ -146,7 +151,25 @@ left as it was (if pgsprint is killed, the script just ends without
 COMMIT, and the server rolls back when psql's session ends). Everything in
 the script runs inside a transaction block (no CREATE DATABASE: --to-sql
 does not take --create); sequence values are set after the last row is
-read, and setval, unlike the rest, is not undone by a rollback.`,
+read, and setval, unlike the rest, is not undone by a rollback.
+
+--all restores a whole-server archive (dump --all) through -d (default
+postgres): the globals first (roles, memberships, role settings and
+tablespaces, in one transaction; a role the target already has is kept as
+it is and reported; a tablespace's directory must exist on the target, or
+--no-tablespaces puts everything in the default one), then every database,
+created as --create does (owner, encoding, locale, privileges, settings;
+the database postgres, which every server has, is restored into), several
+at once within -j connections. A database of the archive that already
+exists is refused unless --clean, which drops it first. An interrupted
+--all restore is finished exactly by the same command with --resume (the
+globals are one step, each database resumes from its own journal).
+--database NAME restores one database of a whole-server archive, into -d,
+or under its own name with --create. --to-sql --all writes a script like
+pg_dumpall's for an empty server: the globals (run by psql without
+ON_ERROR_STOP, as pg_dumpall's, so that an existing role is an error psql
+reports and passes), then for each database its CREATE DATABASE and
+\connect, and its own all-or-nothing part as --to-sql writes it.`,
 		Example: `  createdb copy && pgsprint restore -f mydb.pgs -d copy
   pgsprint restore -f mydb.pgs -d postgres --create -j 8
   pgsprint restore -f mydb.pgs -d copy --clean
@@ -157,10 +180,14 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
   pgsprint restore -f mydb.pgs -l > mydb.list      # edit: ";" comments an entry out
   pgsprint restore -f mydb.pgs -d copy -L mydb.list
   pgsprint dump -d prod -f - | pgsprint restore -f - -d copy -j 8
+  pgsprint restore -f s3://backups/prod.pgs -d copy -j 8      # ranged reads, in parallel
+  pgsprint restore -f "https://host/prod.pgs?X-Amz-..." -d copy   # any URL serving ranges (a pre-signed URL)
   ssh db1 pgsprint dump -d prod | pgsprint restore -f - -d copy
   pgsprint restore -f mydb.pgs --to-sql > mydb.sql && psql -X -d copy -f mydb.sql
   pgsprint restore -f mydb.pgs --to-sql | psql -X -d copy   # all or nothing
-  pgsprint restore -f mydb.pgs -d copy --filter tables.txt --no-tablespaces --role app_owner -O`,
+  pgsprint restore -f mydb.pgs -d copy --filter tables.txt --no-tablespaces --role app_owner -O
+  pgsprint restore --all -f server.pgs -d postgres -j 8     # a whole server, from dump --all
+  pgsprint restore -f server.pgs --database app -d postgres --create`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.compat.apply(cmd.Flags(), &o.filter, o.clean); err != nil {
@@ -179,7 +206,7 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	o.conn.register(fs)
-	fs.StringVarP(&o.file, "file", "f", "", `archive file to read, "-" for standard input (required)`)
+	fs.StringVarP(&o.file, "file", "f", "", `archive file to read, s3://bucket/key, an http(s):// URL, or "-" for standard input (required)`)
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers")
 	fs.BoolVarP(&o.create, "create", "C", false, "create the archived database (connect to -d to do it)")
 	fs.BoolVarP(&o.clean, "clean", "c", false, "drop the archive's objects before recreating them")
@@ -202,7 +229,10 @@ read, and setval, unlike the rest, is not undone by a rollback.`,
 	fs.BoolVarP(&o.exitOnErr, "exit-on-error", "e", false, "stop at the first error (pgsprint restore always does: accepted for pg_restore's sake)")
 	fs.BoolVarP(&o.single, "single-transaction", "1", false, "with --to-sql only (whose script is always one transaction): see README")
 	o.list.register(fs)
+	o.all.register(fs)
 	fs.BoolVar(&o.noStats, "no-statistics", false, "do not restore the archive's optimizer statistics (PostgreSQL 18+): analyze the tables instead")
+	o.keys.register(fs)
+	o.store.register(fs, false)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -213,6 +243,11 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.file == "" {
 		return usageError{fmt.Errorf("no archive file given: use -f FILE")}
 	}
+	ids, err := o.keys.identities()
+	if err != nil {
+		return err
+	}
+	o.ids = ids
 	removeStale(o.log.logger(), "", tempfile.InTempDir()...)
 	if o.file == "-" {
 		removeStale(o.log.logger(), o.spillDir, tempfile.Spill, tempfile.Stdin)
@@ -225,6 +260,9 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	}
 	if o.toSQL {
 		return writeSQL(ctx, o)
+	}
+	if o.all.all || o.all.database != "" {
+		return runRestoreAll(ctx, o)
 	}
 	if o.conn.DSN == "" && !o.create {
 		return usageError{fmt.Errorf("no target database given: use -d TARGET")}
@@ -264,7 +302,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		Target: cfg, File: o.file, Stdin: os.Stdin, SpillDir: o.spillDir, Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
 		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
-		UseList: o.list.use, NoStatistics: o.noStats,
+		UseList: o.list.use, NoStatistics: o.noStats, Identities: o.ids, Location: o.store.options(nil, nil, nil),
 	})
 	if err != nil {
 		return err
@@ -290,16 +328,27 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 	}
 	// The script is written in the manifest's order, which a pipe
 	// does not deliver: the archive waits whole in --spill-dir.
-	f, err := openWhole(o)
+	f, err := openWhole(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	opts := sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL, ToolArgs: o.filter.PgRestoreArgs(), Role: o.conn.Role}
+	ar, err := wholeReader(f)
+	if err != nil {
+		return err
+	}
+	if o.all.all {
+		return writeServerSQL(ctx, o, ar, opts)
+	}
+	src, err := databaseView(ar, o.all)
+	if err != nil {
+		return err
+	}
 	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.filter.StrictNames || o.list.use != "" {
 		// As restored into an empty database: the schemas of selected
 		// tables come too, foreign keys to tables left out do not.
-		sel, err := restore.SelectList(ctx, f.Reader, o.filter, o.list.use, o.log.logger())
+		sel, err := restore.SelectList(ctx, src, o.filter, o.list.use, o.log.logger())
 		if err != nil {
 			return err
 		}
@@ -307,19 +356,17 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 		opts.Selection = sel
 	}
 	out := &pipeOut{w: os.Stdout}
-	return out.result(sqlscript.Write(ctx, f.Reader, out, opts))
+	return out.result(sqlscript.Write(ctx, src, out, opts))
 }
 
-// openWhole opens the archive -f names, or spools standard input whole
-// into --spill-dir when it is "-".
-func openWhole(o restoreOptions) (*archive.File, error) {
-	if o.file != "-" {
-		return archive.OpenFile(o.file)
-	}
-	if term.IsTerminal(int(os.Stdin.Fd())) {
+// openWhole opens the archive -f names to read its parts in the
+// manifest's order: an archive on standard input is first copied whole
+// into --spill-dir.
+func openWhole(ctx context.Context, o restoreOptions) (*archive.Opened, error) {
+	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
 		return nil, usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
 	}
-	return archive.Spool(os.Stdin, o.spillDir)
+	return openArchive(ctx, o.file, o.store.options(os.Stdin, nil, nil), archive.OpenOptions{Access: archive.Ordered, SpillDir: o.spillDir, Identities: o.ids})
 }
 
 // printList is restore -l: the archive's table of contents, as pg_restore
@@ -328,12 +375,20 @@ func printList(ctx context.Context, o restoreOptions) error {
 	if o.list.use != "" || o.toSQL {
 		return usageError{fmt.Errorf("-l/--list prints the table of contents and restores nothing: it does not take -L or --to-sql")}
 	}
-	f, err := openWhole(o)
+	f, err := openWhole(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return restore.List(ctx, f.Reader, os.Stdout, o.log.logger())
+	ar, err := wholeReader(f)
+	if err != nil {
+		return err
+	}
+	src, err := databaseView(ar, o.all)
+	if err != nil {
+		return err
+	}
+	return restore.List(ctx, src, os.Stdout, o.log.logger())
 }
 
 // restoreSummary is the end-of-run summary of a restore or a clone. The

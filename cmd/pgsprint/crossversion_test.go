@@ -174,7 +174,7 @@ func TestDumpFromStandby(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			standby := primary.NewStandby(t)
+			standby := pgtest.NewStandby(t, primary)
 			if err := primary.WaitReplayed(ctx, standby); err != nil {
 				t.Fatal(err)
 			}

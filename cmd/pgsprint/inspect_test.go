@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -70,6 +71,33 @@ CREATE TABLE other (x int); INSERT INTO other VALUES (1), (2), (3);`)
 		}
 		if r := pgsprint(t, nil, "verify", filepath.Join(dir, "missing.pgs")); r.code != exitFailure {
 			t.Errorf("verify of a missing file: exit %d", r.code)
+		}
+		// From a pipe: every frame checked as it passes, then the
+		// manifest against the streams read.
+		good, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer good.Close()
+		clean, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := pgsprintStdin(t, nil, good, "verify", "-"); r.code != 0 || !strings.Contains(r.stdout, "sound") || !strings.Contains(r.stdout, "54324 rows") {
+			t.Errorf("verify - of a sound archive: exit %d, %s%s", r.code, r.stdout, r.stderr)
+		}
+		for _, in := range []struct {
+			name string
+			data []byte
+			want string
+		}{
+			{"damaged", data, "corrupted archive"},
+			{"truncated", clean[:len(clean)-100], "incomplete"},
+		} {
+			r := pgsprintStdin(t, nil, bytes.NewReader(in.data), "verify", "-")
+			if r.code != exitFailure || !strings.Contains(r.stderr, in.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+				t.Errorf("verify - of a %s archive: exit %d, stderr %s", in.name, r.code, r.stderr)
+			}
 		}
 	})
 

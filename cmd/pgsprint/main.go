@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/progress"
+	"github.com/pgsprint/pgsprint/internal/store"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -99,13 +100,14 @@ func oneLine(msg string) string {
 func exitCode(ctx context.Context, err error) int {
 	var ue usageError
 	var ce *pg.ConnectError
+	var ae *store.AccessError
 	if i, ok := interrupted(ctx); ok {
 		return i.exitCode()
 	}
 	switch {
 	case errors.As(err, &ue):
 		return exitUsage
-	case errors.As(err, &ce):
+	case errors.As(err, &ce), errors.As(err, &ae):
 		return exitConnection
 	}
 	return exitFailure

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
 // TestRestoreUseList lists an archive with restore -l (no database), edits
@@ -178,12 +179,12 @@ SELECT lo_from_bytea(0, 'large');`); err != nil {
 // extractSchema writes the archive's embedded pg_dump archive to a file.
 func extractSchema(t *testing.T, file string) string {
 	t.Helper()
-	f, err := archive.OpenFile(file)
+	f, err := openArchive(context.Background(), file, location.Options{}, archive.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tmp, err := archive.ExtractSchema(f.Reader)
+	tmp, err := archive.ExtractSchema(f.Source)
 	if err != nil {
 		t.Fatal(err)
 	}

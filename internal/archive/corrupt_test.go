@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"testing"
+
+	"filippo.io/age"
 )
 
 // smallArchive is small enough to damage at every byte, yet has every
@@ -24,14 +26,14 @@ func smallArchive(t testing.TB, codecName string) ([]byte, []testStream) {
 
 // checkAll opens data, reads every stream and verifies it. It returns nil
 // only if everything succeeded, and fails the test if a stream read back
-// without error but with the wrong content.
-func checkAll(t *testing.T, data []byte, want []testStream) error {
+// without error but with the wrong content. ids open an encrypted archive.
+func checkAll(t *testing.T, data []byte, want []testStream, ids ...age.Identity) error {
 	t.Helper()
-	ar, err := Open(bytes.NewReader(data), int64(len(data)))
+	ar, err := Open(bytes.NewReader(data), int64(len(data)), ids...)
 	if err != nil {
 		return err
 	}
-	got, err := readAll(data)
+	got, err := readAll(data, ids...)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"sync"
+
+	"filippo.io/age"
 
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
@@ -28,6 +31,7 @@ import (
 type Demux struct {
 	seq      *Sequential
 	spillDir string
+	scan     bool // no stream will be opened: every one is skipped
 
 	mu      sync.Mutex
 	streams map[uint32]*demuxStream
@@ -54,12 +58,20 @@ type demuxStream struct {
 
 // NewDemux reads the header from r and starts routing frames. Spill files
 // go to spillDir (os.TempDir() if empty) and are removed as they are read.
-func NewDemux(r io.Reader, spillDir string) (*Demux, error) {
-	seq, err := NewSequential(r)
+// An encrypted archive is opened with ids (see Open); its frames are
+// spilled decrypted, to files unlinked at once.
+func NewDemux(r io.Reader, spillDir string, ids ...age.Identity) (*Demux, error) {
+	return newDemux(r, spillDir, false, ids...)
+}
+
+// newDemux is NewDemux; with scan, every stream is skipped from the start
+// (list and verify read the archive through without opening a stream).
+func newDemux(r io.Reader, spillDir string, scan bool, ids ...age.Identity) (*Demux, error) {
+	seq, err := NewSequential(r, ids...)
 	if err != nil {
 		return nil, err
 	}
-	d := &Demux{seq: seq, spillDir: spillDir, streams: map[uint32]*demuxStream{}, done: make(chan struct{})}
+	d := &Demux{seq: seq, spillDir: spillDir, scan: scan, streams: map[uint32]*demuxStream{}, done: make(chan struct{})}
 	go d.run()
 	return d, nil
 }
@@ -70,7 +82,7 @@ func (d *Demux) Manifest() *Manifest { return d.seq.Manifest() }
 func (d *Demux) stream(id uint32) *demuxStream {
 	s := d.streams[id]
 	if s == nil {
-		s = &demuxStream{}
+		s = &demuxStream{skipped: d.scan}
 		d.streams[id] = s
 	}
 	return s
@@ -89,7 +101,7 @@ func (d *Demux) run() {
 			s.closedQ = true
 		}
 		// Spill files of streams not opened yet stay until they are, or
-		// until Wait: a loader may still come for them.
+		// until Finish: a loader may still come for them.
 	}
 }
 
@@ -166,14 +178,17 @@ func (d *Demux) spillFrame(s *demuxStream, f *Frame) error {
 // OpenStream returns the content of stream id as it arrives: what was
 // spilled first, then live frames. It returns an error instead of io.EOF if
 // the archive turns out to be incomplete or damaged before the stream's
-// end; the whole archive is only known sound after Wait returns nil.
-// Each stream can be opened once.
+// end; the whole archive is only known sound after Finish returns nil.
+// Each stream can be opened once, and not after Skip.
 func (d *Demux) OpenStream(id uint32) io.ReadCloser {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := d.stream(id)
 	if s.opened {
 		return errReader{fmt.Errorf("archive: stream %d opened twice", id)}
+	}
+	if s.skipped {
+		return errReader{fmt.Errorf("archive: stream %d opened after it was skipped", id)}
 	}
 	s.opened = true
 	r := &demuxReader{d: d, s: s, id: id}
@@ -232,11 +247,26 @@ func (d *Demux) Stream(id uint32) (*StreamInfo, bool) {
 	return &info, true
 }
 
-// Wait waits for the reader to reach the end of the archive and returns
+// Streams lists the totals of every stream whose End frame has been
+// read, in id order: all of them once Finish has returned nil.
+func (d *Demux) Streams() []StreamInfo {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]StreamInfo, 0, len(d.streams))
+	for _, s := range d.streams {
+		if s.complete {
+			out = append(out, s.info)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Finish waits for the reader to reach the end of the archive and returns
 // nil only if the trailer was read and everything checked out. Streams
-// nobody opened are drained to spill files meanwhile, so Wait must be
+// nobody opened are drained to spill files meanwhile, so Finish must be
 // called after every wanted stream has been opened.
-func (d *Demux) Wait() error {
+func (d *Demux) Finish() error {
 	<-d.done
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -83,7 +83,7 @@ func TestDemux(t *testing.T) {
 				}
 			}
 			got, errs := demuxAll(t, d, tc.order, tc.readers)
-			if err := d.Wait(); err != nil {
+			if err := d.Finish(); err != nil {
 				t.Fatalf("Wait: %v", err)
 			}
 			for _, s := range streams {
@@ -123,7 +123,7 @@ func TestDemuxIncomplete(t *testing.T) {
 			ids = append(ids, s.id)
 		}
 		got, errs := demuxAll(t, d, ids, 3)
-		if err := d.Wait(); !errors.Is(err, ErrIncomplete) {
+		if err := d.Finish(); !errors.Is(err, ErrIncomplete) {
 			t.Errorf("cut at %d: Wait = %v, want incomplete", cut, err)
 		}
 		for _, s := range streams {
@@ -143,7 +143,7 @@ func TestDemuxUnknownStream(t *testing.T) {
 	if _, err := io.ReadAll(d.OpenStream(9999)); err == nil {
 		t.Error("reading a stream the archive does not have succeeded")
 	}
-	if err := d.Wait(); err != nil {
+	if err := d.Finish(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"filippo.io/age"
+
 	"github.com/pgsprint/pgsprint/internal/codec"
 )
 
@@ -63,11 +65,12 @@ func testManifest(streams []testStream) *Manifest {
 }
 
 // writeArchive writes streams concurrently, one goroutine per stream,
-// data streams through a BlockWriter fed one row per Write.
-func writeArchive(t testing.TB, c codec.Codec, streams []testStream, blockSize int) []byte {
+// data streams through a BlockWriter fed one row per Write; encrypted to
+// recipients if any.
+func writeArchive(t testing.TB, c codec.Codec, streams []testStream, blockSize int, recipients ...age.Recipient) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	w, err := NewWriter(&out, testManifest(streams), c)
+	w, err := NewWriter(&out, testManifest(streams), c, recipients...)
 	if err != nil {
 		t.Fatalf("NewWriter: %v", err)
 	}
@@ -141,9 +144,10 @@ func standardStreams(scale int) []testStream {
 	return ss
 }
 
-// readAll opens data and reads every stream, returning the first error.
-func readAll(data []byte) (map[uint32][]byte, error) {
-	ar, err := Open(bytes.NewReader(data), int64(len(data)))
+// readAll opens data (with ids if encrypted) and reads every stream,
+// returning the first error.
+func readAll(data []byte, ids ...age.Identity) (map[uint32][]byte, error) {
+	ar, err := Open(bytes.NewReader(data), int64(len(data)), ids...)
 	if err != nil {
 		return nil, err
 	}

@@ -5,10 +5,13 @@ import "time"
 // FormatVersion is the newest archive format this package reads and
 // writes. Readers refuse archives with a higher version, because a newer
 // writer may have added frame kinds or header fields they would misread.
-// The writer writes version 1 unless the manifest holds strings invalid
-// in UTF8 (a SQL_ASCII source's names), which version 2 stores marked
-// (see MarshalManifest).
-const FormatVersion = formatRawNames
+// The writer writes the lowest version that can hold what the archive
+// uses: 1, or 2 when the manifest holds strings invalid in UTF8 (a
+// SQL_ASCII source's names, stored marked: see MarshalManifest), 3 when
+// the archive is encrypted (sealed.go), or 4 for a whole-server archive
+// (Databases, encrypted or not), which an older reader must refuse rather
+// than restore as an empty database.
+const FormatVersion = formatServer
 
 // Manifest is written in the header, before any frame, so that a reader of a
 // stream knows every table, chunk and large object it is about to see
@@ -55,6 +58,62 @@ type Manifest struct {
 	// UTF8 text: see DataEncoding). Names are UTF8, or marked raw bytes
 	// for a SQL_ASCII source (MarshalManifest).
 	CopyEncoding string `json:"copy_encoding,omitempty"`
+
+	// Databases makes the archive a whole server's (dump --all, format
+	// version 4): each database has its own manifest, as a one-database
+	// archive's, whose stream ids are unique in the whole archive. The
+	// top-level Tables, Chunks, ... are then empty and SchemaStream means
+	// nothing: Globals holds the server's roles and tablespaces.
+	Databases []Database `json:"databases,omitempty"`
+	Globals   *Globals   `json:"globals,omitempty"`
+}
+
+// Database is one database of a whole-server archive.
+type Database struct {
+	Name string `json:"name"`
+	// SizeBytes is pg_database_size when dumped, for list.
+	SizeBytes int64 `json:"size_bytes"`
+	// Manifest describes the database's streams exactly as a
+	// one-database archive's manifest does (its format_version and codec
+	// are the archive's); its schema stream is pg_dump's, whose DATABASE
+	// entries carry the owner, encoding, locale, ACL and settings.
+	Manifest *Manifest `json:"manifest"`
+}
+
+// Globals is the server-wide part of a whole-server archive.
+type Globals struct {
+	// Stream holds the SQL of pg_dumpall --globals-only (roles, role
+	// settings, memberships, tablespaces), a stream of kind Schema.
+	Stream uint32 `json:"stream"`
+	// NoRolePasswords says the dump could not read pg_authid, so the
+	// roles were dumped without passwords (pg_dumpall --no-role-passwords).
+	NoRolePasswords bool `json:"no_role_passwords,omitempty"`
+	// Skipped names the databases left out, and why (templates, those that
+	// do not allow connections, --exclude-database).
+	Skipped []SkippedDatabase `json:"skipped,omitempty"`
+}
+
+// SkippedDatabase is a database of the source a whole-server dump left out.
+type SkippedDatabase struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// IsServer says whether m is a whole-server archive's manifest.
+func (m *Manifest) IsServer() bool { return len(m.Databases) > 0 || m.Globals != nil }
+
+// DatabaseManifest is the manifest of database name in a whole-server
+// archive, completed with the archive-wide fields it shares (format
+// version, codec), or nil.
+func (m *Manifest) DatabaseManifest(name string) *Manifest {
+	for _, d := range m.Databases {
+		if d.Name == name && d.Manifest != nil {
+			sub := *d.Manifest
+			sub.FormatVersion, sub.Codec, sub.Level = m.FormatVersion, m.Codec, m.Level
+			return &sub
+		}
+	}
+	return nil
 }
 
 // DataEncoding is the encoding of the archive's COPY text. Archives

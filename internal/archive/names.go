@@ -21,14 +21,28 @@ const rawMark = "\x00"
 // refuse it. Archives without such strings keep version 1.
 const formatRawNames = 2
 
+// formatServer is the format version of a whole-server archive
+// (Manifest.Databases), whatever its names: an older reader would take it
+// for a database with nothing in it.
+const formatServer = 4
+
 // MarshalManifest encodes m as JSON without losing a byte of any string,
 // and returns the format version the encoding needs. m is not changed.
 func MarshalManifest(m *Manifest) ([]byte, int, error) {
+	return marshalManifestAt(m, 1)
+}
+
+// marshalManifestAt is MarshalManifest for an archive that needs at least
+// minVersion for other reasons (encryption).
+func marshalManifestAt(m *Manifest, minVersion int) ([]byte, int, error) {
 	marked := 0
 	cp := markRaw(reflect.ValueOf(*m), &marked).Interface().(Manifest)
-	version := 1
+	version := minVersion
 	if marked > 0 {
-		version = formatRawNames
+		version = max(version, formatRawNames)
+	}
+	if m.IsServer() {
+		version = formatServer
 	}
 	if cp.FormatVersion != 0 {
 		cp.FormatVersion = version

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 
+	"filippo.io/age"
+
 	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/seal"
 )
 
 // Reader gives random access to a finished archive. Open checks the
@@ -25,12 +28,26 @@ type Reader struct {
 	frames  []frameEntry               // in file order
 	byStrm  [][]int32                  // per streams position: frame indexes in seq order, End last
 	codecs  [codecGzip + 1]codec.Codec // decoders by frame codec id; nil if not allowed
+	key     *seal.Key                  // an encrypted archive's data key; nil for a clear one
+	closer  io.Closer                  // a spooled archive's file, closed by Close
+}
+
+// Close releases what the Reader owns: nothing, unless it reads an
+// archive spooled from a pipe into an unlinked file. The io.ReaderAt
+// given to Open is its caller's to close.
+func (ar *Reader) Close() error {
+	if ar.closer == nil {
+		return nil
+	}
+	return ar.closer.Close()
 }
 
 // Open reads and checks everything but the frame payloads. It returns
 // ErrNotArchive, ErrIncomplete, a *VersionError or an error matching
-// ErrCorrupt, each with a one-line message a user can act on.
-func Open(r io.ReaderAt, size int64) (*Reader, error) {
+// ErrCorrupt, each with a one-line message a user can act on. An
+// encrypted archive is opened with the first of ids that matches; with
+// none matching it returns a *seal.KeyError naming its recipients.
+func Open(r io.ReaderAt, size int64, ids ...age.Identity) (*Reader, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("archive: negative size %d", size)
 	}
@@ -76,11 +93,11 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 	if err := readFull(r, mb, headerFixedSize); err != nil {
 		return nil, fmt.Errorf("archive: reading manifest: %w", err)
 	}
-	m, codecs, err := decodeManifest(mb, version)
+	m, codecs, key, err := decodeHeader(hb[:], mb, version, ids)
 	if err != nil {
 		return nil, err
 	}
-	ar := &Reader{r: r, manifest: m, codecs: codecs}
+	ar := &Reader{r: r, manifest: m, codecs: codecs, key: key}
 
 	fb := make([]byte, t.footerLen)
 	if err := readFull(r, fb, t.footerOff); err != nil {
@@ -88,6 +105,9 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 	}
 	if crc32c(fb) != t.footerCRC {
 		return nil, corruptf("archive: footer checksum mismatch")
+	}
+	if fb, err = openFooter(key, fb); err != nil {
+		return nil, err
 	}
 	f, err := parseFooter(fb)
 	if err != nil {
@@ -143,10 +163,13 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 	}
 	ar.byStrm = make([][]int32, len(f.streams))
 	type tally struct {
+		frameState
 		raw, stored int64
-		ended       bool
 	}
 	tallies := make([]tally, len(f.streams))
+	for i, s := range f.streams {
+		tallies[i].kind = s.Kind
+	}
 	off := dataStart
 	for i, e := range f.frames {
 		where := func(format string, args ...any) error {
@@ -155,10 +178,7 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 		if e.off != off {
 			return where("footer says the frame starts at %d, but the previous frame ends at %d", e.off, off)
 		}
-		if e.raw > MaxBlockSize || e.stored > MaxBlockSize {
-			return where("lengths %d/%d exceed the %d byte limit", e.raw, e.stored, MaxBlockSize)
-		}
-		off += frameHeaderSize + int64(e.stored)
+		off += frameHeaderSize + int64(e.stored) + overhead(ar.key)
 		if off > dataEnd {
 			return where("frame runs past the footer at %d", dataEnd)
 		}
@@ -166,30 +186,12 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 		if !ok {
 			return where("stream is missing from the footer's stream list")
 		}
-		s, t := &f.streams[si], &tallies[si]
-		if t.ended {
-			return where("frame follows the stream's End frame")
+		t := &tallies[si]
+		h := e.header(t.kind)
+		if err := t.check(&h, &ar.codecs, ar.manifest.Codec, where); err != nil {
+			return err
 		}
-		if int(e.seq) != len(ar.byStrm[si]) {
-			return where("out of sequence (want seq %d)", len(ar.byStrm[si]))
-		}
-		switch {
-		case e.kind == KindEnd:
-			if e.codec != codecNone || e.raw != endPayloadSize || e.stored != endPayloadSize {
-				return where("malformed End frame entry")
-			}
-			t.ended = true
-		case e.kind != s.Kind:
-			return where("%v frame in a %v stream", e.kind, s.Kind)
-		case int(e.codec) >= len(ar.codecs) || ar.codecs[e.codec] == nil:
-			return where("codec id %d is not this archive's (%s)", e.codec, ar.manifest.Codec)
-		case e.codec == codecNone && e.raw != e.stored:
-			return where("uncompressed frame with raw length %d but stored length %d", e.raw, e.stored)
-		case e.codec != codecNone && e.stored >= e.raw:
-			return where("compressed frame of %d bytes is not smaller than its %d raw bytes", e.stored, e.raw)
-		case e.raw == 0:
-			return where("empty data frame")
-		default:
+		if e.kind != KindEnd {
 			t.raw += int64(e.raw)
 			t.stored += int64(e.stored)
 		}

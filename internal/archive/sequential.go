@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 
+	"filippo.io/age"
+
 	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/seal"
 )
 
 // Sequential reads an archive front to back from a source that cannot seek
@@ -25,6 +28,7 @@ type Sequential struct {
 	version  uint32
 	manifest *Manifest
 	codecs   [codecGzip + 1]codec.Codec
+	key      *seal.Key // an encrypted archive's data key; nil for a clear one
 	streams  map[uint32]*seqStream
 	frames   int64
 	index    uint32 // rolling CRC-32C over the footer encoding of every frame seen
@@ -34,9 +38,8 @@ type Sequential struct {
 
 // seqStream is what Sequential has seen of one stream.
 type seqStream struct {
-	info  StreamInfo
-	next  uint32
-	ended bool
+	frameState
+	info StreamInfo
 }
 
 // Frame is one frame as read by Sequential. Data is the decompressed
@@ -51,8 +54,10 @@ type Frame struct {
 	Totals StreamInfo
 }
 
-// NewSequential reads and checks the header and manifest from r.
-func NewSequential(r io.Reader) (*Sequential, error) {
+// NewSequential reads and checks the header and manifest from r. An
+// encrypted archive is opened with the first of ids that matches (see
+// Open).
+func NewSequential(r io.Reader, ids ...age.Identity) (*Sequential, error) {
 	s := &Sequential{r: bufio.NewReaderSize(r, 1<<20), streams: map[uint32]*seqStream{}}
 	var hb [headerFixedSize]byte
 	n, err := io.ReadFull(s.r, hb[:])
@@ -84,7 +89,7 @@ func NewSequential(r io.Reader) (*Sequential, error) {
 		return nil, s.truncated(err)
 	}
 	s.off = headerFixedSize + manLen + 4
-	if s.manifest, s.codecs, err = decodeManifest(mb, s.version); err != nil {
+	if s.manifest, s.codecs, s.key, err = decodeHeader(hb[:], mb, s.version, ids); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -135,52 +140,32 @@ func (s *Sequential) next() (*Frame, error) {
 	fail := func(format string, args ...any) error {
 		return corruptf("archive: stream %d frame %d at offset %d: %s", h.stream, h.seq, at, fmt.Sprintf(format, args...))
 	}
-	if h.rawLen > MaxBlockSize || h.storedLen > MaxBlockSize {
-		return nil, fail("lengths %d/%d exceed the %d byte limit", h.rawLen, h.storedLen, MaxBlockSize)
-	}
 	st := s.streams[h.stream]
 	if st == nil {
 		st = &seqStream{info: StreamInfo{ID: h.stream, Kind: h.kind}}
 		if h.kind == KindEnd {
 			st.info.Kind = Kind(h.flags)
 		}
-		if !st.info.Kind.contentKind() {
-			return nil, fail("invalid kind %d", uint8(st.info.Kind))
-		}
+		st.kind = st.info.Kind
 		s.streams[h.stream] = st
 	}
-	switch {
-	case st.ended:
-		return nil, fail("frame follows the stream's End frame")
-	case h.seq != st.next:
-		return nil, fail("out of sequence (want seq %d)", st.next)
-	case h.kind == KindEnd && (h.codec != codecNone || h.rawLen != endPayloadSize || h.storedLen != endPayloadSize || Kind(h.flags) != st.info.Kind):
-		return nil, fail("malformed End frame")
-	case h.kind != KindEnd && h.kind != st.info.Kind:
-		return nil, fail("%v frame in a %v stream", h.kind, st.info.Kind)
-	case h.kind != KindEnd && h.flags != 0:
-		return nil, fail("nonzero flags")
-	case int(h.codec) >= len(s.codecs) || s.codecs[h.codec] == nil:
-		return nil, fail("codec id %d is not this archive's (%s)", h.codec, s.manifest.Codec)
-	case h.kind != KindEnd && h.codec == codecNone && h.rawLen != h.storedLen:
-		return nil, fail("uncompressed frame with raw length %d but stored length %d", h.rawLen, h.storedLen)
-	case h.codec != codecNone && h.storedLen >= h.rawLen:
-		return nil, fail("compressed frame of %d bytes is not smaller than its %d raw bytes", h.storedLen, h.rawLen)
-	case h.kind != KindEnd && h.rawLen == 0:
-		return nil, fail("empty data frame")
+	if err := st.check(&h, &s.codecs, s.manifest.Codec, fail); err != nil {
+		return nil, err
 	}
-	payload := make([]byte, h.storedLen)
+	payload := make([]byte, int64(h.storedLen)+overhead(s.key))
 	if _, err := io.ReadFull(s.r, payload); err != nil {
 		return nil, s.truncated(err)
 	}
 	if crc32c(payload) != h.payloadCRC {
 		return nil, fail("checksum mismatch")
 	}
-	s.off += frameHeaderSize + int64(h.storedLen)
+	s.off += frameHeaderSize + int64(len(payload))
+	if payload, err = openFrame(s.key, hb[:], payload); err != nil {
+		return nil, fail("%v", err)
+	}
 	s.frames++
 	s.index = crc32cUpdate(s.index, frameEntryBytes(frameEntry{off: at, stream: h.stream, seq: h.seq,
 		raw: h.rawLen, stored: h.storedLen, kind: h.kind, codec: h.codec}))
-	st.next++
 
 	f := &Frame{Kind: st.info.Kind, Stream: h.stream, Seq: h.seq}
 	if h.kind == KindEnd {
@@ -197,7 +182,6 @@ func (s *Sequential) next() (*Frame, error) {
 			return nil, fail("impossible row count %d", end.rows)
 		}
 		i.Rows = int64(end.rows)
-		st.ended = true
 		f.End, f.Totals = true, *i
 		return f, nil
 	}
@@ -227,7 +211,7 @@ func (s *Sequential) finish() error {
 	if ns != uint64(len(s.streams)) || nf != uint64(s.frames) {
 		return corruptf("archive: footer lists %d streams and %d frames, the archive has %d and %d", ns, nf, len(s.streams), s.frames)
 	}
-	body := make([]byte, footerFixedSize+ns*streamEntrySize+nf*frameEntrySize)
+	body := make([]byte, footerFixedSize+ns*streamEntrySize+nf*frameEntrySize+uint64(overhead(s.key)))
 	copy(body, fixed[:])
 	if _, err := io.ReadFull(s.r, body[footerFixedSize:]); err != nil {
 		return s.truncated(err)
@@ -256,7 +240,11 @@ func (s *Sequential) finish() error {
 	case crc32c(body) != t.footerCRC:
 		return corruptf("archive: footer checksum mismatch")
 	}
-	f, err := parseFooter(body)
+	plain, err := openFooter(s.key, body)
+	if err != nil {
+		return err
+	}
+	f, err := parseFooter(plain)
 	if err != nil {
 		return err
 	}

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"io"
 	"testing"
+
+	"filippo.io/age"
 )
 
 // readSequential reads data front to back and returns every stream's bytes
 // and the first error (io.EOF for a complete, sound archive).
-func readSequential(data []byte) (map[uint32][]byte, error) {
+func readSequential(data []byte, ids ...age.Identity) (map[uint32][]byte, error) {
 	got := map[uint32][]byte{}
-	s, err := NewSequential(bytes.NewReader(data))
+	s, err := NewSequential(bytes.NewReader(data), ids...)
 	if err != nil {
 		return got, err
 	}

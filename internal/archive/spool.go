@@ -5,29 +5,33 @@ import (
 	"io"
 	"os"
 
+	"filippo.io/age"
+
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
-// Spool copies the archive arriving on in into a file in dir (the temp
+// spool copies the archive arriving on in into a file in dir (the temp
 // directory when empty) and opens it, for readers that need to seek (the
 // --to-sql script writes the streams in manifest order, not as they
 // arrive). The file is unlinked at once: it takes disk space only while
-// open, and nothing is left behind however the process ends.
-func Spool(in io.Reader, dir string) (*File, error) {
+// open, and nothing is left behind however the process ends. The Reader's
+// Close closes it.
+func spool(in io.Reader, dir string, ids ...age.Identity) (*Reader, error) {
 	f, err := tempfile.Create(dir, tempfile.Stdin)
 	if err != nil {
-		return nil, fmt.Errorf("read archive from standard input: %w", err)
+		return nil, fmt.Errorf("spool archive to disk: %w", err)
 	}
 	os.Remove(f.Name())
 	n, err := io.Copy(f, in)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("read archive from standard input: %w", err)
+		return nil, fmt.Errorf("spool archive to disk: %w", err)
 	}
-	r, err := Open(f, n)
+	r, err := Open(f, n, ids...)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("archive on standard input: %w", err)
+		return nil, err
 	}
-	return &File{Reader: r, f: f}, nil
+	r.closer = f
+	return r, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/pgsprint/pgsprint/internal/store"
 )
 
 // OpenStream returns the raw content of one stream, decompressed, in seq
@@ -20,7 +22,17 @@ func (ar *Reader) OpenStream(id uint32) io.ReadCloser {
 	if !ok {
 		return &streamReader{err: fmt.Errorf("archive: no stream %d in archive", id)}
 	}
-	return &streamReader{ar: ar, info: &ar.streams[i], frames: ar.byStrm[i]}
+	s := &streamReader{ar: ar, info: &ar.streams[i], frames: ar.byStrm[i]}
+	if rr, ok := ar.r.(store.RangeReader); ok {
+		// A remote medium fetches this stream's frames ahead.
+		ranges := make([]store.Range, len(s.frames))
+		for j, fi := range s.frames {
+			e := ar.frames[fi]
+			ranges[j] = store.Range{Off: e.off, Len: frameHeaderSize + int64(e.stored) + overhead(ar.key)}
+		}
+		s.ahead = rr.ReadRanges(ranges)
+	}
+	return s
 }
 
 // streamReader reads one stream frame by frame.
@@ -29,6 +41,7 @@ type streamReader struct {
 	info   *StreamInfo
 	frames []int32 // indexes into ar.frames, End last
 	next   int
+	ahead  io.ReadCloser // the frames in order, when the medium reads ahead
 
 	buf    []byte // header + stored payload of the current frame
 	raw    []byte // decompressed payload
@@ -88,6 +101,9 @@ func (s *streamReader) WriteTo(w io.Writer) (int64, error) {
 func (s *streamReader) Close() error {
 	s.closed = true
 	s.buf, s.raw, s.pos = nil, nil, 0
+	if s.ahead != nil {
+		s.ahead.Close()
+	}
 	return nil
 }
 
@@ -122,29 +138,38 @@ func (s *streamReader) nextFrame() error {
 		return corruptf("archive: stream %d frame %d at offset %d: %s", e.stream, e.seq, e.off, fmt.Sprintf(format, args...))
 	}
 
-	n := frameHeaderSize + int(e.stored)
+	n := frameHeaderSize + int(e.stored) + int(overhead(s.ar.key))
 	if cap(s.buf) < n {
 		s.buf = make([]byte, n)
 	}
 	s.buf = s.buf[:n]
-	if err := readFull(s.ar.r, s.buf, e.off); err != nil {
+	var err error
+	if s.ahead != nil {
+		_, err = io.ReadFull(s.ahead, s.buf)
+	} else {
+		err = readFull(s.ar.r, s.buf, e.off)
+	}
+	if err != nil {
 		return fmt.Errorf("archive: stream %d frame %d at offset %d: %w", e.stream, e.seq, e.off, err)
 	}
 	h, err := parseFrameHeader(s.buf[:frameHeaderSize])
 	if err != nil {
 		return fail("%v", err)
 	}
-	wantFlags := uint16(0)
-	if e.kind == KindEnd {
-		wantFlags = uint16(s.info.Kind)
-	}
-	if h.kind != e.kind || h.codec != e.codec || h.flags != wantFlags || h.stream != e.stream ||
+	if h.kind != e.kind || h.codec != e.codec || h.stream != e.stream ||
 		h.seq != e.seq || h.rawLen != e.raw || h.storedLen != e.stored {
 		return fail("frame header does not match the footer index")
+	}
+	st := frameState{kind: s.info.Kind, next: uint32(s.next - 1)}
+	if err := st.check(&h, &s.ar.codecs, s.ar.manifest.Codec, fail); err != nil {
+		return err
 	}
 	payload := s.buf[frameHeaderSize:]
 	if crc32c(payload) != h.payloadCRC {
 		return fail("checksum mismatch")
+	}
+	if payload, err = openFrame(s.ar.key, s.buf[:frameHeaderSize], payload); err != nil {
+		return fail("%v", err)
 	}
 
 	if h.kind == KindEnd {

@@ -1,39 +1,9 @@
 package archive
 
 import (
+	"context"
 	"fmt"
-	"io"
-	"os"
-	"sort"
 )
-
-// File is an archive opened from a path, for commands that read one.
-type File struct {
-	*Reader
-	f *os.File
-}
-
-// OpenFile opens and checks the archive at path (header, trailer, footer).
-func OpenFile(path string) (*File, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open archive: %w", err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("open archive: %w", err)
-	}
-	r, err := Open(f, st.Size())
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("open archive %s: %w", path, err)
-	}
-	return &File{Reader: r, f: f}, nil
-}
-
-// Close closes the underlying file.
-func (f *File) Close() error { return f.f.Close() }
 
 // TableSummary is what an archive holds of one table, summed over its
 // chunks, as `pgsprint list` shows it.
@@ -49,15 +19,6 @@ type TableSummary struct {
 // Tables sums the footer's stream totals per table, in manifest order.
 func (r *Reader) Tables() []TableSummary { return tablesOf(r.Manifest(), r.Stream) }
 
-// ReadTables reads a whole archive from a pipe and sums its streams' End
-// totals per table: the manifest comes first, but the totals only with
-// each stream's end, so `pgsprint list -` must read everything. Every
-// frame is checked on the way, so an incomplete archive is an error.
-func ReadTables(r io.Reader) (*Manifest, []TableSummary, error) {
-	m, tables, _, err := ReadListing(r)
-	return m, tables, err
-}
-
 // DataTotals sums the raw and stored bytes of the streams that hold data,
 // table chunks and large objects, leaving out the schema (pg_dump's own
 // archive): one number for "how much data" whichever command reports it.
@@ -70,33 +31,47 @@ func DataTotals(streams []StreamInfo) (raw, stored int64) {
 	return raw, stored
 }
 
-// ReadListing is ReadTables that also returns every stream's totals.
-func ReadListing(r io.Reader) (*Manifest, []TableSummary, []StreamInfo, error) {
-	s, err := NewSequential(r)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	totals := map[uint32]*StreamInfo{}
-	for {
-		f, err := s.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
+// Summarize returns what `pgsprint list` shows of an archive opened for
+// Scan: its manifest, its tables with their totals and every stream's
+// totals. A Reader has them in its footer; a Demux reads the archive to
+// its end (the totals come with each stream's end) and checks every frame
+// on the way, so an incomplete archive is an error.
+func Summarize(ar Source) (*Manifest, []TableSummary, []StreamInfo, error) {
+	switch ar := ar.(type) {
+	case *Reader:
+		return ar.Manifest(), ar.Tables(), ar.Streams(), nil
+	case *Demux:
+		if err := ar.Finish(); err != nil {
 			return nil, nil, nil, err
 		}
-		if f.End {
-			t := f.Totals
-			totals[f.Stream] = &t
+		return ar.Manifest(), tablesOf(ar.Manifest(), ar.Stream), ar.Streams(), nil
+	}
+	return nil, nil, nil, fmt.Errorf("archive: cannot summarize a %T", ar)
+}
+
+// Check is `pgsprint verify` of an archive opened for Scan: a Reader
+// checks its streams workers at a time (Reader.Verify); a Demux checks
+// every frame as it passes, then the manifest's entries against the
+// streams read. It returns ctx's error if ctx ends first.
+func Check(ctx context.Context, ar Source, workers int) error {
+	switch ar := ar.(type) {
+	case *Reader:
+		return ar.Verify(ctx, workers)
+	case *Demux:
+		select {
+		case <-ar.done:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
+		if err := ar.Finish(); err != nil {
+			return err
+		}
+		if errs := checkManifest(ar.Manifest(), ar.Streams()); len(errs) > 0 {
+			return &verifyError{errs: errs}
+		}
+		return nil
 	}
-	m := s.Manifest()
-	infos := make([]StreamInfo, 0, len(totals))
-	for _, t := range totals {
-		infos = append(infos, *t)
-	}
-	sort.Slice(infos, func(i, j int) bool { return infos[i].ID < infos[j].ID })
-	return m, tablesOf(m, func(id uint32) (*StreamInfo, bool) { t, ok := totals[id]; return t, ok }), infos, nil
+	return fmt.Errorf("archive: cannot check a %T", ar)
 }
 
 func tablesOf(m *Manifest, stream func(uint32) (*StreamInfo, bool)) []TableSummary {
@@ -118,18 +93,3 @@ func tablesOf(m *Manifest, stream func(uint32) (*StreamInfo, bool)) []TableSumma
 	}
 	return out
 }
-
-// Source is what a restore reads: the seekable Reader, or the Demux over a
-// pipe. Stream totals of a Demux are known only once the stream's End
-// frame has been read, so planning must fall back to the manifest's
-// estimates when Stream reports false.
-type Source interface {
-	Manifest() *Manifest
-	OpenStream(id uint32) io.ReadCloser
-	Stream(id uint32) (*StreamInfo, bool)
-}
-
-var (
-	_ Source = (*Reader)(nil)
-	_ Source = (*Demux)(nil)
-)

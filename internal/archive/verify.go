@@ -67,41 +67,74 @@ func (ar *Reader) Verify(ctx context.Context, workers int) error {
 	for _, id := range ids {
 		problems = append(problems, errs[id])
 	}
-	problems = append(problems, ar.checkManifest()...)
+	problems = append(problems, checkManifest(ar.manifest, ar.streams)...)
 	if len(problems) == 0 {
 		return nil
 	}
 	return &verifyError{errs: problems}
 }
 
-// checkManifest reports manifest entries whose stream is missing or of the
-// wrong kind: such an archive would restore without error but incompletely.
-func (ar *Reader) checkManifest() []error {
+// checkManifest reports manifest entries whose stream is missing from
+// streams or of the wrong kind: such an archive would restore without
+// error but incompletely. In a whole-server archive, each database's
+// problems name it.
+func checkManifest(m *Manifest, streams []StreamInfo) []error {
+	c := manifestCheck{byID: make(map[uint32]Kind, len(streams))}
+	hasSchema := false
+	for _, s := range streams {
+		c.byID[s.ID] = s.Kind
+		hasSchema = hasSchema || s.Kind == KindSchema
+	}
+	if !m.IsServer() {
+		errs := c.streams(m)
+		if hasSchema {
+			errs = append(errs, c.want("schema_stream", m.SchemaStream, KindSchema)...)
+		}
+		return errs
+	}
 	var errs []error
-	want := func(what string, id uint32, kind Kind) {
-		s, ok := ar.Stream(id)
-		switch {
-		case !ok:
-			errs = append(errs, corruptf("archive: manifest %s refers to stream %d, which the archive lacks", what, id))
-		case s.Kind != kind:
-			errs = append(errs, corruptf("archive: manifest %s refers to stream %d, which holds %v, not %v", what, id, s.Kind, kind))
+	if m.Globals != nil {
+		errs = append(errs, c.want("globals", m.Globals.Stream, KindSchema)...)
+	}
+	for _, d := range m.Databases {
+		if d.Manifest == nil {
+			errs = append(errs, corruptf("archive: manifest database %q has no manifest", d.Name))
+			continue
+		}
+		bad := append(c.streams(d.Manifest), c.want("schema_stream", d.Manifest.SchemaStream, KindSchema)...)
+		for _, err := range bad {
+			errs = append(errs, fmt.Errorf("database %q: %w", d.Name, err))
 		}
 	}
-	m := ar.manifest
-	for i, c := range m.Chunks {
-		if c.Table < 0 || c.Table >= len(m.Tables) {
-			errs = append(errs, corruptf("archive: manifest chunk %d refers to table %d of %d", i, c.Table, len(m.Tables)))
+	return errs
+}
+
+// manifestCheck holds the kinds of the streams an archive has, by id.
+type manifestCheck struct{ byID map[uint32]Kind }
+
+// want reports a stream id the archive lacks, or holding another kind.
+func (c manifestCheck) want(what string, id uint32, kind Kind) []error {
+	k, ok := c.byID[id]
+	switch {
+	case !ok:
+		return []error{corruptf("archive: manifest %s refers to stream %d, which the archive lacks", what, id)}
+	case k != kind:
+		return []error{corruptf("archive: manifest %s refers to stream %d, which holds %v, not %v", what, id, k, kind)}
+	}
+	return nil
+}
+
+// streams checks the data streams of one database's manifest.
+func (c manifestCheck) streams(m *Manifest) []error {
+	var errs []error
+	for i, ch := range m.Chunks {
+		if ch.Table < 0 || ch.Table >= len(m.Tables) {
+			errs = append(errs, corruptf("archive: manifest chunk %d refers to table %d of %d", i, ch.Table, len(m.Tables)))
 		}
-		want(fmt.Sprintf("chunk %d", i), c.Stream, KindData)
+		errs = append(errs, c.want(fmt.Sprintf("chunk %d", i), ch.Stream, KindData)...)
 	}
 	for _, lo := range m.LargeObjects {
-		want(fmt.Sprintf("large object %d", lo.OID), lo.Stream, KindLargeObject)
-	}
-	for _, s := range ar.streams {
-		if s.Kind == KindSchema {
-			want("schema_stream", m.SchemaStream, KindSchema)
-			break
-		}
+		errs = append(errs, c.want(fmt.Sprintf("large object %d", lo.OID), lo.Stream, KindLargeObject)...)
 	}
 	return errs
 }

@@ -8,7 +8,10 @@ import (
 	"sort"
 	"sync"
 
+	"filippo.io/age"
+
 	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/seal"
 )
 
 // Writer writes one archive to an io.Writer that only ever sees sequential
@@ -18,7 +21,8 @@ import (
 type Writer struct {
 	codec   codec.Codec
 	codecID uint8
-	version int // the format version in the header, repeated in the trailer
+	version int       // the format version in the header, repeated in the trailer
+	key     *seal.Key // an encrypted archive's data key; nil for a clear one
 
 	mu      sync.Mutex
 	w       io.Writer
@@ -42,16 +46,23 @@ var errWriterClosed = errors.New("archive: writer is closed")
 
 // NewWriter writes the archive header, recording the format version and
 // codec in m first so that the manifest on disk describes the frames that
-// follow. m must already list everything the archive will contain.
-func NewWriter(w io.Writer, m *Manifest, c codec.Codec) (*Writer, error) {
+// follow. m must already list everything the archive will contain. With
+// recipients, the archive is encrypted to them (format version 3): a
+// random data key, wrapped to each with age, seals the manifest, every
+// frame and the footer.
+func NewWriter(w io.Writer, m *Manifest, c codec.Codec, recipients ...age.Recipient) (*Writer, error) {
 	id, ok := codecID(c.Name())
 	if !ok {
 		return nil, fmt.Errorf("archive: codec %q has no frame codec id", c.Name())
 	}
+	minVersion := 1
+	if len(recipients) > 0 {
+		minVersion = formatSealed
+	}
 	m.FormatVersion = FormatVersion
 	m.Codec = c.Name()
 	m.Level = c.Level()
-	js, version, err := MarshalManifest(m)
+	js, version, err := marshalManifestAt(m, minVersion)
 	m.FormatVersion = version
 	if err != nil {
 		return nil, fmt.Errorf("archive: encoding manifest: %w", err)
@@ -59,17 +70,26 @@ func NewWriter(w io.Writer, m *Manifest, c codec.Codec) (*Writer, error) {
 	if len(js) > MaxManifestSize {
 		return nil, fmt.Errorf("archive: manifest is %d bytes, more than the %d byte limit", len(js), MaxManifestSize)
 	}
-	hdr := make([]byte, 0, headerFixedSize+len(js)+4)
-	hdr = append(hdr, headerMagic...)
-	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(version))
-	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(js)))
-	hdr = append(hdr, js...)
-	hdr = binary.LittleEndian.AppendUint32(hdr, crc32c(js))
+	var hdr []byte
+	var key *seal.Key
+	if len(recipients) > 0 {
+		if hdr, key, err = sealedHeader(js, version, recipients); err != nil {
+			return nil, err
+		}
+	} else {
+		hdr = make([]byte, 0, headerFixedSize+len(js)+4)
+		hdr = append(hdr, headerMagic...)
+		hdr = binary.LittleEndian.AppendUint32(hdr, uint32(version))
+		hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(js)))
+		hdr = append(hdr, js...)
+		hdr = binary.LittleEndian.AppendUint32(hdr, crc32c(js))
+	}
 
 	aw := &Writer{
 		codec:   c,
 		codecID: id,
 		version: version,
+		key:     key,
 		w:       w,
 		streams: make(map[uint32]*streamState),
 	}
@@ -191,7 +211,7 @@ func (w *Writer) Close() error {
 		f.streams = append(f.streams, st.info)
 	}
 	sort.Slice(f.streams, func(i, j int) bool { return f.streams[i].ID < f.streams[j].ID })
-	fb := f.marshal()
+	fb := sealFooter(w.key, f.marshal())
 	t := trailer{
 		footerOff: w.off,
 		footerLen: int64(len(fb)),
@@ -250,6 +270,7 @@ type StreamWriter struct {
 	stored int64
 	crc    uint32
 	buf    []byte
+	sealed []byte // an encrypted archive's sealed payload, reused
 	closed bool
 	err    error
 }
@@ -296,21 +317,22 @@ func (s *StreamWriter) WriteBlock(raw []byte, rows int64) error {
 		}
 	}
 	h := frameHeader{
-		kind:       s.kind,
-		codec:      id,
-		stream:     s.id,
-		seq:        s.seq,
-		rawLen:     uint32(len(raw)),
-		storedLen:  uint32(len(payload)),
-		payloadCRC: crc32c(payload),
+		kind:      s.kind,
+		codec:     id,
+		stream:    s.id,
+		seq:       s.seq,
+		rawLen:    uint32(len(raw)),
+		storedLen: uint32(len(payload)),
 	}
+	stored := int64(len(payload))
+	payload = sealFrame(s.w.key, &h, payload, &s.sealed)
 	if err := s.w.appendFrame(&h, payload); err != nil {
 		return s.fail(err)
 	}
 	s.seq++
 	s.rows += rows
 	s.raw += int64(len(raw))
-	s.stored += int64(len(payload))
+	s.stored += stored
 	s.crc = crc32cUpdate(s.crc, raw)
 	return nil
 }
@@ -333,20 +355,19 @@ func (s *StreamWriter) Close() error {
 	e := endPayload{rows: uint64(s.rows), raw: uint64(s.raw), frames: uint64(s.seq), crc: s.crc}
 	e.marshal(&pb)
 	h := frameHeader{
-		kind:       KindEnd,
-		codec:      codecNone,
-		flags:      uint16(s.kind),
-		stream:     s.id,
-		seq:        s.seq,
-		rawLen:     endPayloadSize,
-		storedLen:  endPayloadSize,
-		payloadCRC: crc32c(pb[:]),
+		kind:      KindEnd,
+		codec:     codecNone,
+		flags:     uint16(s.kind),
+		stream:    s.id,
+		seq:       s.seq,
+		rawLen:    endPayloadSize,
+		storedLen: endPayloadSize,
 	}
-	if err := s.w.appendFrame(&h, pb[:]); err != nil {
+	if err := s.w.appendFrame(&h, sealFrame(s.w.key, &h, pb[:], &s.sealed)); err != nil {
 		return s.fail(err)
 	}
 	s.closed = true
-	s.buf = nil
+	s.buf, s.sealed = nil, nil
 	s.w.finishStream(StreamInfo{
 		ID:          s.id,
 		Kind:        s.kind,

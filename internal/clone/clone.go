@@ -17,6 +17,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
@@ -29,8 +30,12 @@ type Options struct {
 	Target *pgx.ConnConfig
 	// Jobs is the number of target connections, and so of chunks copied at
 	// once (each with its own source connection).
-	Jobs    int
-	Clean   bool // drop the source's objects from the target first
+	Jobs  int
+	Clean bool // drop the source's objects from the target first
+	// Create creates the source's database on the target server, as
+	// restore's Create does: Target names the database to connect to
+	// first (clone --all).
+	Create  bool
 	NoOwner bool
 	NoACL   bool
 	// MaintenanceWorkMem is each target connection's maintenance_work_mem.
@@ -87,7 +92,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	var saved *archive.Manifest
 	if opts.Resume {
 		var err error
-		if saved, err = restore.ReadJournalManifest(ctx, opts.Target); err != nil {
+		if saved, err = journal.ReadManifest(ctx, opts.Target); err != nil {
 			return nil, err
 		}
 		if saved != nil && saved.Snapshot != opts.Snapshot {
@@ -137,7 +142,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	src := newLiveSource(ctx, sess)
 	defer src.close()
 	res, err := restore.Run(ctx, restore.Options{
-		Target: opts.Target, Source: src, Jobs: opts.Jobs, Clean: opts.Clean, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
+		Target: opts.Target, Source: src, Jobs: opts.Jobs, Clean: opts.Clean, Create: opts.Create, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Resume: opts.Resume, Filter: opts.Filter, Logger: opts.Logger,
 		Progress: opts.Progress, NoStatistics: opts.NoStatistics,
 	})

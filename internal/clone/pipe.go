@@ -91,7 +91,13 @@ func (p *blockPipe) closeWrite(err error) {
 }
 
 // Read returns the stream's bytes, then io.EOF, or the writer's error.
+// After Close it fails: what was not read is not the stream's end.
 func (p *blockPipe) Read(b []byte) (int, error) {
+	select {
+	case <-p.done:
+		return 0, errors.New("clone: read after close")
+	default:
+	}
 	for len(p.rcur) == 0 {
 		if p.rbuf != nil {
 			select {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"time"
 
+	"filippo.io/age"
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
+	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
 // DefaultBlockSize is the raw size of a data block: big enough for codecs
@@ -27,8 +29,8 @@ const DefaultBlockSize = 1 << 20
 // Options configure one dump.
 type Options struct {
 	Source    *pgx.ConnConfig
-	File      string    // archive path, written under a temporary name first; "-" for Stdout
-	Stdout    io.Writer // where File "-" writes
+	File      string    // archive location (store/location): a path, written under a temporary name first; "-" for Stdout
+	Stdout    io.Writer // where File "-" writes; nil is os.Stdout
 	Jobs      int
 	Codec     codec.Codec
 	BlockSize int
@@ -48,6 +50,15 @@ type Options struct {
 	Progress progress.Reporter
 	// NoStatistics is SessionOptions.NoStatistics.
 	NoStatistics bool
+	// Recipients, when given, encrypt the archive to them (format 3:
+	// internal/seal); a clear archive otherwise.
+	Recipients []age.Recipient
+	// Location says how to reach File when it is in object storage
+	// (its In and Out are not used: Stdout is).
+	Location location.Options
+	// Overwrite replaces an existing s3:// object; a file is always
+	// replaced.
+	Overwrite bool
 }
 
 // Result summarises a finished dump.
@@ -62,8 +73,9 @@ type Result struct {
 	Elapsed      time.Duration
 }
 
-// Run dumps the source database into opts.File. On any error the partial
-// file is removed: a file at opts.File is always a complete archive.
+// Run dumps the source database into opts.File. On any error nothing new
+// is visible there (a partial file is removed; a stream lacks its
+// trailer): what is at opts.File is always a complete archive.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	start := time.Now()
 	if opts.Jobs < 1 {
@@ -88,16 +100,17 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer sess.Close(ctx)
 	m := sess.Manifest
-	opts.Progress.Begin(planOf(m))
+	planned := planOf(m)
+	opts.Progress.Begin(planned)
 	opts.Progress.Phase("data")
 
-	out, err := openOutput(opts.File, opts.Stdout)
+	out, err := createOutput(ctx, opts, planned)
 	if err != nil {
 		return nil, err
 	}
 	defer out.Abort()
 
-	w, err := archive.NewWriter(out, m, opts.Codec)
+	w, err := archive.NewWriter(out, m, opts.Codec, opts.Recipients...)
 	if err != nil {
 		return nil, fmt.Errorf("write archive header: %w", err)
 	}
@@ -114,7 +127,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := sess.Commit(ctx); err != nil {
 		return nil, err
 	}
-	if err := out.Commit(); err != nil {
+	if err := out.commit(ctx); err != nil {
 		return nil, err
 	}
 	res.RawBytes, res.StoredBytes = w.DataBytes()

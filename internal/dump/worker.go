@@ -104,41 +104,47 @@ func worker(ctx context.Context, opts Options, w *archive.Writer, sess *Session,
 	defer r.Close(ctx)
 	var rows int64
 	for u := range units {
-		switch {
-		case u.chunk != nil:
-			if err := r.Lock(ctx, m.Tables[u.chunk.Table]); err != nil {
-				return rows, err
-			}
-			n, err := copyChunk(ctx, r.Conn(), w, m, u.chunk, opts.BlockSize, opts.Progress)
-			if err != nil {
-				return rows, err
-			}
-			rows += n
-		case u.tables != nil:
-			ts := make([]archive.Table, len(u.tables))
-			for i, c := range u.tables {
-				ts[i] = m.Tables[c.Table]
-			}
-			if err := r.LockAll(ctx, ts); err != nil {
-				return rows, err
-			}
-			for _, c := range u.tables {
-				n, err := copyChunk(ctx, r.Conn(), w, m, c, opts.BlockSize, opts.Progress)
-				if err != nil {
-					return rows, err
-				}
-				rows += n
-			}
-		case u.los != nil:
-			if err := r.InSnapshot(ctx); err != nil {
-				return rows, err
-			}
-			if err := copyLargeObjects(ctx, r.Conn(), w, u.los, opts.BlockSize, opts.Progress); err != nil {
-				return rows, err
-			}
+		n, err := dumpUnit(ctx, opts, w, m, r, u)
+		rows += n
+		if err != nil {
+			return rows, err
 		}
 	}
 	return rows, nil
+}
+
+// dumpUnit dumps one unit of m on reader r, returning the rows copied.
+func dumpUnit(ctx context.Context, opts Options, w *archive.Writer, m *archive.Manifest, r *Reader, u unit) (int64, error) {
+	switch {
+	case u.chunk != nil:
+		if err := r.Lock(ctx, m.Tables[u.chunk.Table]); err != nil {
+			return 0, err
+		}
+		return copyChunk(ctx, r.Conn(), w, m, u.chunk, opts.BlockSize, opts.Progress)
+	case u.tables != nil:
+		ts := make([]archive.Table, len(u.tables))
+		for i, c := range u.tables {
+			ts[i] = m.Tables[c.Table]
+		}
+		if err := r.LockAll(ctx, ts); err != nil {
+			return 0, err
+		}
+		var rows int64
+		for _, c := range u.tables {
+			n, err := copyChunk(ctx, r.Conn(), w, m, c, opts.BlockSize, opts.Progress)
+			rows += n
+			if err != nil {
+				return rows, err
+			}
+		}
+		return rows, nil
+	case u.los != nil:
+		if err := r.InSnapshot(ctx); err != nil {
+			return 0, err
+		}
+		return 0, copyLargeObjects(ctx, r.Conn(), w, u.los, opts.BlockSize, opts.Progress)
+	}
+	return 0, nil
 }
 
 // bulkReadSize is the read buffer of a dump connection. pgx reads 8 KiB at
@@ -178,19 +184,14 @@ func setCopyEncoding(ctx context.Context, conn *pgx.Conn, enc string) error {
 // them), as pg_dump does. Text chunks are read in encoding enc (the
 // source's own, which the manifest records: no conversion, and restore
 // converts as pg_restore does); binary ones in the connection's
-// client_encoding, which COPY's ENCODING option does not govern.
+// client_encoding, which COPY's ENCODING option does not govern. The
+// statement is pg.Copy's, the builder of the loading side too.
 func CopyOutSQL(t archive.Table, c archive.Chunk, enc string) string {
-	format := ""
-	switch {
-	case c.Binary:
-		format = " WITH (FORMAT binary)"
-	case enc != "":
-		format = " WITH (ENCODING " + pg.Literal(enc) + ")"
+	stmt := pg.Copy{Schema: t.Schema, Table: t.Name, Columns: t.Columns, Binary: c.Binary, Encoding: enc}
+	if c.Where != "" {
+		stmt.Query = plan.SelectSQL(t.Schema, t.Name, t.Columns, c.Where)
 	}
-	if c.Where == "" {
-		return fmt.Sprintf("COPY %s%s TO STDOUT%s", pg.Qualified(t.Schema, t.Name), pg.CopyColumns(t.Columns), format)
-	}
-	return fmt.Sprintf("COPY (%s) TO STDOUT%s", plan.SelectSQL(t.Schema, t.Name, t.Columns, c.Where), format)
+	return stmt.To()
 }
 
 func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archive.Manifest, c *archive.Chunk, blockSize int, rep progress.Reporter) (int64, error) {

@@ -38,6 +38,10 @@ func (t Tools) PgDump() string    { return filepath.Join(t.Dir, "pg_dump") }
 func (t Tools) PgRestore() string { return filepath.Join(t.Dir, "pg_restore") }
 func (t Tools) Psql() string      { return filepath.Join(t.Dir, "psql") }
 
+// PgDumpall is the path of pg_dumpall, which whole-server dumps run for
+// the globals (roles, tablespaces).
+func (t Tools) PgDumpall() string { return filepath.Join(t.Dir, "pg_dumpall") }
+
 var versionRE = regexp.MustCompile(`\(PostgreSQL\) (\d+)(?:\.(\d+))?`)
 
 // Probe reads the version of the pg_dump in dir; ok is false when dir has

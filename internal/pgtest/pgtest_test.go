@@ -272,19 +272,3 @@ func TestStartOptions(t *testing.T) {
 		}
 	}
 }
-
-func TestQuoteConnValue(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain":        "plain",
-		"":             "''",
-		"with space":   "'with space'",
-		`db "q" ü`:     `'db "q" ü'`,
-		`it's`:         `'it\'s'`,
-		`back\slash`:   `'back\\slash'`,
-		"/tmp/pgtest-": "/tmp/pgtest-",
-	} {
-		if got := QuoteConnValue(in); got != want {
-			t.Errorf("QuoteConnValue(%q) = %s, want %s", in, got, want)
-		}
-	}
-}

@@ -2,9 +2,7 @@ package pgtest
 
 import (
 	"context"
-	"errors"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -38,14 +36,5 @@ func TestEveryVersion(t *testing.T) {
 			}
 			LoadTorture(t, c, "torture")
 		})
-	}
-}
-
-// TestBinDirForMissing checks that asking for a version that is not
-// installed fails with ErrNoBinaries and names the version.
-func TestBinDirForMissing(t *testing.T) {
-	_, err := BinDirFor(7)
-	if !errors.Is(err, ErrNoBinaries) || !strings.Contains(err.Error(), "PostgreSQL 7 is not installed") {
-		t.Fatalf("BinDirFor(7) error = %v", err)
 	}
 }

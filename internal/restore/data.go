@@ -12,15 +12,27 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
+
+// loader runs the data stage's tasks: it loads chunks and large objects
+// from the source into the target, each in a transaction with its journal
+// row, and checks what it loaded against the source's totals.
+type loader struct {
+	opts   Options
+	ar     archive.Source    // the source, counting for progress
+	m      *archive.Manifest // the selection's
+	target *pgx.ConnConfig
+	j      *journal.Journal
+}
 
 // connectWorker opens a worker connection with settings that need no
 // server change. synchronous_commit=off is safe here: a crash mid-restore
 // means restoring again anyway. maintenance_work_mem is what index builds
 // sort in; parallel maintenance workers let one large index build use the
 // cores that other work leaves idle.
-func (r *run) connectWorker(ctx context.Context) (*pgx.Conn, error) {
+func (r *loader) connectWorker(ctx context.Context) (*pgx.Conn, error) {
 	conn, err := pg.Connect(ctx, r.target)
 	if err != nil {
 		return nil, err
@@ -43,25 +55,17 @@ func (r *run) connectWorker(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-func (r *run) tableName(c *archive.Chunk) string {
+func (r *loader) tableName(c *archive.Chunk) string {
 	t := r.m.Tables[c.Table]
 	return pg.Qualified(t.Schema, t.Name)
 }
 
-// CopyInSQL is the statement that loads one chunk, before its options.
-func CopyInSQL(t archive.Table) string {
-	return fmt.Sprintf("COPY %s%s FROM STDIN", pg.Qualified(t.Schema, t.Name), pg.CopyColumns(t.Columns))
-}
-
-// EncodingOption is COPY's option for text data in the archive's encoding
-// enc (the source's server encoding): the server converts it into its
-// own, as it does for pg_restore, which sets client_encoding instead.
-// Empty when the archive names no encoding.
-func EncodingOption(enc string) string {
-	if enc == "" {
-		return ""
-	}
-	return "ENCODING " + pg.Literal(enc)
+// copyIn is the statement that loads one chunk of table t: text in the
+// archive's encoding enc (the source's server encoding), which the server
+// converts into its own as it does for pg_restore (which sets
+// client_encoding instead), or binary.
+func copyIn(t archive.Table, c *archive.Chunk, enc string) pg.Copy {
+	return pg.Copy{Schema: t.Schema, Table: t.Name, Columns: t.Columns, Binary: c.Binary, Encoding: enc}
 }
 
 // load is the payload of a data task.
@@ -91,21 +95,15 @@ func chunkStep(stream uint32) string { return fmt.Sprintf("load stream %d", stre
 // then are statements run after the COPY in the same transaction, before
 // its COMMIT (a small table's fused index, constraint and ANALYZE tasks
 // with their journal rows: engine.fusedSQL).
-func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, freeze bool, then []string) (int64, error) {
+func (r *loader) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, freeze bool, then []string) (int64, error) {
 	name := r.tableName(c)
 	s := r.ar.OpenStream(c.Stream)
 	defer s.Close()
-	copySQL := CopyInSQL(r.m.Tables[c.Table])
-	var with []string
-	if c.Binary {
-		with = append(with, "FORMAT binary")
-	} else if opt := EncodingOption(r.m.DataEncoding()); opt != "" {
-		with = append(with, opt)
-	}
+	stmt := copyIn(r.m.Tables[c.Table], c, r.m.DataEncoding())
 	check := func(n int64) error { return r.checkRows(c, n) }
-	n, err := r.copyInTx(ctx, conn, name, copySQL, with, s, check, freeze, chunkStep(c.Stream), then)
+	n, err := r.copyInTx(ctx, conn, name, stmt, s, check, freeze, chunkStep(c.Stream), then)
 	if err == errNoFreeze {
-		n, err = r.copyInTx(ctx, conn, name, copySQL, with, s, check, false, chunkStep(c.Stream), then)
+		n, err = r.copyInTx(ctx, conn, name, stmt, s, check, false, chunkStep(c.Stream), then)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("restore table %s (stream %d): %w", name, c.Stream, pg.ExplainLost(err))
@@ -117,10 +115,10 @@ func (r *run) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, f
 var errNoFreeze = errors.New("no privilege to truncate")
 
 // copyInTx runs [TRUNCATE +] COPY + journal row in one transaction, with
-// COPY's options with (FREEZE is added when freezing). check
+// the statement stmt (FREEZE is added when freezing). check
 // sees the loaded row count before COMMIT: it is called only after the
 // stream has been read to its end, when a pipe's totals are known too.
-func (r *run) copyInTx(ctx context.Context, conn *pgx.Conn, name, copySQL string, with []string, s io.Reader, check func(int64) error, freeze bool, step string, then []string) (int64, error) {
+func (r *loader) copyInTx(ctx context.Context, conn *pgx.Conn, name string, stmt pg.Copy, s io.Reader, check func(int64) error, freeze bool, step string, then []string) (int64, error) {
 	// BEGIN goes with TRUNCATE, the journal row with COMMIT: three round
 	// trips per chunk rather than five, which for a small table are most
 	// of its load.
@@ -143,19 +141,16 @@ func (r *run) copyInTx(ctx context.Context, conn *pgx.Conn, name, copySQL string
 		return 0, err
 	}
 	if freeze {
-		with = append(with, "FREEZE")
+		stmt.Freeze = true
 	}
-	if len(with) > 0 {
-		copySQL += " WITH (" + strings.Join(with, ", ") + ")"
-	}
-	tag, err := conn.PgConn().CopyFrom(ctx, s, copySQL)
+	tag, err := conn.PgConn().CopyFrom(ctx, s, stmt.From())
 	if err != nil {
 		return 0, err
 	}
 	if err := check(tag.RowsAffected()); err != nil {
 		return 0, err
 	}
-	end := r.j.recordSQL(step)
+	end := r.j.RecordSQL(step)
 	for _, t := range then {
 		end += ";\n" + t
 	}
@@ -202,7 +197,7 @@ func batchLargeObjects(los []archive.LargeObject, estimate func(*archive.LargeOb
 // (under 1 MiB) are created by lo_from_bytea in multi-statement queries
 // of about loScriptBytes, so that a batch costs a few round trips rather
 // than several per object; larger ones are written 1 MiB at a time.
-func (r *run) loadLargeObjects(ctx context.Context, conn *pgx.Conn, los []*archive.LargeObject) error {
+func (r *loader) loadLargeObjects(ctx context.Context, conn *pgx.Conn, los []*archive.LargeObject) error {
 	const loScriptBytes = 4 << 20
 	var first, last uint32 // the objects of the statements being run, for the error
 	buf := make([]byte, 1<<20)
@@ -218,14 +213,14 @@ func (r *run) loadLargeObjects(ctx context.Context, conn *pgx.Conn, los []*archi
 		}
 		for _, lo := range los {
 			step := chunkStep(lo.Stream)
-			if r.j.isDone(step) {
+			if r.j.IsDone(step) {
 				continue
 			}
 			if script.Len() == 0 {
 				first = lo.OID
 			}
 			last = lo.OID
-			script.WriteString(r.j.recordSQL(step) + ";\n")
+			script.WriteString(r.j.RecordSQL(step) + ";\n")
 			if r.opts.Clean {
 				fmt.Fprintf(&script, "SELECT pg_catalog.lo_unlink(oid) FROM pg_catalog.pg_largeobject_metadata WHERE oid = %d;\n", lo.OID)
 			}
@@ -256,7 +251,7 @@ func (r *run) loadLargeObjects(ctx context.Context, conn *pgx.Conn, los []*archi
 // with lo_from_bytea if it is under 1 MiB, else (after running the script
 // so far) with lo_create and lo_put 1 MiB at a time, so that a large one
 // never sits whole in memory. buf is the caller's 1 MiB buffer.
-func (r *run) writeContents(ctx context.Context, tx pgx.Tx, lo *archive.LargeObject, buf []byte, script *strings.Builder, flush func() error, first *uint32) error {
+func (r *loader) writeContents(ctx context.Context, tx pgx.Tx, lo *archive.LargeObject, buf []byte, script *strings.Builder, flush func() error, first *uint32) error {
 	s := r.ar.OpenStream(lo.Stream)
 	defer s.Close()
 	n, err := io.ReadFull(s, buf)
@@ -325,4 +320,40 @@ func largeObjectMetadata(lo *archive.LargeObject, noOwner, noACL bool) []string 
 		stmts = append(stmts, fmt.Sprintf("COMMENT ON %s IS %s", obj, pg.Literal(*lo.Comment)))
 	}
 	return stmts
+}
+
+// plannedBytes is a stream's raw size for scheduling: exact when the
+// source already knows it (a seekable archive's footer), else the
+// manifest's estimate (a pipe or a live source knows a stream's size only
+// at its end): the table's relation size shared by its chunks, or the
+// large object's size.
+func (r *loader) plannedBytes(id uint32, estimate int64) int64 {
+	if info, ok := r.ar.Stream(id); ok {
+		return info.RawBytes
+	}
+	return estimate
+}
+
+// missing reports a stream a seekable archive does not have: its footer
+// is complete, so the archive is damaged or forged.
+func (r *loader) missing(id uint32) bool {
+	ar, ok := r.ar.(*archive.Reader)
+	if !ok {
+		return false
+	}
+	_, found := ar.Stream(id)
+	return !found
+}
+
+// checkRows compares the rows a chunk loaded with those its source
+// delivered, known once the stream has been read to its end.
+func (r *loader) checkRows(c *archive.Chunk, loaded int64) error {
+	info, ok := r.ar.Stream(c.Stream)
+	if !ok {
+		return fmt.Errorf("restore table %s: stream %d ended without its totals", r.tableName(c), c.Stream)
+	}
+	if loaded != info.Rows {
+		return fmt.Errorf("restore table %s: loaded %d rows, archive holds %d", r.tableName(c), loaded, info.Rows)
+	}
+	return nil
 }

@@ -16,8 +16,8 @@ import (
 // exist and are empty (rows added to a table's own would be a mix no
 // archive ever held), and reads the target's foreign keys between them,
 // which decide the order of the loads.
-func (r *run) checkDataTargets(ctx context.Context, conn *pgx.Conn) error {
-	for _, t := range r.m.Tables {
+func (p *preData) checkDataTargets(ctx context.Context, conn *pgx.Conn) error {
+	for _, t := range p.m.Tables {
 		name := pg.Qualified(t.Schema, t.Name)
 		var exists bool
 		if err := conn.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL", name).Scan(&exists); err != nil {
@@ -37,15 +37,15 @@ func (r *run) checkDataTargets(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// readForeignKeys reads the target's foreign keys into r.sel.refs.
-func (r *run) readForeignKeys(ctx context.Context) error {
-	conn, err := pg.Connect(ctx, r.target)
+// readForeignKeys reads the target's foreign keys (foreignKeys), which
+// order a --data-only restore's loads.
+func (d *dataStage) readForeignKeys(ctx context.Context) (map[string][]string, error) {
+	conn, err := pg.Connect(ctx, d.target.cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	r.sel.refs, err = foreignKeys(ctx, conn)
-	return err
+	return foreignKeys(ctx, conn)
 }
 
 // foreignKeys returns, for each table of the target, the tables its

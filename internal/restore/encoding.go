@@ -19,9 +19,9 @@ import (
 // stores any bytes) always can. Values are converted by the server as
 // they load; one that does not fit fails its table with the hint of
 // explain, as it would with pg_restore.
-func (r *run) checkEncoding(ctx context.Context, conn *pgx.Conn) error {
-	r.targetEncoding = conn.PgConn().ParameterStatus("server_encoding")
-	from, to := r.m.Encoding, r.targetEncoding
+func (p *preData) checkEncoding(ctx context.Context, conn *pgx.Conn) error {
+	p.encoding = conn.PgConn().ParameterStatus("server_encoding")
+	from, to := p.m.Encoding, p.encoding
 	if from == "" || from == to || to == "SQL_ASCII" || (to == "UTF8" && from != "SQL_ASCII") {
 		return nil
 	}
@@ -39,13 +39,13 @@ func (r *run) checkEncoding(ctx context.Context, conn *pgx.Conn) error {
 		return err
 	}
 	var all []string
-	for _, t := range r.m.Tables {
+	for _, t := range p.m.Tables {
 		all = append(append(all, t.Schema, t.Name), t.Columns...)
 	}
-	for _, o := range r.m.Relations {
+	for _, o := range p.m.Relations {
 		all = append(all, o.Schema, o.Name)
 	}
-	for _, o := range r.m.Schemas {
+	for _, o := range p.m.Schemas {
 		all = append(all, o.Name)
 	}
 	err := fits(all)
@@ -53,7 +53,7 @@ func (r *run) checkEncoding(ctx context.Context, conn *pgx.Conn) error {
 		return err
 	}
 	what := "names"
-	for _, t := range r.m.Tables {
+	for _, t := range p.m.Tables {
 		if terr := fits(append([]string{t.Schema, t.Name}, t.Columns...)); terr != nil {
 			what, err = "table "+pg.Qualified(t.Schema, t.Name), terr
 			break
@@ -105,16 +105,17 @@ func isPrivilegeError(err error) bool {
 }
 
 // explain adds what to do to a failure the user can act on: a target
-// whose encoding cannot hold the text, or a role that may not take the
-// archive's ownership and privileges.
-func (r *run) explain(err error) error {
+// whose encoding (targetEncoding, once pre-data has looked; "" before)
+// cannot hold the text of an archive in archiveEncoding, or a role that
+// may not take the archive's ownership and privileges.
+func explain(err error, archiveEncoding, targetEncoding string, opts Options) error {
 	var refusal encodingRefusal
 	switch {
 	case errors.As(err, &refusal):
 		return err
-	case isEncodingError(err) && r.targetEncoding != "" && r.targetEncoding != r.m.Encoding:
-		return fmt.Errorf("%w (this archive's text is %s, which a %s database cannot hold: restore into a %s database)", err, r.m.Encoding, r.targetEncoding, wideEnough(r.m.Encoding))
-	case isPrivilegeError(err) && !(r.opts.NoOwner && r.opts.NoACL):
+	case isEncodingError(err) && targetEncoding != "" && targetEncoding != archiveEncoding:
+		return fmt.Errorf("%w (this archive's text is %s, which a %s database cannot hold: restore into a %s database)", err, archiveEncoding, targetEncoding, wideEnough(archiveEncoding))
+	case isPrivilegeError(err) && !(opts.NoOwner && opts.NoACL):
 		return fmt.Errorf("%w (restoring as a role that does not own the archive's objects? -O (--no-owner) and -x (--no-privileges) leave out ownership and privileges)", err)
 	}
 	return err

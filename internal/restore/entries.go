@@ -27,8 +27,8 @@ const (
 // relations, with what belongs to them (toc.Select), and writes them as a
 // pg_restore list. Entries are matched by the OIDs the manifest records,
 // never by the display names pg_restore prints.
-func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *filter.Matched) error {
-	listing, err := r.pgRestoreCmd(ctx, "--list", r.schema).Output()
+func (ch *chooser) chooseEntries(ctx context.Context, m *archive.Manifest, matched *filter.Matched) error {
+	listing, err := ch.schema.pgRestoreCmd(ctx, "--list", ch.schema.file).Output()
 	if err != nil {
 		return fmt.Errorf("pg_restore --list: %w", err)
 	}
@@ -36,7 +36,7 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 	if err != nil {
 		return err
 	}
-	script, err := r.pgRestoreCmd(ctx, "--verbose", "--file=-", r.schema).Output()
+	script, err := ch.schema.pgRestoreCmd(ctx, "--verbose", "--file=-", ch.schema.file).Output()
 	if err != nil {
 		return fmt.Errorf("pg_restore --file: %w", err)
 	}
@@ -66,7 +66,7 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 			out = append(out, sc.Name)
 		}
 	}
-	onlyExclusions := len(r.opts.Filter.Tables) == 0 && len(r.opts.Filter.Schemas) == 0
+	onlyExclusions := len(ch.opts.Filter.Tables) == 0 && len(ch.opts.Filter.Schemas) == 0
 	if onlyExclusions {
 		// -N/-T/--exclude-table-data only: everything else comes, the
 		// objects that live in no schema (extensions, casts, publications,
@@ -74,11 +74,11 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 		for _, id := range order {
 			include[id] = true
 		}
-		if err := r.addMembers(ctx, exclude, out); err != nil {
+		if err := ch.addMembers(ctx, exclude, out); err != nil {
 			return err
 		}
 	} else {
-		missing, err := r.missingSchemas(ctx, m, matched)
+		missing, err := ch.missingSchemas(ctx, m, matched)
 		if err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 				schemaOIDs[sc.OID] = true // the schema itself, not its members
 			}
 		}
-		if err := r.addMembers(ctx, include, in); err != nil {
+		if err := ch.addMembers(ctx, include, in); err != nil {
 			return err
 		}
 	}
@@ -101,7 +101,7 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 			exclude[e.ID] = true
 		}
 	}
-	present, err := r.presentRelations(ctx, m, parsed.Entries, selected)
+	present, err := ch.presentRelations(ctx, m, parsed.Entries, selected)
 	if err != nil {
 		return err
 	}
@@ -120,10 +120,10 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 		if s, n, ok := toc.AlteredTable(e.SQL); ok && !matched.Relations[filter.Rel{Schema: s, Name: n}] {
 			continue
 		}
-		r.log.Warn("not restored: it joins a restored relation to one that is neither restored nor in the target", "type", e.Type, "name", e.Name)
+		ch.log.Warn("not restored: it joins a restored relation to one that is neither restored nor in the target", "type", e.Type, "name", e.Name)
 	}
 	if len(partitions) > 0 {
-		r.log.Warn("partitions of a restored partitioned table are not restored: -t selects a table alone, as pg_dump -t does; select them too (e.g. -t 'name*')",
+		ch.log.Warn("partitions of a restored partitioned table are not restored: -t selects a table alone, as pg_dump -t does; select them too (e.g. -t 'name*')",
 			"partitions", strings.Join(partitions, ", "))
 	}
 	// The sequences and materialized views restored are those whose
@@ -141,25 +141,25 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 	for _, o := range m.Relations {
 		if id, ok := byOID[o.OID]; ok && chosen[id] {
 			restored[filter.Rel{Schema: o.Schema, Name: o.Name}] = true
-			r.sel.relations = append(r.sel.relations, pg.Qualified(o.Schema, o.Name))
+			ch.sel.relations = append(ch.sel.relations, pg.Qualified(o.Schema, o.Name))
 		}
 	}
 	// Schemas created, but public, which pg_dump never creates.
 	for _, sc := range m.Schemas {
 		if id, ok := schemaIDs[sc.OID]; ok && chosen[id] && sc.Name != "public" {
-			r.sel.schemas = append(r.sel.schemas, sc.Name)
+			ch.sel.schemas = append(ch.sel.schemas, sc.Name)
 		}
 	}
-	r.m.Sequences, r.m.Matviews = nil, nil
-	if !r.sel.schemaOnly {
+	ch.m.Sequences, ch.m.Matviews = nil, nil
+	if !ch.sel.schemaOnly {
 		for _, sq := range m.Sequences {
 			if restored[filter.Rel{Schema: sq.Schema, Name: sq.Name}] {
-				r.m.Sequences = append(r.m.Sequences, sq)
+				ch.m.Sequences = append(ch.m.Sequences, sq)
 			}
 		}
 		for _, mv := range m.Matviews {
 			if restored[filter.Rel{Schema: mv.Schema, Name: mv.Name}] {
-				r.m.Matviews = append(r.m.Matviews, mv)
+				ch.m.Matviews = append(ch.m.Matviews, mv)
 			}
 		}
 	}
@@ -178,14 +178,14 @@ func (r *run) chooseEntries(ctx context.Context, m *archive.Manifest, matched *f
 		os.Remove(file.Name())
 		return fmt.Errorf("write pg_restore list: %w", err)
 	}
-	r.sel.list, r.sel.ids = file.Name(), chosen
+	ch.sel.list, ch.sel.ids = file.Name(), chosen
 	return nil
 }
 
 // addMembers adds to set the dump IDs of the entries in the named
 // schemas: pg_restore --list --schema compares exact names and lists a
 // schema's functions, types, tables, views... (not the schema itself).
-func (r *run) addMembers(ctx context.Context, set map[int]bool, schemas []string) error {
+func (ch *chooser) addMembers(ctx context.Context, set map[int]bool, schemas []string) error {
 	if len(schemas) == 0 {
 		return nil
 	}
@@ -193,7 +193,7 @@ func (r *run) addMembers(ctx context.Context, set map[int]bool, schemas []string
 	for _, sc := range schemas {
 		args = append(args, "--schema="+sc)
 	}
-	members, err := r.pgRestoreCmd(ctx, append(args, r.schema)...).Output()
+	members, err := ch.schema.pgRestoreCmd(ctx, append(args, ch.schema.file)...).Output()
 	if err != nil {
 		return fmt.Errorf("pg_restore --list --schema: %w", err)
 	}
@@ -210,9 +210,9 @@ func (r *run) addMembers(ctx context.Context, set map[int]bool, schemas []string
 // presentRelations returns the relation entries not restored whose
 // relations the target already has (none for --create), so that a foreign
 // key from a restored table to one of them is restored too.
-func (r *run) presentRelations(ctx context.Context, m *archive.Manifest, entries []toc.Entry, selected map[uint32]bool) (map[int]bool, error) {
+func (ch *chooser) presentRelations(ctx context.Context, m *archive.Manifest, entries []toc.Entry, selected map[uint32]bool) (map[int]bool, error) {
 	present := map[int]bool{}
-	if r.opts.Create || r.offline {
+	if ch.opts.Create || ch.target == nil {
 		return present, nil
 	}
 	var names []string
@@ -227,7 +227,7 @@ func (r *run) presentRelations(ctx context.Context, m *archive.Manifest, entries
 	if len(names) == 0 {
 		return present, nil
 	}
-	conn, err := pg.Connect(ctx, r.opts.Target)
+	conn, err := pg.Connect(ctx, ch.target)
 	if err != nil {
 		return nil, err
 	}
@@ -251,20 +251,20 @@ func (r *run) presentRelations(ctx context.Context, m *archive.Manifest, entries
 // missingSchemas returns the schemas of the selected relations that the
 // target lacks: -t app.orders into an empty database creates schema app
 // too (pg_dump -t would leave it out and the restore would fail).
-func (r *run) missingSchemas(ctx context.Context, m *archive.Manifest, matched *filter.Matched) (map[string]bool, error) {
+func (ch *chooser) missingSchemas(ctx context.Context, m *archive.Manifest, matched *filter.Matched) (map[string]bool, error) {
 	need := map[string]bool{}
 	for rel := range matched.Relations {
 		if !matched.Schemas[rel.Schema] {
 			need[rel.Schema] = true
 		}
 	}
-	if len(need) == 0 || r.opts.Create || r.offline { // a created database has only public
-		if r.opts.Create {
+	if len(need) == 0 || ch.opts.Create || ch.target == nil { // a created database has only public
+		if ch.opts.Create {
 			delete(need, "public")
 		}
 		return need, nil
 	}
-	conn, err := pg.Connect(ctx, r.opts.Target)
+	conn, err := pg.Connect(ctx, ch.target)
 	if err != nil {
 		return nil, err
 	}

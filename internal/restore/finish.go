@@ -4,41 +4,50 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
-// setSequences restores every sequence's value as of the dump.
-func (r *run) setSequences(ctx context.Context) error {
-	if len(r.m.Sequences) == 0 {
-		return nil
-	}
-	conn, err := pg.Connect(ctx, r.target)
-	if err != nil {
+// finishStage is the finish stage, once data and post-data are in:
+// materialized views refreshed, optimizer statistics restored (they would
+// be reset by the refresh), and the journal dropped, which marks the
+// restore complete.
+type finishStage struct {
+	target *target
+	m      *archive.Manifest // the selection's: its materialized views
+	stats  statistics
+	schema *schemaArchive
+	phases *phases
+}
+
+// run is the finish stage.
+func (f *finishStage) run(ctx context.Context) error {
+	if err := f.phases.run("refresh", func() error { return f.refreshMatviews(ctx) }); err != nil {
 		return err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	for _, s := range r.m.Sequences {
-		name := pg.Qualified(s.Schema, s.Name)
-		q := fmt.Sprintf("SELECT pg_catalog.setval(%s, %d, %t)", pg.Literal(name), s.LastValue, s.IsCalled)
-		if _, err := conn.Exec(ctx, q); err != nil {
-			return fmt.Errorf("set sequence %s: %w", name, err)
+	if len(f.stats.ids) > 0 {
+		if err := f.phases.run("statistics", func() error { return f.restoreStatistics(ctx) }); err != nil {
+			return err
 		}
 	}
-	return nil
+	// Everything is in: the journal goes, and with it the one object the
+	// source does not have.
+	return journal.Drop(ctx, f.target.cfg)
 }
 
 // refreshMatviews fills the materialized views that were populated in the
 // source, in creation order so that one built on another comes after it.
-func (r *run) refreshMatviews(ctx context.Context) error {
-	if len(r.m.Matviews) == 0 {
+func (f *finishStage) refreshMatviews(ctx context.Context) error {
+	if len(f.m.Matviews) == 0 {
 		return nil
 	}
-	conn, err := pg.Connect(ctx, r.target)
+	conn, err := pg.Connect(ctx, f.target.cfg)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, mv := range r.m.Matviews {
+	for _, mv := range f.m.Matviews {
 		name := pg.Qualified(mv.Schema, mv.Name)
 		if _, err := conn.Exec(ctx, "REFRESH MATERIALIZED VIEW "+name); err != nil {
 			return fmt.Errorf("refresh materialized view %s: %w", name, err)

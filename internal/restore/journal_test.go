@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/journal"
+	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
@@ -28,11 +28,11 @@ func TestJournalChunkOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	j, err := createJournal(ctx, conn, "snap/abc", nil)
+	j, err := journal.Create(ctx, conn, "snap/abc", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{j: j}
+	r := &loader{j: j}
 	const rows = "1\ta\n2\tb\n3\tc\n"
 	count := func() (n int) {
 		if err := conn.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil {
@@ -62,7 +62,7 @@ func TestJournalChunkOnce(t *testing.T) {
 				}
 				return nil
 			}
-			_, err := r.copyInTx(ctx, conn, "t", "COPY t FROM STDIN", nil, strings.NewReader(tc.data), check, tc.freeze, tc.step, nil)
+			_, err := r.copyInTx(ctx, conn, "t", pg.Copy{Schema: "public", Table: "t"}, strings.NewReader(tc.data), check, tc.freeze, tc.step, nil)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatal(err)
@@ -74,11 +74,11 @@ func TestJournalChunkOnce(t *testing.T) {
 			}
 		})
 	}
-	got, err := readJournal(ctx, conn)
+	got, err := journal.Read(ctx, conn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.id != "snap/abc" || len(got.done) != 3 || !got.isDone("load stream 1") || !got.isDone("load stream 2") || got.isDone("load stream 3") {
+	if got.ID() != "snap/abc" || got.Finished() != 2 || !got.IsDone("load stream 1") || !got.IsDone("load stream 2") || got.IsDone("load stream 3") {
 		t.Errorf("journal read back as %+v", got)
 	}
 }
@@ -86,16 +86,15 @@ func TestJournalChunkOnce(t *testing.T) {
 // TestCheckJournal: what an existing journal means for each combination of
 // --resume and --clean.
 func TestCheckJournal(t *testing.T) {
-	mine := &journal{id: "a", done: map[string]bool{stepBegin: true}}
-	theirs := &journal{id: "b", done: map[string]bool{stepBegin: true}}
+	const mine, theirs = "a", "b"
 	for _, tc := range []struct {
 		name          string
-		found         *journal
+		found         string
 		resume, clean bool
 		wantErr       string
 	}{
-		{"no journal", nil, false, false, ""},
-		{"no journal, resume", nil, true, false, ""},
+		{"no journal", "", false, false, ""},
+		{"no journal, resume", "", true, false, ""},
 		{"unfinished restore without --resume", mine, false, false, "use --resume"},
 		{"unfinished restore, --clean starts over", theirs, false, true, ""},
 		{"resume", mine, true, false, ""},
@@ -103,58 +102,11 @@ func TestCheckJournal(t *testing.T) {
 		{"resume with another archive and --clean", theirs, true, true, "another archive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &run{opts: Options{Resume: tc.resume, Clean: tc.clean}, target: &pgx.ConnConfig{}}
+			r := &preData{opts: Options{Resume: tc.resume, Clean: tc.clean}, target: &pgx.ConnConfig{}}
 			err := r.checkJournal(tc.found, "a")
 			if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Errorf("got %v, want error containing %q", err, tc.wantErr)
 			}
 		})
-	}
-}
-
-// TestJournalManifest: the manifest saved with the journal reads back with
-// the journal's identity (so a resumed clone's ArchiveID matches); no
-// journal reads as nil; a journal saved without a plan cannot be resumed
-// as a clone.
-func TestJournalManifest(t *testing.T) {
-	ctx := context.Background()
-	c := pgtest.New(t)
-	cfg, err := pgx.ParseConfig(c.ConnString("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m, err := ReadJournalManifest(ctx, cfg); m != nil || err != nil {
-		t.Fatalf("no journal: got %v, %v", m, err)
-	}
-	conn, err := pgx.Connect(ctx, c.ConnString("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	comment := "a <comment> & 'quotes'"
-	m := &archive.Manifest{Snapshot: "00000003-0000001B-1", SnapshotTime: time.Date(2026, 1, 2, 3, 4, 5, 6789, time.FixedZone("x", 3600)),
-		Tables:       []archive.Table{{Schema: "s", Name: "t\"x", Columns: []string{"a", "b"}, SizeBytes: 1 << 30}},
-		Chunks:       []archive.Chunk{{Stream: 1, Table: 0, Where: "ctid < '(10,0)'", Size: 5}, {Stream: 2, Table: 0}},
-		LargeObjects: []archive.LargeObject{{Stream: 3, OID: 42, Owner: "o", Comment: &comment}},
-	}
-	id := ArchiveID(m)
-	if _, err := createJournal(ctx, conn, id, m); err != nil {
-		t.Fatal(err)
-	}
-	got, err := ReadJournalManifest(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got == nil || ArchiveID(got) != id || got.Chunks[0].Where != m.Chunks[0].Where || *got.LargeObjects[0].Comment != comment {
-		t.Fatalf("manifest read back as %+v, identity %s, want %s", got, ArchiveID(got), id)
-	}
-	if _, err := conn.Exec(ctx, "DROP SCHEMA "+JournalSchema+" CASCADE"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := createJournal(ctx, conn, "snap/abc", nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ReadJournalManifest(ctx, cfg); err == nil || !strings.Contains(err.Error(), "no saved plan") {
-		t.Fatalf("journal without a plan: got %v", err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
@@ -49,20 +48,20 @@ type dataEntry struct {
 	rel  filter.Rel
 }
 
-// readContents builds the table of contents of r's archive (r.m must be
-// the whole manifest).
-func (r *run) readContents(ctx context.Context) (*contents, error) {
-	listing, err := r.command(ctx, r.tools.PgRestore(), "--list", r.schema).Output()
+// readContents builds the table of contents of the archive whose schema
+// archive is schema and whose whole manifest is m.
+func readContents(ctx context.Context, schema *schemaArchive, m *archive.Manifest) (*contents, error) {
+	listing, err := schema.list(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("pg_restore --list: %w", err)
+		return nil, err
 	}
 	header, entries, err := toc.ParseList(string(listing))
 	if err != nil {
 		return nil, err
 	}
-	pre, err := r.command(ctx, r.tools.PgRestore(), "--list", "--section=pre-data", r.schema).Output()
+	pre, err := schema.list(ctx, "--section=pre-data")
 	if err != nil {
-		return nil, fmt.Errorf("pg_restore --list: %w", err)
+		return nil, err
 	}
 	preIDs, err := toc.ListIDs(string(pre))
 	if err != nil {
@@ -87,7 +86,7 @@ func (r *run) readContents(ctx context.Context) (*contents, error) {
 		}
 	}
 	oids := map[filter.Rel]uint32{}
-	for _, o := range r.m.Relations {
+	for _, o := range m.Relations {
 		oids[filter.Rel{Schema: o.Schema, Name: o.Name}] = o.OID
 	}
 	next := c.maxID
@@ -105,16 +104,16 @@ func (r *run) readContents(ctx context.Context) (*contents, error) {
 		return fmt.Sprintf("%d; 0 %d %s %s %s -", next, oid, kind, listName(schema), listName(name))
 	}
 	var data, post []string
-	for _, t := range r.m.Tables {
+	for _, t := range m.Tables {
 		data = append(data, line(tableData, "TABLE", t.Schema, t.Name))
 	}
-	for _, s := range r.m.Sequences {
+	for _, s := range m.Sequences {
 		data = append(data, line(sequenceSet, "SEQUENCE", s.Schema, s.Name))
 	}
-	for _, mv := range r.m.Matviews {
+	for _, mv := range m.Matviews {
 		post = append(post, line(matviewData, "MATERIALIZED VIEW", mv.Schema, mv.Name))
 	}
-	if len(r.m.LargeObjects) > 0 {
+	if len(m.LargeObjects) > 0 {
 		next++
 		c.data[next] = dataEntry{kind: blobs}
 		data = append(data, fmt.Sprintf("%d; 0 0 %s - %s", next, blobs, blobs))
@@ -160,35 +159,16 @@ func (c *contents) write(w io.Writer) error {
 // --list's format: what restore -L reads back. It needs pg_restore but
 // no database.
 func List(ctx context.Context, ar archive.Source, w io.Writer, log *slog.Logger) error {
-	r, cleanup, err := offlineRun(ctx, ar, Options{}, log)
+	schema, cleanup, err := offlineSchema(ctx, ar, Options{})
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	c, err := r.readContents(ctx)
+	c, err := readContents(ctx, schema, ar.Manifest())
 	if err != nil {
 		return err
 	}
 	return c.write(w)
-}
-
-// offlineRun is a run without a target, for reading the archive's table
-// of contents.
-func offlineRun(ctx context.Context, ar archive.Source, opts Options, log *slog.Logger) (*run, func(), error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	m := ar.Manifest()
-	tools, err := pgbin.Find(ctx, majorOf(m.PgDumpVersion))
-	if err != nil {
-		return nil, nil, err
-	}
-	schema, err := archive.ExtractSchema(ar)
-	if err != nil {
-		return nil, nil, err
-	}
-	r := &run{opts: opts, offline: true, m: m, tools: tools, schema: schema, log: log}
-	return r, func() { os.Remove(schema) }, nil
 }
 
 // chooseFromList applies restore -L: the entries the user's list keeps,
@@ -200,17 +180,17 @@ func offlineRun(ctx context.Context, ar archive.Source, opts Options, log *slog.
 // data entry, commented out or not (one edited from pg_restore -l of the
 // embedded schema), loads the data of every table, sequence and
 // materialized view whose own entry it keeps, and the large objects.
-// It narrows r.m as chooseParts does and returns the whole manifest.
-func (r *run) chooseFromList(ctx context.Context) (*archive.Manifest, error) {
-	text, err := os.ReadFile(r.opts.UseList)
+// It narrows ch.m as chooseParts does and returns the whole manifest.
+func (ch *chooser) chooseFromList(ctx context.Context) (*archive.Manifest, error) {
+	text, err := os.ReadFile(ch.opts.UseList)
 	if err != nil {
 		return nil, fmt.Errorf("read list: %w", err)
 	}
 	lines, err := toc.ParseUseList(string(text))
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", r.opts.UseList, err)
+		return nil, fmt.Errorf("list %s: %w", ch.opts.UseList, err)
 	}
-	c, err := r.readContents(ctx)
+	c, err := readContents(ctx, ch.schema, ch.m)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +200,7 @@ func (r *run) chooseFromList(ctx context.Context) (*archive.Manifest, error) {
 		_, schema := c.schema[l.ID]
 		_, data := c.data[l.ID]
 		if !schema && !data {
-			return nil, fmt.Errorf("list %s line %d: the archive has no entry %d (list it with restore -l)", r.opts.UseList, l.Number, l.ID)
+			return nil, fmt.Errorf("list %s line %d: the archive has no entry %d (list it with restore -l)", ch.opts.UseList, l.Number, l.ID)
 		}
 		hasData = hasData || data
 		if !l.Commented {
@@ -228,11 +208,11 @@ func (r *run) chooseFromList(ctx context.Context) (*archive.Manifest, error) {
 		}
 	}
 	byOID := map[uint32]archive.Object{}
-	for _, o := range r.m.Relations {
+	for _, o := range ch.m.Relations {
 		byOID[o.OID] = o
 	}
-	if !hasData && len(r.m.Relations) == 0 && len(r.m.Tables) > 0 {
-		return nil, fmt.Errorf("list %s: the archive was written by a pgsprint without an object list, so its schema entries cannot be matched to tables: keep or comment out its %s lines (restore -l), or dump it again", r.opts.UseList, tableData)
+	if !hasData && len(ch.m.Relations) == 0 && len(ch.m.Tables) > 0 {
+		return nil, fmt.Errorf("list %s: the archive was written by a pgsprint without an object list, so its schema entries cannot be matched to tables: keep or comment out its %s lines (restore -l), or dump it again", ch.opts.UseList, tableData)
 	}
 	matched := &filter.Matched{Relations: map[filter.Rel]bool{}}
 	if hasData {
@@ -255,10 +235,10 @@ func (r *run) chooseFromList(ctx context.Context) (*archive.Manifest, error) {
 			}
 		}
 	}
-	full := *r.m
-	r.m = narrow(&full, matched, r.sel.schemaOnly)
-	r.m.DataOnly = r.sel.dataOnly
-	if r.sel.dataOnly {
+	full := *ch.m
+	ch.m = narrow(&full, matched, ch.sel.schemaOnly)
+	ch.m.DataOnly = ch.sel.dataOnly
+	if ch.sel.dataOnly {
 		return &full, nil
 	}
 	chosen := map[int]bool{}
@@ -270,7 +250,7 @@ func (r *run) chooseFromList(ctx context.Context) (*archive.Manifest, error) {
 		}
 	}
 	schemas := map[uint32]string{}
-	for _, sc := range r.m.Schemas {
+	for _, sc := range ch.m.Schemas {
 		schemas[sc.OID] = sc.Name
 	}
 	for _, id := range c.order {
@@ -281,11 +261,11 @@ func (r *run) chooseFromList(ctx context.Context) (*archive.Manifest, error) {
 		switch {
 		case e.Class == relationClass:
 			if o, ok := byOID[e.OID]; ok {
-				r.sel.relations = append(r.sel.relations, pg.Qualified(o.Schema, o.Name))
+				ch.sel.relations = append(ch.sel.relations, pg.Qualified(o.Schema, o.Name))
 			}
 		case e.Class == schemaClass && strings.HasPrefix(e.Desc, "SCHEMA "):
 			if n, ok := schemas[e.OID]; ok && n != "public" {
-				r.sel.schemas = append(r.sel.schemas, n)
+				ch.sel.schemas = append(ch.sel.schemas, n)
 			}
 		}
 	}
@@ -298,6 +278,6 @@ func (r *run) chooseFromList(ctx context.Context) (*archive.Manifest, error) {
 		os.Remove(file.Name())
 		return nil, fmt.Errorf("write pg_restore list: %w", err)
 	}
-	r.sel.list, r.sel.ids = file.Name(), chosen
+	ch.sel.list, ch.sel.ids = file.Name(), chosen
 	return &full, nil
 }

@@ -77,12 +77,12 @@ func (s *countingStream) Close() error {
 // planOf is a restore's work: the archive's exact totals and the graph's
 // data tasks (a table split over several connections counts once per
 // connection).
-func (r *run) planOf(g *schedule.Graph) (progress.Plan, int) {
+func (d *dataStage) planOf(g *schedule.Graph) (progress.Plan, int) {
 	op := "restore"
-	if r.opts.Source != nil {
+	if d.opts.Source != nil {
 		op = "clone" // a live source: the user ran clone
 	}
-	p := progress.Plan{Op: op, Tables: len(r.m.Tables)}
+	p := progress.Plan{Op: op, Tables: len(d.m.Tables)}
 	steps := 0
 	for _, t := range g.Tasks {
 		if t.Kind == schedule.Data {
@@ -91,14 +91,14 @@ func (r *run) planOf(g *schedule.Graph) (progress.Plan, int) {
 			steps++
 		}
 	}
-	for _, c := range r.m.Chunks {
-		if info, ok := r.ar.Stream(c.Stream); ok {
+	for _, c := range d.m.Chunks {
+		if info, ok := d.l.ar.Stream(c.Stream); ok {
 			p.Bytes += info.RawBytes
 			p.Rows += info.Rows
 		}
 	}
-	for _, lo := range r.m.LargeObjects {
-		if info, ok := r.ar.Stream(lo.Stream); ok {
+	for _, lo := range d.m.LargeObjects {
+		if info, ok := d.l.ar.Stream(lo.Stream); ok {
 			p.Bytes += info.RawBytes
 		}
 	}
@@ -106,7 +106,7 @@ func (r *run) planOf(g *schedule.Graph) (progress.Plan, int) {
 }
 
 // workOf names a task for progress reports.
-func (r *run) workOf(t *schedule.Task) progress.Work {
+func (r *loader) workOf(t *schedule.Task) progress.Work {
 	if t.Kind != schedule.Data {
 		return progress.Work{Kind: t.Kind.String(), Name: t.Name}
 	}
@@ -123,7 +123,7 @@ func (r *run) workOf(t *schedule.Task) progress.Work {
 
 // doneOf is what a finished task moved, from the archive's totals: a part
 // of a split load is given an equal share of its chunk.
-func (r *run) doneOf(t *schedule.Task, elapsed time.Duration) progress.Done {
+func (r *loader) doneOf(t *schedule.Task, elapsed time.Duration) progress.Done {
 	d := progress.Done{Elapsed: elapsed}
 	if t.Kind != schedule.Data {
 		return d

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
@@ -32,10 +33,10 @@ CREATE TABLE ranges (i int); INSERT INTO ranges VALUES (1);`); err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := createJournal(ctx, conn, "snap/x", nil, stepPreData, chunkStep(2)); err != nil {
+	if _, err := journal.Create(ctx, conn, "snap/x", nil, journal.StepPreData, chunkStep(2)); err != nil {
 		t.Fatal(err)
 	}
-	j, err := readJournal(ctx, conn) // as a resumed run finds it
+	j, err := journal.Read(ctx, conn) // as a resumed run finds it
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,9 @@ CREATE TABLE ranges (i int); INSERT INTO ranges VALUES (1);`); err != nil {
 		Tables: []archive.Table{{Schema: "public", Name: "partial"}, {Schema: "public", Name: "finished"}, {Schema: "public", Name: "ranges"}},
 		Chunks: []archive.Chunk{{Stream: 1, Table: 0}, {Stream: 2, Table: 1}, {Stream: 3, Table: 2, Where: "ctid < '(10,0)'"}},
 	}
-	r := &run{m: m, j: j, target: cfg, log: slog.New(slog.DiscardHandler), res: &Result{Resumed: 2}}
+	tg := &target{cfg: cfg, j: j, resumed: 2}
+	sel := &selection{m: m}
+	r := newDataStage(Options{}, nil, &openedSource{}, sel, statistics{}, tg, nil, slog.New(slog.DiscardHandler), nil)
 	if err := r.resetPartialTables(ctx); err != nil {
 		t.Fatal(err)
 	}

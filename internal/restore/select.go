@@ -6,20 +6,24 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
 )
 
-// selection is the part of the archive a restore takes: the zero value
-// takes everything.
+// selection is the part of the archive a restore takes, what the choose
+// stage (chooser) makes of the filters, -L and --data-only; every later
+// stage reads it.
 type selection struct {
+	// m is the archive's manifest narrowed to what is restored: tables,
+	// chunks, sequences, materialized views and large objects (so that the
+	// rest of the restore, and the journal's identity, see only those).
+	m *archive.Manifest
 	// list is a pg_restore --use-list file naming the schema entries to
 	// restore, in the archive's order; empty for all of them.
 	list string
 	ids  map[int]bool // the entries in list
-	// refs are the target's foreign keys, table to referenced tables, for
-	// the order of --data-only loads.
-	refs map[string][]string
 	// relations are the relations the selection creates (those the
 	// patterns name but what goes with an excluded table, and the
 	// sequences that come with their tables),
@@ -58,16 +62,44 @@ func Select(ctx context.Context, ar archive.Source, f filter.Options, log *slog.
 // SelectList is Select with a restore -L list (useList, a file; empty for
 // none) instead of or besides the patterns.
 func SelectList(ctx context.Context, ar archive.Source, f filter.Options, useList string, log *slog.Logger) (*Selection, error) {
-	r, cleanup, err := offlineRun(ctx, ar, Options{Filter: f, UseList: useList}, log)
+	opts := Options{Filter: f, UseList: useList}
+	schema, cleanup, err := offlineSchema(ctx, ar, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	if err := r.chooseParts(ctx, func(...uint32) {}); err != nil {
-		r.sel.remove()
+	sel, err := choose(ctx, opts, ar.Manifest(), schema, nil, logger(log), func(...uint32) {})
+	if err != nil {
 		return nil, err
 	}
-	return &Selection{Manifest: r.m, List: r.sel.list, sel: r.sel}, nil
+	return &Selection{Manifest: sel.m, List: sel.list, sel: *sel}, nil
+}
+
+// chooser is the choose stage: it applies the filters, -L and --data-only
+// to the archive's manifest and makes the selection every later stage
+// reads. Its target is nil when there is none (Select): then the
+// selection is made as for an empty database.
+type chooser struct {
+	opts   Options
+	target *pgx.ConnConfig // where to look for what exists; nil: nowhere
+	schema *schemaArchive
+	log    *slog.Logger
+	m      *archive.Manifest // the whole manifest, then the narrowed one
+	sel    selection
+}
+
+// choose is the choose stage: the selection of the archive whose whole
+// manifest is m, restored into target (nil: offline). skip is the
+// source's way to drop unread streams.
+func choose(ctx context.Context, opts Options, m *archive.Manifest, schema *schemaArchive, target *pgx.ConnConfig, log *slog.Logger, skip func(...uint32)) (*selection, error) {
+	c := &chooser{opts: opts, target: target, schema: schema, log: log, m: m}
+	if err := c.chooseParts(ctx, skip); err != nil {
+		c.sel.remove()
+		return nil, err
+	}
+	sel := c.sel
+	sel.m = c.m
+	return &sel, nil
 }
 
 // remove deletes the list file.
@@ -86,60 +118,60 @@ func (s *selection) useList() string {
 }
 
 // chooseParts applies -n/-N/-t/-T, --schema-only and --data-only: it
-// narrows r.m to the tables, chunks, sequences, materialized views and
+// narrows ch.m to the tables, chunks, sequences, materialized views and
 // large objects to restore (so the rest of the restore, and the journal's
 // identity, see only those), tells the source which streams will never be
 // read, and picks the schema entries. skip is the source's way to drop
 // unread streams.
-func (r *run) chooseParts(ctx context.Context, skip func(...uint32)) error {
-	f := r.opts.Filter
-	r.sel.dataOnly = f.DataOnly || r.m.DataOnly
-	r.sel.schemaOnly = f.SchemaOnly
+func (ch *chooser) chooseParts(ctx context.Context, skip func(...uint32)) error {
+	f := ch.opts.Filter
+	ch.sel.dataOnly = f.DataOnly || ch.m.DataOnly
+	ch.sel.schemaOnly = f.SchemaOnly
 	switch {
-	case r.sel.schemaOnly && r.m.DataOnly:
+	case ch.sel.schemaOnly && ch.m.DataOnly:
 		return fmt.Errorf("the archive was dumped with --data-only: it has no schema to restore")
-	case r.sel.dataOnly && (r.opts.Create || r.opts.Clean):
+	case ch.sel.dataOnly && (ch.opts.Create || ch.opts.Clean):
 		return fmt.Errorf("--data-only loads into existing tables: it does not take --create or --clean")
-	case r.opts.DisableTriggers && !r.sel.dataOnly:
+	case ch.opts.DisableTriggers && !ch.sel.dataOnly:
 		return fmt.Errorf("--disable-triggers applies to --data-only restores only")
-	case r.opts.UseList != "" && f.Active():
+	case ch.opts.UseList != "" && f.Active():
 		return fmt.Errorf("-L/--use-list does not combine with -n/-N/-t/-T/--exclude-table-data: edit the list instead")
-	case r.opts.UseList != "":
-		full, err := r.chooseFromList(ctx)
+	case ch.opts.UseList != "":
+		full, err := ch.chooseFromList(ctx)
 		if err != nil {
 			return err
 		}
-		skipUnread(full, r.m, skip)
+		skipUnread(full, ch.m, skip)
 		return nil
-	case !f.Active() && !r.sel.dataOnly && !r.sel.schemaOnly:
+	case !f.Active() && !ch.sel.dataOnly && !ch.sel.schemaOnly:
 		return nil
 	}
 	var matched *filter.Matched
 	if f.Active() {
-		if len(r.m.Relations) == 0 && len(r.m.Tables) > 0 {
+		if len(ch.m.Relations) == 0 && len(ch.m.Tables) > 0 {
 			return fmt.Errorf("the archive was written by a pgsprint without restore-side selection (no object list): dump it again to restore part of it")
 		}
 		var schemas []string
-		for _, s := range r.m.Schemas {
+		for _, s := range ch.m.Schemas {
 			schemas = append(schemas, s.Name)
 		}
 		var rels []filter.Rel
-		for _, o := range r.m.Relations {
+		for _, o := range ch.m.Relations {
 			rels = append(rels, filter.Rel{Schema: o.Schema, Name: o.Name})
 		}
 		var err error
-		if matched, err = f.Match(r.m.Database, schemas, rels); err != nil {
+		if matched, err = f.Match(ch.m.Database, schemas, rels); err != nil {
 			return err
 		}
 	}
-	full := *r.m
-	r.m = narrow(&full, matched, r.sel.schemaOnly)
-	r.m.DataOnly = r.sel.dataOnly
-	skipUnread(&full, r.m, skip)
-	if matched == nil || r.sel.dataOnly {
+	full := *ch.m
+	ch.m = narrow(&full, matched, ch.sel.schemaOnly)
+	ch.m.DataOnly = ch.sel.dataOnly
+	skipUnread(&full, ch.m, skip)
+	if matched == nil || ch.sel.dataOnly {
 		return nil
 	}
-	return r.chooseEntries(ctx, &full, matched)
+	return ch.chooseEntries(ctx, &full, matched)
 }
 
 // skipUnread tells the source (skip) which streams of the whole manifest

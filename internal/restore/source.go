@@ -1,30 +1,12 @@
 package restore
 
 import (
+	"context"
 	"fmt"
-	"os"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/store/location"
 )
-
-// Finisher is a source that knows only at its end whether everything it
-// delivered was complete and sound: a Demux over a pipe (the trailer was
-// read and checked) or clone's live source (every COPY finished, the
-// snapshot ended cleanly). The restore calls Finish after the last load and
-// fails if it errors, so a cut pipe never ends in success.
-type Finisher interface {
-	Finish() error
-}
-
-// Skipper is a source that must be told which streams the restore will
-// not read, because an earlier, interrupted run loaded them (the journal
-// says so) or the selection leaves them out: clone's live source, whose end
-// check otherwise requires every stream to have been read, and a Demux,
-// which would otherwise spill them to disk. The restore calls Skip before
-// loading anything.
-type Skipper interface {
-	Skip(ids ...uint32)
-}
 
 // openedSource is what the restore reads, with the check of its end
 // taken when it is opened: wrapping the source later (progress counting)
@@ -36,111 +18,42 @@ type openedSource struct {
 	skip   func(...uint32) // tells the source streams will not be read
 }
 
-// openSource returns what the restore reads: opts.Source, the archive on
-// standard input (File "-") demultiplexed as it arrives, or the seekable
-// archive file (checked whole by Open, so nothing to finish).
-func openSource(opts Options) (*openedSource, error) {
-	none := func() error { return nil }
-	switch {
-	case opts.Source != nil:
-		finish := none
-		if f, ok := opts.Source.(Finisher); ok {
-			finish = f.Finish
+// openSource returns what the restore reads: opts.Source, or the archive
+// at opts.File, whatever its medium (archive.OpenLocation). A source read
+// front to back (a pipe) knows only at its end whether it was whole.
+func openSource(ctx context.Context, opts Options) (*openedSource, error) {
+	src := &openedSource{close: func() {}, finish: func() error { return nil }, skip: func(...uint32) {}}
+	if opts.Source != nil {
+		src.Source = opts.Source
+		if f, ok := opts.Source.(archive.Finisher); ok {
+			src.finish = f.Finish
 		}
-		skip := func(...uint32) {}
-		if s, ok := opts.Source.(Skipper); ok {
-			skip = s.Skip
+		if s, ok := opts.Source.(archive.Skipper); ok {
+			src.skip = s.Skip
 		}
-		return &openedSource{Source: opts.Source, close: func() {}, finish: finish, skip: skip}, nil
-	case opts.File == "-":
-		in := opts.Stdin
-		if in == nil {
-			in = os.Stdin
-		}
-		d, err := archive.NewDemux(in, opts.SpillDir)
-		if err != nil {
-			return nil, fmt.Errorf("read archive from standard input: %w", err)
-		}
-		return &openedSource{Source: d, close: func() {}, finish: demuxSource{d}.Finish, skip: d.Skip}, nil
+		return src, nil
 	}
-	f, err := os.Open(opts.File)
+	lo := opts.Location
+	lo.In = opts.Stdin
+	b, err := location.Parse(opts.File, lo)
 	if err != nil {
-		return nil, fmt.Errorf("open archive: %w", err)
+		return nil, err
 	}
-	st, err := f.Stat()
+	ar, err := archive.OpenLocation(ctx, b, archive.OpenOptions{Access: archive.Parallel, SpillDir: opts.SpillDir, Identities: opts.Identities})
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("open archive: %w", err)
+		return nil, err
 	}
-	ar, err := archive.Open(f, st.Size())
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("open archive %s: %w", opts.File, err)
-	}
-	return &openedSource{Source: ar, close: func() { f.Close() }, finish: none, skip: func(...uint32) {}}, nil
-}
-
-// demuxSource is a Demux whose end is checked by Finish.
-type demuxSource struct{ *archive.Demux }
-
-// Finish waits for the archive's trailer.
-func (d demuxSource) Finish() error {
-	if err := d.Wait(); err != nil {
-		return fmt.Errorf("archive on standard input is incomplete or damaged (%w); the target is partly restored: restore again with --clean", err)
-	}
-	return nil
-}
-
-// finishSource checks the source's end after every load.
-func (r *run) finishSource() error { return r.finish() }
-
-// skipDone tells the source which streams an earlier run loaded: this run
-// will not read them.
-func (r *run) skipDone() {
-	for _, c := range r.m.Chunks {
-		if r.j.isDone(chunkStep(c.Stream)) {
-			r.skip(c.Stream)
+	src.Source, src.close = ar.Source, func() { ar.Close() }
+	if f, ok := ar.Source.(archive.Finisher); ok {
+		src.finish = func() error {
+			if err := f.Finish(); err != nil {
+				return fmt.Errorf("archive on %s is incomplete or damaged (%w); the target is partly restored: restore again with --clean", b, err)
+			}
+			return nil
 		}
 	}
-	for _, lo := range r.m.LargeObjects {
-		if r.j.isDone(chunkStep(lo.Stream)) {
-			r.skip(lo.Stream)
-		}
+	if s, ok := ar.Source.(archive.Skipper); ok {
+		src.skip = s.Skip
 	}
-}
-
-// plannedBytes is a stream's raw size for scheduling: exact when the
-// source already knows it (a seekable archive's footer), else the
-// manifest's estimate (a pipe or a live source knows a stream's size only
-// at its end): the table's relation size shared by its chunks, or the
-// large object's size.
-func (r *run) plannedBytes(id uint32, estimate int64) int64 {
-	if info, ok := r.ar.Stream(id); ok {
-		return info.RawBytes
-	}
-	return estimate
-}
-
-// missing reports a stream a seekable archive does not have: its footer
-// is complete, so the archive is damaged or forged.
-func (r *run) missing(id uint32) bool {
-	ar, ok := r.ar.(*archive.Reader)
-	if !ok {
-		return false
-	}
-	_, found := ar.Stream(id)
-	return !found
-}
-
-// checkRows compares the rows a chunk loaded with those its source
-// delivered, known once the stream has been read to its end.
-func (r *run) checkRows(c *archive.Chunk, loaded int64) error {
-	info, ok := r.ar.Stream(c.Stream)
-	if !ok {
-		return fmt.Errorf("restore table %s: stream %d ended without its totals", r.tableName(c), c.Stream)
-	}
-	if loaded != info.Rows {
-		return fmt.Errorf("restore table %s: loaded %d rows, archive holds %d", r.tableName(c), loaded, info.Rows)
-	}
-	return nil
+	return src, nil
 }

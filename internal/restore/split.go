@@ -44,12 +44,9 @@ func newSplitLoad(c *archive.Chunk, parts int) *splitLoad {
 }
 
 // loadPart runs one part: the first also reads the stream.
-func (r *run) loadPart(ctx context.Context, conn *pgx.Conn, sl *splitLoad) (int64, error) {
+func (r *loader) loadPart(ctx context.Context, conn *pgx.Conn, sl *splitLoad) (int64, error) {
 	name := r.tableName(sl.chunk)
-	copySQL := CopyInSQL(r.m.Tables[sl.chunk.Table])
-	if opt := EncodingOption(r.m.DataEncoding()); opt != "" && !sl.chunk.Binary {
-		copySQL += " WITH (" + opt + ")"
-	}
+	copySQL := copyIn(r.m.Tables[sl.chunk.Table], sl.chunk, r.m.DataEncoding()).From()
 	g, gctx := errgroup.WithContext(ctx)
 	sl.start.Do(func() {
 		g.Go(func() error { return sl.feed(gctx, r.ar.OpenStream(sl.chunk.Stream)) })
@@ -72,7 +69,7 @@ func (r *run) loadPart(ctx context.Context, conn *pgx.Conn, sl *splitLoad) (int6
 		// commits, a resumed run empties the table and loads it again
 		// (resetPartialTables), since parts commit one by one at
 		// boundaries that depend on timing.
-		if err := r.j.record(ctx, conn, chunkStep(sl.chunk.Stream)); err != nil {
+		if err := r.j.Record(ctx, conn, chunkStep(sl.chunk.Stream)); err != nil {
 			return 0, err
 		}
 	}

@@ -126,7 +126,7 @@ func (s *script) body(ctx context.Context, ar archive.Source, m *archive.Manifes
 	}
 	// A source that knows only at its end whether all it delivered was
 	// sound (an archive read from a pipe) is asked before anything commits.
-	if f, ok := ar.(restore.Finisher); ok {
+	if f, ok := ar.(archive.Finisher); ok {
 		if err := f.Finish(); err != nil {
 			return err
 		}
@@ -167,10 +167,7 @@ func (s *script) abort(cause error) {
 func (s *script) writeChunk(ar archive.Source, m *archive.Manifest, c *archive.Chunk) error {
 	t := m.Tables[c.Table]
 	name := pg.Qualified(t.Schema, t.Name)
-	copySQL := restore.CopyInSQL(t)
-	if opt := restore.EncodingOption(m.DataEncoding()); opt != "" {
-		copySQL += " WITH (" + opt + ")"
-	}
+	copySQL := pg.Copy{Schema: t.Schema, Table: t.Name, Columns: t.Columns, Encoding: m.DataEncoding()}.From()
 	fmt.Fprintf(s.w, "\n%s;\n", copySQL)
 	s.inCopy = true
 	st := ar.OpenStream(c.Stream)

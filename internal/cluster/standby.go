@@ -1,4 +1,4 @@
-package pgtest
+package cluster
 
 import (
 	"context"
@@ -8,33 +8,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
-
-// NewStandby starts a streaming hot standby of c for a test and stops it
-// when the test ends, so that dumping from a read replica can be tested: it
-// is a `pg_basebackup -R` copy of c, run as the server's OS user, replaying
-// c's WAL over the unix socket.
-func (c *Cluster) NewStandby(t testing.TB) *Cluster {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := c.StartStandby(ctx)
-	if err != nil {
-		t.Fatalf("pgtest: starting standby: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("pgtest: closing standby: %v", err)
-		}
-	})
-	return s
-}
 
 // StartStandby makes a base backup of c with pg_basebackup -R (which writes
 // primary_conninfo and standby.signal) and starts it as a hot standby on
@@ -51,7 +30,7 @@ func (c *Cluster) StartStandby(ctx context.Context) (*Cluster, error) {
 		err = s.startCopy(ctx, c)
 	}
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("pgtest: standby of port %d: %w", c.port, err), s.Close())
+		return nil, errors.Join(fmt.Errorf("cluster: standby of port %d: %w", c.port, err), s.Close())
 	}
 	return s, nil
 }
@@ -62,7 +41,7 @@ func (s *Cluster) startCopy(ctx context.Context, primary *Cluster) error {
 	// The copied postmaster.opts and pid file belong to the primary.
 	for _, f := range []string{"postmaster.pid", "postmaster.opts"} {
 		if err := os.Remove(filepath.Join(s.dataDir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("pgtest: removing copied %s: %w", f, err)
+			return fmt.Errorf("cluster: removing copied %s: %w", f, err)
 		}
 	}
 	// hot_standby_feedback keeps the primary from vacuuming away rows that a
@@ -77,20 +56,20 @@ func (s *Cluster) startCopy(ctx context.Context, primary *Cluster) error {
 func (c *Cluster) WaitReplayed(ctx context.Context, standby *Cluster) error {
 	var target string
 	if err := c.queryRow(ctx, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text", &target); err != nil {
-		return fmt.Errorf("pgtest: reading primary's WAL position: %w", err)
+		return fmt.Errorf("cluster: reading primary's WAL position: %w", err)
 	}
 	for {
 		var done bool
 		err := standby.queryRow(ctx, "SELECT pg_catalog.pg_last_wal_replay_lsn() >= "+pg.Literal(target)+"::pg_lsn", &done)
 		if err != nil {
-			return fmt.Errorf("pgtest: reading standby's replay position: %w", err)
+			return fmt.Errorf("cluster: reading standby's replay position: %w", err)
 		}
 		if done {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("pgtest: standby did not replay up to %s: %w", target, ctx.Err())
+			return fmt.Errorf("cluster: standby did not replay up to %s: %w", target, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -104,7 +83,7 @@ func (c *Cluster) WaitReplayed(ctx context.Context, standby *Cluster) error {
 func (c *Cluster) CopyRoles(ctx context.Context, dst *Cluster) error {
 	conn, err := pgx.Connect(ctx, c.ConnString("postgres"))
 	if err != nil {
-		return fmt.Errorf("pgtest: connecting to copy roles: %w", err)
+		return fmt.Errorf("cluster: connecting to copy roles: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var stmts []string
@@ -112,14 +91,14 @@ func (c *Cluster) CopyRoles(ctx context.Context, dst *Cluster) error {
 		rolcanlogin, rolreplication, rolbypassrls
 		FROM pg_catalog.pg_roles WHERE rolname !~ '^pg_' AND oid <> 10 ORDER BY rolname`)
 	if err != nil {
-		return fmt.Errorf("pgtest: listing roles: %w", err)
+		return fmt.Errorf("cluster: listing roles: %w", err)
 	}
 	for rows.Next() {
 		var name string
 		var attrs [7]bool
 		if err := rows.Scan(&name, &attrs[0], &attrs[1], &attrs[2], &attrs[3], &attrs[4], &attrs[5], &attrs[6]); err != nil {
 			rows.Close()
-			return fmt.Errorf("pgtest: listing roles: %w", err)
+			return fmt.Errorf("cluster: listing roles: %w", err)
 		}
 		words := []string{"SUPERUSER", "INHERIT", "CREATEROLE", "CREATEDB", "LOGIN", "REPLICATION", "BYPASSRLS"}
 		opts := make([]string, len(words))
@@ -136,7 +115,7 @@ func (c *Cluster) CopyRoles(ctx context.Context, dst *Cluster) error {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("pgtest: listing roles: %w", err)
+		return fmt.Errorf("cluster: listing roles: %w", err)
 	}
 	if len(stmts) == 0 {
 		return nil

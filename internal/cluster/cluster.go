@@ -1,13 +1,12 @@
-// Package pgtest runs throwaway PostgreSQL servers for tests and provides the
-// comparison helpers (schema dumps, data fingerprints) that every round-trip
-// test of pgsprint relies on.
+// Package cluster starts and stops throwaway PostgreSQL servers in
+// temporary directories, from the installed binaries: initdb and pg_ctl run
+// as the OS user "postgres" when the caller is root (initdb refuses root).
 //
-// A dump/restore tool can only be trusted when it is exercised against a real
-// server: the catalog, COPY quoting and large-object semantics are too subtle
-// to mock. This package therefore starts real postmasters from the installed
-// PostgreSQL binaries, in temporary directories, one per test (or per test
-// package), and tears them down afterwards.
-package pgtest
+// It serves both `pgsprint demo`, which needs a scratch server with sample
+// data, and the test harness internal/pgtest, which wraps it for testing.TB.
+// It must not import "testing", so that the pgsprint binary does not link
+// the test harness.
+package cluster
 
 import (
 	"bytes"
@@ -24,13 +23,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/pgbin"
 )
 
 // SuperuserName is the bootstrap superuser of every cluster. It is fixed so
@@ -49,15 +44,10 @@ const SuperuserPassword = "postgres-test-pw"
 // against several major versions without code changes.
 const EnvBinDir = "PGSPRINT_TEST_PG_BIN"
 
-// EnvRequire names the environment variable that, when set to a non-empty
-// value, turns the "no PostgreSQL binaries" skip of New into a failure, so
-// that CI cannot silently pass by skipping every database test.
-const EnvRequire = "PGSPRINT_TEST_REQUIRE_PG"
-
 // ErrNoBinaries is returned (wrapped) when no PostgreSQL installation can be
-// found. New turns it into a skip, because a developer machine without
-// PostgreSQL should still be able to run the rest of the test suite.
-var ErrNoBinaries = errors.New("pgtest: no PostgreSQL binaries found")
+// found, so that callers can tell "not installed" from a broken install:
+// pgtest turns it into a skip, the demo into advice to install PostgreSQL.
+var ErrNoBinaries = errors.New("cluster: no PostgreSQL binaries found")
 
 // Options configures Start. The zero value is a sensible default.
 type Options struct {
@@ -91,120 +81,6 @@ type Cluster struct {
 	closeErr  error
 }
 
-// New starts a cluster for a test and stops it when the test ends. It skips
-// the test when no PostgreSQL binaries exist at all (unless EnvRequire is set)
-// and fails it on any other error, because a broken harness must not look
-// like a passing test.
-func New(t testing.TB, opts ...Options) *Cluster {
-	t.Helper()
-	var o Options
-	switch len(opts) {
-	case 0:
-	case 1:
-		o = opts[0]
-	default:
-		t.Fatalf("pgtest.New: at most one Options value, got %d", len(opts))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := Start(ctx, o)
-	if err != nil {
-		skipIfNoBinaries(t, err)
-		t.Fatalf("pgtest: starting cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("pgtest: closing cluster: %v", err)
-		}
-	})
-	return c
-}
-
-// RequireBinaries skips the test when no PostgreSQL binaries exist (unless
-// EnvRequire is set, then it fails it), for tests that start clusters
-// through something other than New.
-func RequireBinaries(t testing.TB) {
-	t.Helper()
-	if _, err := FindBinDir(""); err != nil {
-		skipIfNoBinaries(t, err)
-		t.Fatal(err)
-	}
-}
-
-func skipIfNoBinaries(t testing.TB, err error) {
-	t.Helper()
-	if errors.Is(err, ErrNoBinaries) && os.Getenv(EnvRequire) == "" {
-		t.Skipf("skipping: %v (install PostgreSQL or set %s; set %s=1 to make this a failure)", err, EnvBinDir, EnvRequire)
-	}
-}
-
-// FindBinDir returns the PostgreSQL bin directory to use. The search order is
-// explicit, then $PGSPRINT_TEST_PG_BIN, then the newest
-// /usr/lib/postgresql/N/bin (Debian/Ubuntu layout), then the newest of
-// pgbin.VersionDirs (the extra majors), then `pg_config --bindir`, then the
-// directory of initdb on PATH. Every candidate must contain initdb, so that a
-// half-installed client-only package is not picked.
-func FindBinDir(explicit string) (string, error) {
-	check := func(dir, origin string) (string, error) {
-		if _, err := os.Stat(filepath.Join(dir, "initdb")); err != nil {
-			return "", fmt.Errorf("pgtest: bin dir %q (from %s) has no initdb: %w", dir, origin, err)
-		}
-		return dir, nil
-	}
-	if explicit != "" {
-		return check(explicit, "Options.BinDir")
-	}
-	if env := os.Getenv(EnvBinDir); env != "" {
-		return check(env, "$"+EnvBinDir)
-	}
-	if dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin"); len(dirs) > 0 {
-		type cand struct {
-			dir string
-			ver float64
-		}
-		var cands []cand
-		for _, d := range dirs {
-			v, err := strconv.ParseFloat(filepath.Base(filepath.Dir(d)), 64)
-			if err != nil {
-				continue
-			}
-			if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
-				cands = append(cands, cand{d, v})
-			}
-		}
-		sort.Slice(cands, func(i, j int) bool { return cands[i].ver > cands[j].ver })
-		if len(cands) > 0 {
-			return cands[0].dir, nil
-		}
-	}
-	// Then the newest of the side-by-side installs under pgbin's install
-	// root (scripts/install-pg-versions.sh).
-	if all := installs(); len(all) > 0 {
-		newest := 0
-		for v := range all {
-			newest = max(newest, v)
-		}
-		return all[newest], nil
-	}
-	if pgConfig, err := exec.LookPath("pg_config"); err == nil {
-		if out, err := exec.Command(pgConfig, "--bindir").Output(); err == nil {
-			dir := strings.TrimSpace(string(out))
-			if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
-				return dir, nil
-			}
-		}
-	}
-	if initdb, err := exec.LookPath("initdb"); err == nil {
-		// Resolve symlinks: a lone /usr/local/bin/initdb link does not
-		// bring pg_dump and psql of the same version along.
-		if real, err := filepath.EvalSymlinks(initdb); err == nil {
-			initdb = real
-		}
-		return filepath.Dir(initdb), nil
-	}
-	return "", fmt.Errorf("%w (looked at $%s, /usr/lib/postgresql/*/bin, $%s/*/bin, pg_config --bindir, PATH)", ErrNoBinaries, EnvBinDir, pgbin.EnvInstallRoot)
-}
-
 // Start creates, configures and starts a new cluster and returns once it
 // accepts connections. The caller must Close it.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
@@ -214,7 +90,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	for key := range opts.Settings {
 		if !isConfName(key) {
-			return nil, fmt.Errorf("pgtest: invalid setting name %q", key)
+			return nil, fmt.Errorf("cluster: invalid setting name %q", key)
 		}
 	}
 	c, err := newCluster(binDir)
@@ -233,7 +109,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 // newCluster makes the directory of a cluster that is not yet initialized:
 // the cluster root and its socket directory, owned by the server's user.
 func newCluster(binDir string) (*Cluster, error) {
-	cred, err := serverCredential()
+	cred, err := ServerCredential()
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +120,7 @@ func newCluster(binDir string) (*Cluster, error) {
 	}
 	dir, err := os.MkdirTemp(base, "pgtest-")
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: creating temp dir: %w", err)
+		return nil, fmt.Errorf("cluster: creating temp dir: %w", err)
 	}
 	c := &Cluster{
 		binDir:  binDir,
@@ -255,15 +131,15 @@ func newCluster(binDir string) (*Cluster, error) {
 		cred:    cred,
 	}
 	if err := os.Mkdir(c.sockDir, 0o755); err != nil {
-		return nil, errors.Join(fmt.Errorf("pgtest: creating socket dir: %w", err), os.RemoveAll(dir))
+		return nil, errors.Join(fmt.Errorf("cluster: creating socket dir: %w", err), os.RemoveAll(dir))
 	}
 	if err := os.Chmod(c.dir, 0o755); err != nil {
-		return nil, errors.Join(fmt.Errorf("pgtest: chmod %s: %w", c.dir, err), os.RemoveAll(dir))
+		return nil, errors.Join(fmt.Errorf("cluster: chmod %s: %w", c.dir, err), os.RemoveAll(dir))
 	}
 	if c.cred != nil {
 		for _, d := range []string{c.dir, c.sockDir} {
 			if err := os.Chown(d, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
-				return nil, errors.Join(fmt.Errorf("pgtest: chown %s to the postgres user: %w", d, err), os.RemoveAll(dir))
+				return nil, errors.Join(fmt.Errorf("cluster: chown %s to the postgres user: %w", d, err), os.RemoveAll(dir))
 			}
 		}
 	}
@@ -273,11 +149,11 @@ func newCluster(binDir string) (*Cluster, error) {
 func (c *Cluster) start(ctx context.Context, opts Options) error {
 	pwFile := filepath.Join(c.dir, "pwfile")
 	if err := os.WriteFile(pwFile, []byte(SuperuserPassword+"\n"), 0o600); err != nil {
-		return fmt.Errorf("pgtest: writing password file: %w", err)
+		return fmt.Errorf("cluster: writing password file: %w", err)
 	}
 	if c.cred != nil {
 		if err := os.Chown(pwFile, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
-			return fmt.Errorf("pgtest: chown password file: %w", err)
+			return fmt.Errorf("cluster: chown password file: %w", err)
 		}
 	}
 
@@ -292,21 +168,21 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 			break
 		}
 		if err := os.RemoveAll(c.dataDir); err != nil {
-			return fmt.Errorf("pgtest: removing failed data dir: %w", err)
+			return fmt.Errorf("cluster: removing failed data dir: %w", err)
 		}
 	}
 	if initErr != nil {
-		return fmt.Errorf("pgtest: initdb: %w", initErr)
+		return fmt.Errorf("cluster: initdb: %w", initErr)
 	}
 	if err := os.Remove(pwFile); err != nil {
-		return fmt.Errorf("pgtest: removing password file: %w", err)
+		return fmt.Errorf("cluster: removing password file: %w", err)
 	}
 	ver, err := os.ReadFile(filepath.Join(c.dataDir, "PG_VERSION"))
 	if err != nil {
-		return fmt.Errorf("pgtest: reading PG_VERSION: %w", err)
+		return fmt.Errorf("cluster: reading PG_VERSION: %w", err)
 	}
 	if c.version, err = strconv.Atoi(strings.TrimSpace(string(ver))); err != nil {
-		return fmt.Errorf("pgtest: parsing PG_VERSION %q: %w", ver, err)
+		return fmt.Errorf("cluster: parsing PG_VERSION %q: %w", ver, err)
 	}
 
 	hba := "# written by pgtest\n" +
@@ -340,14 +216,14 @@ func (c *Cluster) listenAndStart(ctx context.Context, settings map[string]string
 		if attempt == 0 && include {
 			f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
 			if err != nil {
-				return fmt.Errorf("pgtest: opening postgresql.conf: %w", err)
+				return fmt.Errorf("cluster: opening postgresql.conf: %w", err)
 			}
 			_, werr := f.WriteString("\ninclude 'pgtest.conf'\n")
 			if cerr := f.Close(); werr == nil {
 				werr = cerr
 			}
 			if werr != nil {
-				return fmt.Errorf("pgtest: appending to postgresql.conf: %w", werr)
+				return fmt.Errorf("cluster: appending to postgresql.conf: %w", werr)
 			}
 		}
 		startErr = c.run(ctx, filepath.Join(c.binDir, "pg_ctl"),
@@ -359,7 +235,7 @@ func (c *Cluster) listenAndStart(ctx context.Context, settings map[string]string
 			break
 		}
 	}
-	return fmt.Errorf("pgtest: pg_ctl start: %w\nserver log:\n%s", startErr, c.logTail())
+	return fmt.Errorf("cluster: pg_ctl start: %w\nserver log:\n%s", startErr, c.logTail())
 }
 
 // config renders the harness's postgresql.conf additions: speed over safety,
@@ -404,11 +280,11 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		lastErr = err
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("pgtest: waiting for server: %w", ctx.Err())
+			return fmt.Errorf("cluster: waiting for server: %w", ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("pgtest: server does not accept connections: %w\nserver log:\n%s", lastErr, c.logTail())
+	return fmt.Errorf("cluster: server does not accept connections: %w\nserver log:\n%s", lastErr, c.logTail())
 }
 
 // Close stops the server with an immediate shutdown (the data is thrown away,
@@ -422,11 +298,11 @@ func (c *Cluster) Close() error {
 			err := c.run(ctx, filepath.Join(c.binDir, "pg_ctl"), "stop", "-w", "-m", "immediate", "-D", c.dataDir)
 			cancel()
 			if err != nil {
-				errs = append(errs, fmt.Errorf("pgtest: pg_ctl stop: %w", err))
+				errs = append(errs, fmt.Errorf("cluster: pg_ctl stop: %w", err))
 			}
 		}
 		if err := os.RemoveAll(c.dir); err != nil {
-			errs = append(errs, fmt.Errorf("pgtest: removing %s: %w", c.dir, err))
+			errs = append(errs, fmt.Errorf("cluster: removing %s: %w", c.dir, err))
 		}
 		c.closeErr = errors.Join(errs...)
 	})
@@ -439,7 +315,7 @@ func (c *Cluster) Close() error {
 // port and socket, usable by later tests.
 func (c *Cluster) Restart(ctx context.Context) error {
 	if err := c.run(ctx, filepath.Join(c.binDir, "pg_ctl"), "restart", "-w", "-t", "60", "-m", "fast", "-D", c.dataDir, "-l", c.logFile); err != nil {
-		return fmt.Errorf("pgtest: pg_ctl restart: %w\nserver log:\n%s", err, c.logTail())
+		return fmt.Errorf("cluster: pg_ctl restart: %w\nserver log:\n%s", err, c.logTail())
 	}
 	return c.waitReady(ctx)
 }
@@ -462,120 +338,6 @@ func (c *Cluster) SocketDir() string { return c.sockDir }
 // LogFile is the server's log, useful to print when a test fails in a way
 // the client error does not explain.
 func (c *Cluster) LogFile() string { return c.logFile }
-
-// ConnString returns a libpq keyword/value connection string that reaches
-// database db over the unix socket as the superuser. Values are quoted per
-// libpq rules, so hostile database names are safe.
-func (c *Cluster) ConnString(db string) string {
-	return KeywordConnString(map[string]string{
-		"host":   c.sockDir,
-		"port":   strconv.Itoa(c.port),
-		"user":   SuperuserName,
-		"dbname": db,
-	})
-}
-
-// TCPConnString returns a connection string that reaches database db over TCP
-// as user. It holds no password: tests supply it the way the code under test
-// expects (for the superuser it is SuperuserPassword). sslmode=disable saves
-// the pointless TLS negotiation with a server that has no certificate.
-func (c *Cluster) TCPConnString(db, user string) string {
-	return KeywordConnString(map[string]string{
-		"host":    "127.0.0.1",
-		"port":    strconv.Itoa(c.port),
-		"user":    user,
-		"dbname":  db,
-		"sslmode": "disable",
-	})
-}
-
-// KeywordConnString renders params as a libpq keyword/value string in a
-// stable order (host, port, user, dbname first, then alphabetical), quoting
-// each value when libpq requires it.
-func KeywordConnString(params map[string]string) string {
-	order := []string{"host", "port", "user", "dbname"}
-	seen := map[string]bool{}
-	var parts []string
-	for _, k := range order {
-		if v, ok := params[k]; ok {
-			parts = append(parts, k+"="+QuoteConnValue(v))
-			seen[k] = true
-		}
-	}
-	var rest []string
-	for k := range params {
-		if !seen[k] {
-			rest = append(rest, k)
-		}
-	}
-	sort.Strings(rest)
-	for _, k := range rest {
-		parts = append(parts, k+"="+QuoteConnValue(params[k]))
-	}
-	return strings.Join(parts, " ")
-}
-
-// QuoteConnValue quotes a value for a libpq keyword/value connection string:
-// values that are empty or contain whitespace, quotes or backslashes are
-// wrapped in single quotes with ' and \ backslash-escaped; others are left
-// bare for readability.
-func QuoteConnValue(v string) string {
-	if v != "" && !strings.ContainsAny(v, " \t\n\r\v\f'\\") {
-		return v
-	}
-	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
-	return "'" + r.Replace(v) + "'"
-}
-
-// CreateDB creates database name (any string without NUL) owned by the
-// superuser, from template0 so that nothing added to template1 leaks in.
-func (c *Cluster) CreateDB(ctx context.Context, name string) error {
-	if strings.ContainsRune(name, 0) {
-		return fmt.Errorf("pgtest: database name %q contains NUL", name)
-	}
-	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+pg.Ident(name)+" TEMPLATE template0"); err != nil {
-		return fmt.Errorf("pgtest: creating database %q: %w", name, err)
-	}
-	return nil
-}
-
-// Exec runs a multi-statement SQL script in database db over the simple query
-// protocol (one implicit transaction unless the script has its own
-// BEGIN/COMMIT). Use ExecPsql for scripts with psql meta-commands or
-// statements that cannot run inside a transaction block.
-func (c *Cluster) Exec(ctx context.Context, db, sql string) error {
-	conn, err := pgx.Connect(ctx, c.ConnString(db)+" client_encoding=UTF8")
-	if err != nil {
-		return fmt.Errorf("pgtest: connecting to %q: %w", db, err)
-	}
-	_, execErr := conn.PgConn().Exec(ctx, sql).ReadAll()
-	closeErr := conn.Close(ctx)
-	if execErr != nil {
-		return fmt.Errorf("pgtest: executing in %q: %w", db, execErr)
-	}
-	if closeErr != nil {
-		return fmt.Errorf("pgtest: closing connection to %q: %w", db, closeErr)
-	}
-	return nil
-}
-
-// ExecPsql feeds script to `psql -X -v ON_ERROR_STOP=1` on database db, so
-// psql meta-commands work and the first error aborts with a non-nil error
-// that quotes psql's message and line number.
-func (c *Cluster) ExecPsql(ctx context.Context, db, script string) error {
-	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, "psql"),
-		"-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", c.ConnString(db), "-f", "-")
-	cmd.Env = cleanEnv()
-	cmd.Stdin = strings.NewReader(script)
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("pgtest: psql on %q: %w\n%s", db, err, tail(out.String(), 4000))
-	}
-	return nil
-}
 
 // run executes a server-side binary as the server's OS user, in the
 // cluster directory (the postgres user may not be able to read the test's
@@ -606,11 +368,11 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 // user, which refuses to read configuration it cannot access.
 func (c *Cluster) writeOwned(path, content string) error {
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		return fmt.Errorf("pgtest: writing %s: %w", path, err)
+		return fmt.Errorf("cluster: writing %s: %w", path, err)
 	}
 	if c.cred != nil {
 		if err := os.Chown(path, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
-			return fmt.Errorf("pgtest: chown %s: %w", path, err)
+			return fmt.Errorf("cluster: chown %s: %w", path, err)
 		}
 	}
 	return nil
@@ -624,32 +386,33 @@ func (c *Cluster) logTail() string {
 	return tail(string(b), 4000)
 }
 
-// serverCredential returns the identity to run initdb/pg_ctl under: nil (the
+// ServerCredential returns the identity to run initdb/pg_ctl under (and to
+// own files the server must read, such as TLS keys): nil (the
 // current user) unless we are root, which initdb refuses, in which case the
 // OS user "postgres".
-func serverCredential() (*syscall.Credential, error) {
+func ServerCredential() (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
 	u, err := user.Lookup("postgres")
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: running as root, and initdb refuses root, but there is no OS user \"postgres\": %w", err)
+		return nil, fmt.Errorf("cluster: running as root, and initdb refuses root, but there is no OS user \"postgres\": %w", err)
 	}
 	uid, err := strconv.ParseUint(u.Uid, 10, 32)
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: parsing uid %q of user postgres: %w", u.Uid, err)
+		return nil, fmt.Errorf("cluster: parsing uid %q of user postgres: %w", u.Uid, err)
 	}
 	gid, err := strconv.ParseUint(u.Gid, 10, 32)
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: parsing gid %q of user postgres: %w", u.Gid, err)
+		return nil, fmt.Errorf("cluster: parsing gid %q of user postgres: %w", u.Gid, err)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-// cleanEnv is the process environment without PG* variables, so that a
+// CleanEnv is the process environment without PG* variables, so that a
 // developer's PGHOST, PGPASSWORD or PGSERVICE cannot redirect the harness's
 // own commands; client encoding is pinned to UTF8.
-func cleanEnv() []string {
+func CleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "PG") {
@@ -666,7 +429,7 @@ func cleanEnv() []string {
 // database's own encoding.
 func serverEnv() []string {
 	var env []string
-	for _, kv := range cleanEnv() {
+	for _, kv := range CleanEnv() {
 		if !strings.HasPrefix(kv, "PGCLIENTENCODING=") {
 			env = append(env, kv)
 		}
@@ -677,11 +440,11 @@ func serverEnv() []string {
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, fmt.Errorf("pgtest: finding a free port: %w", err)
+		return 0, fmt.Errorf("cluster: finding a free port: %w", err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	if err := l.Close(); err != nil {
-		return 0, fmt.Errorf("pgtest: releasing probe port: %w", err)
+		return 0, fmt.Errorf("cluster: releasing probe port: %w", err)
 	}
 	return port, nil
 }

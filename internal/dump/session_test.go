@@ -1,0 +1,305 @@
+package dump
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/progress"
+)
+
+// TestSession runs a Session, its readers and its workers against one
+// real server, below dump.Run.
+func TestSession(t *testing.T) {
+	c := pgtest.New(t)
+	t.Run("workers", func(t *testing.T) { testSessionAndWorkers(t, c) })
+	t.Run("reader lock", func(t *testing.T) { testReaderLock(t, c) })
+}
+
+// testSessionAndWorkers runs a Session and its workers against a real
+// server, below dump.Run: the manifest plans a split table in several
+// chunks; rows committed after the snapshot are not read; every data
+// stream holds exactly its table's rows, cut into blocks of whole rows
+// once they reach the block size; the rows each stream
+// records, the rows the workers count and the rows progress heard of
+// agree; large objects come in their own streams.
+func testSessionAndWorkers(t *testing.T, c *pgtest.Cluster) {
+	const db = "workers"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := c.CreateDB(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, db, `
+		CREATE TABLE big (id int PRIMARY KEY, note text);
+		INSERT INTO big SELECT i, repeat(md5(i::text), 3) FROM generate_series(1, 3000) i;
+		CREATE TABLE "Odd ""t""" (v text);
+		INSERT INTO "Odd ""t""" VALUES ('tab	and newline
+		inside'), (repeat('x', 10000)), (NULL);
+		SELECT lo_from_bytea(7001, 'large object bytes');
+		ANALYZE;`); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(c.ConnString(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const blockSize = 4096
+	sess, err := Begin(ctx, SessionOptions{Source: cfg, Jobs: 2, BlockSize: blockSize, Version: "test",
+		Split: plan.Options{ChunkSize: 64 << 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(ctx)
+	m := sess.Manifest
+	if m.Snapshot == "" || len(m.Tables) != 2 || len(m.LargeObjects) != 1 || m.LargeObjects[0].OID != 7001 {
+		t.Fatalf("manifest: snapshot %q, %d tables, large objects %+v", m.Snapshot, len(m.Tables), m.LargeObjects)
+	}
+	perTable := map[string]int{}
+	for _, ch := range m.Chunks {
+		perTable[m.Tables[ch.Table].Name]++
+	}
+	if perTable["big"] < 2 || perTable[`Odd "t"`] != 1 {
+		t.Fatalf("chunks per table %v: want big split (64 KiB chunks) and the small table whole", perTable)
+	}
+
+	// Committed after the snapshot: invisible to the dump.
+	if err := c.Exec(ctx, db, `INSERT INTO big VALUES (3001, 'late'); INSERT INTO "Odd ""t""" VALUES ('late')`); err != nil {
+		t.Fatal(err)
+	}
+
+	none, err := codec.New("none", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	w, err := archive.NewWriter(&out, m, none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &addCounter{}
+	res := &Result{}
+	opts := Options{Jobs: 2, BlockSize: blockSize, Progress: rec}
+	if err := runWorkers(ctx, opts, w, sess, planUnits(m, sess.sizes), res); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 3003 || rec.rows != 3003 {
+		t.Errorf("workers counted %d rows, progress heard %d; want 3003 (as of the snapshot)", res.Rows, rec.rows)
+	}
+
+	// Every frame of a data stream is whole rows.
+	seq, err := archive.NewSequential(bytes.NewReader(out.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[uint32]*bytes.Buffer{}
+	for {
+		f, err := seq.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Kind != archive.KindData || f.End {
+			continue
+		}
+		// All rows but the last fit in a block: the block is cut once
+		// the row that fills it has been added.
+		beforeLast := bytes.LastIndexByte(f.Data[:max(len(f.Data)-1, 0)], '\n') + 1
+		if !bytes.HasSuffix(f.Data, []byte("\n")) || beforeLast >= blockSize {
+			t.Errorf("stream %d frame %d: %d bytes, %d before its last row, ends in a newline: %v", f.Stream, f.Seq, len(f.Data), beforeLast, bytes.HasSuffix(f.Data, []byte("\n")))
+		}
+		if data[f.Stream] == nil {
+			data[f.Stream] = &bytes.Buffer{}
+		}
+		data[f.Stream].Write(f.Data)
+	}
+
+	r, err := archive.Open(bytes.NewReader(out.Bytes()), int64(out.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, c.ConnString(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, tc := range []struct {
+		table, where string
+		rows         int64
+	}{{"big", "id <= 3000", 3000}, {`Odd "t"`, "v IS DISTINCT FROM 'late'", 3}} {
+		var got bytes.Buffer
+		var recorded int64
+		for _, ch := range m.Chunks {
+			if m.Tables[ch.Table].Name != tc.table {
+				continue
+			}
+			got.Write(data[ch.Stream].Bytes())
+			info, ok := r.Stream(ch.Stream)
+			if !ok || info.Rows != int64(bytes.Count(data[ch.Stream].Bytes(), []byte("\n"))) || info.Frames < 1 {
+				t.Errorf("stream %d: info %+v against %d rows read", ch.Stream, info, bytes.Count(data[ch.Stream].Bytes(), []byte("\n")))
+			}
+			if info != nil {
+				recorded += info.Rows
+			}
+		}
+		var want bytes.Buffer
+		q := fmt.Sprintf("COPY (SELECT * FROM %s WHERE %s) TO STDOUT", pg.Ident(tc.table), tc.where)
+		if _, err := conn.PgConn().CopyTo(ctx, &want, q); err != nil {
+			t.Fatal(err)
+		}
+		if recorded != tc.rows || !sameLines(got.String(), want.String()) {
+			t.Errorf("table %s: %d rows recorded, want %d; content equal to the snapshot's: %v", tc.table, recorded, tc.rows, sameLines(got.String(), want.String()))
+		}
+	}
+	lo := m.LargeObjects[0]
+	b, err := io.ReadAll(r.OpenStream(lo.Stream))
+	if err != nil || string(b) != "large object bytes" {
+		t.Errorf("large object stream: %q, %v", b, err)
+	}
+}
+
+// sameLines compares COPY text regardless of row order (chunks are read in
+// parallel, a table's rows in no promised order).
+func sameLines(a, b string) bool {
+	count := map[string]int{}
+	for _, l := range strings.SplitAfter(a, "\n") {
+		count[l]++
+	}
+	for _, l := range strings.SplitAfter(b, "\n") {
+		count[l]--
+	}
+	for _, n := range count {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// addCounter is a Reporter that sums what Add reports.
+type addCounter struct {
+	progress.Nop
+	mu          sync.Mutex
+	bytes, rows int64
+}
+
+func (a *addCounter) Add(b, r int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.bytes += b
+	a.rows += r
+}
+
+// testReaderLock checks a reader's check before each COPY against a real
+// server: a table truncated, renamed away and replaced, or dropped after
+// the snapshot is refused with a ChangedError saying what happened; a
+// table another session holds in ACCESS EXCLUSIVE mode fails at once
+// with a LockConflictError naming that session; an untouched table locks.
+func testReaderLock(t *testing.T, c *pgtest.Cluster) {
+	const db = "locks"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := c.CreateDB(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, db, `CREATE TABLE kept (i int); CREATE TABLE truncated (i int); CREATE TABLE replaced (i int);
+		CREATE TABLE dropped (i int); CREATE TABLE busy (i int); INSERT INTO truncated VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(c.ConnString(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := Begin(ctx, SessionOptions{Source: cfg, Jobs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(ctx)
+	if err := c.Exec(ctx, db, `TRUNCATE truncated; ALTER TABLE replaced RENAME TO old; CREATE TABLE replaced (i int); DROP TABLE dropped`); err != nil {
+		t.Fatal(err)
+	}
+	other, err := pgx.Connect(ctx, c.ConnString(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "LOCK TABLE busy IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+
+	tables := map[string]archive.Table{}
+	for _, tab := range sess.Manifest.Tables {
+		tables[tab.Name] = tab
+	}
+	r, err := sess.OpenReader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(ctx)
+	for _, tc := range []struct {
+		table   string
+		changed string // ChangedError.What
+		busy    bool
+	}{
+		{table: "kept"},
+		{table: "truncated", changed: "truncated or rewritten"},
+		{table: "kept"},
+		{table: "replaced", changed: "renamed (another table has its name now)"},
+		{table: "dropped", changed: "dropped or renamed"},
+		{table: "busy", busy: true},
+	} {
+		tab, ok := tables[tc.table]
+		if !ok {
+			t.Fatalf("table %s not in the manifest", tc.table)
+		}
+		if r.IsClosed() || r.conn.PgConn().TxStatus() == 'E' {
+			// A failed check leaves the transaction aborted: a fresh
+			// reader for the next case, as a new run would have.
+			r.Close(ctx)
+			if r, err = sess.OpenReader(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := r.Lock(ctx, tab)
+		var changed *ChangedError
+		var conflict *pg.LockConflictError
+		switch {
+		case tc.changed != "":
+			if !errors.As(err, &changed) || changed.What != tc.changed {
+				t.Errorf("%s: %v, want a ChangedError %q", tc.table, err, tc.changed)
+			}
+		case tc.busy:
+			if !errors.As(err, &conflict) || conflict.Blocker == nil || conflict.Blocker.PID != int(other.PgConn().PID()) {
+				t.Errorf("%s: %v, want a LockConflictError naming pid %d", tc.table, err, other.PgConn().PID())
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tc.table, err)
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package dump
+
+import (
+	"context"
+	"github.com/pgsprint/pgsprint/internal/progress"
+	"io"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+)
+
+// This file lets a caller run the work of several sessions (one per
+// database of a whole-server dump) on one pool of workers writing one
+// archive: each session's streams are renumbered to be unique in the
+// archive, and a worker moves from one session's snapshot to another's as
+// the units it takes come from them.
+
+// Unit is one piece of a session's data work (a chunk, a batch of small
+// tables or a batch of large objects), for a caller that schedules several
+// sessions' work itself.
+type Unit struct {
+	sess *Session
+	u    unit
+}
+
+// Size is the unit's estimated bytes, by which work is ordered largest
+// first.
+func (u Unit) Size() int64 { return u.u.size }
+
+// Session is the session the unit belongs to.
+func (u Unit) Session() *Session { return u.sess }
+
+// Units is the session's data work, largest first.
+func (s *Session) Units() []Unit {
+	var us []Unit
+	for _, u := range planUnits(s.Manifest, s.sizes) {
+		us = append(us, Unit{sess: s, u: u})
+	}
+	return us
+}
+
+// Renumber adds base to every stream id of the session's manifest (schema,
+// chunks, large objects), so that several sessions' streams can share one
+// archive, and returns the first id after them. Call it before Units.
+func (s *Session) Renumber(base uint32) uint32 {
+	m := s.Manifest
+	next := m.SchemaStream + base + 1
+	m.SchemaStream += base
+	sizes := make(map[uint32]int64, len(s.sizes))
+	for i := range m.Chunks {
+		c := &m.Chunks[i]
+		sizes[c.Stream+base] = s.sizes[c.Stream]
+		c.Stream += base
+		next = max(next, c.Stream+1)
+	}
+	for i := range m.LargeObjects {
+		lo := &m.LargeObjects[i]
+		sizes[lo.Stream+base] = s.sizes[lo.Stream]
+		lo.Stream += base
+		next = max(next, lo.Stream+1)
+	}
+	s.sizes = sizes
+	return next
+}
+
+// WriteSchema runs pg_dump in the session's snapshot into the manifest's
+// schema stream of w.
+func (s *Session) WriteSchema(ctx context.Context, w *archive.Writer, blockSize int) error {
+	if blockSize <= 0 {
+		blockSize = DefaultBlockSize
+	}
+	return dumpSchema(ctx, s, w.Stream(archive.KindSchema, s.Manifest.SchemaStream), blockSize)
+}
+
+// Worker dumps units of any session on one connection at a time: a
+// reader in the snapshot of the session of the unit it was last given,
+// replaced when a unit of another session comes.
+type Worker struct {
+	opts Options
+	w    *archive.Writer
+	sess *Session
+	r    *Reader
+}
+
+// NewWorker returns a worker writing into w; opts gives the block size and
+// the progress reporter.
+func NewWorker(opts Options, w *archive.Writer) *Worker {
+	if opts.BlockSize <= 0 {
+		opts.BlockSize = DefaultBlockSize
+	}
+	return &Worker{opts: opts, w: w}
+}
+
+// Dump dumps one unit and returns the rows it copied.
+func (k *Worker) Dump(ctx context.Context, u Unit) (int64, error) {
+	if k.sess != u.sess {
+		k.Close(ctx)
+		r, err := u.sess.OpenReader(ctx)
+		if err != nil {
+			return 0, err
+		}
+		k.sess, k.r = u.sess, r
+	}
+	return dumpUnit(ctx, k.opts, k.w, u.sess.Manifest, k.r, u.u)
+}
+
+// Close closes the worker's connection, if any.
+func (k *Worker) Close(ctx context.Context) {
+	if k.r != nil {
+		k.r.Close(ctx)
+	}
+	k.sess, k.r = nil, nil
+}
+
+// Output is where an archive's bytes go (OpenOutput), whatever the
+// medium: nothing is visible at the location until Commit.
+type Output interface {
+	io.Writer
+	Commit(ctx context.Context) error // the archive is complete: make it visible
+	Abort()                           // discard what was written
+}
+
+// OpenOutput starts the archive at opts.File as Run does (opts.Location,
+// opts.Overwrite; plan sizes the parts of an upload).
+func OpenOutput(ctx context.Context, opts Options, plan progress.Plan) (Output, error) {
+	out, err := createOutput(ctx, opts, plan)
+	if err != nil {
+		return nil, err
+	}
+	return outputCommitter{out}, nil
+}
+
+// outputCommitter gives an output the Commit of the Output interface.
+type outputCommitter struct{ *output }
+
+// Commit makes the archive visible at its location.
+func (o outputCommitter) Commit(ctx context.Context) error { return o.output.commit(ctx) }

@@ -1,0 +1,166 @@
+// Package pgtest runs throwaway PostgreSQL servers for tests and provides the
+// comparison helpers (schema dumps, data fingerprints) that every round-trip
+// test of pgsprint relies on.
+//
+// A dump/restore tool can only be trusted when it is exercised against a real
+// server: the catalog, COPY quoting and large-object semantics are too subtle
+// to mock. This package therefore starts real postmasters from the installed
+// PostgreSQL binaries (through internal/cluster, which `pgsprint demo` uses
+// too), in temporary directories, one per test (or per test package), and
+// tears them down afterwards. Only tests and benchmarks import it: it links
+// "testing" and the torture schema, which the pgsprint binary must not carry.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgsprint/pgsprint/internal/cluster"
+)
+
+// Cluster is a throwaway PostgreSQL server (see cluster.Cluster); the alias
+// keeps the tests' vocabulary while the product uses internal/cluster.
+type Cluster = cluster.Cluster
+
+// Options configures New and Start (see cluster.Options).
+type Options = cluster.Options
+
+// SuperuserName is the bootstrap superuser of every cluster.
+const SuperuserName = cluster.SuperuserName
+
+// SuperuserPassword is the password of SuperuserName over TCP; tests pass it
+// to whatever they are testing (a flag, PGPASSWORD, a config field).
+const SuperuserPassword = cluster.SuperuserPassword
+
+// EnvBinDir names the environment variable that selects the PostgreSQL bin
+// directory when Options.BinDir is empty.
+const EnvBinDir = cluster.EnvBinDir
+
+// EnvRequire names the environment variable that, when set to a non-empty
+// value, turns the "no PostgreSQL binaries" skip of New into a failure, so
+// that CI cannot silently pass by skipping every database test.
+const EnvRequire = "PGSPRINT_TEST_REQUIRE_PG"
+
+// EnvVersions names the environment variable that restricts the versions
+// the cross-version tests use, as a comma-separated list of majors ("15,18"),
+// so that CI can run a small matrix and `make test-matrix` a full one.
+const EnvVersions = "PGSPRINT_TEST_PG_VERSIONS"
+
+// ErrNoBinaries is returned (wrapped) when no PostgreSQL installation can be
+// found. New turns it into a skip, because a developer machine without
+// PostgreSQL should still be able to run the rest of the test suite.
+var ErrNoBinaries = cluster.ErrNoBinaries
+
+// Start creates and starts a cluster outside a test (benchmarks); the
+// caller must Close it.
+func Start(ctx context.Context, opts Options) (*Cluster, error) { return cluster.Start(ctx, opts) }
+
+// FindBinDir returns the PostgreSQL bin directory to use (see
+// cluster.FindBinDir for the search order).
+func FindBinDir(explicit string) (string, error) { return cluster.FindBinDir(explicit) }
+
+// BinDirFor returns the bin directory of an installed major version.
+func BinDirFor(major int) (string, error) { return cluster.BinDirFor(major) }
+
+// KeywordConnString renders params as a libpq keyword/value string.
+func KeywordConnString(params map[string]string) string { return cluster.KeywordConnString(params) }
+
+// QuoteConnValue quotes a value for a libpq keyword/value connection string.
+func QuoteConnValue(v string) string { return cluster.QuoteConnValue(v) }
+
+// New starts a cluster for a test and stops it when the test ends. It skips
+// the test when no PostgreSQL binaries exist at all (unless EnvRequire is set)
+// and fails it on any other error, because a broken harness must not look
+// like a passing test.
+func New(t testing.TB, opts ...Options) *Cluster {
+	t.Helper()
+	var o Options
+	switch len(opts) {
+	case 0:
+	case 1:
+		o = opts[0]
+	default:
+		t.Fatalf("pgtest.New: at most one Options value, got %d", len(opts))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, o)
+	if err != nil {
+		skipIfNoBinaries(t, err)
+		t.Fatalf("pgtest: starting cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("pgtest: closing cluster: %v", err)
+		}
+	})
+	return c
+}
+
+// NewStandby starts a streaming hot standby of primary for a test (see
+// cluster.Cluster.StartStandby) and stops it when the test ends, so that
+// dumping from a read replica can be tested.
+func NewStandby(t testing.TB, primary *Cluster) *Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := primary.StartStandby(ctx)
+	if err != nil {
+		t.Fatalf("pgtest: starting standby: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("pgtest: closing standby: %v", err)
+		}
+	})
+	return s
+}
+
+// RequireBinaries skips the test when no PostgreSQL binaries exist (unless
+// EnvRequire is set, then it fails it), for tests that start clusters
+// through something other than New.
+func RequireBinaries(t testing.TB) {
+	t.Helper()
+	if _, err := cluster.FindBinDir(""); err != nil {
+		skipIfNoBinaries(t, err)
+		t.Fatal(err)
+	}
+}
+
+func skipIfNoBinaries(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, ErrNoBinaries) && os.Getenv(EnvRequire) == "" {
+		t.Skipf("skipping: %v (install PostgreSQL or set %s; set %s=1 to make this a failure)", err, EnvBinDir, EnvRequire)
+	}
+}
+
+// Versions returns the installed major versions a cluster can be started
+// with, oldest first, for tests that run across versions. When
+// $PGSPRINT_TEST_PG_VERSIONS is set, only the versions it lists (and that
+// are installed) are returned.
+func Versions() []int {
+	all := cluster.Installed()
+	want := map[int]bool{}
+	if env := os.Getenv(EnvVersions); env != "" {
+		for _, f := range strings.Split(env, ",") {
+			var v int
+			if _, err := fmt.Sscanf(strings.TrimSpace(f), "%d", &v); err == nil {
+				want[v] = true
+			}
+		}
+	}
+	var vs []int
+	for v := range all {
+		if len(want) == 0 || want[v] {
+			vs = append(vs, v)
+		}
+	}
+	sort.Ints(vs)
+	return vs
+}

@@ -1,0 +1,247 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/schedule"
+)
+
+// dataStage is the data stage: sequence values, then one task graph that
+// loads every chunk and large object of the selection on Jobs connections
+// (loader) with the post-data stage's tasks beside them, then the
+// source's end check. It is built from the pre-data stage's target.
+type dataStage struct {
+	opts   Options
+	m      *archive.Manifest // the selection's
+	sel    *selection
+	stats  statistics
+	target *target
+	schema *schemaArchive
+	log    *slog.Logger
+	phases *phases
+	l      *loader
+	skip   func(...uint32) // drops streams the restore will not read (openedSource.skip)
+	finish func() error    // the source's end check (openedSource.finish)
+}
+
+// newDataStage is the data stage of the selection sel into t, reading ar
+// (src's source, counting for progress).
+func newDataStage(opts Options, ar archive.Source, src *openedSource, sel *selection, stats statistics, t *target, schema *schemaArchive, log *slog.Logger, ph *phases) *dataStage {
+	return &dataStage{opts: opts, m: sel.m, sel: sel, stats: stats, target: t, schema: schema, log: log, phases: ph,
+		l:    &loader{opts: opts, ar: ar, m: sel.m, target: t.cfg, j: t.j},
+		skip: src.skip, finish: src.finish}
+}
+
+// run is the data stage: it returns the rows loaded and the slowest tasks.
+func (d *dataStage) run(ctx context.Context, post *postData) (int64, []Item, error) {
+	d.skipDone()
+	var refs map[string][]string
+	if d.sel.dataOnly && !d.opts.DisableTriggers {
+		var err error
+		if refs, err = d.readForeignKeys(ctx); err != nil {
+			return 0, nil, err
+		}
+	}
+	if err := d.phases.run("sequences", func() error { return d.setSequences(ctx) }); err != nil {
+		return 0, nil, err
+	}
+	g, err := d.buildGraph(post, refs)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := d.resetPartialTables(ctx); err != nil {
+		return 0, nil, err
+	}
+	rows, slowest, err := d.runGraph(ctx, g, post)
+	if err != nil {
+		return 0, nil, err
+	}
+	// Every load is in: the source says whether all it delivered was
+	// complete and sound.
+	if err := d.finish(); err != nil {
+		return 0, nil, err
+	}
+	return rows, slowest, nil
+}
+
+// defaultSplitMinBytes is the smallest chunk worth loading on several
+// connections: below it, the extra connections cost more than they save,
+// and a chunk loaded on one connection can use COPY FREEZE.
+const defaultSplitMinBytes = 256 << 20
+
+// buildGraph lays out the whole data and post-data work: one task per chunk
+// (or per connection for a large chunk), per large object, then the
+// post-data stage's tasks (none when pg_restore does post-data after the
+// loads). refs are the target's foreign keys, for the order of
+// --data-only loads.
+func (d *dataStage) buildGraph(post *postData, refs map[string][]string) (*schedule.Graph, error) {
+	g := &schedule.Graph{}
+	chunksOf := map[int]int{}
+	for _, c := range d.m.Chunks {
+		chunksOf[c.Table]++
+	}
+	splitMin := d.opts.SplitMinBytes
+	switch {
+	case splitMin == 0:
+		splitMin = defaultSplitMinBytes
+	case splitMin < 0:
+		splitMin = math.MaxInt64
+	}
+	tables := map[string]schedule.TableFacts{}
+	for i := range d.m.Chunks {
+		c := &d.m.Chunks[i]
+		if d.l.missing(c.Stream) {
+			return nil, fmt.Errorf("archive has no data for table %s", d.l.tableName(c))
+		}
+		t := d.m.Tables[c.Table]
+		estimate := c.Size
+		if estimate <= 0 {
+			estimate = t.SizeBytes / int64(chunksOf[c.Table])
+		}
+		size := d.l.plannedBytes(c.Stream, estimate)
+		key := schedule.TableKey(t.Schema, t.Name)
+		f := tables[key]
+		f.Size += size
+		name := "load " + d.l.tableName(c)
+		lock := []schedule.Lock{{Key: key, Mode: schedule.RowExclusive}}
+		switch {
+		case d.opts.Jobs > 1 && size >= splitMin && c.Where == "" && !c.Binary: // parts are cut at text rows
+			sl := newSplitLoad(c, d.opts.Jobs)
+			for p := range d.opts.Jobs {
+				f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: fmt.Sprintf("%s (part %d/%d)", name, p+1, d.opts.Jobs),
+					Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: size, Locks: lock, Table: key, Data: &load{chunk: c, split: sl}}))
+			}
+		case chunksOf[c.Table] == 1 && c.Where == "" && !d.sel.dataOnly:
+			lock = []schedule.Lock{{Key: key, Mode: schedule.AccessExclusive}}
+			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: size,
+				Locks: lock, Table: key, Data: &load{chunk: c, freeze: true}}))
+		default:
+			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: size,
+				Locks: lock, Table: key, Data: &load{chunk: c}}))
+		}
+		tables[key] = f
+	}
+	if d.sel.dataOnly && !d.opts.DisableTriggers {
+		loads := map[string][]int{}
+		for k, f := range tables {
+			loads[k] = f.Loads
+		}
+		if err := orderLoads(g, loads, refs); err != nil {
+			return nil, err
+		}
+	}
+	for i := range d.m.LargeObjects {
+		if lo := &d.m.LargeObjects[i]; d.l.missing(lo.Stream) {
+			return nil, fmt.Errorf("archive has no data for large object %d", lo.OID)
+		}
+	}
+	batches, sizes := batchLargeObjects(d.m.LargeObjects, func(lo *archive.LargeObject) int64 { return d.l.plannedBytes(lo.Stream, lo.Size) })
+	for i, los := range batches {
+		name := fmt.Sprintf("large object %d", los[0].OID)
+		if len(los) > 1 {
+			name = fmt.Sprintf("large objects %d to %d (%d)", los[0].OID, los[len(los)-1].OID, len(los))
+		}
+		// No step of its own: each object records its own (loadLargeObjects).
+		g.Add(&schedule.Task{Name: name, Kind: schedule.Data, Cost: sizes[i], Data: &load{los: los}})
+	}
+	if err := post.addTasks(g, tables, !d.opts.NoAnalyze, d.stats.tables); err != nil {
+		return nil, err
+	}
+	if d.m.Encoding == "UTF8" {
+		// A fused task's SQL is sent in the load's session, whose
+		// client_encoding (UTF8) must be the script's (the archive's).
+		g = schedule.FuseSmallTables(g, fuseMaxBytes)
+	}
+	return g, nil
+}
+
+// fuseMaxBytes is the largest table whose indexes, constraints and ANALYZE
+// run in its load's transaction (schedule.FuseSmallTables): for a small
+// table they take less than the round trips and commits they would cost
+// apart, and nothing is lost by not building them beside other work.
+const fuseMaxBytes = 1 << 20
+
+// skipDone tells the source which streams an earlier run loaded: this run
+// will not read them.
+func (d *dataStage) skipDone() {
+	for _, c := range d.m.Chunks {
+		if d.target.j.IsDone(chunkStep(c.Stream)) {
+			d.skip(c.Stream)
+		}
+	}
+	for _, lo := range d.m.LargeObjects {
+		if d.target.j.IsDone(chunkStep(lo.Stream)) {
+			d.skip(lo.Stream)
+		}
+	}
+}
+
+// setSequences restores every sequence's value as of the dump.
+func (d *dataStage) setSequences(ctx context.Context) error {
+	if len(d.m.Sequences) == 0 {
+		return nil
+	}
+	conn, err := pg.Connect(ctx, d.target.cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, s := range d.m.Sequences {
+		name := pg.Qualified(s.Schema, s.Name)
+		q := fmt.Sprintf("SELECT pg_catalog.setval(%s, %d, %t)", pg.Literal(name), s.LastValue, s.IsCalled)
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return fmt.Errorf("set sequence %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// resetPartialTables empties, on resume, every table loaded by one
+// whole-table chunk that the journal does not list but that holds rows: an
+// interrupted split load commits its parts one by one, so the rows of some
+// parts may be in. Chunks that are ranges of a table are never split and
+// load in one transaction each, so they never leave rows behind. (A chunk
+// loaded with TRUNCATE + COPY FREEZE would wipe such rows itself, but
+// whether a chunk is split depends on -j, which may differ between runs.)
+func (d *dataStage) resetPartialTables(ctx context.Context) error {
+	if d.target.resumed == 0 {
+		return nil
+	}
+	conn, err := pg.Connect(ctx, d.target.cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for i := range d.m.Chunks {
+		c := &d.m.Chunks[i]
+		if c.Where != "" || d.target.j.IsDone(chunkStep(c.Stream)) {
+			continue
+		}
+		name := d.l.tableName(c)
+		var any bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM ONLY "+name+")").Scan(&any); err != nil {
+			return fmt.Errorf("resume: look into %s: %w", name, err)
+		}
+		if !any {
+			continue
+		}
+		d.log.Info("resuming: emptying a partly loaded table", "table", name)
+		_, err := conn.Exec(ctx, "TRUNCATE ONLY "+name)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42501" { // not the owner: no TRUNCATE privilege
+			_, err = conn.Exec(ctx, "DELETE FROM ONLY "+name)
+		}
+		if err != nil {
+			return fmt.Errorf("resume: empty partly loaded table %s: %w", name, err)
+		}
+	}
+	return nil
+}

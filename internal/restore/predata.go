@@ -1,0 +1,348 @@
+package restore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/journal"
+	"github.com/pgsprint/pgsprint/internal/pg"
+)
+
+// target is the database the restore works in, as the pre-data stage
+// leaves it: its schema created (or an earlier run's found), and its
+// journal open. The data, post-data and finish stages are built from it.
+type target struct {
+	cfg     *pgx.ConnConfig  // the database restored into: the created one with --create
+	j       *journal.Journal // the target's journal of finished steps
+	resumed int              // steps an earlier, interrupted run had finished
+}
+
+// preData is the pre-data stage: it prepares the target, opens the
+// journal and creates the schema's pre-data objects, unless an earlier
+// run of a resumed restore finished them.
+type preData struct {
+	opts   Options
+	m      *archive.Manifest // the selection's
+	sel    *selection
+	schema *schemaArchive
+	log    *slog.Logger
+
+	target   *pgx.ConnConfig
+	j        *journal.Journal
+	resumed  int
+	encoding string // the target's server_encoding, once connected (explain)
+}
+
+// run is the pre-data stage.
+func (p *preData) run(ctx context.Context) (*target, error) {
+	if err := p.prepare(ctx); err != nil {
+		return nil, err
+	}
+	return &target{cfg: p.target, j: p.j, resumed: p.resumed}, nil
+}
+
+// prepare does the pre-data stage's work, leaving its results in p.
+func (p *preData) prepare(ctx context.Context) error {
+	p.target = p.opts.Target
+	id := journal.ArchiveID(p.m)
+	if p.opts.Create {
+		return p.create(ctx, id)
+	}
+	conn, err := pg.Connect(ctx, p.target)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if err := p.checkEncoding(ctx, conn); err != nil {
+		return err
+	}
+	found, err := journal.Read(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if err := p.checkJournal(found.ID(), id); err != nil {
+		return err
+	}
+	if found != nil && p.opts.Resume {
+		if found, err = p.rereadJournal(ctx, conn, id); err != nil {
+			return err
+		}
+		p.j = found
+		p.resumed = found.Finished()
+		if found.IsDone(journal.StepPreData) {
+			p.log.Info("resuming", "archive", id, "steps done", p.resumed)
+			return nil
+		}
+		// Pre-data (pg_restore, one transaction per object) was cut short.
+		// The journal was created right after the target was found to
+		// hold none of the objects this restore creates (or --clean
+		// dropped them), so whatever of them it holds now, this restore
+		// created: drop them and start pre-data again. A journal that
+		// cannot vouch for that check drops nothing.
+		if !found.IsDone(journal.StepChecked) {
+			return fmt.Errorf("target database %q holds an unfinished restore whose pre-data was interrupted, and its journal does not record that the target held none of the archive's objects when it began (an older pgsprint checked only tables): --resume will not drop objects that may be yours; use --clean to replace them, or restore into an empty database", p.target.Database)
+		}
+		p.log.Info("resuming: pre-data was interrupted, dropping what it created")
+		if err := p.dropArchivedObjects(ctx); err != nil {
+			return err
+		}
+	} else {
+		if found != nil { // --clean without --resume: start over
+			if err := found.Discard(ctx, conn); err != nil {
+				return err
+			}
+		}
+		switch {
+		case p.sel.dataOnly:
+			if err := p.checkDataTargets(ctx, conn); err != nil {
+				return err
+			}
+		case p.opts.Clean:
+			if err := p.dropArchivedObjects(ctx); err != nil {
+				return err
+			}
+		case p.sel.list != "":
+			if err := p.sel.refuseExisting(ctx, p.target); err != nil {
+				return err
+			}
+		default:
+			if err := refuseNonEmpty(ctx, conn, p.target); err != nil {
+				return err
+			}
+		}
+		if p.j, err = journal.Create(ctx, conn, id, p.m, journal.StepChecked); err != nil {
+			return err
+		}
+	}
+	if p.sel.dataOnly {
+		return p.j.Record(ctx, conn, journal.StepPreData)
+	}
+	if err := p.schema.pgRestore(ctx, p.target, "--section=pre-data", p.sel.useList()); err != nil {
+		return err
+	}
+	return p.j.Record(ctx, conn, journal.StepPreData)
+}
+
+// create is pre-data with --create: pg_restore creates the archived
+// database, and the journal is created in it once pre-data is done, so a
+// journal there always means pre-data finished. A database interrupted
+// before that holds no journal and is refused on resume.
+func (p *preData) create(ctx context.Context, id string) error {
+	created := p.opts.Target.Copy()
+	created.Database = p.m.Database
+	if !p.opts.Clean || p.opts.Resume {
+		conn, err := pg.Connect(ctx, created)
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == "3D000": // no such database: a fresh restore
+		case err != nil:
+			return err
+		default:
+			defer conn.Close(context.WithoutCancel(ctx))
+			p.target = created
+			found, err := journal.Read(ctx, conn)
+			if err != nil {
+				return err
+			}
+			if err := p.checkJournal(found.ID(), id); err != nil {
+				return err
+			}
+			if p.opts.Resume {
+				if found == nil {
+					return fmt.Errorf("database %q exists but holds no pgsprint journal: it was not created by an interrupted restore of this archive, or that restore stopped before pre-data finished; use --clean --create without --resume to start over", created.Database)
+				}
+				if found, err = p.rereadJournal(ctx, conn, id); err != nil {
+					return err
+				}
+				p.j = found
+				p.resumed = found.Finished()
+				return nil
+			}
+			p.target = p.opts.Target
+		}
+	}
+	if err := p.schema.pgRestore(ctx, p.opts.Target, "--section=pre-data", "--create", cleanFlag(p.opts.Clean), p.sel.useList()); err != nil {
+		return err
+	}
+	p.target = created
+	conn, err := pg.Connect(ctx, created)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	p.j, err = journal.Create(ctx, conn, id, p.m, journal.StepPreData)
+	return err
+}
+
+// rereadJournal waits for the sessions of the interrupted run to end
+// (waitForOrphans), then reads the journal again: a killed pgsprint's
+// backend goes on with the query it was sent, and a task's query is its
+// whole transaction, journal row and COMMIT included (engine.inTx), so
+// steps may have been committed since the journal was first read.
+func (p *preData) rereadJournal(ctx context.Context, conn *pgx.Conn, id string) (*journal.Journal, error) {
+	if err := waitForOrphans(ctx, conn, p.log); err != nil {
+		return nil, err
+	}
+	found, err := journal.Read(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	if found == nil {
+		return nil, fmt.Errorf("the restore journal in target database %q went away while waiting for the interrupted run's sessions to end: is another pgsprint at work there?", p.target.Database)
+	}
+	return found, p.checkJournal(found.ID(), id)
+}
+
+func cleanFlag(clean bool) string {
+	if clean {
+		return "--clean"
+	}
+	return ""
+}
+
+// checkJournal decides what an existing journal means for this run:
+// found is the ID of the journal in the target ("" when there is none), id
+// this run's.
+func (p *preData) checkJournal(found, id string) error {
+	switch {
+	case found == "":
+		return nil
+	case !p.opts.Resume && !p.opts.Clean:
+		return fmt.Errorf("target database %q holds an unfinished pgsprint restore or clone (schema %s): use --resume to finish it (a clone with the --snapshot it read), or --clean to start over",
+			p.target.Database, pg.Ident(journal.Schema))
+	case p.opts.Resume && found != id:
+		return fmt.Errorf("target database %q holds an unfinished restore of another archive (%s, this one is %s): resume with that archive, or use --clean without --resume to start over",
+			p.target.Database, found, id)
+	}
+	return nil
+}
+
+// waitForOrphans waits until no session of an interrupted run is still
+// working in the target. A killed pgsprint leaves its server backends
+// running their last statement (a CREATE INDEX can take minutes); each ends
+// by rolling back once it finds its client gone, but until then it holds
+// locks, and a resumed run must not race it.
+func waitForOrphans(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
+	const q = `SELECT count(*) FROM pg_catalog.pg_stat_activity
+		WHERE datname = pg_catalog.current_database() AND pid <> pg_catalog.pg_backend_pid()
+		AND application_name IN ('pgsprint', 'pg_restore', 'psql') AND state IS DISTINCT FROM 'idle'`
+	deadline := time.Now().Add(10 * time.Minute)
+	logged := false
+	for {
+		var n int
+		if err := conn.QueryRow(ctx, q).Scan(&n); err != nil {
+			return fmt.Errorf("look for sessions of the interrupted restore: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("sessions of the interrupted restore (or another pgsprint) are still busy in the target after 10 minutes; is another restore running?")
+		}
+		if !logged {
+			log.Info("waiting for sessions of the interrupted restore to end", "sessions", n)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// refuseNonEmpty stops a restore into a database that already holds
+// anything someone created (pg.UserObjects: tables, sequences, types,
+// functions, schemas but public, extensions but plpgsql, large objects...),
+// before anything is created: loading on top of existing rows would
+// duplicate or mix data, pg_restore would fail half-way on an object that
+// already exists, and a resume must be able to tell that every archived
+// object in the target is its own.
+func refuseNonEmpty(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig) error {
+	n, found, err := pg.UserObjects(ctx, conn, 5)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	list := strings.Join(found, ", ")
+	if n > len(found) {
+		list += fmt.Sprintf(" and %d more", n-len(found))
+	}
+	return fmt.Errorf("target database %q is not empty: it holds %s; restore into an empty database or use --clean", cfg.Database, list)
+}
+
+// dropArchivedObjects runs the DROP ... IF EXISTS statements pg_restore
+// --clean would issue for every object in the archive, in its reverse
+// dependency order, and nothing else. pg_restore cannot drop without also
+// creating, so its script is cut before the first object it creates.
+//
+// Like pg_restore --clean, a failing DROP does not stop the others: some
+// fail harmlessly (a partition's inherited constraint goes with its
+// parent's). Whatever really remains makes the strict pre-data step fail
+// with "already exists", which names the object.
+func (p *preData) dropArchivedObjects(ctx context.Context) error {
+	args := []string{"--clean", "--if-exists", "--file=-"}
+	if l := p.sel.useList(); l != "" {
+		args = append(args, l)
+	}
+	out, err := p.schema.pgRestoreCmd(ctx, append(args, p.schema.file)...).Output()
+	if err != nil {
+		return fmt.Errorf("pg_restore --clean: %w", err)
+	}
+	if i := bytes.Index(out, []byte("\n--\n-- Name: ")); i >= 0 {
+		out = out[:i+1]
+	}
+	dsn, env := pg.ChildConn(p.target)
+	args = []string{"--no-psqlrc", "--quiet", "--no-password", "--dbname=" + dsn}
+	partial := p.sel.list != ""
+	if partial {
+		// Dropping part of a database the user goes on using is all or
+		// nothing: a table that cannot go (a view of another depends on
+		// it) must not lose its sequence or default on the way.
+		args = append(args, "--single-transaction", "--set=ON_ERROR_STOP=1")
+	}
+	cmd := p.schema.command(ctx, p.schema.tools.Psql(), args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = bytes.NewReader(out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	switch {
+	case err != nil && partial && ctx.Err() == nil:
+		return fmt.Errorf("--clean could not drop the selected objects (target database %q is unchanged): %s", p.target.Database, firstError(stderr.String()))
+	case err != nil:
+		return fmt.Errorf("drop existing objects: %s", pg.ToolError(stderr.Bytes(), err))
+	case stderr.Len() > 0:
+		p.log.Debug("some drops failed; pre-data will report what remains", "psql", stderr.String())
+	}
+	return nil
+}
+
+// firstError is the first ERROR of psql's complaints, with its DETAIL
+// (which names the objects in the way), on one line.
+func firstError(stderr string) string {
+	var msg string
+	for _, l := range strings.Split(stderr, "\n") {
+		switch i, j := strings.Index(l, "ERROR:"), strings.Index(l, "DETAIL:"); {
+		case msg == "" && i >= 0:
+			msg = strings.TrimSpace(l[i+len("ERROR:"):])
+		case msg != "" && j >= 0:
+			return msg + " (" + strings.TrimSpace(l[j+len("DETAIL:"):]) + ")"
+		case msg != "" && (i >= 0 || strings.HasPrefix(l, "psql:")):
+			return msg
+		}
+	}
+	return msg
+}

@@ -1,0 +1,106 @@
+package seal
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"filippo.io/age"
+)
+
+// PassphraseEnv is the environment variable readers take a passphrase
+// from when no --passphrase-file is given. dump never reads it: a
+// variable left in the environment must not change what dump writes.
+const PassphraseEnv = "PGSPRINT_PASSPHRASE"
+
+// ParseRecipient parses one public key as age's -r does: age1... (X25519)
+// or age1pq1... (hybrid post-quantum). The error never repeats the
+// argument, which may be a secret key given by mistake.
+func ParseRecipient(s string) (age.Recipient, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.ContainsAny(s, "\n#") {
+		return nil, errors.New("not an age recipient (want age1...)")
+	}
+	rs, err := age.ParseRecipients(strings.NewReader(s))
+	if err != nil {
+		return nil, errors.New("not an age recipient (want age1...)")
+	}
+	return rs[0], nil
+}
+
+// ReadRecipientsFile reads a recipients file as age's -R does: one public
+// key per line, # comments and empty lines ignored.
+func ReadRecipientsFile(path string) ([]age.Recipient, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("recipients file: %w", err)
+	}
+	rs, err := age.ParseRecipients(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("recipients file %s: %v", path, err)
+	}
+	return rs, nil
+}
+
+// ReadIdentityFile reads an identity file as age's -i does (the output of
+// age-keygen: AGE-SECRET-KEY-1... lines, # comments).
+func ReadIdentityFile(path string) ([]age.Identity, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("identity file: %w", err)
+	}
+	ids, err := age.ParseIdentities(bytes.NewReader(b))
+	if err != nil {
+		// age's messages never quote key material.
+		return nil, fmt.Errorf("identity file %s: %v", path, err)
+	}
+	return ids, nil
+}
+
+// ReadPassphraseFile returns the first line of path, without its line
+// end. An empty passphrase is refused.
+func ReadPassphraseFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("passphrase file: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	var line string
+	if sc.Scan() {
+		line = strings.TrimSuffix(sc.Text(), "\r")
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("passphrase file %s: %w", path, err)
+	}
+	if line == "" {
+		return "", fmt.Errorf("passphrase file %s: the first line is empty", path)
+	}
+	return line, nil
+}
+
+// PassphraseRecipient wraps a data key with a passphrase through scrypt,
+// as `age -p` does; workFactor 0 keeps age's default (2^18).
+func PassphraseRecipient(pass string, workFactor int) (age.Recipient, error) {
+	r, err := age.NewScryptRecipient(pass)
+	if err != nil {
+		return nil, fmt.Errorf("passphrase: %v", err)
+	}
+	if workFactor > 0 {
+		r.SetWorkFactor(workFactor)
+	}
+	return r, nil
+}
+
+// PassphraseIdentity opens a data key wrapped by PassphraseRecipient.
+func PassphraseIdentity(pass string) (age.Identity, error) {
+	id, err := age.NewScryptIdentity(pass)
+	if err != nil {
+		return nil, fmt.Errorf("passphrase: %v", err)
+	}
+	return id, nil
+}

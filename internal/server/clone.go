@@ -1,0 +1,160 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/clone"
+	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/restore"
+)
+
+// CloneOptions configure a whole-server clone.
+type CloneOptions struct {
+	Source *pgx.ConnConfig // the source server, through the database to list the others from
+	Target *pgx.ConnConfig // the target server, through the database to connect to first
+	Jobs   int
+	Clean  bool // replace the source's databases the target has
+	// NoOwner, NoACL and Filter.Objects apply to every database (and
+	// NoTablespaces, NoOwner, NoACL to the globals), as in restore.
+	NoOwner            bool
+	NoACL              bool
+	Filter             filter.Options
+	MaintenanceWorkMem string
+	NoAnalyze          bool
+	NoStatistics       bool
+	Split              plan.Options
+	LockWaitTimeout    string
+	TextCopy           bool
+	ExcludeDatabases   []string
+	Version            string
+	Logger             *slog.Logger
+}
+
+// ErrSameServer is returned, before anything is written, when the source
+// and the target are one server.
+var ErrSameServer = errors.New("--source and --target are the same server")
+
+// Clone copies a whole server to another without an archive: the globals
+// (pg_dumpall --globals-only of the source, restored as restore --all
+// does), then each database, cloned as clone does (its own snapshot) into
+// a database created as pg_restore --create creates it, several at once.
+// A clone --all cannot be resumed (each database's snapshot is gone with
+// the run): a killed one is started again with --clean.
+func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
+	start := time.Now()
+	opts.Jobs = max(opts.Jobs, 1)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	conn, err := pg.Connect(ctx, opts.Source)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	srv, err := pg.ReadServer(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := pgbin.Find(ctx, srv.Major())
+	if err != nil {
+		return nil, err
+	}
+	all, err := listDatabases(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	dbs, skipped, err := chooseDatabases(all, opts.ExcludeDatabases)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range skipped {
+		opts.Logger.Info("database skipped", "database", d.Name, "reason", d.Reason)
+	}
+	if same, err := sameServer(ctx, opts.Source, opts.Target); err != nil || same {
+		if err == nil {
+			err = fmt.Errorf("%w (%s): clone --all copies a server into another", ErrSameServer, pg.Describe(opts.Target))
+		}
+		return nil, err
+	}
+	script, noPasswords, err := readGlobals(ctx, conn, opts.Source, tools)
+	if err != nil {
+		return nil, err
+	}
+	if noPasswords {
+		opts.Logger.Warn("cannot read pg_authid: roles are copied without their passwords (as pg_dumpall --no-role-passwords); set them again on the target")
+	}
+	var list []archive.Database
+	for _, d := range dbs {
+		list = append(list, archive.Database{Name: d.name, SizeBytes: d.size})
+	}
+	b := &build{
+		target: opts.Target, id: fmt.Sprintf("clone --all of %s at %s", pg.Describe(opts.Source), start.UTC().Format(time.RFC3339Nano)),
+		jobs: opts.Jobs, clean: opts.Clean, verb: "clone --all", dbs: list,
+		globals: func() (string, error) { return string(script), nil },
+		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, NoOwner: opts.NoOwner, NoACL: opts.NoACL},
+		one: func(ctx context.Context, name string, jobs int, _, _ bool) (*restore.Result, error) {
+			src := opts.Source.Copy()
+			src.Database = name
+			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: opts.Clean, Create: true, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
+				MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Split: opts.Split, Filter: opts.Filter, Version: opts.Version,
+				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, NoStatistics: opts.NoStatistics, Logger: opts.Logger.With("database", name)}
+			if name == "postgres" {
+				// Every server has one: cloned into, as restore --all does.
+				co.Target = opts.Target.Copy()
+				co.Target.Database, co.Create = name, false
+			}
+			return clone.Run(ctx, co)
+		},
+		log: opts.Logger,
+	}
+	res, err := b.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// sameServer reports whether source and target reach one server: a source
+// connection with a random application_name is looked for in the target's
+// pg_stat_activity (as clone's same-database check, on any database).
+func sameServer(ctx context.Context, source, target *pgx.ConnConfig) (bool, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return false, err
+	}
+	token := "pgsprint clone --all " + hex.EncodeToString(b[:])
+	cfg := source.Copy()
+	cfg.RuntimeParams = map[string]string{}
+	for k, v := range source.RuntimeParams {
+		cfg.RuntimeParams[k] = v
+	}
+	cfg.RuntimeParams["application_name"] = token
+	probe, err := pg.Connect(ctx, cfg)
+	if err != nil {
+		return false, err
+	}
+	defer probe.Close(context.WithoutCancel(ctx))
+	conn, err := pg.Connect(ctx, target)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var same bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity WHERE application_name = $1)`, token).Scan(&same); err != nil {
+		return false, fmt.Errorf("compare the source with the target: %w", err)
+	}
+	return same, nil
+}

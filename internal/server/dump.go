@@ -1,0 +1,264 @@
+package server
+
+import (
+	"context"
+	"filippo.io/age"
+	"fmt"
+	"github.com/pgsprint/pgsprint/internal/store/location"
+	"io"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/progress"
+)
+
+// DumpOptions configure a whole-server dump.
+type DumpOptions struct {
+	// Source connects to the server, to the database the other ones are
+	// listed from (every database is then read through the same settings).
+	Source *pgx.ConnConfig
+	File   string    // archive path; "-" for Stdout
+	Stdout io.Writer // where File "-" writes
+	// Location reaches File in object storage; Overwrite replaces an
+	// existing object there (dump.Options).
+	Location  location.Options
+	Overwrite bool
+	// Recipients, when given, encrypt the archive to them.
+	Recipients []age.Recipient
+	Jobs       int // workers shared by every database's data
+	Codec      codec.Codec
+	BlockSize  int
+	Split      plan.Options
+	Version    string
+	// Filter applies in every database, as pg_dump's in each.
+	Filter          filter.Options
+	LockWaitTimeout string
+	NoStatistics    bool
+	// ExcludeDatabases are pg_dumpall --exclude-database patterns.
+	ExcludeDatabases []string
+	Logger           *slog.Logger
+	Progress         progress.Reporter
+}
+
+// DumpResult summarises a whole-server dump.
+type DumpResult struct {
+	Databases       []string
+	Skipped         []archive.SkippedDatabase
+	NoRolePasswords bool
+	dump.Result
+}
+
+// Dump writes the server's globals and every database it can read (not
+// templates, not those refusing connections, not the excluded ones) into
+// one archive. Each database is read in its own exported snapshot, taken
+// one after the other: PostgreSQL has no snapshot across databases. All
+// snapshots are held until the end, since the archive's header, written
+// first, lists every database's streams; the data of every database is
+// then read by one pool of Jobs workers, largest chunks first whatever
+// their database, so that many small databases and one huge one keep every
+// worker busy.
+func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
+	start := time.Now()
+	opts.Jobs = max(opts.Jobs, 1)
+	if opts.BlockSize <= 0 {
+		opts.BlockSize = dump.DefaultBlockSize
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Progress == nil {
+		opts.Progress = progress.Nop{}
+	}
+	opts.Progress.Phase("catalog")
+	conn, err := pg.Connect(ctx, opts.Source)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	srv, err := pg.ReadServer(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := pgbin.Find(ctx, srv.Major())
+	if err != nil {
+		return nil, err
+	}
+	all, err := listDatabases(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	dbs, skipped, err := chooseDatabases(all, opts.ExcludeDatabases)
+	if err != nil {
+		return nil, err
+	}
+	if len(dbs) == 0 {
+		return nil, fmt.Errorf("no database to dump on %s: every one is a template, refuses connections or is excluded", pg.Describe(opts.Source))
+	}
+	globals, noPasswords, err := readGlobals(ctx, conn, opts.Source, tools)
+	if err != nil {
+		return nil, err
+	}
+	if noPasswords {
+		log.Warn("cannot read pg_authid: roles are dumped without their passwords (as pg_dumpall --no-role-passwords); set them again after restoring")
+	}
+	res := &DumpResult{Skipped: skipped, NoRolePasswords: noPasswords}
+
+	top := &archive.Manifest{
+		ToolVersion: opts.Version, ServerVersion: srv.Version, ServerVersionNum: srv.VersionNum, PgDumpVersion: tools.Version,
+		Encoding: srv.Encoding, SnapshotTime: time.Now(), BlockSize: opts.BlockSize, MaxInterleave: 2*opts.Jobs + 1,
+		Globals: &archive.Globals{Stream: 0, NoRolePasswords: noPasswords, Skipped: skipped},
+	}
+	var sessions []*dump.Session
+	defer func() {
+		for _, s := range sessions {
+			s.Close(ctx)
+		}
+	}()
+	next := uint32(1) // stream 0 is the globals'
+	var units []dump.Unit
+	p := progress.Plan{Op: "dump"}
+	for _, d := range dbs {
+		cfg := opts.Source.Copy()
+		cfg.Database = d.name
+		sess, err := dump.Begin(ctx, dump.SessionOptions{Source: cfg, Jobs: opts.Jobs, BlockSize: opts.BlockSize, Split: opts.Split,
+			Version: opts.Version, Filter: opts.Filter, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("database %s: %w", pg.Ident(d.name), err)
+		}
+		sessions = append(sessions, sess)
+		next = sess.Renumber(next)
+		m := sess.Manifest
+		top.Databases = append(top.Databases, archive.Database{Name: d.name, SizeBytes: d.size, Manifest: m})
+		units = append(units, sess.Units()...)
+		res.Databases = append(res.Databases, d.name)
+		res.Tables += len(m.Tables)
+		res.Chunks += len(m.Chunks)
+		res.LargeObjects += len(m.LargeObjects)
+		res.Sequences += len(m.Sequences)
+		p.Tables += len(m.Tables)
+		p.Chunks += len(m.Chunks) + len(m.LargeObjects)
+		for _, t := range m.Tables {
+			p.Bytes += t.SizeBytes
+			p.Rows += t.Rows
+		}
+		log.Info("database planned", "database", d.name, "tables", len(m.Tables), "chunks", len(m.Chunks), "snapshot", m.Snapshot)
+	}
+	// Largest first across databases; a stable sort keeps a database's
+	// equal-sized units together, so that workers change database seldom.
+	sort.SliceStable(units, func(i, j int) bool { return units[i].Size() > units[j].Size() })
+	opts.Progress.Begin(p)
+	opts.Progress.Phase("data")
+
+	out, err := dump.OpenOutput(ctx, dump.Options{File: opts.File, Stdout: opts.Stdout, Location: opts.Location, Overwrite: opts.Overwrite}, p)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Abort()
+	w, err := archive.NewWriter(out, top, opts.Codec, opts.Recipients...)
+	if err != nil {
+		return nil, fmt.Errorf("write archive header: %w", err)
+	}
+	if err := writeGlobals(w, globals, opts.BlockSize); err != nil {
+		return nil, err
+	}
+	if err := runShared(ctx, opts, w, sessions, units, res); err != nil {
+		return nil, err
+	}
+	opts.Progress.Phase("finish")
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("write archive footer: %w", err)
+	}
+	for i, s := range sessions {
+		if err := s.Commit(ctx); err != nil {
+			return nil, fmt.Errorf("database %s: %w", pg.Ident(dbs[i].name), err)
+		}
+	}
+	if err := out.Commit(ctx); err != nil {
+		return nil, err
+	}
+	res.RawBytes, res.StoredBytes = w.DataBytes()
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// writeGlobals writes the globals script as stream 0.
+func writeGlobals(w *archive.Writer, script []byte, blockSize int) error {
+	bw := archive.NewBlockWriter(w.Stream(archive.KindSchema, 0), blockSize)
+	if _, err := bw.Write(script); err != nil {
+		return fmt.Errorf("write globals: %w", err)
+	}
+	if err := bw.Close(); err != nil {
+		return fmt.Errorf("write globals: %w", err)
+	}
+	return nil
+}
+
+// runShared runs every session's pg_dump (at most Jobs at once) beside
+// Jobs data workers that take the units of every database, largest first.
+// The first error cancels everything.
+func runShared(ctx context.Context, opts DumpOptions, w *archive.Writer, sessions []*dump.Session, units []dump.Unit, res *DumpResult) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		sg, sctx := errgroup.WithContext(gctx)
+		sg.SetLimit(opts.Jobs)
+		for _, s := range sessions {
+			sg.Go(func() error {
+				if err := s.WriteSchema(sctx, w, opts.BlockSize); err != nil {
+					return fmt.Errorf("database %s: %w", pg.Ident(s.Manifest.Database), err)
+				}
+				return nil
+			})
+		}
+		return sg.Wait()
+	})
+	work := make(chan dump.Unit)
+	g.Go(func() error {
+		defer close(work)
+		for _, u := range units {
+			select {
+			case work <- u:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	rows := make([]int64, opts.Jobs)
+	dopts := dump.Options{BlockSize: opts.BlockSize, Progress: opts.Progress}
+	for i := range opts.Jobs {
+		g.Go(func() error {
+			k := dump.NewWorker(dopts, w)
+			defer k.Close(gctx)
+			for u := range work {
+				n, err := k.Dump(gctx, u)
+				rows[i] += n
+				if err != nil {
+					return fmt.Errorf("database %s: %w", pg.Ident(u.Session().Manifest.Database), err)
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("dump interrupted: %w", context.Cause(ctx))
+		}
+		return err
+	}
+	for _, n := range rows {
+		res.Rows += n
+	}
+	return nil
+}

@@ -1,0 +1,415 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/pgsprint/pgsprint/internal/journal"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/restore"
+)
+
+// RestoreOptions configure the restore of a whole-server archive.
+type RestoreOptions struct {
+	// Target is the database to connect to first (-d, e.g. postgres): the
+	// globals are restored through it, and the databases created from it.
+	Target *pgx.ConnConfig
+	Source archive.Source // a whole-server archive
+	Jobs   int            // connections in all, shared by the databases restored at once
+	// Database restores only this database of the archive, without the
+	// globals: into Target's database, or created under its own name
+	// with Create.
+	Database string
+	Create   bool
+	Clean    bool // replace the archive's databases that exist (drop them first)
+	NoOwner  bool
+	NoACL    bool
+	// Resume finishes an interrupted whole-server restore: the globals
+	// and the databases it finished are skipped, the others resumed from
+	// their own journal.
+	Resume             bool
+	Filter             filter.Options // Objects apply to every database; NoTablespaces to the globals too
+	MaintenanceWorkMem string
+	NoAnalyze          bool
+	NoStatistics       bool
+	Logger             *slog.Logger
+}
+
+// RestoreResult summarises a whole-server restore.
+type RestoreResult struct {
+	Globals   *GlobalsReport // nil when the globals were not restored (Database, or a resume that found them done)
+	Databases []DatabaseResult
+	Elapsed   time.Duration
+}
+
+// DatabaseResult is the restore of one database.
+type DatabaseResult struct {
+	Name    string
+	Skipped bool // an earlier, interrupted run had finished it
+	*restore.Result
+}
+
+// markerRole is the server-wide journal of a whole-server restore: a role
+// (roles are shared by every database and transactional) created in the
+// globals' transaction, whose comment records the archive and the
+// databases finished, and dropped when the restore is complete.
+const markerRole = "pgsprint_restore_journal"
+
+// serverJournal is the marker role's comment.
+type serverJournal struct {
+	Archive string   `json:"archive"`
+	Done    []string `json:"done"`
+}
+
+// Restore restores a whole-server archive: the globals, then every
+// database, created as pg_restore --create creates it (the database
+// postgres, which every server has, is restored into), several at once.
+func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
+	start := time.Now()
+	opts.Jobs = max(opts.Jobs, 1)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := opts.Source.Manifest()
+	if !m.IsServer() {
+		return nil, fmt.Errorf("the archive holds one database (%q), not a whole server (dump --all): restore it without --all", m.Database)
+	}
+	if opts.Database != "" {
+		return restoreOne(ctx, opts, start)
+	}
+	b := &build{
+		target: opts.Target, id: journal.ArchiveID(m), jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "restore --all",
+		dbs:     m.Databases,
+		globals: func() (string, error) { return readAll(opts.Source, m.Globals.Stream) },
+		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, NoOwner: opts.NoOwner, NoACL: opts.NoACL},
+		one: func(ctx context.Context, name string, jobs int, exists, resuming bool) (*restore.Result, error) {
+			return restoreDatabase(ctx, opts, name, jobs, exists, resuming)
+		},
+		log: opts.Logger,
+	}
+	res, err := b.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// build is what a whole-server restore or clone does on the target: the
+// globals, then each database (one), several at once within jobs
+// connections, with the server journal (markerRole) that lets --resume
+// finish it.
+type build struct {
+	target        *pgx.ConnConfig // the database to connect to first
+	id            string          // what is restored: the archive's (or the clone's) identity
+	jobs          int
+	clean, resume bool
+	verb          string // for messages: "restore --all", "clone --all"
+	dbs           []archive.Database
+	globals       func() (string, error)
+	gopts         GlobalsOptions
+	one           func(ctx context.Context, name string, jobs int, exists, resuming bool) (*restore.Result, error)
+	log           *slog.Logger
+}
+
+func (b *build) run(ctx context.Context) (*RestoreResult, error) {
+	conn, err := pg.Connect(ctx, b.target)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	id := b.id
+	j, err := readServerJournal(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case j != nil && j.Archive != id:
+		if !b.clean || b.resume {
+			return nil, fmt.Errorf("the target server holds an unfinished whole-server restore of another archive (%s): finish it with that archive and --resume, or start over with --clean", j.Archive)
+		}
+		j = nil
+	case j != nil && !b.resume:
+		if !b.clean {
+			return nil, errors.New("the target server holds an unfinished whole-server restore of this archive: finish it with --resume, or start over with --clean")
+		}
+		j = nil
+	}
+	// Only a journal found here vouches that the archive's databases the
+	// target holds were created by this restore (the first run checked
+	// that none existed, or --clean replaced them).
+	resuming := j != nil
+	if j != nil {
+		// A killed run's sessions may still be busy (a CREATE DATABASE,
+		// an index build): what exists is known only once they are gone.
+		if err := waitForOrphans(ctx, conn, b.log); err != nil {
+			return nil, err
+		}
+	}
+	existing, err := names(ctx, conn, "SELECT datname FROM pg_catalog.pg_database")
+	if err != nil {
+		return nil, fmt.Errorf("list the target's databases: %w", err)
+	}
+	if j == nil && !b.clean {
+		for _, d := range b.dbs {
+			if existing[d.Name] && d.Name != "postgres" {
+				return nil, fmt.Errorf("the target server already has a database %q: %s creates each of the source's databases; use --clean to replace them, or copy the others one by one", d.Name, b.verb)
+			}
+		}
+	}
+	res := &RestoreResult{}
+	if j == nil {
+		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+pg.Ident(markerRole)); err != nil {
+			return nil, fmt.Errorf("drop the journal of an earlier whole-server restore: %w", err)
+		}
+		script, err := b.globals()
+		if err != nil {
+			return nil, fmt.Errorf("read globals: %w", err)
+		}
+		j = &serverJournal{Archive: id}
+		gopts := b.gopts
+		gopts.Journal = func(ctx context.Context, tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "CREATE ROLE "+pg.Ident(markerRole)+" NOLOGIN"); err != nil {
+				return fmt.Errorf("create the whole-server restore's journal (role %s): %w", markerRole, err)
+			}
+			return writeServerJournal(ctx, tx, j)
+		}
+		res.Globals, err = applyGlobals(ctx, conn, script, gopts)
+		if err != nil {
+			return nil, err
+		}
+	}
+	var mu sync.Mutex // j and res.Databases
+	done := map[string]bool{}
+	for _, d := range j.Done {
+		done[d] = true
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	sem := semaphore.NewWeighted(int64(b.jobs))
+	var total int64
+	for _, d := range b.dbs {
+		total += d.SizeBytes
+	}
+	for _, d := range bySize(b.dbs) {
+		if done[d.Name] {
+			res.Databases = append(res.Databases, DatabaseResult{Name: d.Name, Skipped: true})
+			continue
+		}
+		jobs := jobsFor(d.SizeBytes, total, b.jobs)
+		if err := sem.Acquire(gctx, int64(jobs)); err != nil {
+			// Another database failed (g.Wait returns why) or the run
+			// was interrupted: either way it must not look finished.
+			g.Go(func() error { return err })
+			break
+		}
+		g.Go(func() error {
+			defer sem.Release(int64(jobs))
+			r, err := b.one(gctx, d.Name, jobs, existing[d.Name], resuming)
+			if err != nil {
+				return fmt.Errorf("database %s: %w", pg.Ident(d.Name), err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			j.Done = append(j.Done, d.Name)
+			if err := recordDone(gctx, b.target, j); err != nil {
+				return err
+			}
+			res.Databases = append(res.Databases, DatabaseResult{Name: d.Name, Result: r})
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s interrupted: %w", b.verb, context.Cause(ctx))
+		}
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "DROP ROLE "+pg.Ident(markerRole)); err != nil {
+		return nil, fmt.Errorf("drop the whole-server restore's journal (role %s): %w", markerRole, err)
+	}
+	sort.Slice(res.Databases, func(a, b int) bool { return res.Databases[a].Name < res.Databases[b].Name })
+	return res, nil
+}
+
+// restoreDatabase restores one database of the archive: created as
+// pg_restore --create does, or, for postgres, into the server's own.
+// Resuming (the server journal vouches that every archive database the
+// target holds was created by this restore), a database with a journal is
+// resumed from it, and one without (its pre-data was cut short, or it was
+// finished just before the server journal could say so) is restored again
+// from the start.
+func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs int, exists, resuming bool) (*restore.Result, error) {
+	src, err := archive.OpenDatabase(opts.Source, name)
+	if err != nil {
+		return nil, err
+	}
+	ro := restore.Options{Target: opts.Target, Source: src, Jobs: jobs, Create: true, Clean: opts.Clean, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
+		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, NoStatistics: opts.NoStatistics, Filter: opts.Filter,
+		Logger: opts.Logger.With("database", name)}
+	cfg := opts.Target.Copy()
+	cfg.Database = name
+	if name == "postgres" {
+		// Every server has one: restore into it, as pg_dumpall does
+		// (its database-level properties stay the target's).
+		ro.Target, ro.Create = cfg, false
+	}
+	if resuming && exists {
+		journal, err := hasJournal(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case journal:
+			ro.Resume = true
+		case !ro.Create:
+			ro.Clean = true // what is there is this restore's: drop it and start again
+		default:
+			ro.Clean = true // pg_restore --clean --create drops the database first
+		}
+	}
+	return restore.Run(ctx, ro)
+}
+
+// restoreOne restores one database of a server archive (--database).
+func restoreOne(ctx context.Context, opts RestoreOptions, start time.Time) (*RestoreResult, error) {
+	src, err := archive.OpenDatabase(opts.Source, opts.Database)
+	if err != nil {
+		return nil, err
+	}
+	r, err := restore.Run(ctx, restore.Options{Target: opts.Target, Source: src, Jobs: opts.Jobs, Create: opts.Create, Clean: opts.Clean, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
+		Resume: opts.Resume, MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, NoStatistics: opts.NoStatistics, Filter: opts.Filter, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return &RestoreResult{Databases: []DatabaseResult{{Name: opts.Database, Result: r}}, Elapsed: time.Since(start)}, nil
+}
+
+// bySize orders databases largest first, so that the longest restore
+// never starts last.
+func bySize(dbs []archive.Database) []archive.Database {
+	out := append([]archive.Database(nil), dbs...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].SizeBytes > out[j].SizeBytes })
+	return out
+}
+
+// jobsFor is a database's share of the connections: in proportion to its
+// size, at least one.
+func jobsFor(size, total int64, jobs int) int {
+	if total <= 0 {
+		return 1
+	}
+	n := int((size*int64(jobs) + total/2) / total)
+	return min(max(n, 1), jobs)
+}
+
+// readAll reads one stream whole.
+func readAll(src archive.Source, id uint32) (string, error) {
+	r := src.OpenStream(id)
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	return string(b), err
+}
+
+// readServerJournal reads the marker role's comment, or nil.
+func readServerJournal(ctx context.Context, conn *pgx.Conn) (*serverJournal, error) {
+	var text *string
+	err := conn.QueryRow(ctx, `SELECT pg_catalog.shobj_description(oid, 'pg_authid') FROM pg_catalog.pg_roles WHERE rolname = $1`, markerRole).Scan(&text)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the whole-server restore's journal: %w", err)
+	}
+	j := &serverJournal{}
+	if text == nil || json.Unmarshal([]byte(*text), j) != nil {
+		return nil, fmt.Errorf("role %s exists on the target but is not a pgsprint journal: drop it, or restore into another server", markerRole)
+	}
+	return j, nil
+}
+
+// execer runs a statement: a connection or a transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// writeServerJournal records j in the marker role's comment.
+func writeServerJournal(ctx context.Context, x execer, j *serverJournal) error {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	if _, err := x.Exec(ctx, "COMMENT ON ROLE "+pg.Ident(markerRole)+" IS "+pg.Literal(string(b))); err != nil {
+		return fmt.Errorf("record the whole-server restore's progress: %w", err)
+	}
+	return nil
+}
+
+// recordDone records in the server journal that a database is restored.
+func recordDone(ctx context.Context, cfg *pgx.ConnConfig, j *serverJournal) error {
+	conn, err := pg.Connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return writeServerJournal(ctx, conn, j)
+}
+
+// hasJournal says whether database cfg holds a restore journal.
+func hasJournal(ctx context.Context, cfg *pgx.ConnConfig) (bool, error) {
+	conn, err := pg.Connect(ctx, cfg)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var found bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)", journal.Schema).Scan(&found); err != nil {
+		return false, fmt.Errorf("look for a restore journal: %w", err)
+	}
+	return found, nil
+}
+
+// waitForOrphans waits until no session of an interrupted run is busy on
+// any database of the target server: a killed pgsprint's server backends
+// (and those of its pg_restore children) finish their last statement
+// before they notice their client is gone, and a resumed run must not race
+// them (restore.Run waits in the same way inside one database).
+func waitForOrphans(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
+	const q = `SELECT count(*) FROM pg_catalog.pg_stat_activity
+		WHERE pid <> pg_catalog.pg_backend_pid() AND datname IS NOT NULL
+		AND application_name IN ('pgsprint', 'pg_restore', 'psql') AND state IS DISTINCT FROM 'idle'`
+	deadline := time.Now().Add(10 * time.Minute)
+	for logged := false; ; logged = true {
+		var n int
+		if err := conn.QueryRow(ctx, q).Scan(&n); err != nil {
+			return fmt.Errorf("look for sessions of the interrupted restore: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("sessions of the interrupted restore (or another pgsprint) are still busy on the target server after 10 minutes; is another restore running?")
+		}
+		if !logged {
+			log.Info("waiting for sessions of the interrupted restore to end", "sessions", n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
