@@ -45,8 +45,9 @@ demo: deps-demo
 # Markdown, HTML with SVG charts) go to bench/out/<time>-<size>/.
 # Knobs: SCALE (dataset size, 1 is about 150-250 MB per dataset), JOBS,
 # LEVELS (pg_dump's, e.g. "gzip=1,5,9 lz4=1,5,12 zstd=1,5,15,22"),
-# DATASETS (pgbench,parts,mixed,many,fk), BENCH_FLAGS (anything else).
-BENCH_ARGS = $(if $(SCALE),-scale $(SCALE)) $(if $(JOBS),-j $(JOBS)) $(if $(LEVELS),-levels "$(LEVELS)") $(if $(DATASETS),-datasets $(DATASETS)) $(BENCH_FLAGS)
+# DATASETS (pgbench,parts,mixed,many,fk,small), TABLES (the small dataset's
+# table count), BENCH_FLAGS (anything else).
+BENCH_ARGS = $(if $(SCALE),-scale $(SCALE)) $(if $(JOBS),-j $(JOBS)) $(if $(LEVELS),-levels "$(LEVELS)") $(if $(DATASETS),-datasets $(DATASETS)) $(if $(TABLES),-tables $(TABLES)) $(BENCH_FLAGS)
 
 bench: deps
 	$(GO) run ./bench/report -size full $(BENCH_ARGS)

@@ -10,10 +10,11 @@ type Scales struct {
 	Pgbench int     // pgbench scale factor
 	Mixed   float64 // 1 is about 1 GB
 	FK      float64 // 1 is about 6 million rows
+	Tables  int     // tables of the small-tables dataset
 }
 
 // ByName returns a dataset's title and builder, so that every benchmark
-// takes the same names (pgbench, mixed, fk) on its -datasets flag.
+// takes the same names (pgbench, mixed, fk, small) on its -datasets flag.
 func ByName(ctx context.Context, name, binDir string, s Scales) (string, func(conn string) error, error) {
 	switch name {
 	case "pgbench":
@@ -25,6 +26,9 @@ func ByName(ctx context.Context, name, binDir string, s Scales) (string, func(co
 	case "fk":
 		return fmt.Sprintf("FK-heavy, scale %g", s.FK),
 			func(conn string) error { return FKHeavy(ctx, conn, s.FK) }, nil
+	case "small":
+		return fmt.Sprintf("%d small tables", s.Tables),
+			func(conn string) error { return Small(ctx, conn, s.Tables) }, nil
 	}
-	return "", nil, fmt.Errorf("unknown dataset %q (want pgbench, mixed or fk)", name)
+	return "", nil, fmt.Errorf("unknown dataset %q (want pgbench, mixed, fk or small)", name)
 }

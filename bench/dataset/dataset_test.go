@@ -24,6 +24,7 @@ func TestDatasets(t *testing.T) {
 		{"mixed", func(conn string) error { return Mixed(ctx, conn, 0.001) }, 3, 0, 13},
 		{"many", func(conn string) error { return Many(ctx, conn, 0.001) }, 60, 0, 63},
 		{"fkheavy", func(conn string) error { return FKHeavy(ctx, conn, 0.01) }, 24, 30, 60},
+		{"small", func(conn string) error { return Small(ctx, conn, 300) }, 300, 100, 600},
 	} {
 		t.Run(tc.db, func(t *testing.T) {
 			if err := c.CreateDB(ctx, tc.db); err != nil {

@@ -18,8 +18,13 @@ type dataset struct {
 }
 
 // datasets returns the report's datasets at a scale: 1 makes each about
-// 150-250 MB on disk; they shrink and grow linearly.
-func datasets(scale float64) []dataset {
+// 150-250 MB on disk; they shrink and grow linearly. The small-tables
+// dataset is sized by its table count instead (tables; 0 is 1,000 times
+// the scale, at least 100), since its cost is per table.
+func datasets(scale float64, tables int) []dataset {
+	if tables <= 0 {
+		tables = max(100, int(math.Round(1000*scale)))
+	}
 	pgScale := max(1, int(math.Round(10*scale)))
 	mixed, many, fk := 0.15*scale, 0.5*scale, 0.2*scale
 	return []dataset{
@@ -38,6 +43,9 @@ func datasets(scale float64) []dataset {
 		{"fk", fmt.Sprintf("FK-heavy, scale %.3g", fk),
 			"24 tables, 30 foreign keys, 60 indexes",
 			func(ctx context.Context, _, conn string) error { return bds.FKHeavy(ctx, conn, fk) }},
+		{"small", fmt.Sprintf("%d small tables", tables),
+			fmt.Sprintf("%d tables of %d rows, each with a primary key and a secondary index, a third with a foreign key: the per-table cost", tables, bds.SmallRows),
+			func(ctx context.Context, _, conn string) error { return bds.Small(ctx, conn, tables) }},
 	}
 }
 
@@ -54,7 +62,7 @@ func selectDatasets(all []dataset, list string) ([]dataset, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("unknown dataset %q (have pgbench, parts, mixed, many, fk)", k)
+			return nil, fmt.Errorf("unknown dataset %q (have pgbench, parts, mixed, many, fk, small)", k)
 		}
 	}
 	return out, nil

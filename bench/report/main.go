@@ -3,7 +3,7 @@
 // directory, tar) times every compression method and level the installed
 // pg_dump supports, restored with psql or pg_restore -j N; pgsprint dump and
 // restore for every codec and a range of levels; pgsprint clone and pgcopydb
-// clone when present. It runs on five datasets in one throwaway cluster,
+// clone when present. It runs on six datasets in one throwaway cluster,
 // verifies every restore (schema and row hashes equal to the source) and
 // writes a results directory: results.csv, results.md and index.html with
 // SVG charts.
@@ -54,7 +54,7 @@ func presetFor(size string) (preset, bool) {
 type options struct {
 	size, levels, ownLevels, only, out, bin string
 	scale                                   float64
-	jobs                                    int
+	jobs, tables                            int
 	timeout                                 time.Duration
 }
 
@@ -64,7 +64,8 @@ func main() {
 	flag.Float64Var(&o.scale, "scale", 0, "dataset scale (default: the preset's; 1 makes each dataset about 150-250 MB)")
 	flag.StringVar(&o.levels, "levels", "", `pg_dump's compression levels, e.g. "gzip=1,5,9 lz4=1,5,12 zstd=1,5,15,22" (default: the preset's)`)
 	flag.StringVar(&o.ownLevels, "pgsprint-levels", "", `pgsprint's codecs and levels, e.g. "zstd=1,3,9,19 lz4=1,9 gzip=1,6 none" (default: the preset's)`)
-	flag.StringVar(&o.only, "datasets", "pgbench,parts,mixed,many,fk", "comma-separated datasets: pgbench, parts, mixed, many, fk")
+	flag.StringVar(&o.only, "datasets", "pgbench,parts,mixed,many,fk,small", "comma-separated datasets: pgbench, parts, mixed, many, fk, small")
+	flag.IntVar(&o.tables, "tables", 0, "tables of the small dataset (default: 1000 times the scale, at least 100)")
 	flag.IntVar(&o.jobs, "j", runtime.NumCPU(), "parallel jobs for pg_dump -Fd, pg_restore, pgsprint and the clones")
 	flag.StringVar(&o.out, "out", "", "results directory (default: bench/out/<UTC time>-<size>)")
 	flag.StringVar(&o.bin, "bin", "", "PostgreSQL bin directory (default: the newest installed; $PGSPRINT_PG_BIN overrides)")
@@ -100,7 +101,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	sets, err := selectDatasets(datasets(o.scale), o.only)
+	sets, err := selectDatasets(datasets(o.scale, o.tables), o.only)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,14 @@
 // Command restore benchmarks `pgsprint restore -j N` against
-// `pg_restore -j N` from `pg_dump -Fd -j N` of the same database, on the
-// same throwaway cluster in the same run, for pgbench, the mixed dataset and
-// the FK-heavy schema. The machine is shared, so compare the ratios of one
-// run, not absolute times across runs.
+// `pg_restore -j N` from `pg_dump -Fd -j N` of the same database, alone and
+// followed by `vacuumdb --analyze-only -j N` (pg_restore leaves the tables
+// unanalyzed, pgsprint restore analyzes them), on the same throwaway cluster
+// in the same run, for pgbench, the mixed dataset, the FK-heavy schema and
+// N small tables. It also prints the dumps' times (pg_dump -Fd -j N,
+// pg_dump -Fc, pgsprint dump -j N). The machine is shared, so compare the
+// ratios of one run, not absolute times across runs.
 //
 //	go run ./bench/restore --scale 100 -j 2
+//	go run ./bench/restore -datasets small -tables 10000 -j 2
 //
 // With --table it measures restoring one table (its rows, indexes and
 // constraints) out of the full archives instead: pgsprint restore -t
@@ -36,14 +40,16 @@ func main() {
 	mixed := flag.Float64("mixed-scale", 1, "mixed dataset scale (1 is about 1 GB)")
 	fk := flag.Float64("fk-scale", 1, "FK-heavy dataset scale (1 is about 6 million rows)")
 	jobs := flag.Int("j", 2, "parallel jobs for both tools")
-	only := flag.String("datasets", "pgbench,mixed,fk", "comma-separated datasets to run")
+	tables := flag.Int("tables", 1000, "tables of the small-tables dataset")
+	only := flag.String("datasets", "pgbench,mixed,fk", "comma-separated datasets to run: pgbench, mixed, fk, small")
 	binDir := flag.String("bin", "", "PostgreSQL bin directory (default: found like the tests do)")
 	table := flag.String("table", "", "measure restoring only this table of schema public, with its indexes and constraints")
 	extra := flag.String("extra", "", "also measure pgsprint restore --no-analyze with these extra flags (space-separated), e.g. --split-min-bytes=-1")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *binDir, *only, *extra, *table, *scale, *mixed, *fk, *jobs); err != nil {
+	scales := dataset.Scales{Pgbench: *scale, Mixed: *mixed, FK: *fk, Tables: *tables}
+	if err := run(ctx, *binDir, *only, *extra, *table, scales, *jobs); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/restore:", err)
 		os.Exit(1)
 	}
@@ -60,7 +66,7 @@ type bench struct {
 	table    string
 }
 
-func run(ctx context.Context, binDir, only, extra, table string, scale int, mixed, fk float64, jobs int) error {
+func run(ctx context.Context, binDir, only, extra, table string, scales dataset.Scales, jobs int) error {
 	bin, err := pgtest.FindBinDir(binDir)
 	if err != nil {
 		return err
@@ -77,7 +83,7 @@ func run(ctx context.Context, binDir, only, extra, table string, scale int, mixe
 	defer b.c.Close()
 	fmt.Printf("# restore benchmark: -j %d, PostgreSQL %d, %d CPUs (ratios are from one run on a shared machine)\n", jobs, b.c.Version(), runtime.NumCPU())
 	for _, name := range strings.Split(only, ",") {
-		title, build, err := dataset.ByName(ctx, name, bin, dataset.Scales{Pgbench: scale, Mixed: mixed, FK: fk})
+		title, build, err := dataset.ByName(ctx, name, bin, scales)
 		if err != nil {
 			return err
 		}
@@ -102,15 +108,29 @@ func (b *bench) compare(ctx context.Context, name, title string, build func(stri
 	}
 	j := fmt.Sprint(b.jobs)
 	fdir := filepath.Join(b.dir, name+".dir")
+	fc := filepath.Join(b.dir, name+".dump")
 	file := filepath.Join(b.dir, name+".pgs")
-	for _, r := range []benchkit.Result{
-		benchkit.Run(ctx, "pg_dump -Fd", benchkit.Cmd(filepath.Join(b.bin, "pg_dump"), "-Fd", "-j", j, "-f", fdir, "-d", b.c.ConnString(src)), nil),
-		benchkit.Run(ctx, "pgsprint dump", benchkit.Cmd(b.pgsprint, "dump", "-q", "-j", j, "-f", file, "-d", b.c.ConnString(src)), nil),
+	var dumps []benchkit.Result
+	for _, c := range []struct {
+		name string
+		cmd  benchkit.Command
+	}{
+		{"pg_dump -Fd -j " + j, benchkit.Cmd(filepath.Join(b.bin, "pg_dump"), "-Fd", "-j", j, "-f", fdir, "-d", b.c.ConnString(src))},
+		{"pg_dump -Fc", benchkit.Cmd(filepath.Join(b.bin, "pg_dump"), "-Fc", "-f", fc, "-d", b.c.ConnString(src))},
+		{"pgsprint dump -j " + j, benchkit.Cmd(b.pgsprint, "dump", "-q", "-j", j, "-f", file, "-d", b.c.ConnString(src))},
 	} {
+		if err := b.c.Exec(ctx, "postgres", "CHECKPOINT"); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "%s: %s...\n", title, c.name)
+		r := benchkit.Run(ctx, c.name, c.cmd, nil)
 		if r.Err != nil {
 			return r.Err
 		}
+		dumps = append(dumps, r)
 	}
+	os.Remove(fc)
+	benchkit.Markdown(os.Stdout, title+": dump", dumps, "pg_dump -Fc")
 	if err := b.c.Exec(ctx, "postgres", "DROP DATABASE "+pgx.Identifier{src}.Sanitize()); err != nil {
 		return err
 	}
@@ -123,6 +143,10 @@ func (b *bench) compare(ctx context.Context, name, title string, build func(stri
 	tools := []tool{
 		{"pg_restore -j " + j, func(db string) benchkit.Command {
 			return benchkit.Cmd(filepath.Join(b.bin, "pg_restore"), "-j", j, "-d", b.c.ConnString(db), fdir)
+		}},
+		{"pg_restore -j " + j + " + vacuumdb -Z -j " + j, func(db string) benchkit.Command {
+			return benchkit.Cmd("sh", "-c", `"$0" -j "$1" -d "$2" "$3" && exec "$4" --analyze-only --quiet -j "$1" -d "$2"`,
+				filepath.Join(b.bin, "pg_restore"), j, b.c.ConnString(db), fdir, filepath.Join(b.bin, "vacuumdb"))
 		}},
 		{"pgsprint restore -j " + j + " --no-analyze", func(db string) benchkit.Command {
 			return benchkit.Cmd(b.pgsprint, "restore", "-q", "--no-analyze", "-j", j, "-f", file, "-d", b.c.ConnString(db))
@@ -167,7 +191,11 @@ func (b *bench) compare(ctx context.Context, name, title string, build func(stri
 			return err
 		}
 	}
-	benchkit.Markdown(os.Stdout, title, results, results[0].Name)
+	base := results[0].Name
+	if len(results) > 1 && strings.Contains(results[1].Name, "vacuumdb") {
+		base = results[1].Name // the fair peer: pgsprint restore analyzes too
+	}
+	benchkit.Markdown(os.Stdout, title+": restore", results, base)
 	if rep, err := os.ReadFile(report); err == nil {
 		fmt.Printf("\npgsprint's phase report:\n\n```\n%s```\n", rep)
 	}

@@ -33,6 +33,7 @@ type restoreOptions struct {
 	mwm       string
 	noAnalyze bool
 	splitMin  int64
+	profile   string
 	resume    bool
 	progress  progressFlags
 	toSQL     bool
@@ -220,6 +221,8 @@ reports and passes), then for each database its CREATE DATABASE and
 	fs.StringVar(&o.spillDir, "spill-dir", os.TempDir(), "with -f -: where data that arrives before a connection can load it waits (with --to-sql: the whole archive)")
 	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
 	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
+	fs.StringVar(&o.profile, "cpu-profile", "", "write a Go CPU profile of the restore to this file")
+	_ = fs.MarkHidden("cpu-profile")
 	fs.BoolVar(&o.toSQL, "to-sql", false, "write the archive as one plain SQL script (one transaction) to standard output, for psql, instead of restoring it")
 	o.compat = compatFlags{cmd: "restore"}
 	o.compat.register(fs, &o.filter)
@@ -282,6 +285,13 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	cfg, err := o.conn.config(ctx)
 	if err != nil {
 		return err
+	}
+	if o.profile != "" {
+		stop, err := startCPUProfile(o.profile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	w, err := o.progress.start("restore", o.log)
 	if err != nil {

@@ -18,15 +18,22 @@ import (
 // dump or a clone. No one holds the tables' locks for the whole run (pg_dump
 // --schema-only holds them only while it runs), so before a table's COPY
 // the reader takes the table's lock itself, without waiting, and checks
-// that the table is still the one the snapshot saw (see Lock). It holds at
-// most that one table's lock: reading the next table starts a new
-// transaction in the same snapshot, which releases it.
+// that the table is still the one the snapshot saw (see Lock). It holds
+// only the locks of the tables it is reading: one table's, or a batch of
+// small tables' (LockAll, at most MaxLockBatch); reading the next ones
+// starts a new transaction in the same snapshot, which releases them.
 type Reader struct {
 	conn *pgx.Conn
 	snap string
-	inTx bool   // in a transaction in the snapshot
-	held string // the table (quoted, qualified) locked by that transaction, if any
+	inTx bool            // in a transaction in the snapshot
+	held map[string]bool // the tables (quoted, qualified) locked by that transaction
 }
+
+// MaxLockBatch is the most tables LockAll locks at once: a batch of small
+// tables is locked and checked in one round trip rather than one each, and
+// 16 weak locks are what a backend holds without using the server's shared
+// lock table (its fast-path slots).
+const MaxLockBatch = 16
 
 // OpenReader opens a connection that sees the session's snapshot, reads
 // COPY data through a large buffer and in the encoding the manifest
@@ -71,48 +78,90 @@ func (r *Reader) Conn() *pgx.Conn { return r.conn }
 //
 // The lock is taken in a new transaction in the snapshot, unless the
 // current one holds no table's lock yet or holds t's (chunks of one table
-// in a row): the previous table's lock is released first.
+// in a row, or tables LockAll locked together): the previous tables' locks
+// are released first.
 func (r *Reader) Lock(ctx context.Context, t archive.Table) error {
-	name := pg.Qualified(t.Schema, t.Name)
-	if r.inTx && r.held == name {
+	return r.LockAll(ctx, []archive.Table{t})
+}
+
+// LockAll is Lock for several tables (at most MaxLockBatch) in one round
+// trip: one LOCK TABLE statement, NOWAIT, and one check query. A batch of
+// small tables is then read in one transaction, each table's COPY after
+// the other, and released together.
+func (r *Reader) LockAll(ctx context.Context, ts []archive.Table) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	if len(ts) > MaxLockBatch {
+		return fmt.Errorf("lock %d tables at once: at most %d", len(ts), MaxLockBatch)
+	}
+	names := make([]string, len(ts))
+	all := r.inTx
+	for i, t := range ts {
+		names[i] = pg.Qualified(t.Schema, t.Name)
+		all = all && r.held[names[i]]
+	}
+	if all {
 		return nil
 	}
 	var b strings.Builder
-	if r.inTx && r.held != "" {
+	if r.inTx && len(r.held) > 0 {
 		b.WriteString("COMMIT; ")
-		r.inTx, r.held = false, ""
+		r.inTx, r.held = false, nil
 	}
 	if !r.inTx {
 		fmt.Fprintf(&b, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT %s; ", pg.Literal(r.snap))
 	}
-	fmt.Fprintf(&b, "LOCK TABLE %s IN ACCESS SHARE MODE NOWAIT; ", name)
-	check := t.OID != 0 && t.Filenode != 0 // archives and journals of earlier versions name neither
-	if check {
+	fmt.Fprintf(&b, "LOCK TABLE %s IN ACCESS SHARE MODE NOWAIT; ", strings.Join(names, ", "))
+	// Archives and journals of earlier versions name neither OID nor
+	// filenode: such tables are locked, not checked.
+	var checked []int
+	for i, t := range ts {
+		if t.OID != 0 && t.Filenode != 0 {
+			checked = append(checked, i)
+		}
+	}
+	if len(checked) > 0 {
 		// Both read the current catalog (no table scan: this costs
-		// about as much as SELECT 1).
-		fmt.Fprintf(&b, `SELECT pg_catalog.pg_relation_filenode(%d), pg_catalog.to_regclass(%s) IS NOT DISTINCT FROM %d::pg_catalog.oid`,
-			t.OID, pg.Literal(name), t.OID)
+		// about as much as SELECT 1), one row per table, in order.
+		b.WriteString("SELECT pg_catalog.pg_relation_filenode(t.oid), pg_catalog.to_regclass(t.name) IS NOT DISTINCT FROM t.oid FROM (VALUES ")
+		for k, i := range checked {
+			if k > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "(%d, %d::pg_catalog.oid, %s)", k, ts[i].OID, pg.Literal(names[i]))
+		}
+		b.WriteString(") t(n, oid, name) ORDER BY t.n")
 	}
 	results, err := r.conn.PgConn().Exec(ctx, b.String()).ReadAll()
 	if err != nil {
-		return r.lockFailed(ctx, name, err)
+		return r.lockFailed(ctx, names, err)
 	}
-	r.inTx, r.held = true, name
-	if !check {
+	r.inTx, r.held = true, make(map[string]bool, len(names))
+	for _, n := range names {
+		r.held[n] = true
+	}
+	if len(checked) == 0 {
 		return nil
 	}
 	last := results[len(results)-1]
-	if len(last.Rows) != 1 || len(last.Rows[0]) != 2 {
-		return fmt.Errorf("check table %s: unexpected answer", name)
+	if len(last.Rows) != len(checked) {
+		return fmt.Errorf("check tables %s: unexpected answer", strings.Join(names, ", "))
 	}
-	node, sameName := last.Rows[0][0], string(last.Rows[0][1]) == "t"
-	switch {
-	case node == nil: // the name was locked: it is another table's
-		return &ChangedError{Table: name, What: "dropped and created again"}
-	case !sameName:
-		return &ChangedError{Table: name, What: "renamed (another table has its name now)"}
-	case string(node) != strconv.FormatUint(uint64(t.Filenode), 10):
-		return &ChangedError{Table: name, What: "truncated or rewritten"}
+	for k, i := range checked {
+		row := last.Rows[k]
+		if len(row) != 2 {
+			return fmt.Errorf("check table %s: unexpected answer", names[i])
+		}
+		node, sameName := row[0], string(row[1]) == "t"
+		switch {
+		case node == nil: // the name was locked: it is another table's
+			return &ChangedError{Table: names[i], What: "dropped and created again"}
+		case !sameName:
+			return &ChangedError{Table: names[i], What: "renamed (another table has its name now)"}
+		case string(node) != strconv.FormatUint(uint64(ts[i].Filenode), 10):
+			return &ChangedError{Table: names[i], What: "truncated or rewritten"}
+		}
 	}
 	return nil
 }
@@ -120,19 +169,20 @@ func (r *Reader) Lock(ctx context.Context, t archive.Table) error {
 // lockFailed explains why Lock's statements failed: another session's lock
 // (named), the table gone, the snapshot gone, or the connection lost. The
 // transaction is over or aborted either way; the run ends.
-func (r *Reader) lockFailed(ctx context.Context, name string, err error) error {
+func (r *Reader) lockFailed(ctx context.Context, names []string, err error) error {
+	name := strings.Join(names, ", ")
 	if pg.IsLockNotAvailable(err) {
-		r.inTx, r.held = false, ""
+		r.inTx, r.held = false, nil
 		if _, rerr := r.conn.Exec(ctx, "ROLLBACK"); rerr != nil {
 			return &pg.LockConflictError{Table: name}
 		}
-		return pg.Blocked(ctx, r.conn, []string{name})
+		return pg.Blocked(ctx, r.conn, names)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case "42P01": // undefined_table
-			return &ChangedError{Table: name, What: "dropped or renamed"}
+			return &ChangedError{Table: strings.Join(names, " or "), What: "dropped or renamed"}
 		case "22023": // invalid_parameter_value: "invalid snapshot identifier"
 			return fmt.Errorf("import snapshot %s: %w (%s)", r.snap, pg.ErrSnapshotNotFound, pgErr.Message)
 		}
@@ -145,10 +195,10 @@ func (r *Reader) lockFailed(ctx context.Context, name string, err error) error {
 // reader's next table. The next Lock starts a new transaction in the
 // snapshot.
 func (r *Reader) Release(ctx context.Context) error {
-	if !r.inTx || r.held == "" {
+	if !r.inTx || len(r.held) == 0 {
 		return nil
 	}
-	r.inTx, r.held = false, ""
+	r.inTx, r.held = false, nil
 	if _, err := r.conn.Exec(ctx, "COMMIT"); err != nil {
 		return fmt.Errorf("release the lock of a table read: %w", pg.ExplainLost(err))
 	}

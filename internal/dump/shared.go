@@ -14,8 +14,9 @@ import (
 // archive, and a worker moves from one session's snapshot to another's as
 // the units it takes come from them.
 
-// Unit is one piece of a session's data work (a chunk, or a batch of large
-// objects), for a caller that schedules several sessions' work itself.
+// Unit is one piece of a session's data work (a chunk, a batch of small
+// tables or a batch of large objects), for a caller that schedules several
+// sessions' work itself.
 type Unit struct {
 	sess *Session
 	u    unit

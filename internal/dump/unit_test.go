@@ -103,31 +103,44 @@ func TestManifestLayout(t *testing.T) {
 }
 
 // TestPlanUnits checks the dump's work order: largest first, ties in
-// manifest order, and large objects in batches of loBatch whose size is
-// their sum.
+// manifest order, large objects in batches of loBatch whose size is their
+// sum, and runs of small whole tables in one unit (batchSmallTables).
 func TestPlanUnits(t *testing.T) {
 	m := &archive.Manifest{Chunks: []archive.Chunk{{Stream: 1}, {Stream: 2}, {Stream: 3}, {Stream: 4}}}
 	for i := 0; i < loBatch+3; i++ {
 		m.LargeObjects = append(m.LargeObjects, archive.LargeObject{Stream: uint32(5 + i), OID: uint32(9000 + i), Size: 10})
 	}
-	sizes := map[uint32]int64{1: 500, 2: 3000, 3: 500, 4: 100}
+	sizes := map[uint32]int64{1: 500, 2: 3 << 20, 3: 500, 4: 100}
 	us := planUnits(m, sizes)
 	var got []string
 	for _, u := range us {
 		switch {
 		case u.chunk != nil:
 			got = append(got, "chunk "+string(rune('0'+u.chunk.Stream)))
+		case u.tables != nil:
+			name := "tables "
+			for _, c := range u.tables {
+				name += string(rune('0' + c.Stream))
+			}
+			got = append(got, name)
 		default:
 			got = append(got, "los "+string(rune('0'+len(u.los)%10)))
 		}
 	}
-	// LO batches: 256 objects of 10 bytes (2560), then 3 (30).
-	want := []string{"chunk 2", "los 6", "chunk 1", "chunk 3", "chunk 4", "los 3"}
+	// LO batches: 256 objects of 10 bytes (2560), then 3 (30); the small
+	// tables between them locked together.
+	want := []string{"chunk 2", "los 6", "tables 134", "los 3"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("order %q, want %q", got, want)
 	}
-	if us[1].size != 10*loBatch || len(us[1].los) != loBatch || us[1].los[0].OID != 9000 || us[5].los[2].OID != uint32(9000+loBatch+2) {
+	if len(us) != len(want) {
+		t.FailNow()
+	}
+	if us[1].size != 10*loBatch || len(us[1].los) != loBatch || us[1].los[0].OID != 9000 || us[3].los[2].OID != uint32(9000+loBatch+2) {
 		t.Errorf("first batch: %d objects, size %d", len(us[1].los), us[1].size)
+	}
+	if us[2].size != 1100 {
+		t.Errorf("small tables' unit: size %d, want 1100", us[2].size)
 	}
 }
 
@@ -222,7 +235,7 @@ func TestReuse(t *testing.T) {
 // that is not a lock conflict: the table gone, the snapshot gone, or
 // anything else, with the table named.
 func TestLockFailed(t *testing.T) {
-	r := &Reader{snap: "0000-1", inTx: true, held: `"s"."t"`}
+	r := &Reader{snap: "0000-1", inTx: true, held: map[string]bool{`"s"."t"`: true}}
 	for _, tc := range []struct {
 		err     error
 		changed string // ChangedError.What, or "" for another error
@@ -234,7 +247,7 @@ func TestLockFailed(t *testing.T) {
 		{&pgconn.PgError{Code: "XX000", Message: "internal"}, "", nil, `lock table "s"."x": `},
 		{errors.New("unexpected EOF"), "", nil, `lock table "s"."x": `},
 	} {
-		err := r.lockFailed(context.Background(), `"s"."x"`, tc.err)
+		err := r.lockFailed(context.Background(), []string{`"s"."x"`}, tc.err)
 		var changed *ChangedError
 		switch {
 		case tc.changed != "":

@@ -17,12 +17,18 @@ import (
 	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
-// unit is one piece of work for a data worker: a chunk or a large object.
+// unit is one piece of work for a data worker: a chunk, a batch of small
+// tables' chunks or a batch of large objects.
 type unit struct {
-	chunk *archive.Chunk
-	los   []*archive.LargeObject // a batch of large objects (copyLargeObjects)
-	size  int64                  // for largest-first ordering
+	chunk  *archive.Chunk
+	tables []*archive.Chunk       // small whole tables, locked together (batchSmallTables)
+	los    []*archive.LargeObject // a batch of large objects (copyLargeObjects)
+	size   int64                  // for largest-first ordering
 }
+
+// smallTableBytes is the size under which a whole table is read in a
+// batch with other small ones (batchSmallTables).
+const smallTableBytes = 1 << 20
 
 // loBatch is how many large objects a dump worker reads with one query
 // (their first loHead bytes; the rest, if any, one by one): with one query
@@ -50,7 +56,41 @@ func planUnits(m *archive.Manifest, sizes map[uint32]int64) []unit {
 		us = append(us, u)
 	}
 	plan.LargestFirst(us, func(u unit) int64 { return u.size })
-	return us
+	return batchSmallTables(us)
+}
+
+// batchSmallTables groups runs of small whole-table chunks (under
+// smallTableBytes, largest first puts them last) into units of up to
+// MaxLockBatch, which a reader locks and checks in one round trip and
+// reads in one transaction: with thousands of small tables, the lock's
+// round trip and transaction were half of each table's cost.
+func batchSmallTables(us []unit) []unit {
+	out := us[:0:0]
+	var cur unit
+	flush := func() {
+		switch len(cur.tables) {
+		case 0:
+		case 1:
+			out = append(out, unit{chunk: cur.tables[0], size: cur.size})
+		default:
+			out = append(out, cur)
+		}
+		cur = unit{}
+	}
+	for _, u := range us {
+		if u.chunk == nil || u.chunk.Where != "" || u.size >= smallTableBytes {
+			flush()
+			out = append(out, u)
+			continue
+		}
+		cur.tables = append(cur.tables, u.chunk)
+		cur.size += u.size
+		if len(cur.tables) == MaxLockBatch {
+			flush()
+		}
+	}
+	flush()
+	return out
 }
 
 // worker imports the snapshot on its own connection and dumps units until
@@ -81,6 +121,23 @@ func dumpUnit(ctx context.Context, opts Options, w *archive.Writer, m *archive.M
 			return 0, err
 		}
 		return copyChunk(ctx, r.Conn(), w, m, u.chunk, opts.BlockSize, opts.Progress)
+	case u.tables != nil:
+		ts := make([]archive.Table, len(u.tables))
+		for i, c := range u.tables {
+			ts[i] = m.Tables[c.Table]
+		}
+		if err := r.LockAll(ctx, ts); err != nil {
+			return 0, err
+		}
+		var rows int64
+		for _, c := range u.tables {
+			n, err := copyChunk(ctx, r.Conn(), w, m, c, opts.BlockSize, opts.Progress)
+			rows += n
+			if err != nil {
+				return rows, err
+			}
+		}
+		return rows, nil
 	case u.los != nil:
 		if err := r.InSnapshot(ctx); err != nil {
 			return 0, err
@@ -143,7 +200,7 @@ func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archiv
 	work := progress.Work{Kind: "data", Table: name, Name: name}
 	rep.Start(work)
 	began := time.Now()
-	bw := archive.NewBlockWriter(w.Stream(archive.KindData, c.Stream), blockSize)
+	bw := archive.NewBlockWriter(w.Stream(archive.KindData, c.Stream), chunkBlockSize(c.Size, blockSize))
 	counter := progress.NewWriter(bw, rep)
 	tag, err := conn.PgConn().CopyTo(ctx, counter, CopyOutSQL(t, *c, m.DataEncoding()))
 	counter.Flush()
@@ -161,6 +218,24 @@ func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archiv
 	}
 	rep.Done(work, progress.Done{Bytes: counter.Total, Rows: tag.RowsAffected(), Elapsed: time.Since(began)})
 	return tag.RowsAffected(), nil
+}
+
+// minBlockSize is the smallest block buffer a chunk gets (chunkBlockSize).
+const minBlockSize = 64 << 10
+
+// chunkBlockSize is the block size for a chunk of about estimate bytes (its
+// relation's size in the snapshot): blockSize, or for a chunk much smaller
+// than that, twice its estimate rounded up to minBlockSize. A block writer
+// allocates its whole buffer up front, and a 1 MiB buffer per table made a
+// dump of thousands of small tables spend most of its CPU clearing memory
+// and collecting it. Text rows may take more room than on disk; a chunk
+// that outgrows its buffer is written in several blocks, as a large one is.
+func chunkBlockSize(estimate int64, blockSize int) int {
+	if estimate >= int64(blockSize)/4 {
+		return blockSize
+	}
+	size := (2*max(estimate, 1) + minBlockSize - 1) / minBlockSize * minBlockSize
+	return int(min(size, int64(blockSize)))
 }
 
 // copyLargeObjects writes a batch of large objects, each to its own

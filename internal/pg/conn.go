@@ -224,6 +224,26 @@ func ChildConn(cfg *pgx.ConnConfig) (dsn string, env []string) {
 	return strings.Join(kv, " "), env
 }
 
+// WithSetting adds "-c name=value" to the PGOPTIONS of a child's
+// environment env (ChildConn's), after what env or pgsprint's own
+// environment already set there, for a child whose session needs a setting
+// (pg_restore's pre-data runs with synchronous_commit off).
+func WithSetting(env []string, name, value string) []string {
+	opts, at := os.Getenv("PGOPTIONS"), -1
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PGOPTIONS="); ok {
+			opts, at = v, i
+		}
+	}
+	kv := "PGOPTIONS=" + strings.TrimSpace(opts+" -c "+name+"="+escapeOption(value))
+	out := append([]string{}, env...)
+	if at >= 0 {
+		out[at] = kv
+		return out
+	}
+	return append(out, kv)
+}
+
 // escapeOption escapes a value for libpq's options (PGOPTIONS), where
 // spaces separate arguments and a backslash escapes.
 func escapeOption(v string) string {

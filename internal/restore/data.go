@@ -91,15 +91,19 @@ func chunkStep(stream uint32) string { return fmt.Sprintf("load stream %d", stre
 // freeze them later (and it wipes whatever an interrupted run left). If
 // TRUNCATE is not allowed (the table belongs to another role), it loads as
 // usual.
-func (r *loader) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, freeze bool) (int64, error) {
+//
+// then are statements run after the COPY in the same transaction, before
+// its COMMIT (a small table's fused index, constraint and ANALYZE tasks
+// with their journal rows: engine.fusedSQL).
+func (r *loader) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, freeze bool, then []string) (int64, error) {
 	name := r.tableName(c)
 	s := r.ar.OpenStream(c.Stream)
 	defer s.Close()
 	stmt := copyIn(r.m.Tables[c.Table], c, r.m.DataEncoding())
 	check := func(n int64) error { return r.checkRows(c, n) }
-	n, err := r.copyInTx(ctx, conn, name, stmt, s, check, freeze, chunkStep(c.Stream))
+	n, err := r.copyInTx(ctx, conn, name, stmt, s, check, freeze, chunkStep(c.Stream), then)
 	if err == errNoFreeze {
-		n, err = r.copyInTx(ctx, conn, name, stmt, s, check, false, chunkStep(c.Stream))
+		n, err = r.copyInTx(ctx, conn, name, stmt, s, check, false, chunkStep(c.Stream), then)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("restore table %s (stream %d): %w", name, c.Stream, pg.ExplainLost(err))
@@ -114,24 +118,29 @@ var errNoFreeze = errors.New("no privilege to truncate")
 // the statement stmt (FREEZE is added when freezing). check
 // sees the loaded row count before COMMIT: it is called only after the
 // stream has been read to its end, when a pipe's totals are known too.
-func (r *loader) copyInTx(ctx context.Context, conn *pgx.Conn, name string, stmt pg.Copy, s io.Reader, check func(int64) error, freeze bool, step string) (int64, error) {
-	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
-		return 0, err
+func (r *loader) copyInTx(ctx context.Context, conn *pgx.Conn, name string, stmt pg.Copy, s io.Reader, check func(int64) error, freeze bool, step string, then []string) (int64, error) {
+	// BEGIN goes with TRUNCATE, the journal row with COMMIT: three round
+	// trips per chunk rather than five, which for a small table are most
+	// of its load.
+	begin := "BEGIN"
+	if freeze {
+		begin += "; TRUNCATE ONLY " + name
 	}
+	_, err := conn.Exec(ctx, begin)
 	done := false
 	defer func() {
 		if !done {
 			conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 	}()
-	if freeze {
-		if _, err := conn.Exec(ctx, "TRUNCATE ONLY "+name); err != nil {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == "42501" {
-				return 0, errNoFreeze
-			}
-			return 0, err
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if freeze && errors.As(err, &pgErr) && pgErr.Code == "42501" {
+			return 0, errNoFreeze
 		}
+		return 0, err
+	}
+	if freeze {
 		stmt.Freeze = true
 	}
 	tag, err := conn.PgConn().CopyFrom(ctx, s, stmt.From())
@@ -141,11 +150,12 @@ func (r *loader) copyInTx(ctx context.Context, conn *pgx.Conn, name string, stmt
 	if err := check(tag.RowsAffected()); err != nil {
 		return 0, err
 	}
-	if err := r.j.Record(ctx, conn, step); err != nil {
-		return 0, err
+	end := r.j.RecordSQL(step)
+	for _, t := range then {
+		end += ";\n" + t
 	}
-	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
-		return 0, err
+	if _, err := conn.Exec(ctx, end+";\nCOMMIT"); err != nil {
+		return 0, fmt.Errorf("record step %q in the restore journal and commit: %w", step, err)
 	}
 	done = true
 	return tag.RowsAffected(), nil

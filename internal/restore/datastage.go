@@ -155,8 +155,19 @@ func (d *dataStage) buildGraph(post *postData, refs map[string][]string) (*sched
 	if err := post.addTasks(g, tables, !d.opts.NoAnalyze, d.stats.tables); err != nil {
 		return nil, err
 	}
+	if d.m.Encoding == "UTF8" {
+		// A fused task's SQL is sent in the load's session, whose
+		// client_encoding (UTF8) must be the script's (the archive's).
+		g = schedule.FuseSmallTables(g, fuseMaxBytes)
+	}
 	return g, nil
 }
+
+// fuseMaxBytes is the largest table whose indexes, constraints and ANALYZE
+// run in its load's transaction (schedule.FuseSmallTables): for a small
+// table they take less than the round trips and commits they would cost
+// apart, and nothing is lost by not building them beside other work.
+const fuseMaxBytes = 1 << 20
 
 // skipDone tells the source which streams an earlier run loaded: this run
 // will not read them.

@@ -62,7 +62,7 @@ func TestJournalChunkOnce(t *testing.T) {
 				}
 				return nil
 			}
-			_, err := r.copyInTx(ctx, conn, "t", pg.Copy{Schema: "public", Table: "t"}, strings.NewReader(tc.data), check, tc.freeze, tc.step)
+			_, err := r.copyInTx(ctx, conn, "t", pg.Copy{Schema: "public", Table: "t"}, strings.NewReader(tc.data), check, tc.freeze, tc.step, nil)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatal(err)

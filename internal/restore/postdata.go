@@ -86,6 +86,10 @@ func (p *postData) addTasks(g *schedule.Graph, tables map[string]schedule.TableF
 		return nil
 	}
 	_, err := schedule.PlanPostData(g, p.script, schedule.PlanOptions{Tables: tables, Analyze: analyze, Statistics: statistics})
+	// The parsed entries are not kept for the run (their SQL is in the
+	// graph's tasks now; only the preamble is used again): with 100,000
+	// tables they are tens of MB.
+	p.script = &toc.Script{Preamble: p.script.Preamble}
 	return err
 }
 

@@ -74,11 +74,11 @@ func (p *preData) prepare(ctx context.Context) error {
 		return err
 	}
 	if found != nil && p.opts.Resume {
-		p.j = found
-		p.resumed = found.Finished()
-		if err := waitForOrphans(ctx, conn, p.log); err != nil {
+		if found, err = p.rereadJournal(ctx, conn, id); err != nil {
 			return err
 		}
+		p.j = found
+		p.resumed = found.Finished()
 		if found.IsDone(journal.StepPreData) {
 			p.log.Info("resuming", "archive", id, "steps done", p.resumed)
 			return nil
@@ -161,9 +161,12 @@ func (p *preData) create(ctx context.Context, id string) error {
 				if found == nil {
 					return fmt.Errorf("database %q exists but holds no pgsprint journal: it was not created by an interrupted restore of this archive, or that restore stopped before pre-data finished; use --clean --create without --resume to start over", created.Database)
 				}
+				if found, err = p.rereadJournal(ctx, conn, id); err != nil {
+					return err
+				}
 				p.j = found
 				p.resumed = found.Finished()
-				return waitForOrphans(ctx, conn, p.log)
+				return nil
 			}
 			p.target = p.opts.Target
 		}
@@ -179,6 +182,25 @@ func (p *preData) create(ctx context.Context, id string) error {
 	defer conn.Close(context.WithoutCancel(ctx))
 	p.j, err = journal.Create(ctx, conn, id, p.m, journal.StepPreData)
 	return err
+}
+
+// rereadJournal waits for the sessions of the interrupted run to end
+// (waitForOrphans), then reads the journal again: a killed pgsprint's
+// backend goes on with the query it was sent, and a task's query is its
+// whole transaction, journal row and COMMIT included (engine.inTx), so
+// steps may have been committed since the journal was first read.
+func (p *preData) rereadJournal(ctx context.Context, conn *pgx.Conn, id string) (*journal.Journal, error) {
+	if err := waitForOrphans(ctx, conn, p.log); err != nil {
+		return nil, err
+	}
+	found, err := journal.Read(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	if found == nil {
+		return nil, fmt.Errorf("the restore journal in target database %q went away while waiting for the interrupted run's sessions to end: is another pgsprint at work there?", p.target.Database)
+	}
+	return found, p.checkJournal(found.ID(), id)
 }
 
 func cleanFlag(clean bool) string {

@@ -55,11 +55,30 @@ func offlineSchema(ctx context.Context, ar archive.Source, opts Options) (*schem
 	return &schemaArchive{tools: tools, file: file, opts: opts}, func() { os.Remove(file) }, nil
 }
 
+// preDataTransactionSize is how many archive entries pg_restore 17 and
+// later creates per transaction in pre-data (--transaction-size), rather
+// than one transaction each: with 10,000 tables, 20,000 commits. A resumed
+// restore drops and creates again whatever an interrupted pre-data left
+// (preDataStage), so its transactions' size changes nothing there. Each
+// entry locks a few relations (a table, its TOAST table and index) until
+// the commit: 100 entries stay within a few hundred lock slots, fewer than
+// pg_dump holds for a database with that many tables.
+const preDataTransactionSize = 100
+
 // pgRestore runs pg_restore on the schema archive against cfg, stopping at
-// the first error.
+// the first error: pre-data's objects. Its session runs with
+// synchronous_commit off (so pre-data's many commits do not each wait for
+// a WAL flush): the journal row that records pre-data as done is committed
+// after it with the server's own setting, which flushes the WAL up to
+// there, pg_restore's commits included; a crash before that leaves
+// pre-data unrecorded, and a resumed restore drops and creates it again.
 func (s *schemaArchive) pgRestore(ctx context.Context, cfg *pgx.ConnConfig, args ...string) error {
 	dsn, env := pg.ChildConn(cfg)
+	env = pg.WithSetting(env, "synchronous_commit", "off")
 	all := []string{"--exit-on-error", "--no-password", "--dbname=" + dsn, s.statisticsFlag()}
+	if s.tools.Major >= 17 {
+		all = append(all, fmt.Sprintf("--transaction-size=%d", preDataTransactionSize))
+	}
 	all = append(all, s.ownershipFlags()...)
 	for _, a := range args {
 		if a != "" {

@@ -8,9 +8,9 @@
 package schedule
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -105,6 +105,9 @@ type Task struct {
 	Entries []int    // dump IDs pg_restore restores (Kind Rest)
 	Table   string   // lock key of the table (Data, Analyze)
 	Data    any      // caller's payload (Data tasks)
+	// Then are tasks merged into this one (FuseSmallTables): run after
+	// it, in its transaction, on its connection.
+	Then []Fused
 }
 
 // Graph is a set of tasks and their dependencies.
@@ -200,16 +203,18 @@ type state struct {
 	cond    *sync.Cond
 	pending []int // unmet dependency count per task
 	users   [][]int
-	ready   []int // tasks whose dependencies are done, not started
+	ready   readyHeap             // tasks whose dependencies are done, not started, not parked
+	parked  map[string]*readyHeap // ready tasks waiting for a lock on the key
 	held    map[string][]LockMode
 	left    int // tasks not finished
+	looks   int // tasks taken off the ready heap, started or parked (for tests)
 	failed  bool
 	timings []Timing
 }
 
 func newState(g *Graph) *state {
 	s := &state{g: g, pending: make([]int, len(g.Tasks)), users: make([][]int, len(g.Tasks)),
-		held: map[string][]LockMode{}, left: len(g.Tasks)}
+		held: map[string][]LockMode{}, left: len(g.Tasks), ready: readyHeap{tasks: g.Tasks}, parked: map[string]*readyHeap{}}
 	s.cond = sync.NewCond(&s.mu)
 	for i, t := range g.Tasks {
 		seen := map[int]bool{}
@@ -221,22 +226,83 @@ func newState(g *Graph) *state {
 			}
 		}
 		if s.pending[i] == 0 {
-			s.ready = append(s.ready, i)
+			s.ready.ids = append(s.ready.ids, i)
 		}
 	}
-	s.sortReady()
+	heap.Init(&s.ready)
 	return s
 }
 
-// sortReady orders ready tasks largest first, then in graph order.
-func (s *state) sortReady() {
-	sort.SliceStable(s.ready, func(a, b int) bool {
-		ta, tb := s.g.Tasks[s.ready[a]], s.g.Tasks[s.ready[b]]
-		if ta.Cost != tb.Cost {
-			return ta.Cost > tb.Cost
+// readyHeap holds the ready tasks, largest first, then in graph order: a
+// heap rather than a list sorted again after every task, which cost
+// O(n log n) per task and made a restore of 100,000 small tables (half a
+// million tasks) quadratic.
+type readyHeap struct {
+	tasks []*Task
+	ids   []int
+}
+
+func (h *readyHeap) Len() int { return len(h.ids) }
+func (h *readyHeap) Less(a, b int) bool {
+	ta, tb := h.tasks[h.ids[a]], h.tasks[h.ids[b]]
+	if ta.Cost != tb.Cost {
+		return ta.Cost > tb.Cost
+	}
+	return h.ids[a] < h.ids[b]
+}
+func (h *readyHeap) Swap(a, b int) { h.ids[a], h.ids[b] = h.ids[b], h.ids[a] }
+func (h *readyHeap) Push(x any)    { h.ids = append(h.ids, x.(int)) }
+func (h *readyHeap) Pop() any {
+	n := len(h.ids) - 1
+	id := h.ids[n]
+	h.ids = h.ids[:n]
+	return id
+}
+
+// take removes and returns the first ready task, in heap order, whose
+// locks do not conflict with the running tasks', or false if there is none.
+// A task passed over is parked on the lock key it waits for, and goes back
+// to the heap when a lock on that key is released (release): so a ready
+// task is looked at again only when it may have become startable, not on
+// every call, which made thousands of foreign keys waiting for DDLMutex
+// quadratic.
+func (s *state) take() (int, bool) {
+	for s.ready.Len() > 0 {
+		i := heap.Pop(&s.ready).(int)
+		s.looks++
+		t := s.g.Tasks[i]
+		key, ok := s.blocker(t)
+		if ok {
+			return i, true
 		}
-		return s.ready[a] < s.ready[b]
-	})
+		p := s.parked[key]
+		if p == nil {
+			p = &readyHeap{tasks: s.g.Tasks}
+			s.parked[key] = p
+		}
+		heap.Push(p, i)
+		if key != DDLMutex {
+			// DDLMutex wakes one waiter at a time (release): if this
+			// one cannot start for another reason, the next one may.
+			for _, l := range t.Locks {
+				if l.Key == DDLMutex {
+					s.wake(DDLMutex, 1)
+					break
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+// wake moves up to n of the tasks parked on key back to the ready heap
+// (n < 0: all of them).
+func (s *state) wake(key string, n int) {
+	p := s.parked[key]
+	for p != nil && p.Len() > 0 && n != 0 {
+		heap.Push(&s.ready, heap.Pop(p).(int))
+		n--
+	}
 }
 
 // next blocks until a task can start and takes its locks, or returns false
@@ -255,28 +321,27 @@ func (s *state) next(ctx context.Context) (int, bool) {
 		if s.failed || s.left == 0 {
 			return 0, false
 		}
-		for k, i := range s.ready {
-			if s.lockable(s.g.Tasks[i]) {
-				s.ready = append(s.ready[:k], s.ready[k+1:]...)
-				for _, l := range s.g.Tasks[i].Locks {
-					s.held[l.Key] = append(s.held[l.Key], l.Mode)
-				}
-				return i, true
+		if i, ok := s.take(); ok {
+			for _, l := range s.g.Tasks[i].Locks {
+				s.held[l.Key] = append(s.held[l.Key], l.Mode)
 			}
+			return i, true
 		}
 		s.cond.Wait()
 	}
 }
 
-func (s *state) lockable(t *Task) bool {
+// blocker returns the key of t's first lock that conflicts with a held
+// one, or true if t can take all its locks.
+func (s *state) blocker(t *Task) (string, bool) {
 	for _, l := range t.Locks {
 		for _, h := range s.held[l.Key] {
 			if Conflicts(l.Mode, h) {
-				return false
+				return l.Key, false
 			}
 		}
 	}
-	return true
+	return "", true
 }
 
 // finish releases a task's locks and readies the tasks waiting on it.
@@ -293,6 +358,15 @@ func (s *state) finish(i int, tm Timing, err error) {
 				break
 			}
 		}
+		// Every task DDLMutex parked waits for it alone, and only one
+		// can have it: wake one (take wakes the next if that one
+		// waits for something else too). Any other key's release may
+		// let all its waiters start.
+		if l.Key == DDLMutex {
+			s.wake(l.Key, 1)
+		} else {
+			s.wake(l.Key, -1)
+		}
 	}
 	if err != nil {
 		s.failed = true
@@ -301,8 +375,7 @@ func (s *state) finish(i int, tm Timing, err error) {
 	s.left--
 	for _, u := range s.users[i] {
 		if s.pending[u]--; s.pending[u] == 0 {
-			s.ready = append(s.ready, u)
+			heap.Push(&s.ready, u)
 		}
 	}
-	s.sortReady()
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
@@ -113,7 +114,7 @@ func PlanPostData(g *Graph, script *toc.Script, opts PlanOptions) (int, error) {
 			}
 			schema, name, _ := strings.Cut(key, "\x00")
 			g.Add(&Task{Name: "analyze " + schema + "." + name, Step: fmt.Sprintf("analyze %q %q", schema, name), Kind: Analyze, Cost: f.Size, Deps: deps,
-				Locks: []Lock{{key, ShareUpdateExclusive}}, Table: key})
+				Locks: []Lock{{key, ShareUpdateExclusive}}, Table: key, SQL: []string{"ANALYZE " + pg.Qualified(schema, name)}})
 		}
 	}
 	return restID, nil

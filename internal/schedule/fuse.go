@@ -1,0 +1,114 @@
+package schedule
+
+// Fused is a task merged into a small table's load by FuseSmallTables: the
+// executor runs its statements after the load, in the load's transaction,
+// and records its journal step there too.
+type Fused struct {
+	Name string
+	Kind Kind
+	Step string
+	SQL  []string
+}
+
+// FuseSmallTables returns g with the work of each small table merged into
+// its load: a table loaded by one task of cost under maxCost that holds the
+// table's ACCESS EXCLUSIVE lock (a table this restore created, loaded
+// whole) takes into its Then the index, constraint and ANALYZE tasks that
+// touch that table alone and depend on nothing but its load and each other,
+// in graph order. For thousands of small tables this turns five or six
+// transactions, scheduler turns and round trips per table into one; the
+// fused steps commit with the load or not at all, so a resumed restore
+// finds all of them done or none (or, after an earlier unfused run, some:
+// the executor runs the Then tasks whose steps are not done). Foreign keys
+// (two tables and DDLMutex) and the tasks that wait for them stay apart.
+// Tasks that depended on a merged task depend on the load instead.
+func FuseSmallTables(g *Graph, maxCost int64) *Graph {
+	loads := map[string][]int{}
+	for i, t := range g.Tasks {
+		if t.Kind == Data && t.Table != "" {
+			loads[t.Table] = append(loads[t.Table], i)
+		}
+	}
+	// into[k] is the load a table key's tasks fuse into; owner[i] the load
+	// task i was merged into, or -1.
+	into := map[string]int{}
+	for key, ls := range loads {
+		t := g.Tasks[ls[0]]
+		if len(ls) == 1 && t.Cost < maxCost && len(t.Locks) == 1 && t.Locks[0] == (Lock{key, AccessExclusive}) {
+			into[key] = ls[0]
+		}
+	}
+	if len(into) == 0 {
+		return g
+	}
+	owner := make([]int, len(g.Tasks))
+	for i := range owner {
+		owner[i] = -1
+	}
+	fusable := func(t *Task) (int, bool) {
+		switch t.Kind {
+		case Index, Constraint, Analyze:
+		default:
+			return 0, false
+		}
+		if len(t.SQL) == 0 || len(t.Locks) == 0 {
+			return 0, false
+		}
+		key := t.Locks[0].Key
+		load, ok := into[key]
+		if !ok {
+			return 0, false
+		}
+		for _, l := range t.Locks {
+			if l.Key != key {
+				return 0, false
+			}
+		}
+		for _, d := range t.Deps {
+			if d != load && owner[d] != load {
+				return 0, false
+			}
+		}
+		return load, true
+	}
+	fused := 0
+	for i, t := range g.Tasks {
+		if load, ok := fusable(t); ok {
+			owner[i] = load
+			fused++
+		}
+	}
+	if fused == 0 {
+		return g
+	}
+	out := &Graph{Tasks: make([]*Task, 0, len(g.Tasks)-fused)}
+	index := make([]int, len(g.Tasks)) // old index -> new, for kept tasks
+	for i, t := range g.Tasks {
+		if owner[i] >= 0 {
+			continue
+		}
+		index[i] = len(out.Tasks)
+		c := *t
+		c.Deps = nil
+		out.Tasks = append(out.Tasks, &c)
+	}
+	for i, t := range g.Tasks {
+		if o := owner[i]; o >= 0 {
+			l := out.Tasks[index[o]]
+			l.Then = append(l.Then, Fused{Name: t.Name, Kind: t.Kind, Step: t.Step, SQL: t.SQL})
+			continue
+		}
+		c := out.Tasks[index[i]]
+		seen := map[int]bool{}
+		for _, d := range t.Deps {
+			if owner[d] >= 0 {
+				d = owner[d]
+			}
+			if !seen[d] {
+				seen[d] = true
+				c.Deps = append(c.Deps, index[d])
+			}
+		}
+	}
+	return out
+}
