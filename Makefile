@@ -1,6 +1,6 @@
 # pgsprint: `make demo` shows it working, `make test` proves it.
 GO ?= go
-TEST_TIMEOUT ?= 14m
+TEST_TIMEOUT ?= 25m
 
 .PHONY: all build deps deps-demo test test-matrix demo vet fmt clean bench bench-quick bench-deps bench-crypt
 
