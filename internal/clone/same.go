@@ -2,10 +2,7 @@ package clone
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -32,27 +29,5 @@ var ErrSameDatabase = errors.New("--source and --target are the same database")
 // address, port and start time (a name may not resolve to the address the
 // server sees).
 func sameDatabase(ctx context.Context, source *pgx.ConnConfig, target *pgx.Conn) (bool, error) {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return false, err
-	}
-	token := "pgsprint clone " + hex.EncodeToString(b[:])
-	cfg := source.Copy()
-	cfg.RuntimeParams = map[string]string{}
-	for k, v := range source.RuntimeParams {
-		cfg.RuntimeParams[k] = v
-	}
-	cfg.RuntimeParams["application_name"] = token
-	probe, err := pg.Connect(ctx, cfg)
-	if err != nil {
-		return false, err
-	}
-	defer probe.Close(context.WithoutCancel(ctx))
-	var same bool
-	err = target.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity
-		WHERE application_name = $1 AND datname = pg_catalog.current_database())`, token).Scan(&same)
-	if err != nil {
-		return false, fmt.Errorf("compare the source with the target: %w", err)
-	}
-	return same, nil
+	return pg.SeenBy(ctx, source, target, "pgsprint clone", true)
 }

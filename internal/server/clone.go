@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -131,30 +129,10 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 // connection with a random application_name is looked for in the target's
 // pg_stat_activity (as clone's same-database check, on any database).
 func sameServer(ctx context.Context, source, target *pgx.ConnConfig) (bool, error) {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return false, err
-	}
-	token := "pgsprint clone --all " + hex.EncodeToString(b[:])
-	cfg := source.Copy()
-	cfg.RuntimeParams = map[string]string{}
-	for k, v := range source.RuntimeParams {
-		cfg.RuntimeParams[k] = v
-	}
-	cfg.RuntimeParams["application_name"] = token
-	probe, err := pg.Connect(ctx, cfg)
-	if err != nil {
-		return false, err
-	}
-	defer probe.Close(context.WithoutCancel(ctx))
 	conn, err := pg.Connect(ctx, target)
 	if err != nil {
 		return false, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	var same bool
-	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity WHERE application_name = $1)`, token).Scan(&same); err != nil {
-		return false, fmt.Errorf("compare the source with the target: %w", err)
-	}
-	return same, nil
+	return pg.SeenBy(ctx, source, conn, "pgsprint clone --all", false)
 }
