@@ -154,8 +154,12 @@ var ddlKinds = []struct{ name, sql string }{
 // happened to the table since the snapshot (truncated, dropped...).
 // Either way the statement completes, no pgsprint session (or lock) is
 // left and a failed dump leaves no file. PGSPRINT_DDL_ITERATIONS runs more
-// than 8 iterations; the log's seed replays a run (PGSPRINT_RESUME_SEED).
+// than 12 iterations; the log's seed replays a run (PGSPRINT_RESUME_SEED).
 func TestDDLNeverHangs(t *testing.T) {
+	// The victim is above the dump's small-table size (1 MiB), so that it
+	// is read on its own, in chunks, over a window the statement can hit:
+	// batched with the small tables, 8 runs could all miss it.
+	const victimRows = 100000
 	ctx := context.Background()
 	c := pgtest.New(t)
 	if err := c.CreateDB(ctx, "ddl"); err != nil {
@@ -171,7 +175,7 @@ func TestDDLNeverHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close(ctx)
-	n, rng := killLoop(t, "PGSPRINT_DDL_ITERATIONS", 8)
+	n, rng := killLoop(t, "PGSPRINT_DDL_ITERATIONS", 12)
 	conflicts, changed, successes := 0, 0, 0
 	for i := range n {
 		kind := ddlKinds[i%len(ddlKinds)]
@@ -182,8 +186,8 @@ func TestDDLNeverHangs(t *testing.T) {
 			delay = time.Duration(rng.IntN(40)) * time.Millisecond
 		}
 		t.Run(fmt.Sprintf("%d %s %s", i, op, kind.name), func(t *testing.T) {
-			if err := c.Exec(ctx, "ddl", `DROP TABLE IF EXISTS public.victim;
-				CREATE TABLE public.victim AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, 5000) g`); err != nil {
+			if err := c.Exec(ctx, "ddl", fmt.Sprintf(`DROP TABLE IF EXISTS public.victim;
+				CREATE TABLE public.victim AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, %d) g`, victimRows)); err != nil {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
@@ -267,7 +271,7 @@ func TestDDLNeverHangs(t *testing.T) {
 				}
 			}
 			if kind.name != "drop" || scalar(t, copied, `to_regclass('public.victim') IS NOT NULL`) == "true" {
-				if got := scalar(t, copied, `SELECT count(*) FROM public.victim`); got != "5000" && !(kind.name == "truncate" && got == "0") {
+				if got := scalar(t, copied, `SELECT count(*) FROM public.victim`); got != fmt.Sprint(victimRows) && !(kind.name == "truncate" && got == "0") {
 					t.Errorf("victim holds %s rows after a %s", got, kind.name)
 				}
 			}
