@@ -93,7 +93,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	opts.Progress.Phase("catalog")
 
-	sess, err := Begin(ctx, SessionOptions{Source: opts.Source, Jobs: opts.Jobs, BlockSize: opts.BlockSize, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics,
+	sess, err := Begin(ctx, SessionOptions{EarlySchema: true, Source: opts.Source, Jobs: opts.Jobs, BlockSize: opts.BlockSize, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics,
 		Split: opts.Split, Version: opts.Version, Filter: opts.Filter, Snapshot: opts.Snapshot, Logger: log})
 	if err != nil {
 		return nil, err

@@ -24,10 +24,22 @@ import (
 // of every pgsprint connection, so that the SQL a restore runs and the
 // names it adds to it agree (pg_dump's default, the server's encoding or
 // PGCLIENTENCODING, would not); a SQL_ASCII source's bytes stay as stored.
+//
+// A new session started pg_dump beside its catalog queries (earlySchema):
+// Schema then waits for it and copies what it wrote.
 func (s *Session) Schema(ctx context.Context, w io.Writer) error {
+	if s.early != nil {
+		return s.early.writeTo(ctx, w)
+	}
+	return s.runPgDump(ctx, w)
+}
+
+// runPgDump runs pg_dump --schema-only in the session's snapshot, writing
+// its custom archive to w.
+func (s *Session) runPgDump(ctx context.Context, w io.Writer) error {
 	dsn, env := pg.ChildConn(s.source)
 	enc := "UTF8"
-	if s.Manifest != nil && s.Manifest.Encoding == "SQL_ASCII" {
+	if s.srv.Encoding == "SQL_ASCII" {
 		enc = "SQL_ASCII"
 	}
 	args := append(s.schemaArgs(), "--format=custom", "--no-password", "--encoding="+enc)

@@ -49,7 +49,13 @@ type SessionOptions struct {
 	// chunks of tables with only built-in column types Binary (clone
 	// passes its target's major; dump leaves it zero: archives are text).
 	BinaryForMajor int
-	Logger         *slog.Logger
+	// EarlySchema starts pg_dump --schema-only as soon as the snapshot is
+	// exported, beside the catalog queries (earlySchema), for a run that
+	// reads one database. A whole-server dump, which begins a session per
+	// database before reading any, leaves it off so as not to run a
+	// pg_dump per database at once.
+	EarlySchema bool
+	Logger      *slog.Logger
 }
 
 // Session is one consistent view of the source, shared by dump and clone
@@ -74,6 +80,7 @@ type Session struct {
 	// then one per large object.
 	Manifest *archive.Manifest
 	sizes    map[uint32]int64
+	early    *earlySchema // pg_dump started beside the catalog queries; nil on a resumed plan
 }
 
 // Begin connects to the source, exports a snapshot (or imports
@@ -133,6 +140,11 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 		return err
 	}
 	opts.Filter = s.filter
+	if opts.EarlySchema {
+		if err := s.startSchema(ctx); err != nil {
+			return err
+		}
+	}
 	split := opts.Split
 	split.Jobs = max(opts.Jobs, 1)
 	if s.cat, err = readCatalog(ctx, s.leader, s.srv, split, opts.Filter, opts.LockWaitTimeout); err != nil {
@@ -195,5 +207,8 @@ func (s *Session) Commit(ctx context.Context) error {
 // Close closes the leader connection (ending the snapshot if Commit was
 // not called).
 func (s *Session) Close(ctx context.Context) {
+	if s.early != nil {
+		s.early.close()
+	}
 	s.leader.Close(context.WithoutCancel(ctx))
 }

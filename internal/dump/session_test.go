@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -301,5 +303,98 @@ func testReaderLock(t *testing.T, c *pgtest.Cluster) {
 		case err != nil:
 			t.Errorf("%s: %v", tc.table, err)
 		}
+	}
+}
+
+// TestEarlySchema checks the schema pg_dump started beside the catalog
+// queries: it is the same archive a pg_dump run afterwards in the same
+// snapshot writes (both listed by pg_restore, whose header names no
+// time), it can be copied out more than once, and a session closed
+// before anyone asks for it stops pg_dump and leaves no connection.
+func TestEarlySchema(t *testing.T) {
+	c := pgtest.New(t)
+	const db = "early"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := c.CreateDB(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, db, `
+		CREATE TABLE a (id int PRIMARY KEY, note text);
+		CREATE TABLE "B ""q""" (id int REFERENCES a, v text);
+		CREATE INDEX ON "B ""q""" (v);
+		COMMENT ON TABLE a IS 'early';`); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(c.ConnString(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := Begin(ctx, SessionOptions{Source: cfg, Jobs: 1, EarlySchema: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.early == nil {
+		t.Fatal("EarlySchema did not start pg_dump")
+	}
+	var early, again, late bytes.Buffer
+	if err := sess.Schema(ctx, &early); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Schema(ctx, &again); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(early.Bytes(), again.Bytes()) {
+		t.Fatal("the early schema differs when copied out twice")
+	}
+	if err := sess.runPgDump(ctx, &late); err != nil {
+		t.Fatal(err)
+	}
+	list := func(b []byte) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, filepath.Join(c.BinDir(), "pg_restore"), "--list")
+		cmd.Stdin = bytes.NewReader(b)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keep []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if !strings.HasPrefix(l, ";") {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	if e, l := list(early.Bytes()), list(late.Bytes()); e != l || !strings.Contains(e, `TABLE public B "q"`) {
+		t.Fatalf("early schema lists\n%s\nlate schema lists\n%s", e, l)
+	}
+	sess.Close(ctx)
+
+	// Closed before the schema is read: pg_dump is stopped, its
+	// connection gone.
+	closed, err := Begin(ctx, SessionOptions{Source: cfg, Jobs: 1, EarlySchema: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close(ctx)
+	admin, err := pgx.Connect(ctx, c.ConnString("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1", db).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions still connected to %s after Close", n, db)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
