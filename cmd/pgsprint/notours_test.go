@@ -258,10 +258,14 @@ func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		db      string
-		unvouch bool // delete the journal's record of the check
+		unvouch bool     // delete the journal's record of the check
+		args    []string // restore's flags
 	}{
-		{"journal vouches for the check", "vouched", false},
-		{"journal of an older pgsprint", "older", true},
+		{"journal vouches for the check", "vouched", false, nil},
+		{"journal of an older pgsprint", "older", true, nil},
+		// Pre-data split over two pg_restore runs at once: one fails, the
+		// others stop, and pre-data is as unfinished as with one run.
+		{"pre-data split over two connections", "split", false, []string{"-j", "2", "--pre-data-split-min", "1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := c.CreateDB(ctx, tc.db); err != nil {
@@ -271,7 +275,7 @@ func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
 			if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_owner RENAME TO notours_gone"); err != nil {
 				t.Fatal(err)
 			}
-			r := pgsprint(t, nil, "restore", "-f", file, "-d", target, "-q")
+			r := pgsprint(t, nil, append([]string{"restore", "-f", file, "-d", target, "-q"}, tc.args...)...)
 			if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_gone RENAME TO notours_owner"); err != nil {
 				t.Fatal(err)
 			}
@@ -288,7 +292,7 @@ func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
 			if !strings.Contains(strings.Join(before, ", "), "table app.x") {
 				t.Fatalf("the failed pre-data left %v, not app.x", before)
 			}
-			r = pgsprint(t, nil, "restore", "-f", file, "-d", target, "--resume", "-q")
+			r = pgsprint(t, nil, append([]string{"restore", "-f", file, "-d", target, "--resume", "-q"}, tc.args...)...)
 			if tc.unvouch {
 				checkOneError(t, r.code, exitFailure, r.stderr, "--resume will not drop objects that may be yours")
 				if after := userObjects(t, target); strings.Join(after, ", ") != strings.Join(before, ", ") {

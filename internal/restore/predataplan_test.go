@@ -100,9 +100,9 @@ func TestPlanPreData(t *testing.T) {
 			want: "[1 2 3][4][5 6][7 8]",
 		},
 		{
-			name: "all children of one parent: one run",
+			name:    "all children of one parent: one run",
 			entries: cat(tables(1, 1), tables(10, 5, 1)),
-			jobs: 2, min: 2, want: "one run",
+			jobs:    2, min: 2, want: "one run",
 		},
 		{
 			name: "--create: the database's entries first, in the creating run",
@@ -112,9 +112,9 @@ func TestPlanPreData(t *testing.T) {
 			want: "create[1 2 3 4] | [10 12][11 13]",
 		},
 		{
-			name: "--create with a small first level: it joins the creating run",
+			name:    "--create with a small first level: it joins the creating run",
 			entries: cat(one(e(1, "DATABASE", 1262, "db"), e(2, "SCHEMA", schema, "app")), tables(10, 4, 2)),
-			jobs: 2, min: 4, create: true,
+			jobs:    2, min: 4, create: true,
 			want: "create[1 2] | [10 12][11 13]",
 		},
 		{
@@ -122,15 +122,15 @@ func TestPlanPreData(t *testing.T) {
 			entries: tables(1, 4), jobs: 2, min: 2, create: true, want: "one run",
 		},
 		{
-			name: "without --create the database's entries are left out, as pg_restore does",
+			name:    "without --create the database's entries are left out, as pg_restore does",
 			entries: cat(one(e(1, "DATABASE", 1262, "db"), e(3, "COMMENT", 0, "DATABASE db", 1)), tables(10, 4)),
-			jobs: 2, min: 4,
+			jobs:    2, min: 4,
 			want: "[10 12][11 13]",
 		},
 		{
-			name: "a dependency cycle: one run",
+			name:    "a dependency cycle: one run",
 			entries: cat(one(e(1, "TABLE", table, "a", 2), e(2, "TABLE", table, "b", 1)), tables(10, 4)),
-			jobs: 2, min: 2, want: "one run",
+			jobs:    2, min: 2, want: "one run",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

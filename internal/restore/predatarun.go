@@ -42,8 +42,12 @@ func (p *preData) restoreSchema(ctx context.Context, cfg, created *pgx.ConnConfi
 		for j, r := range s.runs {
 			sizes[j] = len(r)
 		}
-		p.log.Debug("pre-data step", "step", i+1, "of", len(steps), "entries per run", sizes)
-		to, flags := cfg, []string{"--section=pre-data"}
+		p.log.Debug("pre-data step", "step", i+1, "of", len(steps), "runs", sizes)
+		// No --section=pre-data: the lists hold pre-data entries only, and
+		// pg_restore -L moves the listed entries after the others, where a
+		// comment or ACL at a list's head (their section is none) would
+		// take the section of the post-data entry before it and be left out.
+		to, flags := cfg, []string{}
 		if s.create {
 			flags = append(flags, "--create", cleanFlag(p.opts.Clean))
 		} else if p.opts.Create {
