@@ -67,15 +67,15 @@ const typeClass = 1247 // pg_type
 //     PROPERTIES, and the comment, security label and privileges of the
 //     database, which pg_restore restores only with --create) come first,
 //     in the step that runs pg_restore --create.
-//   - The entries pg_restore keeps for its last passes (privileges, default
-//     privileges: ALTER DEFAULT PRIVILEGES must not apply to the objects
-//     created after it) come last, in one run, as pg_restore would run them.
 //   - The others are ordered by level: an entry's level is one more than
 //     the highest of the entries it depends on (toc.Entry.Deps). Entries of
 //     one level never depend on each other, so a level of at least
 //     splitMin entries is split over up to jobs runs; smaller levels next
 //     to each other share one run, in the archive's order (pg_dump's
 //     order, which puts every entry after what it depends on).
+//   - The entries pg_restore keeps for its last passes (privileges, default
+//     privileges: ALTER DEFAULT PRIVILEGES must not apply to the objects
+//     created after it) come after all the others, by level likewise.
 //
 // Within a split level, entries that could wait on each other's locks go
 // to the same run, so that no two runs ever wait on each other (pg_restore
@@ -120,7 +120,11 @@ func planPreData(entries []toc.Entry, order []int, o preDataPlanOptions) []preDa
 	if o.create && !slices.ContainsFunc(first, func(e *toc.Entry) bool { return e.Type == "DATABASE" }) {
 		return nil // pg_restore --create without a database to create: as ever
 	}
-	levels, ok := levelsOf(main)
+	mainLevels, ok := levelsOf(main)
+	if !ok {
+		return nil
+	}
+	lastLevels, ok := levelsOf(last)
 	if !ok {
 		return nil
 	}
@@ -137,7 +141,7 @@ func planPreData(entries []toc.Entry, order []int, o preDataPlanOptions) []preDa
 	}
 	serial(first)
 	split := false
-	for _, level := range levels {
+	for _, level := range slices.Concat(mainLevels, lastLevels) {
 		groups := groupByLocks(level, byID)
 		if len(level) < o.splitMin || len(groups) < 2 {
 			serial(level)
@@ -149,7 +153,6 @@ func planPreData(entries []toc.Entry, order []int, o preDataPlanOptions) []preDa
 	if !split {
 		return nil
 	}
-	serial(last)
 	if o.create {
 		steps[0].create = true
 	}

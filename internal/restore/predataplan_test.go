@@ -57,6 +57,14 @@ func TestPlanPreData(t *testing.T) {
 			want: "[1] | [10 12][11 13] | [20 22][21] | [30 31]",
 		},
 		{
+			// A column's privileges depend on its table's: a level after.
+			name: "many privileges: split too, after everything else",
+			entries: cat(tables(1, 4), one(e(20, "ACL", 0, "TABLE t1", 1), e(21, "ACL", 0, "TABLE t2", 2), e(22, "ACL", 0, "TABLE t3", 3),
+				e(23, "ACL", 0, "COLUMN t3.a", 3, 22), e(24, "DEFAULT ACL", 0, "DEFAULT PRIVILEGES FOR TABLES"))),
+			jobs: 2, min: 3,
+			want: "[1 3][2 4] | [20 22][21 24] | [23]",
+		},
+		{
 			name: "small levels around a big one share runs",
 			entries: cat(one(e(1, "SCHEMA", schema, "app"), e(2, "FUNCTION", function, "f()", 1)), tables(10, 4, 1, 2),
 				one(e(20, "VIEW", table, "v", 10, 11), e(21, "COMMENT", 0, "VIEW v", 20))),
