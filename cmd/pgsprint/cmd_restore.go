@@ -33,6 +33,7 @@ type restoreOptions struct {
 	mwm       string
 	noAnalyze bool
 	splitMin  int64
+	preSplit  int
 	profile   string
 	resume    bool
 	progress  progressFlags
@@ -221,6 +222,8 @@ reports and passes), then for each database its CREATE DATABASE and
 	fs.StringVar(&o.spillDir, "spill-dir", os.TempDir(), "with -f -: where data that arrives before a connection can load it waits (with --to-sql: the whole archive)")
 	fs.Int64Var(&o.splitMin, "split-min-bytes", 0, "smallest table loaded on several connections (0: 256 MiB, -1: never)")
 	_ = fs.MarkHidden("split-min-bytes") // for benchmarks
+	fs.IntVar(&o.preSplit, "pre-data-split-min", 0, "fewest independent schema entries created on several connections at once (0: 200, -1: never)")
+	_ = fs.MarkHidden("pre-data-split-min") // for tests and benchmarks
 	fs.StringVar(&o.profile, "cpu-profile", "", "write a Go CPU profile of the restore to this file")
 	_ = fs.MarkHidden("cpu-profile")
 	fs.BoolVar(&o.toSQL, "to-sql", false, "write the archive as one plain SQL script (one transaction) to standard output, for psql, instead of restoring it")
@@ -300,7 +303,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	defer w.stop()
 	res, err := restore.Run(ctx, restore.Options{
 		Target: cfg, File: o.file, Stdin: os.Stdin, SpillDir: o.spillDir, Jobs: o.jobs, Create: o.create, Clean: o.clean,
-		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin,
+		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin, PreDataSplitMin: o.preSplit,
 		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
 		UseList: o.list.use, NoStatistics: o.noStats, Identities: o.ids, Location: o.store.options(nil, nil, nil),
 	})

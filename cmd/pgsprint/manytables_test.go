@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -39,8 +40,15 @@ func TestRoundTripManySmallTables(t *testing.T) {
 	mustPgsprint(t, "dump", "-q", "-j", "2", "-d", c.ConnString("small"), "-f", file)
 	t.Logf("dump in %v", time.Since(began))
 	began = time.Now()
-	mustPgsprint(t, "restore", "-q", "-j", "2", "-f", file, "-d", c.ConnString("back"))
+	r := mustPgsprint(t, "restore", "-v", "-j", "2", "-f", file, "-d", c.ConnString("back"))
 	t.Logf("restore in %v", time.Since(began))
+	// Pre-data is split (the default restore.Options.PreDataSplitMin is
+	// far below 2,000 tables): the tables, all independent, are created
+	// by two pg_restore runs at once, half each.
+	steps := regexp.MustCompile(`msg="pre-data step" .*runs="?\[([0-9 ]+)\]`).FindAllStringSubmatch(r.stderr, -1)
+	if len(steps) != 1 || steps[0][1] != fmt.Sprintf("%d %d", smallTables/2, smallTables/2) {
+		t.Errorf("pre-data steps %q, want one of two runs of %d tables each", steps, smallTables/2)
+	}
 	pgtest.RequireSameSchema(t, c.BinDir(), c.ConnString("small"), c.ConnString("back"))
 	pgtest.RequireSameData(t, c.ConnString("small"), c.ConnString("back"))
 	// Foreign keys are added NOT VALID and validated afterwards; pg_dump's

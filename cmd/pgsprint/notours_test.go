@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
@@ -258,10 +260,14 @@ func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		db      string
-		unvouch bool // delete the journal's record of the check
+		unvouch bool     // delete the journal's record of the check
+		args    []string // restore's flags
 	}{
-		{"journal vouches for the check", "vouched", false},
-		{"journal of an older pgsprint", "older", true},
+		{"journal vouches for the check", "vouched", false, nil},
+		{"journal of an older pgsprint", "older", true, nil},
+		// Pre-data split over two pg_restore runs at once: one fails, the
+		// others stop, and pre-data is as unfinished as with one run.
+		{"pre-data split over two connections", "split", false, []string{"-j", "2", "--pre-data-split-min", "1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := c.CreateDB(ctx, tc.db); err != nil {
@@ -271,7 +277,7 @@ func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
 			if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_owner RENAME TO notours_gone"); err != nil {
 				t.Fatal(err)
 			}
-			r := pgsprint(t, nil, "restore", "-f", file, "-d", target, "-q")
+			r := pgsprint(t, nil, append([]string{"restore", "-f", file, "-d", target, "-q"}, tc.args...)...)
 			if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_gone RENAME TO notours_owner"); err != nil {
 				t.Fatal(err)
 			}
@@ -288,7 +294,7 @@ func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
 			if !strings.Contains(strings.Join(before, ", "), "table app.x") {
 				t.Fatalf("the failed pre-data left %v, not app.x", before)
 			}
-			r = pgsprint(t, nil, "restore", "-f", file, "-d", target, "--resume", "-q")
+			r = pgsprint(t, nil, append([]string{"restore", "-f", file, "-d", target, "--resume", "-q"}, tc.args...)...)
 			if tc.unvouch {
 				checkOneError(t, r.code, exitFailure, r.stderr, "--resume will not drop objects that may be yours")
 				if after := userObjects(t, target); strings.Join(after, ", ") != strings.Join(before, ", ") {
@@ -303,4 +309,59 @@ func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
 			pgtest.RequireSameData(t, src, target)
 		})
 	}
+}
+
+// TestPreDataSplitFailureStopsAll: pre-data split over two pg_restore runs
+// at once (200 independent tables), one of which fails on a table whose
+// owner is missing. pgsprint exits 1 with one line naming the statement,
+// the other run is stopped (no pg_restore session stays in the target),
+// pre-data is not journaled, and --resume (the role back) drops what was
+// created and finishes equal to the source.
+func TestPreDataSplitFailureStopsAll(t *testing.T) {
+	ctx := context.Background()
+	c, _, _ := newNotOurs(t)
+	if err := c.CreateDB(ctx, "wide"); err != nil {
+		t.Fatal(err)
+	}
+	var ddl strings.Builder
+	for i := 1; i <= 200; i++ {
+		fmt.Fprintf(&ddl, "CREATE TABLE w%03d (id int PRIMARY KEY, v text);\n", i)
+	}
+	ddl.WriteString("ALTER TABLE w150 OWNER TO notours_owner; INSERT INTO w001 VALUES (1, 'a');")
+	if err := c.Exec(ctx, "wide", ddl.String()); err != nil {
+		t.Fatal(err)
+	}
+	src := c.ConnString("wide")
+	file := filepath.Join(t.TempDir(), "wide.pgs")
+	mustPgsprint(t, "dump", "-d", src, "-f", file, "-q")
+	if err := c.CreateDB(ctx, "wide copy"); err != nil {
+		t.Fatal(err)
+	}
+	target := c.ConnString("wide copy")
+	args := []string{"restore", "-f", file, "-d", target, "-j", "2", "--pre-data-split-min", "1", "-q"}
+	if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_owner RENAME TO notours_gone"); err != nil {
+		t.Fatal(err)
+	}
+	r := pgsprint(t, nil, args...)
+	if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_gone RENAME TO notours_owner"); err != nil {
+		t.Fatal(err)
+	}
+	checkOneError(t, r.code, exitFailure, r.stderr, "ALTER TABLE public.w150 OWNER TO notours_owner")
+	// A killed pg_restore's backend ends once it finds its client gone.
+	left := "?"
+	for range 50 {
+		if left = scalar(t, c.ConnString("postgres"), "SELECT count(*) FROM pg_stat_activity WHERE datname = 'wide copy' AND application_name = 'pg_restore'"); left == "0" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left != "0" {
+		t.Errorf("%s pg_restore sessions still in the target after the failure", left)
+	}
+	if v := scalar(t, target, "SELECT count(*) FROM pgsprint_journal.steps WHERE step = 'pre-data'"); v != "0" {
+		t.Fatalf("the failed pre-data is journaled as done")
+	}
+	mustPgsprint(t, append(args, "--resume")...)
+	pgtest.RequireSameSchema(t, c.BinDir(), src, target)
+	pgtest.RequireSameData(t, src, target)
 }

@@ -177,7 +177,8 @@ func TestPgFlags(t *testing.T) {
 			db := fresh(t)
 			switch tc.cmd {
 			case "restore":
-				mustPgsprint(t, append([]string{"restore", "-f", all, "-d", c.ConnString(db), "-j", "2", "-q"}, tc.args...)...)
+				// Pre-data split over both connections: every run takes the flags.
+				mustPgsprint(t, append([]string{"restore", "-f", all, "-d", c.ConnString(db), "-j", "2", "-q", "--pre-data-split-min", "1"}, tc.args...)...)
 			case "dump":
 				file := filepath.Join(tmp, db+".pgs")
 				mustPgsprint(t, append([]string{"dump", "-d", src, "-f", file, "-j", "2", "-q"}, tc.args...)...)

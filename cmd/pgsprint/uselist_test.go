@@ -69,7 +69,7 @@ SELECT lo_from_bytea(0, 'large');`); err != nil {
 		if err := c.CreateDB(ctx, "dst1"); err != nil {
 			t.Fatal(err)
 		}
-		mustPgsprint(t, "restore", "-f", file, "-d", c.ConnString("dst1"), "-L", listFile, "-j", "2", "-q")
+		mustPgsprint(t, "restore", "-f", file, "-d", c.ConnString("dst1"), "-L", listFile, "-j", "2", "-q", "--pre-data-split-min", "1")
 		dst := c.ConnString("dst1")
 		if n := scalar(t, dst, "SELECT count(*) FROM app.orders"); n != "0" {
 			t.Errorf("app.orders has %s rows, want none (its TABLE DATA was commented out)", n)

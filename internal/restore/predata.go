@@ -127,7 +127,7 @@ func (p *preData) prepare(ctx context.Context) error {
 	if p.sel.dataOnly {
 		return p.j.Record(ctx, conn, journal.StepPreData)
 	}
-	if err := p.schema.pgRestore(ctx, p.target, "--section=pre-data", p.sel.useList()); err != nil {
+	if err := p.restoreSchema(ctx, p.target, nil); err != nil {
 		return err
 	}
 	return p.j.Record(ctx, conn, journal.StepPreData)
@@ -171,7 +171,7 @@ func (p *preData) create(ctx context.Context, id string) error {
 			p.target = p.opts.Target
 		}
 	}
-	if err := p.schema.pgRestore(ctx, p.opts.Target, "--section=pre-data", "--create", cleanFlag(p.opts.Clean), p.sel.useList()); err != nil {
+	if err := p.restoreSchema(ctx, p.opts.Target, created); err != nil {
 		return err
 	}
 	p.target = created

@@ -80,7 +80,14 @@ type Options struct {
 	// once (0: 256 MiB; negative: never), for measuring the trade-off
 	// against COPY FREEZE on one connection.
 	SplitMinBytes int64
-	Logger        *slog.Logger
+	// PreDataSplitMin is the fewest independent schema entries (tables,
+	// sequences... of one level of pre-data's dependency order) that
+	// pre-data splits over several pg_restore runs at once, on up to Jobs
+	// connections (0: 200; negative: never, one run as pg_restore -j
+	// does): thousands of tables are created in a fraction of the time,
+	// and a small schema keeps its single run.
+	PreDataSplitMin int
+	Logger          *slog.Logger
 	// Progress hears about the work as it happens; nil reports nowhere.
 	Progress progress.Reporter
 	// Identities open an encrypted archive (File); a clear one ignores

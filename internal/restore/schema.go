@@ -159,24 +159,39 @@ func (s *schemaArchive) pgRestoreAtomic(ctx context.Context, t *target, step str
 // restoreIDs restores the listed entries in the listed (pg_dump's) order
 // into t, atomically with their journal step (pgRestoreAtomic).
 func (s *schemaArchive) restoreIDs(ctx context.Context, t *target, step string, ids []int) error {
+	list, err := writeList(ids)
+	if err != nil {
+		return err
+	}
+	defer removeList(list)
+	return s.pgRestoreAtomic(ctx, t, step, "--use-list="+list)
+}
+
+// writeList writes the dump IDs as a pg_restore --use-list file, in their
+// order, and returns its name; removeList removes it.
+func writeList(ids []int) (string, error) {
 	f, err := tempfile.Create("", tempfile.List)
 	if err != nil {
-		return fmt.Errorf("write pg_restore list: %w", err)
+		return "", fmt.Errorf("write pg_restore list: %w", err)
 	}
-	defer os.Remove(f.Name())
 	var b bytes.Buffer
 	for _, id := range ids {
 		b.WriteString(strconv.Itoa(id) + ";\n")
 	}
 	if _, err := f.Write(b.Bytes()); err != nil {
 		f.Close()
-		return fmt.Errorf("write pg_restore list: %w", err)
+		os.Remove(f.Name())
+		return "", fmt.Errorf("write pg_restore list: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("write pg_restore list: %w", err)
+		os.Remove(f.Name())
+		return "", fmt.Errorf("write pg_restore list: %w", err)
 	}
-	return s.pgRestoreAtomic(ctx, t, step, "--use-list="+f.Name())
+	return f.Name(), nil
 }
+
+// removeList removes a list file of writeList.
+func removeList(name string) { os.Remove(name) }
 
 // command is exec.CommandContext for a child program that must not outlive
 // pgsprint: if pgsprint is killed, a pg_restore left running would race the

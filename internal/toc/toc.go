@@ -18,6 +18,9 @@ type Entry struct {
 	Type string // e.g. "INDEX", "CONSTRAINT", "FK CONSTRAINT", "INDEX ATTACH"
 	Name string // pg_dump's tag, e.g. "orders orders_pkey", for messages
 	Deps []int  // dump IDs this entry depends on
+	// Schema is the entry's namespace as pg_restore prints it ("" for
+	// objects in none): with Name, it tells apart same-named objects.
+	Schema string
 	// Class and OID are the catalog (pg_class OID of pg_class, pg_namespace,
 	// ...) and OID of the object in the source; both zero for entries that
 	// are not objects of their own (comments, privileges, ...).
@@ -142,6 +145,13 @@ func parse(script string, want []int) (*Script, error) {
 					cur.Name = h[:k]
 					t := h[k+len("; Type: "):]
 					if j := strings.Index(t, "; Schema: "); j >= 0 {
+						sc := t[j+len("; Schema: "):]
+						if o := strings.LastIndex(sc, "; Owner: "); o >= 0 {
+							sc = sc[:o]
+						}
+						if sc != "-" {
+							cur.Schema = sc
+						}
 						t = t[:j]
 					}
 					cur.Type = t

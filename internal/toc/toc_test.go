@@ -74,7 +74,7 @@ func TestParseScript(t *testing.T) {
 		{"COMMENT", "INDEX t_x", "COMMENT ON INDEX s.t_x IS 'a; b';", "SET default_tablespace = fast;", "[11]"},
 	} {
 		e := s.Entries[i]
-		if e.Type != want.typ || e.Name != want.name || e.SQL != want.sql || strings.Join(e.Settings, " ") != want.settings || fmtInts(e.Deps) != want.deps {
+		if e.Type != want.typ || e.Name != want.name || e.Schema != "s" || e.SQL != want.sql || strings.Join(e.Settings, " ") != want.settings || fmtInts(e.Deps) != want.deps {
 			t.Errorf("entry %d = %+v, want %+v", i, e, want)
 		}
 	}
