@@ -119,31 +119,32 @@ var errNoFreeze = errors.New("no privilege to truncate")
 // sees the loaded row count before COMMIT: it is called only after the
 // stream has been read to its end, when a pipe's totals are known too.
 func (r *loader) copyInTx(ctx context.Context, conn *pgx.Conn, name string, stmt pg.Copy, s io.Reader, check func(int64) error, freeze bool, step string, then []string) (int64, error) {
-	// BEGIN goes with TRUNCATE, the journal row with COMMIT: three round
-	// trips per chunk rather than five, which for a small table are most
-	// of its load.
-	begin := "BEGIN"
-	if freeze {
-		begin += "; TRUNCATE ONLY " + name
-	}
-	_, err := conn.Exec(ctx, begin)
+	// BEGIN goes with the COPY (or with TRUNCATE), the journal row with
+	// COMMIT: two round trips per chunk (three with TRUNCATE) rather than
+	// five, which for a small table are most of its load. TRUNCATE has a
+	// round trip of its own: refused, the load goes on without FREEZE and
+	// must find the stream unread.
 	done := false
 	defer func() {
 		if !done {
 			conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 	}()
-	if err != nil {
-		var pgErr *pgconn.PgError
-		if freeze && errors.As(err, &pgErr) && pgErr.Code == "42501" {
-			return 0, errNoFreeze
-		}
-		return 0, err
-	}
+	copySQL := "BEGIN; " + stmt.From()
 	if freeze {
+		if _, err := conn.Exec(ctx, "BEGIN; TRUNCATE ONLY "+name); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+				return 0, errNoFreeze
+			}
+			return 0, err
+		}
 		stmt.Freeze = true
+		copySQL = stmt.From()
 	}
-	tag, err := conn.PgConn().CopyFrom(ctx, s, stmt.From())
+	// The simple query "BEGIN; COPY ... FROM STDIN" runs BEGIN, then
+	// takes the COPY's data; the tag is the last command's, the COPY's.
+	tag, err := conn.PgConn().CopyFrom(ctx, s, copySQL)
 	if err != nil {
 		return 0, err
 	}
