@@ -53,6 +53,7 @@ func TestJournalChunkOnce(t *testing.T) {
 		{"same step again is refused", rows, 3, false, "load stream 1", "duplicate key", 3},
 		{"row count mismatch rolls back", rows, 4, false, "load stream 2", "archive holds 4", 3},
 		{"freeze load of the same step is refused and truncates nothing", rows, 3, true, "load stream 1", "duplicate key", 3},
+		{"bad row rolls back the rows before it", "5\te\nx\tf\n", 2, false, "load stream 3", "invalid input syntax", 3},
 		{"another step commits", "4\td\n", 1, false, "load stream 2", "", 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
