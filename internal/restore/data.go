@@ -92,10 +92,10 @@ func chunkStep(stream uint32) string { return fmt.Sprintf("load stream %d", stre
 // TRUNCATE is not allowed (the table belongs to another role), it loads as
 // usual.
 //
-// then are statements run after the COPY in the same transaction, before
-// its COMMIT (a small table's fused index, constraint and ANALYZE tasks
-// with their journal rows: engine.fusedSQL).
-func (r *loader) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, freeze bool, then []string) (int64, error) {
+// then is run after the COPY in the same transaction, before its COMMIT
+// (a small table's fused index, constraint and ANALYZE tasks with their
+// journal steps: engine.fusedSQL).
+func (r *loader) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, freeze bool, then tail) (int64, error) {
 	name := r.tableName(c)
 	s := r.ar.OpenStream(c.Stream)
 	defer s.Close()
@@ -111,6 +111,14 @@ func (r *loader) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk
 	return n, nil
 }
 
+// tail is work a load's transaction does after its COPY: statements, and
+// the journal steps they complete, recorded with the load's own in one
+// INSERT.
+type tail struct {
+	sql   []string
+	steps []string
+}
+
 // errNoFreeze says TRUNCATE was refused, so COPY FREEZE cannot be used.
 var errNoFreeze = errors.New("no privilege to truncate")
 
@@ -118,7 +126,7 @@ var errNoFreeze = errors.New("no privilege to truncate")
 // the statement stmt (FREEZE is added when freezing). check
 // sees the loaded row count before COMMIT: it is called only after the
 // stream has been read to its end, when a pipe's totals are known too.
-func (r *loader) copyInTx(ctx context.Context, conn *pgx.Conn, name string, stmt pg.Copy, s io.Reader, check func(int64) error, freeze bool, step string, then []string) (int64, error) {
+func (r *loader) copyInTx(ctx context.Context, conn *pgx.Conn, name string, stmt pg.Copy, s io.Reader, check func(int64) error, freeze bool, step string, then tail) (int64, error) {
 	// BEGIN goes with the COPY (or with TRUNCATE), the journal row with
 	// COMMIT: two round trips per chunk (three with TRUNCATE) rather than
 	// five, which for a small table are most of its load. TRUNCATE has a
@@ -151,11 +159,12 @@ func (r *loader) copyInTx(ctx context.Context, conn *pgx.Conn, name string, stmt
 	if err := check(tag.RowsAffected()); err != nil {
 		return 0, err
 	}
-	end := r.j.RecordSQL(step)
-	for _, t := range then {
-		end += ";\n" + t
+	var end strings.Builder
+	for _, t := range then.sql {
+		end.WriteString(t + ";\n")
 	}
-	if _, err := conn.Exec(ctx, end+";\nCOMMIT"); err != nil {
+	end.WriteString(r.j.RecordSQL(append([]string{step}, then.steps...)...) + ";\nCOMMIT")
+	if _, err := conn.Exec(ctx, end.String()); err != nil {
 		return 0, fmt.Errorf("record step %q in the restore journal and commit: %w", step, err)
 	}
 	done = true

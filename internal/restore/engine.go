@@ -208,26 +208,26 @@ func (e *engine) exec(ctx context.Context, w int, t *schedule.Task) error {
 }
 
 // fusedSQL is what a load's transaction runs after its COPY for the tasks
-// fused into it: each task's statements and journal row. They go in the
+// fused into it: each task's statements, then their journal steps. They go in the
 // load's last round trip, which the server parses whole before running any
 // of it, and they assume pg_restore's session settings, which the
 // connection has had since it opened (conn): so only in a session whose
 // client_encoding is still the preamble's and standard_conforming_strings
 // on; otherwise false, and the caller runs them apart.
-func (e *engine) fusedSQL(conn *pgx.Conn, then []schedule.Fused) ([]string, bool) {
+func (e *engine) fusedSQL(conn *pgx.Conn, then []schedule.Fused) (tail, bool) {
 	if len(then) == 0 {
-		return nil, true
+		return tail{}, true
 	}
 	pc := conn.PgConn()
 	enc, ok := preambleEncoding(e.preamble)
 	if !ok || pc.ParameterStatus("client_encoding") != enc || pc.ParameterStatus("standard_conforming_strings") != "on" {
-		return nil, false
+		return tail{}, false
 	}
-	var out []string
+	var out tail
 	for _, f := range then {
-		out = append(out, f.SQL...)
+		out.sql = append(out.sql, f.SQL...)
 		if f.Step != "" {
-			out = append(out, e.r.j.RecordSQL(f.Step))
+			out.steps = append(out.steps, f.Step)
 		}
 	}
 	return out, true
