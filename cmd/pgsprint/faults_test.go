@@ -140,12 +140,14 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 	dumpRun := run{"dump", func(t *testing.T, dir string) []string {
 		return []string{"dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "-j", "2", "-Z", "none"}
 	}, "COPY%TO STDOUT%"}
+	// A load's COPY is sent with its BEGIN ("BEGIN; COPY ..."), FREEZE's
+	// after a TRUNCATE of its own.
 	restoreRun := run{"restore", func(t *testing.T, dir string) []string {
 		return []string{"restore", "-f", bigFile, "-d", newTarget(t), "-j", "2"}
-	}, "COPY%FROM STDIN%"}
+	}, "%COPY%FROM STDIN%"}
 	cloneRun := run{"clone", func(t *testing.T, dir string) []string {
 		return []string{"clone", "--source", c.ConnString("big"), "--target", newTarget(t), "-j", "2"}
-	}, "COPY%FROM STDIN%"}
+	}, "%COPY%FROM STDIN%"}
 
 	// SIGINT (Ctrl-C), SIGTERM (kill) and SIGHUP (the terminal closed)
 	// stop a run the same way: one line naming the signal, nothing left in

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -110,11 +111,21 @@ func (j *Journal) Record(ctx context.Context, x Execer, step string) error {
 	return nil
 }
 
-// RecordSQL is the statement that records step, for scripts run by psql
-// and multi-statement queries: they must run it in the transaction of the
-// step's work, as Record.
-func (j *Journal) RecordSQL(step string) string {
-	return fmt.Sprintf("INSERT INTO %s (archive, step) VALUES (%s, %s)", journalTable, pg.Literal(j.id), pg.Literal(step))
+// RecordSQL is the statement that records one or more steps, for scripts
+// run by psql and multi-statement queries: they must run it in the
+// transaction of the steps' work, as Record. Several steps are one
+// multi-row INSERT: a small table's load and the tasks fused into it
+// record five steps in one statement.
+func (j *Journal) RecordSQL(steps ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "INSERT INTO %s (archive, step) VALUES ", journalTable)
+	for i, step := range steps {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(%s, %s)", pg.Literal(j.id), pg.Literal(step))
+	}
+	return b.String()
 }
 
 // Read returns the journal found in conn's database, or nil if there is

@@ -92,10 +92,10 @@ func chunkStep(stream uint32) string { return fmt.Sprintf("load stream %d", stre
 // TRUNCATE is not allowed (the table belongs to another role), it loads as
 // usual.
 //
-// then are statements run after the COPY in the same transaction, before
-// its COMMIT (a small table's fused index, constraint and ANALYZE tasks
-// with their journal rows: engine.fusedSQL).
-func (r *loader) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, freeze bool, then []string) (int64, error) {
+// then is run after the COPY in the same transaction, before its COMMIT
+// (a small table's fused index, constraint and ANALYZE tasks with their
+// journal steps: engine.fusedSQL).
+func (r *loader) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, freeze bool, then tail) (int64, error) {
 	name := r.tableName(c)
 	s := r.ar.OpenStream(c.Stream)
 	defer s.Close()
@@ -111,6 +111,14 @@ func (r *loader) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk
 	return n, nil
 }
 
+// tail is work a load's transaction does after its COPY: statements, and
+// the journal steps they complete, recorded with the load's own in one
+// INSERT.
+type tail struct {
+	sql   []string
+	steps []string
+}
+
 // errNoFreeze says TRUNCATE was refused, so COPY FREEZE cannot be used.
 var errNoFreeze = errors.New("no privilege to truncate")
 
@@ -118,43 +126,45 @@ var errNoFreeze = errors.New("no privilege to truncate")
 // the statement stmt (FREEZE is added when freezing). check
 // sees the loaded row count before COMMIT: it is called only after the
 // stream has been read to its end, when a pipe's totals are known too.
-func (r *loader) copyInTx(ctx context.Context, conn *pgx.Conn, name string, stmt pg.Copy, s io.Reader, check func(int64) error, freeze bool, step string, then []string) (int64, error) {
-	// BEGIN goes with TRUNCATE, the journal row with COMMIT: three round
-	// trips per chunk rather than five, which for a small table are most
-	// of its load.
-	begin := "BEGIN"
-	if freeze {
-		begin += "; TRUNCATE ONLY " + name
-	}
-	_, err := conn.Exec(ctx, begin)
+func (r *loader) copyInTx(ctx context.Context, conn *pgx.Conn, name string, stmt pg.Copy, s io.Reader, check func(int64) error, freeze bool, step string, then tail) (int64, error) {
+	// BEGIN goes with the COPY (or with TRUNCATE), the journal row with
+	// COMMIT: two round trips per chunk (three with TRUNCATE) rather than
+	// five, which for a small table are most of its load. TRUNCATE has a
+	// round trip of its own: refused, the load goes on without FREEZE and
+	// must find the stream unread.
 	done := false
 	defer func() {
 		if !done {
 			conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 	}()
-	if err != nil {
-		var pgErr *pgconn.PgError
-		if freeze && errors.As(err, &pgErr) && pgErr.Code == "42501" {
-			return 0, errNoFreeze
-		}
-		return 0, err
-	}
+	copySQL := "BEGIN; " + stmt.From()
 	if freeze {
+		if _, err := conn.Exec(ctx, "BEGIN; TRUNCATE ONLY "+name); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+				return 0, errNoFreeze
+			}
+			return 0, err
+		}
 		stmt.Freeze = true
+		copySQL = stmt.From()
 	}
-	tag, err := conn.PgConn().CopyFrom(ctx, s, stmt.From())
+	// The simple query "BEGIN; COPY ... FROM STDIN" runs BEGIN, then
+	// takes the COPY's data; the tag is the last command's, the COPY's.
+	tag, err := conn.PgConn().CopyFrom(ctx, s, copySQL)
 	if err != nil {
 		return 0, err
 	}
 	if err := check(tag.RowsAffected()); err != nil {
 		return 0, err
 	}
-	end := r.j.RecordSQL(step)
-	for _, t := range then {
-		end += ";\n" + t
+	var end strings.Builder
+	for _, t := range then.sql {
+		end.WriteString(t + ";\n")
 	}
-	if _, err := conn.Exec(ctx, end+";\nCOMMIT"); err != nil {
+	end.WriteString(r.j.RecordSQL(append([]string{step}, then.steps...)...) + ";\nCOMMIT")
+	if _, err := conn.Exec(ctx, end.String()); err != nil {
 		return 0, fmt.Errorf("record step %q in the restore journal and commit: %w", step, err)
 	}
 	done = true

@@ -28,7 +28,9 @@ type engine struct {
 // workerConn is a worker's connection and the session mode it is in: for
 // COPY it is UTF8 (SQL_ASCII for a SQL_ASCII archive), COPY text naming
 // its own encoding (pg.Copy's Encoding), while pg_dump's SQL runs with
-// pg_restore's session settings, its client_encoding included.
+// pg_restore's session settings, its client_encoding included. Every
+// connection gets pg_restore's settings once, when it opens: the two modes
+// differ in client_encoding only, and not at all for a UTF8 archive.
 type workerConn struct {
 	conn *pgx.Conn
 	mode sessionMode
@@ -70,7 +72,13 @@ func (d *dataStage) runGraph(ctx context.Context, g *schedule.Graph, post *postD
 	return e.rows.Load(), slowest, nil
 }
 
-// conn returns worker w's connection, set up for COPY or for SQL.
+// conn returns worker w's connection, set up for COPY or for SQL. A new
+// connection runs pg_restore's session settings (the preamble) first, in
+// one round trip; no statement of the restore changes them afterwards
+// (entries' own settings are default_tablespace and
+// default_table_access_method, which are not in the preamble), so
+// switching modes only sets client_encoding, and nothing when the COPY's
+// client_encoding is the preamble's (oneMode).
 func (e *engine) conn(ctx context.Context, w int, mode sessionMode) (*pgx.Conn, error) {
 	c := e.conns[w]
 	if c == nil {
@@ -79,27 +87,55 @@ func (e *engine) conn(ctx context.Context, w int, mode sessionMode) (*pgx.Conn, 
 			return nil, err
 		}
 		c = &workerConn{conn: conn}
+		if len(e.preamble) > 0 {
+			if _, err := conn.Exec(ctx, strings.Join(e.preamble, "\n")); err != nil {
+				conn.Close(context.WithoutCancel(ctx))
+				return nil, fmt.Errorf("set up restore session: %w", err)
+			}
+			c.mode = sqlMode
+		}
 		e.conns[w] = c
 	}
-	if c.mode == mode {
+	if c.mode == mode || (c.mode != fresh && e.oneMode()) {
+		c.mode = mode
 		return c.conn, nil
 	}
-	var setup []string
+	setup := "SET client_encoding TO " + pg.Literal(e.copyEncoding())
 	if mode == sqlMode {
-		setup = e.preamble
-	} else {
-		setup = []string{"SET client_encoding TO 'UTF8'"}
-		if e.r.m.Encoding == "SQL_ASCII" {
-			setup = []string{"SET client_encoding TO 'SQL_ASCII'"}
-		}
+		setup = strings.Join(e.preamble, "\n")
 	}
-	for _, s := range setup {
-		if _, err := c.conn.Exec(ctx, s); err != nil {
-			return nil, fmt.Errorf("set up restore session: %w", err)
-		}
+	if _, err := c.conn.Exec(ctx, setup); err != nil {
+		return nil, fmt.Errorf("set up restore session: %w", err)
 	}
 	c.mode = mode
 	return c.conn, nil
+}
+
+// copyEncoding is the client_encoding of a COPY session.
+func (e *engine) copyEncoding() string {
+	if e.r.m.Encoding == "SQL_ASCII" {
+		return "SQL_ASCII"
+	}
+	return "UTF8"
+}
+
+// oneMode reports whether a session set up for COPY is also set up for
+// SQL: pg_restore's preamble sets client_encoding to the COPY's.
+func (e *engine) oneMode() bool {
+	enc, ok := preambleEncoding(e.preamble)
+	return ok && enc == e.copyEncoding()
+}
+
+// preambleEncoding is the client_encoding pg_restore's preamble sets
+// ("SET client_encoding = 'UTF8';").
+func preambleEncoding(preamble []string) (string, bool) {
+	for _, s := range preamble {
+		rest, ok := strings.CutPrefix(s, "SET client_encoding = '")
+		if enc, ok2 := strings.CutSuffix(rest, "';"); ok && ok2 && !strings.ContainsAny(enc, "'\\") {
+			return enc, true
+		}
+	}
+	return "", false
 }
 
 // report runs a task and tells the progress reporter about it.
@@ -172,25 +208,26 @@ func (e *engine) exec(ctx context.Context, w int, t *schedule.Task) error {
 }
 
 // fusedSQL is what a load's transaction runs after its COPY for the tasks
-// fused into it: pg_restore's session settings (as the SQL connections
-// have them: the script's statements assume them), then each task's
-// statements and journal row. They go in the load's last round trip, which
-// the server parses whole before running any of it: so only in a session
-// whose client_encoding and standard_conforming_strings are already the
-// script's (UTF8, on); otherwise false, and the caller runs them apart.
-func (e *engine) fusedSQL(conn *pgx.Conn, then []schedule.Fused) ([]string, bool) {
+// fused into it: each task's statements, then their journal steps. They go in the
+// load's last round trip, which the server parses whole before running any
+// of it, and they assume pg_restore's session settings, which the
+// connection has had since it opened (conn): so only in a session whose
+// client_encoding is still the preamble's and standard_conforming_strings
+// on; otherwise false, and the caller runs them apart.
+func (e *engine) fusedSQL(conn *pgx.Conn, then []schedule.Fused) (tail, bool) {
 	if len(then) == 0 {
-		return nil, true
+		return tail{}, true
 	}
 	pc := conn.PgConn()
-	if pc.ParameterStatus("client_encoding") != "UTF8" || pc.ParameterStatus("standard_conforming_strings") != "on" {
-		return nil, false
+	enc, ok := preambleEncoding(e.preamble)
+	if !ok || pc.ParameterStatus("client_encoding") != enc || pc.ParameterStatus("standard_conforming_strings") != "on" {
+		return tail{}, false
 	}
-	out := append([]string{}, e.preamble...)
+	var out tail
 	for _, f := range then {
-		out = append(out, f.SQL...)
+		out.sql = append(out.sql, f.SQL...)
 		if f.Step != "" {
-			out = append(out, e.r.j.RecordSQL(f.Step))
+			out.steps = append(out.steps, f.Step)
 		}
 	}
 	return out, true

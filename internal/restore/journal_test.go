@@ -16,7 +16,8 @@ import (
 // TestJournalChunkOnce: a chunk's rows commit with its journal row, so a
 // chunk loaded a second time under the same step fails and leaves the rows
 // of the first load exactly once; a failed load leaves neither rows nor a
-// journal row.
+// journal row. Work fused after the COPY (a tail) commits with it, its
+// steps recorded with the load's; a failing tail commits nothing.
 func TestJournalChunkOnce(t *testing.T) {
 	ctx := context.Background()
 	c := pgtest.New(t)
@@ -48,12 +49,17 @@ func TestJournalChunkOnce(t *testing.T) {
 		step     string
 		wantErr  string
 		wantRows int
+		then     tail
 	}{
-		{"first load commits", rows, 3, false, "load stream 1", "", 3},
-		{"same step again is refused", rows, 3, false, "load stream 1", "duplicate key", 3},
-		{"row count mismatch rolls back", rows, 4, false, "load stream 2", "archive holds 4", 3},
-		{"freeze load of the same step is refused and truncates nothing", rows, 3, true, "load stream 1", "duplicate key", 3},
-		{"another step commits", "4\td\n", 1, false, "load stream 2", "", 4},
+		{"first load commits", rows, 3, false, "load stream 1", "", 3, tail{}},
+		{"same step again is refused", rows, 3, false, "load stream 1", "duplicate key", 3, tail{}},
+		{"row count mismatch rolls back", rows, 4, false, "load stream 2", "archive holds 4", 3, tail{}},
+		{"freeze load of the same step is refused and truncates nothing", rows, 3, true, "load stream 1", "duplicate key", 3, tail{}},
+		{"bad row rolls back the rows before it", "5\te\nx\tf\n", 2, false, "load stream 3", "invalid input syntax", 3, tail{}},
+		{"failing tail rolls back the load and its steps", "4\td\n", 1, false, "load stream 2", "no_such_column", 3,
+			tail{sql: []string{"CREATE INDEX t_i ON t (i)", "CREATE INDEX t_x ON t (no_such_column)"}, steps: []string{"index t_i", "index t_x"}}},
+		{"another step commits with its tail", "4\td\n", 1, false, "load stream 2", "", 4,
+			tail{sql: []string{"CREATE INDEX t_i ON t (i)", "ANALYZE t"}, steps: []string{"index t_i", "analyze t"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			check := func(n int64) error {
@@ -62,7 +68,7 @@ func TestJournalChunkOnce(t *testing.T) {
 				}
 				return nil
 			}
-			_, err := r.copyInTx(ctx, conn, "t", pg.Copy{Schema: "public", Table: "t"}, strings.NewReader(tc.data), check, tc.freeze, tc.step, nil)
+			_, err := r.copyInTx(ctx, conn, "t", pg.Copy{Schema: "public", Table: "t"}, strings.NewReader(tc.data), check, tc.freeze, tc.step, tc.then)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatal(err)
@@ -78,8 +84,14 @@ func TestJournalChunkOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ID() != "snap/abc" || got.Finished() != 2 || !got.IsDone("load stream 1") || !got.IsDone("load stream 2") || got.IsDone("load stream 3") {
+	if got.ID() != "snap/abc" || got.Finished() != 4 || !got.IsDone("load stream 1") || !got.IsDone("load stream 2") || got.IsDone("load stream 3") ||
+		!got.IsDone("index t_i") || !got.IsDone("analyze t") || got.IsDone("index t_x") {
 		t.Errorf("journal read back as %+v", got)
+	}
+	// ANALYZE in the load's transaction counted the rows it inserted.
+	var tuples float64
+	if err := conn.QueryRow(ctx, "SELECT reltuples FROM pg_class WHERE oid = 'public.t'::regclass").Scan(&tuples); err != nil || tuples != 4 {
+		t.Errorf("reltuples after the fused ANALYZE: %v (%v), want 4", tuples, err)
 	}
 }
 

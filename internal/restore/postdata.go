@@ -78,14 +78,13 @@ func keepIDs(ids []int, chosen map[int]bool) []int {
 	return out
 }
 
-// addTasks lays out post-data in the graph g after the loads of tables,
-// with an ANALYZE per table unless analyze is false or the table's
-// statistics come back from the archive (statistics).
-func (p *postData) addTasks(g *schedule.Graph, tables map[string]schedule.TableFacts, analyze bool, statistics map[string]bool) error {
+// addTasks lays out post-data in the graph g after the loads of the
+// tables in opts, with an ANALYZE per table unless opts say otherwise.
+func (p *postData) addTasks(g *schedule.Graph, opts schedule.PlanOptions) error {
 	if p.script == nil {
 		return nil
 	}
-	_, err := schedule.PlanPostData(g, p.script, schedule.PlanOptions{Tables: tables, Analyze: analyze, Statistics: statistics})
+	_, err := schedule.PlanPostData(g, p.script, opts)
 	// The parsed entries are not kept for the run (their SQL is in the
 	// graph's tasks now; only the preamble is used again): with 100,000
 	// tables they are tens of MB.

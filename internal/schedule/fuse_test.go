@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -75,5 +76,96 @@ func TestFuseSmallTables(t *testing.T) {
 	}
 	if len(g.Tasks) != 12 || g.Tasks[la].Then != nil {
 		t.Error("FuseSmallTables changed the graph it was given")
+	}
+}
+
+// TestPlanSmallForeignKeys: a foreign key between two tables under
+// SmallBytes is one task running pg_dump's checking statement; any other is
+// added NOT VALID and validated apart; one an earlier run added NOT VALID
+// (its step done) keeps both tasks, so that it is still validated; one NOT
+// VALID in the source stays one unchecked task. fkSchema's tables a, b, c
+// are 100, 200 and 300 bytes.
+func TestPlanSmallForeignKeys(t *testing.T) {
+	const checked, twoSteps, notValid = "checked", "NOT VALID + validate", "NOT VALID"
+	for _, tc := range []struct {
+		name  string
+		small int64
+		done  []string
+		want  map[string]string // foreign key -> how it is added
+	}{
+		{"no small tables", 0, nil,
+			map[string]string{"a a_b_fk": twoSteps, "b b_a_fk": twoSteps, "c c_c_fk": twoSteps, "c c_a_fk": notValid}},
+		{"all small", 1000, nil,
+			map[string]string{"a a_b_fk": checked, "b b_a_fk": checked, "c c_c_fk": checked, "c c_a_fk": notValid}},
+		{"a and b small, c not", 250, nil,
+			map[string]string{"a a_b_fk": checked, "b b_a_fk": checked, "c c_c_fk": twoSteps, "c c_a_fk": notValid}},
+		{"size at the threshold is not small", 200, nil,
+			map[string]string{"a a_b_fk": twoSteps, "b b_a_fk": twoSteps, "c c_c_fk": twoSteps, "c c_a_fk": notValid}},
+		{"added NOT VALID by an earlier run", 1000, []string{"foreign key 130"},
+			map[string]string{"a a_b_fk": twoSteps, "b b_a_fk": checked, "c c_c_fk": checked, "c c_a_fk": notValid}},
+		{"validated by an earlier run", 1000, []string{"foreign key 130", "validate 130"},
+			map[string]string{"a a_b_fk": twoSteps, "b b_a_fk": checked, "c c_c_fk": checked, "c c_a_fk": notValid}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			done := func(step string) bool { return slices.Contains(tc.done, step) }
+			g, _, _ := planWith(t, 1, AccessExclusive, PlanOptions{SmallBytes: tc.small, Done: done})
+			for fk, want := range tc.want {
+				add := g.Tasks[find(t, g, "foreign key "+fk)]
+				validate := slices.ContainsFunc(g.Tasks, func(tk *Task) bool { return tk.Name == "validate "+fk })
+				var got string
+				switch sql := strings.Join(add.SQL, "\n"); {
+				case strings.Contains(sql, "NOT VALID") && validate:
+					got = twoSteps
+				case strings.Contains(sql, "NOT VALID"):
+					got = notValid
+				case !validate:
+					got = checked
+				default:
+					got = "checked and validated again"
+				}
+				if got != want {
+					t.Errorf("%s: %s, want %s", fk, got, want)
+				}
+				if !slices.Contains(add.Locks, Lock{DDLMutex, AccessExclusive}) {
+					t.Errorf("%s: added without DDLMutex", fk)
+				}
+			}
+		})
+	}
+}
+
+// TestFuseAnalyzeOfTablesWithForeignKeys: planned and fused, a small
+// table's ANALYZE joins its load even when the table has foreign keys (in
+// either direction), after its index and constraint tasks; a large
+// table's stays apart; the foreign keys stay apart.
+func TestFuseAnalyzeOfTablesWithForeignKeys(t *testing.T) {
+	g, _, _ := planWith(t, 1, AccessExclusive, PlanOptions{Analyze: true, SmallBytes: 250})
+	f := FuseSmallTables(g, 250)
+	if err := f.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		load string
+		then []string // fused into the load, in order
+	}{
+		{"load a 0", []string{"constraint a a_pkey", "unique index a a_pkey", "constraint a a_excl", "index a_v_idx", "index a_w_idx", "index markers a_w_idx", "analyze public.a"}},
+		{"load b 0", []string{"unique index b b_pkey", "constraint b b_pkey", "unique index b b_k_key", "constraint b b_k_key", "analyze public.b"}},
+		{"load c 0", nil},
+	} {
+		var got []string
+		for _, fu := range f.Tasks[find(t, f, tc.load)].Then {
+			got = append(got, fu.Name)
+		}
+		slices.Sort(got)
+		want := slices.Sorted(slices.Values(tc.then))
+		if !slices.Equal(got, want) {
+			t.Errorf("fused into %s: %q, want %q", tc.load, got, want)
+		}
+		if n := len(f.Tasks[find(t, f, tc.load)].Then); n > 0 && f.Tasks[find(t, f, tc.load)].Then[n-1].Kind != Analyze {
+			t.Errorf("%s: ANALYZE is not the last fused task", tc.load)
+		}
+	}
+	for _, name := range []string{"foreign key a a_b_fk", "foreign key b b_a_fk", "analyze public.c", "unique index c c_pkey"} {
+		find(t, f, name)
 	}
 }

@@ -25,6 +25,16 @@ type PlanOptions struct {
 	// Statistics are the loaded tables whose optimizer statistics the
 	// restore brings back from the archive: they are not analyzed.
 	Statistics map[string]bool
+	// SmallBytes is the size under which a table is small: a foreign key
+	// between two small tables is added checked, by pg_dump's own
+	// statement, in one task, rather than NOT VALID and then validated in
+	// a second (two transactions and round trips, for a check that takes
+	// less than either). 0: no table is small.
+	SmallBytes int64
+	// Done reports the journal steps an earlier run of the restore
+	// finished (nil: none). A foreign key an earlier run added NOT VALID
+	// keeps its two tasks, so that it is validated.
+	Done func(step string) bool
 }
 
 // item is one post-data entry and the tasks it became.
@@ -49,7 +59,8 @@ type planner struct {
 
 // PlanPostData adds the post-data entries of script to g: indexes,
 // PRIMARY KEY and UNIQUE constraints (built as unique indexes, then
-// attached), foreign keys (added NOT VALID, then validated), partition index
+// attached), foreign keys (added NOT VALID, then validated; between two
+// small tables added checked at once), partition index
 // attachments, ANALYZE per table, and one final task that hands every other
 // entry to pg_restore in pg_dump's order. It returns the index of that
 // final task. Any entry whose shape it does not recognise is left to
@@ -106,7 +117,16 @@ func PlanPostData(g *Graph, script *toc.Script, opts PlanOptions) (int, error) {
 			if opts.Statistics[key] {
 				continue
 			}
-			deps := append(append([]int{}, f.Loads...), p.touched[key]...)
+			// After the table's indexes and constraints (an expression
+			// index has statistics of its own), not after its foreign
+			// keys, which change nothing ANALYZE reads: so a small table's
+			// ANALYZE can run in its load's transaction (FuseSmallTables).
+			deps := append([]int{}, f.Loads...)
+			for _, t := range p.touched[key] {
+				if g.Tasks[t].Kind != ForeignKey {
+					deps = append(deps, t)
+				}
+			}
 			if statistics {
 				// Extended statistics are built by ANALYZE only once
 				// CREATE STATISTICS has run.
@@ -142,6 +162,16 @@ func (p *planner) add(it *item, t *Task, extra ...int) int {
 func (p *planner) loaded(key string) bool {
 	_, ok := p.opts.Tables[key]
 	return ok
+}
+
+// small reports whether a loaded table is under opts.SmallBytes.
+func (p *planner) small(key string) bool {
+	return p.loaded(key) && p.opts.Tables[key].Size < p.opts.SmallBytes
+}
+
+// done reports whether an earlier run finished a step.
+func (p *planner) done(step string) bool {
+	return p.opts.Done != nil && p.opts.Done(step)
 }
 
 func (p *planner) cost(keys ...string) int64 {
@@ -250,13 +280,14 @@ func (p *planner) classify(it *item) {
 			var before []int
 			before = append(append(before, p.byTable[fk.table]...), p.byTable[fk.refTable]...)
 			addSQL := fk.addNotValid()
-			if fk.notValid {
+			checked := p.small(fk.table) && p.small(fk.refTable) && !p.done(step("foreign key", e))
+			if fk.notValid || checked {
 				addSQL = stmts[0].Text
 			}
 			a := p.add(it, &Task{Name: "foreign key " + e.Name, Step: step("foreign key", e), Kind: ForeignKey, Cost: p.cost(fk.table),
 				SQL:   withSettings(e, addSQL),
 				Locks: append(locks(ShareRowExclusive, fk.table, fk.refTable), Lock{DDLMutex, AccessExclusive})}, before...)
-			if fk.notValid {
+			if fk.notValid || checked {
 				return []int{a}
 			}
 			v := p.add(it, &Task{Name: "validate " + e.Name, Step: step("validate", e), Kind: ForeignKey, Cost: p.cost(fk.table, fk.refTable),

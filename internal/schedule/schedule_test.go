@@ -100,6 +100,14 @@ func fkSchema() (script string, ids []int) {
 // plan builds the graph of fkSchema with two load tasks per table.
 func plan(t *testing.T) (*Graph, map[string][]int, int) {
 	t.Helper()
+	return planWith(t, 2, RowExclusive, PlanOptions{Analyze: true})
+}
+
+// planWith builds the graph of fkSchema with loadsPer load tasks per table
+// taking lock mode, tables a, b and c of 100, 200 and 300 bytes, and opts
+// (their Tables set here).
+func planWith(t *testing.T, loadsPer int, mode LockMode, opts PlanOptions) (*Graph, map[string][]int, int) {
+	t.Helper()
 	text, ids := fkSchema()
 	script, err := toc.ParseScript(text, ids)
 	if err != nil {
@@ -110,13 +118,14 @@ func plan(t *testing.T) (*Graph, map[string][]int, int) {
 	loads := map[string][]int{}
 	for i, name := range []string{"a", "b", "c"} {
 		key := TableKey("public", name)
-		for p := range 2 {
+		for p := range loadsPer {
 			loads[name] = append(loads[name], g.Add(&Task{Name: fmt.Sprintf("load %s %d", name, p), Kind: Data,
-				Cost: int64(100 * (i + 1)), Locks: []Lock{{key, RowExclusive}}, Table: key}))
+				Cost: int64(100 * (i + 1)), Locks: []Lock{{key, mode}}, Table: key}))
 		}
 		tables[key] = TableFacts{Loads: loads[name], Size: int64(100 * (i + 1))}
 	}
-	rest, err := PlanPostData(g, script, PlanOptions{Tables: tables, Analyze: true})
+	opts.Tables = tables
+	rest, err := PlanPostData(g, script, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,8 +190,16 @@ func TestPlanOrder(t *testing.T) {
 	must("validate a a_b_fk", "foreign key a a_b_fk")
 	must("validate c c_c_fk", "foreign key c c_c_fk")
 	must("index markers a_w_idx", "index a_w_idx")
-	must("analyze public.a", "validate b b_a_fk")
 	must("analyze public.a", "index markers a_w_idx")
+	must("analyze public.a", "constraint a a_excl")
+	// ANALYZE reads nothing a foreign key adds: it does not wait for one.
+	for _, fk := range []string{"foreign key a a_b_fk", "validate a a_b_fk", "foreign key b b_a_fk", "validate b b_a_fk", "foreign key c c_a_fk"} {
+		for _, an := range []string{"analyze public.a", "analyze public.b", "analyze public.c"} {
+			if reaches(g, find(t, g, an), find(t, g, fk)) {
+				t.Errorf("%q waits for %q", an, fk)
+			}
+		}
+	}
 	for i := range g.Tasks {
 		if g.Tasks[i].Kind != Rest && g.Tasks[i].Kind != Analyze && i != rest && !reaches(g, rest, i) {
 			t.Errorf("rest of post-data does not wait for %q", g.Tasks[i].Name)
