@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
@@ -198,40 +197,30 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	for _, d := range j.Done {
 		done[d] = true
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	sem := semaphore.NewWeighted(int64(b.jobs))
-	var total int64
+	var todo []archive.Database
 	for _, d := range b.dbs {
-		total += d.SizeBytes
-	}
-	for _, d := range bySize(b.dbs) {
 		if done[d.Name] {
 			res.Databases = append(res.Databases, DatabaseResult{Name: d.Name, Skipped: true})
 			continue
 		}
-		jobs := jobsFor(d.SizeBytes, total, b.jobs)
-		if err := sem.Acquire(gctx, int64(jobs)); err != nil {
-			// Another database failed (g.Wait returns why) or the run
-			// was interrupted: either way it must not look finished.
-			g.Go(func() error { return err })
-			break
-		}
-		g.Go(func() error {
-			defer sem.Release(int64(jobs))
-			r, err := b.one(gctx, d.Name, jobs, existing[d.Name], resuming)
-			if err != nil {
-				return fmt.Errorf("database %s: %w", pg.Ident(d.Name), err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			j.Done = append(j.Done, d.Name)
-			if err := recordDone(gctx, b.target, j); err != nil {
-				return err
-			}
-			res.Databases = append(res.Databases, DatabaseResult{Name: d.Name, Result: r})
-			return nil
-		})
+		todo = append(todo, d)
 	}
+	g, gctx := errgroup.WithContext(ctx)
+	schedule(gctx, g, todo, b.jobs, func(d archive.Database, jobs int) error {
+		r, err := b.one(gctx, d.Name, jobs, existing[d.Name], resuming)
+		if err != nil {
+			return fmt.Errorf("database %s: %w", pg.Ident(d.Name), err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		j.Done = append(j.Done, d.Name)
+		// Under mu, so the first connection's only user.
+		if err := writeServerJournal(gctx, conn, j); err != nil {
+			return err
+		}
+		res.Databases = append(res.Databases, DatabaseResult{Name: d.Name, Result: r})
+		return nil
+	})
 	if err := g.Wait(); err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s interrupted: %w", b.verb, context.Cause(ctx))
@@ -298,24 +287,6 @@ func restoreOne(ctx context.Context, opts RestoreOptions, start time.Time) (*Res
 	return &RestoreResult{Databases: []DatabaseResult{{Name: opts.Database, Result: r}}, Elapsed: time.Since(start)}, nil
 }
 
-// bySize orders databases largest first, so that the longest restore
-// never starts last.
-func bySize(dbs []archive.Database) []archive.Database {
-	out := append([]archive.Database(nil), dbs...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].SizeBytes > out[j].SizeBytes })
-	return out
-}
-
-// jobsFor is a database's share of the connections: in proportion to its
-// size, at least one.
-func jobsFor(size, total int64, jobs int) int {
-	if total <= 0 {
-		return 1
-	}
-	n := int((size*int64(jobs) + total/2) / total)
-	return min(max(n, 1), jobs)
-}
-
 // readAll reads one stream whole.
 func readAll(src archive.Source, id uint32) (string, error) {
 	r := src.OpenStream(id)
@@ -356,16 +327,6 @@ func writeServerJournal(ctx context.Context, x execer, j *serverJournal) error {
 		return fmt.Errorf("record the whole-server restore's progress: %w", err)
 	}
 	return nil
-}
-
-// recordDone records in the server journal that a database is restored.
-func recordDone(ctx context.Context, cfg *pgx.ConnConfig, j *serverJournal) error {
-	conn, err := pg.Connect(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	return writeServerJournal(ctx, conn, j)
 }
 
 // hasJournal says whether database cfg holds a restore journal.
