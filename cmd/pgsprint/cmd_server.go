@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/server"
@@ -114,16 +116,62 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 	if err != nil {
 		return err
 	}
+	w, err := o.progress.start("restore", o.log)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
 	res, err := server.Restore(ctx, server.RestoreOptions{
 		Target: cfg, Source: ar, Jobs: o.jobs, Database: o.all.database, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, Resume: o.resume, Filter: o.filter, MaintenanceWorkMem: o.mwm,
-		NoAnalyze: o.noAnalyze, NoStatistics: o.noStats, Logger: o.log.logger(),
+		NoAnalyze: o.noAnalyze, NoStatistics: o.noStats, Logger: o.log.logger(), Progress: w.reporter,
 	})
 	if err != nil {
 		return err
 	}
-	printServerResult(o.log.summaryOut(), res, "restored")
-	return nil
+	target := pg.Describe(cfg)
+	if o.all.database != "" {
+		target = strconv.Quote(o.all.database)
+	}
+	return w.finishServer(o.log, res, target, "restored")
+}
+
+// finishServer ends a whole-server run: the summary of every database
+// (serverSummary) as --summary-json and the JSON progress stream have it,
+// and for people its totals and a line per database.
+func (w *watch) finishServer(l logFlags, res *server.RestoreResult, target, verb string) error {
+	err := w.finish(serverSummary(w.tracker, res, target))
+	if w.flags.mode != string(progress.JSON) {
+		printServerResult(l.summaryOut(), res, verb)
+	}
+	return err
+}
+
+// serverSummary is the end-of-run summary of restore --all and clone
+// --all: their totals, the globals, and each database with its phases.
+func serverSummary(t *progress.Tracker, res *server.RestoreResult, target string) progress.Summary {
+	s := t.Summary()
+	s.Target, s.WallSeconds, s.Phases = target, res.Elapsed.Seconds(), nil
+	s.Tables, s.Chunks, s.Rows, s.Sequences, s.LargeObj = 0, 0, 0, 0, 0
+	if g := res.Globals; g != nil {
+		s.Globals = &progress.GlobalsSummary{Roles: g.Roles, Tablespaces: g.Tablespaces, KeptRoles: g.KeptRoles}
+	}
+	s.Databases = []progress.DatabaseSummary{}
+	for _, d := range res.Databases {
+		if d.Skipped {
+			s.Databases = append(s.Databases, progress.DatabaseSummary{Name: d.Name, Done: true})
+			continue
+		}
+		one := restoreSummary(t, d.Result)
+		s.Tables += d.Tables
+		s.Chunks += d.Chunks
+		s.Rows += d.Rows
+		s.Sequences += d.Sequences
+		s.LargeObj += d.LargeObjects
+		s.Databases = append(s.Databases, progress.DatabaseSummary{Name: d.Name, WallSeconds: one.WallSeconds, Tables: d.Tables, Chunks: d.Chunks,
+			Rows: d.Rows, Sequences: d.Sequences, LargeObj: d.LargeObjects, Resumed: d.Resumed, Phases: one.Phases})
+	}
+	return s
 }
 
 // printServerResult is the summary of restore --all and clone --all.
@@ -255,11 +303,16 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 	case o.follow.on:
 		return usageError{fmt.Errorf("clone --all does not take --follow: follow one database at a time")}
 	}
+	w, err := o.progress.start("clone", o.log)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
 	res, err := server.Clone(ctx, server.CloneOptions{
 		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, NoOwner: o.noOwner, NoACL: o.noACL, Filter: o.filter,
 		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, NoStatistics: o.noStats,
 		Split: plan.Options{ChunkSize: int64(o.chunkSize), Method: method}, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
-		ExcludeDatabases: o.all.exclude, Version: version, Logger: o.log.logger(),
+		ExcludeDatabases: o.all.exclude, Version: version, Logger: o.log.logger(), Progress: w.reporter,
 	})
 	if errors.Is(err, server.ErrSameServer) {
 		return usageError{err}
@@ -267,8 +320,7 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 	if err != nil {
 		return err
 	}
-	printServerResult(o.log.summaryOut(), res, "cloned")
-	return nil
+	return w.finishServer(o.log, res, pg.Describe(dst), "cloned")
 }
 
 // writeServerSQL is restore --to-sql --all.

@@ -15,6 +15,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
@@ -38,6 +39,9 @@ type CloneOptions struct {
 	ExcludeDatabases   []string
 	Version            string
 	Logger             *slog.Logger
+	// Progress hears about every database's work, as one stream; nil
+	// reports nowhere.
+	Progress progress.Reporter
 }
 
 // ErrSameServer is returned, before anything is written, when the source
@@ -102,12 +106,13 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 		jobs: opts.Jobs, clean: opts.Clean, verb: "clone --all", dbs: list,
 		globals: func() (string, error) { return string(script), nil },
 		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, NoOwner: opts.NoOwner, NoACL: opts.NoACL},
-		one: func(ctx context.Context, name string, jobs int, _, _ bool) (*restore.Result, error) {
+		one: func(ctx context.Context, name string, jobs int, _, _ bool, rep progress.Reporter) (*restore.Result, error) {
 			src := opts.Source.Copy()
 			src.Database = name
 			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: opts.Clean, Create: true, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 				MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Split: opts.Split, Filter: opts.Filter, Version: opts.Version,
-				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, NoStatistics: opts.NoStatistics, Logger: opts.Logger.With("database", name)}
+				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, NoStatistics: opts.NoStatistics, Logger: opts.Logger.With("database", name),
+				Progress: rep}
 			if name == "postgres" {
 				// Every server has one: cloned into, as restore --all does.
 				co.Target = opts.Target.Copy()
@@ -115,7 +120,7 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 			}
 			return clone.Run(ctx, co)
 		},
-		log: opts.Logger,
+		log: opts.Logger, progress: progress.NewParts(reporterOr(opts.Progress), "clone"),
 	}
 	res, err := b.run(ctx)
 	if err != nil {

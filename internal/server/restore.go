@@ -19,6 +19,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
@@ -46,6 +47,9 @@ type RestoreOptions struct {
 	NoAnalyze          bool
 	NoStatistics       bool
 	Logger             *slog.Logger
+	// Progress hears about every database's work, as one stream
+	// (progress.Parts); nil reports nowhere.
+	Progress progress.Reporter
 }
 
 // RestoreResult summarises a whole-server restore.
@@ -95,10 +99,10 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 		dbs:     m.Databases,
 		globals: func() (string, error) { return readAll(opts.Source, m.Globals.Stream) },
 		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, NoOwner: opts.NoOwner, NoACL: opts.NoACL},
-		one: func(ctx context.Context, name string, jobs int, exists, resuming bool) (*restore.Result, error) {
-			return restoreDatabase(ctx, opts, name, jobs, exists, resuming)
+		one: func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error) {
+			return restoreDatabase(ctx, opts, name, jobs, exists, resuming, rep)
 		},
-		log: opts.Logger,
+		log: opts.Logger, progress: progress.NewParts(reporterOr(opts.Progress), "restore"),
 	}
 	res, err := b.run(ctx)
 	if err != nil {
@@ -121,8 +125,9 @@ type build struct {
 	dbs           []archive.Database
 	globals       func() (string, error)
 	gopts         GlobalsOptions
-	one           func(ctx context.Context, name string, jobs int, exists, resuming bool) (*restore.Result, error)
+	one           func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error)
 	log           *slog.Logger
+	progress      *progress.Parts // each database reports as one of its parts
 }
 
 func (b *build) run(ctx context.Context) (*RestoreResult, error) {
@@ -175,6 +180,7 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+pg.Ident(markerRole)); err != nil {
 			return nil, fmt.Errorf("drop the journal of an earlier whole-server restore: %w", err)
 		}
+		b.progress.Phase("globals")
 		script, err := b.globals()
 		if err != nil {
 			return nil, fmt.Errorf("read globals: %w", err)
@@ -197,6 +203,7 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	for _, d := range j.Done {
 		done[d] = true
 	}
+	b.progress.Phase("databases")
 	var todo []archive.Database
 	for _, d := range b.dbs {
 		if done[d.Name] {
@@ -207,7 +214,7 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	schedule(gctx, g, todo, b.jobs, func(d archive.Database, jobs int) error {
-		r, err := b.one(gctx, d.Name, jobs, existing[d.Name], resuming)
+		r, err := b.one(gctx, d.Name, jobs, existing[d.Name], resuming, b.progress.Part(d.Name))
 		if err != nil {
 			return fmt.Errorf("database %s: %w", pg.Ident(d.Name), err)
 		}
@@ -241,14 +248,14 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 // resumed from it, and one without (its pre-data was cut short, or it was
 // finished just before the server journal could say so) is restored again
 // from the start.
-func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs int, exists, resuming bool) (*restore.Result, error) {
+func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error) {
 	src, err := archive.OpenDatabase(opts.Source, name)
 	if err != nil {
 		return nil, err
 	}
 	ro := restore.Options{Target: opts.Target, Source: src, Jobs: jobs, Create: true, Clean: opts.Clean, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, NoStatistics: opts.NoStatistics, Filter: opts.Filter,
-		Logger: opts.Logger.With("database", name)}
+		Logger: opts.Logger.With("database", name), Progress: rep}
 	cfg := opts.Target.Copy()
 	cfg.Database = name
 	if name == "postgres" {
@@ -280,11 +287,20 @@ func restoreOne(ctx context.Context, opts RestoreOptions, start time.Time) (*Res
 		return nil, err
 	}
 	r, err := restore.Run(ctx, restore.Options{Target: opts.Target, Source: src, Jobs: opts.Jobs, Create: opts.Create, Clean: opts.Clean, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
-		Resume: opts.Resume, MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, NoStatistics: opts.NoStatistics, Filter: opts.Filter, Logger: opts.Logger})
+		Resume: opts.Resume, MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, NoStatistics: opts.NoStatistics, Filter: opts.Filter, Logger: opts.Logger,
+		Progress: opts.Progress})
 	if err != nil {
 		return nil, err
 	}
 	return &RestoreResult{Databases: []DatabaseResult{{Name: opts.Database, Result: r}}, Elapsed: time.Since(start)}, nil
+}
+
+// reporterOr is r, or a reporter that reports nowhere.
+func reporterOr(r progress.Reporter) progress.Reporter {
+	if r == nil {
+		return progress.Nop{}
+	}
+	return r
 }
 
 // readAll reads one stream whole.
