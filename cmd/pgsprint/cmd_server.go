@@ -296,8 +296,6 @@ func databaseView(ar *archive.Reader, a allRestoreFlags) (archive.Source, error)
 // runCloneAll is clone --all.
 func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, method plan.Method) error {
 	switch {
-	case o.resume:
-		return usageError{fmt.Errorf("clone --all cannot be resumed (each database's snapshot ends with the run): run it again with --clean")}
 	case o.filter.DataOnly:
 		return usageError{fmt.Errorf("clone --all creates every database: it does not take --data-only")}
 	case o.follow.on:
@@ -312,7 +310,7 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, NoOwner: o.noOwner, NoACL: o.noACL, Filter: o.filter,
 		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, NoStatistics: o.noStats,
 		Split: plan.Options{ChunkSize: int64(o.chunkSize), Method: method}, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
-		ExcludeDatabases: o.all.exclude, Version: version, Logger: o.log.logger(), Progress: w.reporter,
+		ExcludeDatabases: o.all.exclude, Resume: o.resume, Version: version, Logger: o.log.logger(), Progress: w.reporter,
 	})
 	if errors.Is(err, server.ErrSameServer) {
 		return usageError{err}

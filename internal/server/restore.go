@@ -29,7 +29,7 @@ type RestoreOptions struct {
 	// globals are restored through it, and the databases created from it.
 	Target *pgx.ConnConfig
 	Source archive.Source // a whole-server archive
-	Jobs   int            // connections in all, shared by the databases restored at once
+	Jobs   int            // connections of the big databases restored at once; the small ones take as many more (schedule)
 	// Database restores only this database of the archive, without the
 	// globals: into Target's database, or created under its own name
 	// with Create.
