@@ -41,9 +41,9 @@ type CloneOptions struct {
 	// globals and the databases it finished are skipped, the others
 	// cloned again from the start in a fresh snapshot (a database's
 	// snapshot ends with the run that took it).
-	Resume             bool
-	Version            string
-	Logger             *slog.Logger
+	Resume  bool
+	Version string
+	Logger  *slog.Logger
 	// Progress hears about every database's work, as one stream; nil
 	// reports nowhere.
 	Progress progress.Reporter
