@@ -109,7 +109,7 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 	}
 	b := &build{
 		target: opts.Target, id: "clone --all of " + pg.Describe(opts.Source),
-		jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "clone --all", dbs: list,
+		jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "clone --all", of: "source", dbs: list,
 		globals: func() (string, error) { return string(script), nil },
 		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, NoOwner: opts.NoOwner, NoACL: opts.NoACL},
 		one: func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error) {

@@ -95,7 +95,7 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 		return restoreOne(ctx, opts, start)
 	}
 	b := &build{
-		target: opts.Target, id: journal.ArchiveID(m), jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "restore --all",
+		target: opts.Target, id: journal.ArchiveID(m), jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "restore --all", of: "archive",
 		dbs:     m.Databases,
 		globals: func() (string, error) { return readAll(opts.Source, m.Globals.Stream) },
 		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, NoOwner: opts.NoOwner, NoACL: opts.NoACL},
@@ -122,6 +122,7 @@ type build struct {
 	jobs          int
 	clean, resume bool
 	verb          string // for messages: "restore --all", "clone --all"
+	of            string // what id names, for messages: "archive", "source"
 	dbs           []archive.Database
 	globals       func() (string, error)
 	gopts         GlobalsOptions
@@ -144,12 +145,12 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	switch {
 	case j != nil && j.Archive != id:
 		if !b.clean || b.resume {
-			return nil, fmt.Errorf("the target server holds an unfinished whole-server restore of another archive (%s): finish it with that archive and --resume, or start over with --clean", j.Archive)
+			return nil, fmt.Errorf("the target server holds an unfinished whole-server copy of another %s (%s): finish it with that %s and --resume, or start over with --clean", b.of, j.Archive, b.of)
 		}
 		j = nil
 	case j != nil && !b.resume:
 		if !b.clean {
-			return nil, errors.New("the target server holds an unfinished whole-server restore of this archive: finish it with --resume, or start over with --clean")
+			return nil, fmt.Errorf("the target server holds an unfinished %s of this %s: finish it with --resume, or start over with --clean", b.verb, b.of)
 		}
 		j = nil
 	}
