@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/compare"
-	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
 // pipeServerDatabases are the databases loadPipeServer fills, with their
