@@ -19,6 +19,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
@@ -50,6 +51,8 @@ type RestoreOptions struct {
 	// Progress hears about every database's work, as one stream
 	// (progress.Parts); nil reports nowhere.
 	Progress progress.Reporter
+
+	installed []pgbin.Tools // the client programs each database's restore chooses from
 }
 
 // RestoreResult summarises a whole-server restore.
@@ -94,6 +97,7 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 	if opts.Database != "" {
 		return restoreOne(ctx, opts, start)
 	}
+	opts.installed = pgbin.Installed(ctx) // once, not once per database
 	b := &build{
 		target: opts.Target, id: journal.ArchiveID(m), jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "restore --all", of: "archive",
 		dbs:     m.Databases,
@@ -256,7 +260,7 @@ func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs
 	}
 	ro := restore.Options{Target: opts.Target, Source: src, Jobs: jobs, Create: true, Clean: opts.Clean, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, NoStatistics: opts.NoStatistics, Filter: opts.Filter,
-		Logger: opts.Logger.With("database", name), Progress: rep}
+		Logger: opts.Logger.With("database", name), Progress: rep, Installed: opts.installed}
 	cfg := opts.Target.Copy()
 	cfg.Database = name
 	if name == "postgres" {
