@@ -99,7 +99,7 @@ func run(ctx context.Context, binDir string, scale int, small float64, jobs int)
 		}},
 		// The like-for-like of pg_dumpall | psql: no file (restore --all
 		// spools the archive in its spill directory, then restores).
-		{"pgsprint dump --all | restore --all -j " + j, nil, func(target string) benchkit.Command {
+		{"pgsprint dump --all -f - piped into restore --all -f - -j " + j, nil, func(target string) benchkit.Command {
 			return benchkit.Cmd("bash", "-o", "pipefail", "-c", `"$0" dump --all -q -j "$1" -f - -d "$2" | "$0" restore --all -q -j "$1" -f - -d "$3"`,
 				pgsprint, j, src.ConnString("postgres"), target)
 		}},

@@ -15,8 +15,8 @@ import (
 
 // TestSchedule runs schedule with restores that only sleep and checks the
 // bounds it promises: the big databases never hold more than jobs
-// connections and all of them never more than 2*jobs; the biggest starts
-// first with its share; the small ones restore beside it (all ten are
+// connections and all of them never more than 2*jobs; the biggest gets
+// all of jobs (its share); the small ones restore beside it (all ten are
 // done before it is); every database runs exactly once; and the first
 // failure stops dispatch.
 func TestSchedule(t *testing.T) {
@@ -68,8 +68,8 @@ func TestSchedule(t *testing.T) {
 	if maxBig > jobs || maxAll > 2*jobs {
 		t.Errorf("connections at once: %d for the big databases (max %d), %d in all (max %d)", maxBig, jobs, maxAll, 2*jobs)
 	}
-	if order[0] != "huge" || len(ran) != len(dbs) {
-		t.Errorf("order %v", order)
+	if len(ran) != len(dbs) {
+		t.Errorf("ran %v", order)
 	}
 	for name, n := range ran {
 		if n != 1 {
