@@ -141,10 +141,17 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 // and for people its totals and a line per database.
 func (w *watch) finishServer(l logFlags, res *server.RestoreResult, target, verb string) error {
 	err := w.finish(serverSummary(w.tracker, res, target))
-	if w.flags.mode != string(progress.JSON) {
-		printServerResult(l.summaryOut(), res, verb)
-	}
+	printServerResult(w.textOut(l), res, verb)
 	return err
+}
+
+// textOut is where a run's summary lines for people go: nowhere with -q,
+// nor with --progress=json, whose every line is one JSON event.
+func (w *watch) textOut(l logFlags) io.Writer {
+	if w.flags.mode == string(progress.JSON) {
+		return io.Discard
+	}
+	return l.summaryOut()
 }
 
 // serverSummary is the end-of-run summary of restore --all and clone

@@ -82,8 +82,8 @@ func readSummary(t *testing.T, path string) progress.Summary {
 }
 
 // TestServerPipeProgressResume moves a whole server without a file, as
-// pg_dumpall | psql would: dump --all -f - | restore --all -f -, with the
-// restore's JSON progress (one stream whose events name each database, its
+// pg_dumpall | psql would: dump --all -f - | restore --all -f -, with
+// JSON progress on both sides (nothing else on stderr), the restore's (one stream whose events name each database, its
 // table events adding up to every row) and --summary-json (the globals and
 // each database with its rows). Then clone --all is killed with SIGKILL
 // once its globals are in and finished with --resume, whose summary lists
@@ -98,11 +98,15 @@ func TestServerPipeProgressResume(t *testing.T) {
 		dst := pgtest.New(t)
 		sum := filepath.Join(dir, "restore.json")
 		rs := runPipeline(t,
-			[]string{"pgsprint", "dump", "--all", "-d", src.ConnString("postgres"), "-f", "-", "-j", "2", "--chunk-size", "256kB", "-q"},
+			[]string{"pgsprint", "dump", "--all", "-d", src.ConnString("postgres"), "-f", "-", "-j", "2", "--chunk-size", "256kB", "--progress=json"},
 			[]string{"pgsprint", "restore", "--all", "-f", "-", "-d", dst.ConnString("postgres"), "-j", "2",
 				"--progress=json", "--progress-interval", "20ms", "--summary-json", sum})
 		if rs[0].code != 0 || rs[1].code != 0 {
 			t.Fatalf("dump --all exit %d: %s\nrestore --all exit %d: %s", rs[0].code, rs[0].stderr, rs[1].code, rs[1].stderr)
+		}
+		// Both sides' stderr are JSON events, one per line, and nothing else.
+		if evs := events(t, rs[0].stderr); evs[len(evs)-1].Event != "summary" {
+			t.Errorf("dump --all's last event: %+v", evs[len(evs)-1])
 		}
 		evs := events(t, rs[1].stderr)
 		phases := map[string]bool{}
