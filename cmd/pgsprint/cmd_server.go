@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/dump"
@@ -107,22 +108,23 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 	if o.conn.DSN == "" {
 		cfg.Database = "postgres"
 	}
-	f, err := openWhole(ctx, o)
+	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
+		return usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
+	}
+	// From a pipe, a Demux: each database restores as its streams arrive
+	// (those not read yet wait in --spill-dir), while the dump still runs.
+	f, err := openArchive(ctx, o.file, o.store.options(os.Stdin, nil, nil), archive.OpenOptions{Access: archive.Parallel, SpillDir: o.spillDir, Identities: o.ids})
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	ar, err := wholeReader(f)
-	if err != nil {
-		return err
-	}
 	w, err := o.progress.start("restore", o.log)
 	if err != nil {
 		return err
 	}
 	defer w.stop()
 	res, err := server.Restore(ctx, server.RestoreOptions{
-		Target: cfg, Source: ar, Jobs: o.jobs, Database: o.all.database, Create: o.create, Clean: o.clean,
+		Target: cfg, Source: f.Source, Where: f.String(), Jobs: o.jobs, Database: o.all.database, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, Resume: o.resume, Filter: o.filter, MaintenanceWorkMem: o.mwm,
 		NoAnalyze: o.noAnalyze, NoStatistics: o.noStats, Logger: o.log.logger(), Progress: w.reporter,
 	})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -147,6 +148,51 @@ func TestServerPipeProgressResume(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, pipeServerDatabases) || s.Rows != wantRows || s.Globals == nil || s.Globals.Roles != 1 || !reflect.DeepEqual(s.Globals.KeptRoles, []string{"postgres"}) {
 			t.Errorf("summary: %+v", s)
+		}
+		requireSameServer(t, src, dst)
+	})
+
+	// A cut pipe never looks finished: cut in its trailer, after every
+	// stream, the databases are restored but the run fails and its
+	// journal stays; cut in the middle, it fails too. The whole archive
+	// with --resume then finishes it.
+	t.Run("cut pipe", func(t *testing.T) {
+		dst := pgtest.New(t)
+		conn, err := pgx.Connect(context.Background(), dst.ConnString("postgres"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		file := filepath.Join(dir, "server.pgs")
+		mustPgsprint(t, "dump", "--all", "-d", src.ConnString("postgres"), "-f", file, "-j", "2", "--chunk-size", "256kB")
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"restore", "--all", "-f", "-", "-d", dst.ConnString("postgres"), "-j", "2"}
+		for _, cut := range []struct {
+			name string
+			n    int
+			want string
+		}{
+			{"trailer", len(data) - 4, "the restore is not finished; run it again with --resume and a sound archive"},
+			{"middle", len(data) / 2, "incomplete"},
+		} {
+			r := pgsprintStdin(t, nil, bytes.NewReader(data[:cut.n]), append(args, "--clean")...)
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if last := lines[len(lines)-1]; r.code != 1 || !strings.Contains(last, cut.want) {
+				t.Errorf("cut in the %s: exit %d, want 1 and %q:\n%s", cut.name, r.code, cut.want, r.stderr)
+			}
+			if !markerRole(conn) {
+				t.Errorf("cut in the %s: the run looks finished (no journal left)", cut.name)
+			}
+		}
+		r := pgsprintStdin(t, nil, bytes.NewReader(data), append(args, "--resume")...)
+		if r.code != 0 {
+			t.Fatalf("--resume: exit %d:\n%s", r.code, r.stderr)
+		}
+		if markerRole(conn) {
+			t.Error("the whole-server journal outlived the completed restore")
 		}
 		requireSameServer(t, src, dst)
 	})

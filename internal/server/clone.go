@@ -115,7 +115,7 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 		one: func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error) {
 			src := opts.Source.Copy()
 			src.Database = name
-			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: opts.Clean, Create: true, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
+			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: opts.Clean && exists, Create: true, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 				MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Split: opts.Split, Filter: opts.Filter, Version: opts.Version,
 				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, NoStatistics: opts.NoStatistics, Logger: opts.Logger.With("database", name),
 				Progress: rep}

@@ -29,8 +29,12 @@ type RestoreOptions struct {
 	// Target is the database to connect to first (-d, e.g. postgres): the
 	// globals are restored through it, and the databases created from it.
 	Target *pgx.ConnConfig
-	Source archive.Source // a whole-server archive
-	Jobs   int            // connections of the big databases restored at once; the small ones take as many more (schedule)
+	// Source is a whole-server archive: a Reader, or a Demux reading a
+	// pipe, whose databases then restore as their streams arrive; Where
+	// names it in messages.
+	Source archive.Source
+	Where  string
+	Jobs   int // connections of the big databases restored at once; the small ones take as many more (schedule)
 	// Database restores only this database of the archive, without the
 	// globals: into Target's database, or created under its own name
 	// with Create.
@@ -107,6 +111,7 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 			return restoreDatabase(ctx, opts, name, jobs, exists, resuming, rep)
 		},
 		log: opts.Logger, progress: progress.NewParts(reporterOr(opts.Progress), "restore"),
+		finish: func() error { return finishSource(opts) },
 	}
 	res, err := b.run(ctx)
 	if err != nil {
@@ -133,6 +138,10 @@ type build struct {
 	one           func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error)
 	log           *slog.Logger
 	progress      *progress.Parts // each database reports as one of its parts
+	// finish, when set, runs once every database is done, before the
+	// server journal is dropped: what must hold for the run to be
+	// finished (a pipe's archive read to its sound end).
+	finish func() error
 }
 
 func (b *build) run(ctx context.Context) (*RestoreResult, error) {
@@ -239,6 +248,11 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 		}
 		return nil, err
 	}
+	if b.finish != nil {
+		if err := b.finish(); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := conn.Exec(ctx, "DROP ROLE "+pg.Ident(markerRole)); err != nil {
 		return nil, fmt.Errorf("drop the whole-server restore's journal (role %s): %w", markerRole, err)
 	}
@@ -258,7 +272,9 @@ func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs
 	if err != nil {
 		return nil, err
 	}
-	ro := restore.Options{Target: opts.Target, Source: src, Jobs: jobs, Create: true, Clean: opts.Clean, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
+	// --clean replaces a database the target has; one it lacks is just
+	// created (pg_restore --clean --create would fail on DROP DATABASE).
+	ro := restore.Options{Target: opts.Target, Source: src, Jobs: jobs, Create: true, Clean: opts.Clean && exists, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, NoStatistics: opts.NoStatistics, Filter: opts.Filter,
 		Logger: opts.Logger.With("database", name), Progress: rep, Installed: opts.installed}
 	cfg := opts.Target.Copy()
@@ -297,7 +313,31 @@ func restoreOne(ctx context.Context, opts RestoreOptions, start time.Time) (*Res
 	if err != nil {
 		return nil, err
 	}
+	if err := finishSource(opts); err != nil {
+		return nil, err
+	}
 	return &RestoreResult{Databases: []DatabaseResult{{Name: opts.Database, Result: r}}, Elapsed: time.Since(start)}, nil
+}
+
+// finishSource checks, once every database is restored, that an archive
+// read front to back (a Demux: each stream was checked at its end, but
+// the archive only at its trailer) was whole. The databases' own restores
+// cannot: their view of the archive hides Finish, which waits for the
+// archive's end and drops the streams nobody opened yet, other databases'
+// included.
+func finishSource(opts RestoreOptions) error {
+	f, ok := opts.Source.(archive.Finisher)
+	if !ok {
+		return nil
+	}
+	if err := f.Finish(); err != nil {
+		again := "run it again with --resume and a sound archive"
+		if opts.Database != "" {
+			again = "restore it again with --clean from a sound archive"
+		}
+		return fmt.Errorf("archive on %s is incomplete or damaged (%w): the restore is not finished; %s", opts.Where, err, again)
+	}
+	return nil
 }
 
 // reporterOr is r, or a reporter that reports nowhere.
