@@ -50,6 +50,10 @@ type SessionOptions struct {
 	// passes its target's major; dump leaves it zero: archives are text).
 	BinaryForMajor int
 	Logger         *slog.Logger
+	// Installed lists the PostgreSQL client programs to choose pg_dump
+	// from (pgbin.Installed), for a caller that opens many sessions
+	// (dump --all, clone --all); nil looks for them.
+	Installed []pgbin.Tools
 }
 
 // Session is one consistent view of the source, shared by dump and clone
@@ -108,7 +112,11 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	if s.srv.InRecovery {
 		log.Warn("the source is a standby: data of unlogged tables cannot be read there and is skipped (as pg_dump does); their definitions are kept")
 	}
-	if s.tools, err = pgbin.Find(ctx, s.srv.Major()); err != nil {
+	installed := opts.Installed
+	if installed == nil {
+		installed = pgbin.Installed(ctx)
+	}
+	if s.tools, err = pgbin.FindIn(installed, s.srv.Major()); err != nil {
 		return err
 	}
 	if opts.Snapshot != "" {

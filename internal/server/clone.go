@@ -75,7 +75,8 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := pgbin.Find(ctx, srv.Major())
+	installed := pgbin.Installed(ctx) // once, not twice per database
+	tools, err := pgbin.FindIn(installed, srv.Major())
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: opts.Clean && exists, Create: true, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 				MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Split: opts.Split, Filter: opts.Filter, Version: opts.Version,
 				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, NoStatistics: opts.NoStatistics, Logger: opts.Logger.With("database", name),
-				Progress: rep}
+				Progress: rep, Installed: installed}
 			if name == "postgres" {
 				// Every server has one: cloned into, as restore --all does.
 				co.Target = opts.Target.Copy()
