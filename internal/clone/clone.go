@@ -133,9 +133,9 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	// source's whole list; what pg_dump alone can leave out is left out
 	// there.
 	dumped := filter.Options{Objects: opts.Filter.Objects, Extensions: opts.Filter.Extensions, ExcludeExtensions: opts.Filter.ExcludeExtensions}
-	sess, err := dump.Begin(ctx, dump.SessionOptions{Installed: opts.Installed, BinaryForMajor: binaryFor, Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock, Filter: dumped,
+	sess, err := dump.Begin(ctx, dump.SessionOptions{BinaryForMajor: binaryFor, Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock, Filter: dumped,
 		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger,
-		NoStatistics: opts.NoStatistics})
+		NoStatistics: opts.NoStatistics, Installed: opts.Installed})
 	if err != nil {
 		return nil, explainSnapshot(err, opts)
 	}

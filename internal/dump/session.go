@@ -45,15 +45,15 @@ type SessionOptions struct {
 	// NoStatistics leaves optimizer statistics out of the schema stream,
 	// which otherwise carries them when its pg_dump can (18 and later).
 	NoStatistics bool
+	// Installed lists the PostgreSQL client programs to choose pg_dump
+	// from (pgbin.Installed), for a caller that opens many sessions
+	// (dump --all, clone --all); nil looks for them.
+	Installed []pgbin.Tools
 	// BinaryForMajor, when it is the source's major version, marks the
 	// chunks of tables with only built-in column types Binary (clone
 	// passes its target's major; dump leaves it zero: archives are text).
 	BinaryForMajor int
 	Logger         *slog.Logger
-	// Installed lists the PostgreSQL client programs to choose pg_dump
-	// from (pgbin.Installed), for a caller that opens many sessions
-	// (dump --all, clone --all); nil looks for them.
-	Installed []pgbin.Tools
 }
 
 // Session is one consistent view of the source, shared by dump and clone
