@@ -1,5 +1,6 @@
 // Command server benchmarks copying a whole server: `pgsprint dump --all`
-// then `pgsprint restore --all` at -j N, against `pg_dumpall | psql`, and
+// then `pgsprint restore --all` at -j N (through a file, and through a
+// pipe), against `pg_dumpall | psql`, and
 // against the usual script (pg_dumpall --globals-only, then per database
 // pg_dump -Fd -j N and pg_restore --create -j N), in one run. The source
 // holds one pgbench database and ten small ones (five FK-heavy, five of
@@ -95,6 +96,12 @@ func run(ctx context.Context, binDir string, scale int, small float64, jobs int)
 			return benchkit.Cmd(pgsprint, "dump", "--all", "-q", "-j", j, "-f", file, "-d", src.ConnString("postgres"))
 		}, func(target string) benchkit.Command {
 			return benchkit.Cmd(pgsprint, "restore", "--all", "-q", "-j", j, "-f", file, "-d", target)
+		}},
+		// The like-for-like of pg_dumpall | psql: no file (restore --all
+		// spools the archive in its spill directory, then restores).
+		{"pgsprint dump --all -f - piped into restore --all -f - -j " + j, nil, func(target string) benchkit.Command {
+			return benchkit.Cmd("bash", "-o", "pipefail", "-c", `"$0" dump --all -q -j "$1" -f - -d "$2" | "$0" restore --all -q -j "$1" -f - -d "$3"`,
+				pgsprint, j, src.ConnString("postgres"), target)
 		}},
 	}
 	var results []benchkit.Result

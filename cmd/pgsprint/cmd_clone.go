@@ -87,8 +87,13 @@ server to connect to first, e.g. postgres): the globals first, then every
 database of the source that allows connections, templates excepted
 (--exclude-database PATTERN), each cloned in its own snapshot (PostgreSQL
 has none across databases) into a database created as restore --create
-creates it, several at once within -j. It cannot be resumed: a killed clone
---all is started again with --clean.`,
+creates it, several at once (see restore --all on connections). A killed
+clone --all is finished by the same command with --resume: the globals and
+the databases it finished are kept, each a copy of its source database as
+of its own snapshot; the others are dropped and cloned again from the
+start, in a new snapshot (a snapshot ends with the run that took it, so an
+unfinished database cannot be continued where it stopped). --clean instead
+starts the whole copy over.`,
 		Example: `  createdb copy && pgsprint clone --source prod --target copy -j 8
   pgsprint clone --source "postgresql://app@db1/prod" --target "host=db2 dbname=prod" --clean
 
@@ -127,7 +132,7 @@ creates it, several at once within -j. It cannot be resumed: a killed clone
 	_ = fs.MarkHidden("text-copy") // for benchmarks
 	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock while the catalog is read and while pg_dump locks the tables (e.g. 30s, 500ms, 2min; a bare number is milliseconds; as pg_dump); readers never wait: another session's DDL on a table not yet read stops the run at once, naming it")
 	fs.StringVar(&o.snapshot, "snapshot", "", "read the source in this snapshot, held by \"pgsprint snapshot\", instead of exporting one")
-	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted clone in the same --snapshot, skipping what it finished")
+	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted clone in the same --snapshot, skipping what it finished (with --all: skipping the databases it finished)")
 	o.compat = compatFlags{cmd: "clone"}
 	o.compat.register(fs, &o.filter)
 	o.password.register(fs)
@@ -152,7 +157,7 @@ func runClone(ctx context.Context, o cloneOptions) (err error) {
 		return err
 	}
 	removeStale(o.log.logger(), "", tempfile.InTempDir()...)
-	if o.resume && o.snapshot == "" {
+	if o.resume && o.snapshot == "" && !o.all.all {
 		return usageError{fmt.Errorf("--resume needs --snapshot: a clone can only be finished in the snapshot it began in, held by \"pgsprint snapshot\" (see pgsprint clone --help)")}
 	}
 	if err := checkLockWait(o.lockWait); err != nil {

@@ -197,7 +197,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	}
 	var res *dump.Result
 	if o.all.all {
-		res, err = o.all.run(ctx, o.conn, dopts, o.log.summaryOut())
+		res, err = o.all.run(ctx, o.conn, dopts, w.textOut(o.log))
 	} else {
 		res, err = dump.Run(ctx, dopts)
 	}

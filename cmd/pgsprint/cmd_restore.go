@@ -161,10 +161,16 @@ it is and reported; a tablespace's directory must exist on the target, or
 --no-tablespaces puts everything in the default one), then every database,
 created as --create does (owner, encoding, locale, privileges, settings;
 the database postgres, which every server has, is restored into), several
-at once within -j connections. A database of the archive that already
+at once, the biggest first: databases of 64 MiB or more share -j
+connections in proportion to their size; smaller ones, whose restore mostly
+waits on the server (CREATE DATABASE, pg_restore's processes), take one
+connection each beside them, up to 2x -j connections in all. A database of the archive that already
 exists is refused unless --clean, which drops it first. An interrupted
 --all restore is finished exactly by the same command with --resume (the
-globals are one step, each database resumes from its own journal).
+globals are one step, each database resumes from its own journal). From a
+pipe (dump --all -f - | restore --all -f -) each database restores as its
+part of the archive arrives, while the dump runs; the archive is known
+whole only at its end, and the run succeeds only then.
 --database NAME restores one database of a whole-server archive, into -d,
 or under its own name with --create. --to-sql --all writes a script like
 pg_dumpall's for an empty server: the globals (run by psql without

@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/server"
@@ -105,25 +108,79 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 	if o.conn.DSN == "" {
 		cfg.Database = "postgres"
 	}
-	f, err := openWhole(ctx, o)
+	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
+		return usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
+	}
+	// From a pipe, a Demux: each database restores as its streams arrive
+	// (those not read yet wait in --spill-dir), while the dump still runs.
+	f, err := openArchive(ctx, o.file, o.store.options(os.Stdin, nil, nil), archive.OpenOptions{Access: archive.Parallel, SpillDir: o.spillDir, Identities: o.ids})
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	ar, err := wholeReader(f)
+	w, err := o.progress.start("restore", o.log)
 	if err != nil {
 		return err
 	}
+	defer w.stop()
 	res, err := server.Restore(ctx, server.RestoreOptions{
-		Target: cfg, Source: ar, Jobs: o.jobs, Database: o.all.database, Create: o.create, Clean: o.clean,
+		Target: cfg, Source: f.Source, Where: f.String(), Jobs: o.jobs, Database: o.all.database, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, Resume: o.resume, Filter: o.filter, MaintenanceWorkMem: o.mwm,
-		NoAnalyze: o.noAnalyze, NoStatistics: o.noStats, Logger: o.log.logger(),
+		NoAnalyze: o.noAnalyze, NoStatistics: o.noStats, Logger: o.log.logger(), Progress: w.reporter,
 	})
 	if err != nil {
 		return err
 	}
-	printServerResult(o.log.summaryOut(), res, "restored")
-	return nil
+	target := pg.Describe(cfg)
+	if o.all.database != "" {
+		target = strconv.Quote(o.all.database)
+	}
+	return w.finishServer(o.log, res, target, "restored")
+}
+
+// finishServer ends a whole-server run: the summary of every database
+// (serverSummary) as --summary-json and the JSON progress stream have it,
+// and for people its totals and a line per database.
+func (w *watch) finishServer(l logFlags, res *server.RestoreResult, target, verb string) error {
+	err := w.finish(serverSummary(w.tracker, res, target))
+	printServerResult(w.textOut(l), res, verb)
+	return err
+}
+
+// textOut is where a run's summary lines for people go: nowhere with -q,
+// nor with --progress=json, whose every line is one JSON event.
+func (w *watch) textOut(l logFlags) io.Writer {
+	if w.flags.mode == string(progress.JSON) {
+		return io.Discard
+	}
+	return l.summaryOut()
+}
+
+// serverSummary is the end-of-run summary of restore --all and clone
+// --all: their totals, the globals, and each database with its phases.
+func serverSummary(t *progress.Tracker, res *server.RestoreResult, target string) progress.Summary {
+	s := t.Summary()
+	s.Target, s.WallSeconds, s.Phases = target, res.Elapsed.Seconds(), nil
+	s.Tables, s.Chunks, s.Rows, s.Sequences, s.LargeObj = 0, 0, 0, 0, 0
+	if g := res.Globals; g != nil {
+		s.Globals = &progress.GlobalsSummary{Roles: g.Roles, Tablespaces: g.Tablespaces, KeptRoles: g.KeptRoles}
+	}
+	s.Databases = []progress.DatabaseSummary{}
+	for _, d := range res.Databases {
+		if d.Skipped {
+			s.Databases = append(s.Databases, progress.DatabaseSummary{Name: d.Name, Done: true})
+			continue
+		}
+		one := restoreSummary(t, d.Result)
+		s.Tables += d.Tables
+		s.Chunks += d.Chunks
+		s.Rows += d.Rows
+		s.Sequences += d.Sequences
+		s.LargeObj += d.LargeObjects
+		s.Databases = append(s.Databases, progress.DatabaseSummary{Name: d.Name, WallSeconds: one.WallSeconds, Tables: d.Tables, Chunks: d.Chunks,
+			Rows: d.Rows, Sequences: d.Sequences, LargeObj: d.LargeObjects, Resumed: d.Resumed, Phases: one.Phases})
+	}
+	return s
 }
 
 // printServerResult is the summary of restore --all and clone --all.
@@ -248,18 +305,21 @@ func databaseView(ar *archive.Reader, a allRestoreFlags) (archive.Source, error)
 // runCloneAll is clone --all.
 func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, method plan.Method) error {
 	switch {
-	case o.resume:
-		return usageError{fmt.Errorf("clone --all cannot be resumed (each database's snapshot ends with the run): run it again with --clean")}
 	case o.filter.DataOnly:
 		return usageError{fmt.Errorf("clone --all creates every database: it does not take --data-only")}
 	case o.follow.on:
 		return usageError{fmt.Errorf("clone --all does not take --follow: follow one database at a time")}
 	}
+	w, err := o.progress.start("clone", o.log)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
 	res, err := server.Clone(ctx, server.CloneOptions{
 		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, NoOwner: o.noOwner, NoACL: o.noACL, Filter: o.filter,
 		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, NoStatistics: o.noStats,
 		Split: plan.Options{ChunkSize: int64(o.chunkSize), Method: method}, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
-		ExcludeDatabases: o.all.exclude, Version: version, Logger: o.log.logger(),
+		ExcludeDatabases: o.all.exclude, Resume: o.resume, Version: version, Logger: o.log.logger(), Progress: w.reporter,
 	})
 	if errors.Is(err, server.ErrSameServer) {
 		return usageError{err}
@@ -267,8 +327,7 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 	if err != nil {
 		return err
 	}
-	printServerResult(o.log.summaryOut(), res, "cloned")
-	return nil
+	return w.finishServer(o.log, res, pg.Describe(dst), "cloned")
 }
 
 // writeServerSQL is restore --to-sql --all.

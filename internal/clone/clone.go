@@ -19,6 +19,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
@@ -74,6 +75,10 @@ type Options struct {
 	// source's optimizer statistics (which needs PostgreSQL 18 on both
 	// sides).
 	NoStatistics bool
+	// Installed lists the PostgreSQL client programs to choose from
+	// (pgbin.Installed), for clone --all, which clones many databases;
+	// nil looks for them.
+	Installed []pgbin.Tools
 }
 
 // Run clones the source database into the target, which must hold no
@@ -130,7 +135,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	dumped := filter.Options{Objects: opts.Filter.Objects, Extensions: opts.Filter.Extensions, ExcludeExtensions: opts.Filter.ExcludeExtensions}
 	sess, err := dump.Begin(ctx, dump.SessionOptions{EarlySchema: true, BinaryForMajor: binaryFor, Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock, Filter: dumped,
 		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger,
-		NoStatistics: opts.NoStatistics})
+		NoStatistics: opts.NoStatistics, Installed: opts.Installed})
 	if err != nil {
 		return nil, explainSnapshot(err, opts)
 	}
@@ -144,7 +149,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	res, err := restore.Run(ctx, restore.Options{
 		Target: opts.Target, Source: src, Jobs: opts.Jobs, Clean: opts.Clean, Create: opts.Create, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Resume: opts.Resume, Filter: opts.Filter, Logger: opts.Logger,
-		Progress: opts.Progress, NoStatistics: opts.NoStatistics,
+		Progress: opts.Progress, NoStatistics: opts.NoStatistics, Installed: opts.Installed,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

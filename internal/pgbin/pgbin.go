@@ -124,7 +124,13 @@ func Installed(ctx context.Context) []Tools {
 // minMajor: pg_dump must be at least as new as the server it reads, and the
 // oldest such one writes archives the most pg_restore versions can read.
 func Find(ctx context.Context, minMajor int) (Tools, error) {
-	all := Installed(ctx)
+	return FindIn(Installed(ctx), minMajor)
+}
+
+// FindIn is Find among installations already listed by Installed: a run
+// that chooses tools many times (restore --all, once per database) looks
+// for them once, instead of running every pg_dump --version each time.
+func FindIn(all []Tools, minMajor int) (Tools, error) {
 	for _, t := range all {
 		if t.Major >= minMajor {
 			return t, nil

@@ -29,6 +29,33 @@ type Summary struct {
 	Phases      []PhaseTime `json:"phases"`
 	Largest     []TableTime `json:"largest_tables"`
 	Slowest     []Step      `json:"slowest_steps,omitempty"`
+	// Globals and Databases are the parts of a whole-server run (restore
+	// --all, clone --all); the fields above are their totals.
+	Globals   *GlobalsSummary   `json:"globals,omitempty"`
+	Databases []DatabaseSummary `json:"databases,omitempty"`
+}
+
+// GlobalsSummary is what a whole-server run did with the globals.
+type GlobalsSummary struct {
+	Roles       int      `json:"roles_created"`
+	Tablespaces int      `json:"tablespaces_created"`
+	KeptRoles   []string `json:"roles_kept,omitempty"` // roles the target had, left as they are
+}
+
+// DatabaseSummary is one database of a whole-server run. Done says an
+// earlier, interrupted run had finished it (nothing else is filled in);
+// Resumed counts the steps an interrupted run had finished in it.
+type DatabaseSummary struct {
+	Name        string      `json:"name"`
+	Done        bool        `json:"done_by_earlier_run,omitempty"`
+	WallSeconds float64     `json:"wall_s"`
+	Tables      int         `json:"tables"`
+	Chunks      int         `json:"chunks"`
+	Rows        int64       `json:"rows"`
+	Sequences   int         `json:"sequences"`
+	LargeObj    int         `json:"large_objects"`
+	Resumed     int         `json:"resumed_steps,omitempty"`
+	Phases      []PhaseTime `json:"phases,omitempty"`
 }
 
 // Step is one task of a run and how long it took.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/store/location"
 )
@@ -93,6 +94,10 @@ type Options struct {
 	// Identities open an encrypted archive (File); a clear one ignores
 	// them.
 	Identities []age.Identity
+	// Installed lists the PostgreSQL client programs to choose from
+	// (pgbin.Installed), for a caller that restores many databases; nil
+	// looks for them.
+	Installed []pgbin.Tools
 }
 
 // Result summarises a finished restore.

@@ -15,6 +15,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
@@ -36,8 +37,16 @@ type CloneOptions struct {
 	LockWaitTimeout    string
 	TextCopy           bool
 	ExcludeDatabases   []string
-	Version            string
-	Logger             *slog.Logger
+	// Resume finishes an interrupted clone --all of the same source: the
+	// globals and the databases it finished are skipped, the others
+	// cloned again from the start in a fresh snapshot (a database's
+	// snapshot ends with the run that took it).
+	Resume  bool
+	Version string
+	Logger  *slog.Logger
+	// Progress hears about every database's work, as one stream; nil
+	// reports nowhere.
+	Progress progress.Reporter
 }
 
 // ErrSameServer is returned, before anything is written, when the source
@@ -48,8 +57,9 @@ var ErrSameServer = errors.New("--source and --target are the same server")
 // (pg_dumpall --globals-only of the source, restored as restore --all
 // does), then each database, cloned as clone does (its own snapshot) into
 // a database created as pg_restore --create creates it, several at once.
-// A clone --all cannot be resumed (each database's snapshot is gone with
-// the run): a killed one is started again with --clean.
+// A killed clone --all is finished with Resume: the databases it finished
+// are kept (each is a copy of its source database as of its own
+// snapshot), the others are dropped and cloned again in a new snapshot.
 func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 	start := time.Now()
 	opts.Jobs = max(opts.Jobs, 1)
@@ -65,7 +75,8 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := pgbin.Find(ctx, srv.Major())
+	installed := pgbin.Installed(ctx) // once, not twice per database
+	tools, err := pgbin.FindIn(installed, srv.Major())
 	if err != nil {
 		return nil, err
 	}
@@ -98,24 +109,31 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 		list = append(list, archive.Database{Name: d.name, SizeBytes: d.size})
 	}
 	b := &build{
-		target: opts.Target, id: fmt.Sprintf("clone --all of %s at %s", pg.Describe(opts.Source), start.UTC().Format(time.RFC3339Nano)),
-		jobs: opts.Jobs, clean: opts.Clean, verb: "clone --all", dbs: list,
+		target: opts.Target, id: "clone --all of " + pg.Describe(opts.Source),
+		jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "clone --all", of: "source", dbs: list,
 		globals: func() (string, error) { return string(script), nil },
 		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, NoOwner: opts.NoOwner, NoACL: opts.NoACL},
-		one: func(ctx context.Context, name string, jobs int, _, _ bool) (*restore.Result, error) {
+		one: func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error) {
 			src := opts.Source.Copy()
 			src.Database = name
-			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: opts.Clean, Create: true, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
+			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: opts.Clean && exists, Create: true, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 				MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Split: opts.Split, Filter: opts.Filter, Version: opts.Version,
-				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, NoStatistics: opts.NoStatistics, Logger: opts.Logger.With("database", name)}
+				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, NoStatistics: opts.NoStatistics, Logger: opts.Logger.With("database", name),
+				Progress: rep, Installed: installed}
 			if name == "postgres" {
 				// Every server has one: cloned into, as restore --all does.
 				co.Target = opts.Target.Copy()
 				co.Target.Database, co.Create = name, false
 			}
+			if resuming && exists {
+				// The server journal vouches that the interrupted run
+				// created what is there: replace it (a database that
+				// run finished is not cloned again at all).
+				co.Clean = true
+			}
 			return clone.Run(ctx, co)
 		},
-		log: opts.Logger,
+		log: opts.Logger, progress: progress.NewParts(reporterOr(opts.Progress), "clone"),
 	}
 	res, err := b.run(ctx)
 	if err != nil {

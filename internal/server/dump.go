@@ -91,7 +91,8 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := pgbin.Find(ctx, srv.Major())
+	installed := pgbin.Installed(ctx) // once, not once per database
+	tools, err := pgbin.FindIn(installed, srv.Major())
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +134,8 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 		cfg := opts.Source.Copy()
 		cfg.Database = d.name
 		sess, err := dump.Begin(ctx, dump.SessionOptions{Source: cfg, Jobs: opts.Jobs, BlockSize: opts.BlockSize, Split: opts.Split,
-			Version: opts.Version, Filter: opts.Filter, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics, Logger: log})
+			Version: opts.Version, Filter: opts.Filter, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics, Logger: log,
+			Installed: installed})
 		if err != nil {
 			return nil, fmt.Errorf("database %s: %w", pg.Ident(d.name), err)
 		}

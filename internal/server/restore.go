@@ -15,11 +15,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
@@ -28,8 +29,12 @@ type RestoreOptions struct {
 	// Target is the database to connect to first (-d, e.g. postgres): the
 	// globals are restored through it, and the databases created from it.
 	Target *pgx.ConnConfig
-	Source archive.Source // a whole-server archive
-	Jobs   int            // connections in all, shared by the databases restored at once
+	// Source is a whole-server archive: a Reader, or a Demux reading a
+	// pipe, whose databases then restore as their streams arrive; Where
+	// names it in messages.
+	Source archive.Source
+	Where  string
+	Jobs   int // connections of the big databases restored at once; the small ones take as many more (schedule)
 	// Database restores only this database of the archive, without the
 	// globals: into Target's database, or created under its own name
 	// with Create.
@@ -47,6 +52,11 @@ type RestoreOptions struct {
 	NoAnalyze          bool
 	NoStatistics       bool
 	Logger             *slog.Logger
+	// Progress hears about every database's work, as one stream
+	// (progress.Parts); nil reports nowhere.
+	Progress progress.Reporter
+
+	installed []pgbin.Tools // the client programs each database's restore chooses from
 }
 
 // RestoreResult summarises a whole-server restore.
@@ -91,15 +101,17 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 	if opts.Database != "" {
 		return restoreOne(ctx, opts, start)
 	}
+	opts.installed = pgbin.Installed(ctx) // once, not once per database
 	b := &build{
-		target: opts.Target, id: journal.ArchiveID(m), jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "restore --all",
+		target: opts.Target, id: journal.ArchiveID(m), jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "restore --all", of: "archive",
 		dbs:     m.Databases,
 		globals: func() (string, error) { return readAll(opts.Source, m.Globals.Stream) },
 		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, NoOwner: opts.NoOwner, NoACL: opts.NoACL},
-		one: func(ctx context.Context, name string, jobs int, exists, resuming bool) (*restore.Result, error) {
-			return restoreDatabase(ctx, opts, name, jobs, exists, resuming)
+		one: func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error) {
+			return restoreDatabase(ctx, opts, name, jobs, exists, resuming, rep)
 		},
-		log: opts.Logger,
+		log: opts.Logger, progress: progress.NewParts(reporterOr(opts.Progress), "restore"),
+		finish: func() error { return finishSource(opts) },
 	}
 	res, err := b.run(ctx)
 	if err != nil {
@@ -119,11 +131,17 @@ type build struct {
 	jobs          int
 	clean, resume bool
 	verb          string // for messages: "restore --all", "clone --all"
+	of            string // what id names, for messages: "archive", "source"
 	dbs           []archive.Database
 	globals       func() (string, error)
 	gopts         GlobalsOptions
-	one           func(ctx context.Context, name string, jobs int, exists, resuming bool) (*restore.Result, error)
+	one           func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error)
 	log           *slog.Logger
+	progress      *progress.Parts // each database reports as one of its parts
+	// finish, when set, runs once every database is done, before the
+	// server journal is dropped: what must hold for the run to be
+	// finished (a pipe's archive read to its sound end).
+	finish func() error
 }
 
 func (b *build) run(ctx context.Context) (*RestoreResult, error) {
@@ -140,12 +158,12 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	switch {
 	case j != nil && j.Archive != id:
 		if !b.clean || b.resume {
-			return nil, fmt.Errorf("the target server holds an unfinished whole-server restore of another archive (%s): finish it with that archive and --resume, or start over with --clean", j.Archive)
+			return nil, fmt.Errorf("the target server holds an unfinished whole-server copy of another %s (%s): finish it with that %s and --resume, or start over with --clean", b.of, j.Archive, b.of)
 		}
 		j = nil
 	case j != nil && !b.resume:
 		if !b.clean {
-			return nil, errors.New("the target server holds an unfinished whole-server restore of this archive: finish it with --resume, or start over with --clean")
+			return nil, fmt.Errorf("the target server holds an unfinished %s of this %s: finish it with --resume, or start over with --clean", b.verb, b.of)
 		}
 		j = nil
 	}
@@ -176,6 +194,7 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+pg.Ident(markerRole)); err != nil {
 			return nil, fmt.Errorf("drop the journal of an earlier whole-server restore: %w", err)
 		}
+		b.progress.Phase("globals")
 		script, err := b.globals()
 		if err != nil {
 			return nil, fmt.Errorf("read globals: %w", err)
@@ -198,45 +217,41 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	for _, d := range j.Done {
 		done[d] = true
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	sem := semaphore.NewWeighted(int64(b.jobs))
-	var total int64
+	b.progress.Phase("databases")
+	var todo []archive.Database
 	for _, d := range b.dbs {
-		total += d.SizeBytes
-	}
-	for _, d := range bySize(b.dbs) {
 		if done[d.Name] {
 			res.Databases = append(res.Databases, DatabaseResult{Name: d.Name, Skipped: true})
 			continue
 		}
-		jobs := jobsFor(d.SizeBytes, total, b.jobs)
-		if err := sem.Acquire(gctx, int64(jobs)); err != nil {
-			// Another database failed (g.Wait returns why) or the run
-			// was interrupted: either way it must not look finished.
-			g.Go(func() error { return err })
-			break
-		}
-		g.Go(func() error {
-			defer sem.Release(int64(jobs))
-			r, err := b.one(gctx, d.Name, jobs, existing[d.Name], resuming)
-			if err != nil {
-				return fmt.Errorf("database %s: %w", pg.Ident(d.Name), err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			j.Done = append(j.Done, d.Name)
-			if err := recordDone(gctx, b.target, j); err != nil {
-				return err
-			}
-			res.Databases = append(res.Databases, DatabaseResult{Name: d.Name, Result: r})
-			return nil
-		})
+		todo = append(todo, d)
 	}
+	g, gctx := errgroup.WithContext(ctx)
+	schedule(gctx, g, todo, b.jobs, func(d archive.Database, jobs int) error {
+		r, err := b.one(gctx, d.Name, jobs, existing[d.Name], resuming, b.progress.Part(d.Name))
+		if err != nil {
+			return fmt.Errorf("database %s: %w", pg.Ident(d.Name), err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		j.Done = append(j.Done, d.Name)
+		// Under mu, so the first connection's only user.
+		if err := writeServerJournal(gctx, conn, j); err != nil {
+			return err
+		}
+		res.Databases = append(res.Databases, DatabaseResult{Name: d.Name, Result: r})
+		return nil
+	})
 	if err := g.Wait(); err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s interrupted: %w", b.verb, context.Cause(ctx))
 		}
 		return nil, err
+	}
+	if b.finish != nil {
+		if err := b.finish(); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := conn.Exec(ctx, "DROP ROLE "+pg.Ident(markerRole)); err != nil {
 		return nil, fmt.Errorf("drop the whole-server restore's journal (role %s): %w", markerRole, err)
@@ -252,14 +267,16 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 // resumed from it, and one without (its pre-data was cut short, or it was
 // finished just before the server journal could say so) is restored again
 // from the start.
-func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs int, exists, resuming bool) (*restore.Result, error) {
+func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error) {
 	src, err := archive.OpenDatabase(opts.Source, name)
 	if err != nil {
 		return nil, err
 	}
-	ro := restore.Options{Target: opts.Target, Source: src, Jobs: jobs, Create: true, Clean: opts.Clean, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
+	// --clean replaces a database the target has; one it lacks is just
+	// created (pg_restore --clean --create would fail on DROP DATABASE).
+	ro := restore.Options{Target: opts.Target, Source: src, Jobs: jobs, Create: true, Clean: opts.Clean && exists, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, NoStatistics: opts.NoStatistics, Filter: opts.Filter,
-		Logger: opts.Logger.With("database", name)}
+		Logger: opts.Logger.With("database", name), Progress: rep, Installed: opts.installed}
 	cfg := opts.Target.Copy()
 	cfg.Database = name
 	if name == "postgres" {
@@ -291,29 +308,44 @@ func restoreOne(ctx context.Context, opts RestoreOptions, start time.Time) (*Res
 		return nil, err
 	}
 	r, err := restore.Run(ctx, restore.Options{Target: opts.Target, Source: src, Jobs: opts.Jobs, Create: opts.Create, Clean: opts.Clean, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
-		Resume: opts.Resume, MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, NoStatistics: opts.NoStatistics, Filter: opts.Filter, Logger: opts.Logger})
+		Resume: opts.Resume, MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, NoStatistics: opts.NoStatistics, Filter: opts.Filter, Logger: opts.Logger,
+		Progress: opts.Progress})
 	if err != nil {
+		return nil, err
+	}
+	if err := finishSource(opts); err != nil {
 		return nil, err
 	}
 	return &RestoreResult{Databases: []DatabaseResult{{Name: opts.Database, Result: r}}, Elapsed: time.Since(start)}, nil
 }
 
-// bySize orders databases largest first, so that the longest restore
-// never starts last.
-func bySize(dbs []archive.Database) []archive.Database {
-	out := append([]archive.Database(nil), dbs...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].SizeBytes > out[j].SizeBytes })
-	return out
+// finishSource checks, once every database is restored, that an archive
+// read front to back (a Demux: each stream was checked at its end, but
+// the archive only at its trailer) was whole. The databases' own restores
+// cannot: their view of the archive hides Finish, which waits for the
+// archive's end and drops the streams nobody opened yet, other databases'
+// included.
+func finishSource(opts RestoreOptions) error {
+	f, ok := opts.Source.(archive.Finisher)
+	if !ok {
+		return nil
+	}
+	if err := f.Finish(); err != nil {
+		again := "run it again with --resume and a sound archive"
+		if opts.Database != "" {
+			again = "restore it again with --clean from a sound archive"
+		}
+		return fmt.Errorf("archive on %s is incomplete or damaged (%w): the restore is not finished; %s", opts.Where, err, again)
+	}
+	return nil
 }
 
-// jobsFor is a database's share of the connections: in proportion to its
-// size, at least one.
-func jobsFor(size, total int64, jobs int) int {
-	if total <= 0 {
-		return 1
+// reporterOr is r, or a reporter that reports nowhere.
+func reporterOr(r progress.Reporter) progress.Reporter {
+	if r == nil {
+		return progress.Nop{}
 	}
-	n := int((size*int64(jobs) + total/2) / total)
-	return min(max(n, 1), jobs)
+	return r
 }
 
 // readAll reads one stream whole.
@@ -356,16 +388,6 @@ func writeServerJournal(ctx context.Context, x execer, j *serverJournal) error {
 		return fmt.Errorf("record the whole-server restore's progress: %w", err)
 	}
 	return nil
-}
-
-// recordDone records in the server journal that a database is restored.
-func recordDone(ctx context.Context, cfg *pgx.ConnConfig, j *serverJournal) error {
-	conn, err := pg.Connect(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	return writeServerJournal(ctx, conn, j)
 }
 
 // hasJournal says whether database cfg holds a restore journal.
