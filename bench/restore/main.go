@@ -77,7 +77,11 @@ func run(ctx context.Context, binDir, only, extra, table string, scales dataset.
 	}
 	defer os.RemoveAll(dir)
 	b := &bench{bin: bin, dir: dir, jobs: jobs, pgsprint: pgsprint, extra: strings.Fields(extra), table: table}
-	if b.c, err = benchkit.StartCluster(ctx, bin); err != nil {
+	locked := 0 // tables pg_dump locks at once: the lock table must hold them
+	if strings.Contains(","+only+",", ",small,") {
+		locked = scales.Tables
+	}
+	if b.c, err = benchkit.StartClusterFor(ctx, bin, locked); err != nil {
 		return err
 	}
 	defer b.c.Close()
