@@ -120,7 +120,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Every command runs under a soft memory limit (memory.go).
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) { setMemoryLimit(cmd) },
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) { followLiveHeap(setMemoryLimit(cmd)) },
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		if errors.Is(err, pflag.ErrHelp) {

@@ -35,10 +35,27 @@ func TestMemoryLimit(t *testing.T) {
 			if err := cmd.Flags().Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
-			setMemoryLimit(cmd)
-			if got := debug.SetMemoryLimit(-1); got != tc.want {
+			set := setMemoryLimit(cmd)
+			if got := debug.SetMemoryLimit(-1); got != tc.want || (set != 0) != (tc.env == "") {
 				t.Errorf("memory limit %d MiB, want %d MiB", got>>20, tc.want>>20)
 			}
 		})
 	}
 }
+
+// TestAdaptiveLimit checks the limit follows a live heap above the floor
+// with a quarter of headroom, so that the collector never runs without
+// pause.
+func TestAdaptiveLimit(t *testing.T) {
+	for _, tc := range []struct{ floor, live, want int64 }{
+		{192 << 20, 0, 192 << 20},
+		{192 << 20, 100 << 20, 192 << 20},
+		{192 << 20, 160 << 20, 200 << 20},
+		{192 << 20, 400 << 20, 500 << 20},
+	} {
+		if got := adaptiveLimit(tc.floor, tc.live); got != tc.want {
+			t.Errorf("adaptiveLimit(%d MiB, %d MiB) = %d MiB, want %d MiB", tc.floor>>20, tc.live>>20, got>>20, tc.want>>20)
+		}
+	}
+}
+
