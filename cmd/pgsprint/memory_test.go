@@ -58,4 +58,3 @@ func TestAdaptiveLimit(t *testing.T) {
 		}
 	}
 }
-
