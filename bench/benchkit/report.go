@@ -16,11 +16,11 @@ func Markdown(w io.Writer, title string, results []Result, baseline string) {
 		}
 	}
 	fmt.Fprintf(w, "\n### %s\n\n", title)
-	fmt.Fprintln(w, "| what | wall s | client CPU s | peak RSS MiB | size MiB | speed vs "+baseline+" |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| what | wall s | client CPU s | peak RSS MiB | own peak RSS MiB | size MiB | speed vs "+baseline+" |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
 		if r.Err != nil {
-			fmt.Fprintf(w, "| %s | failed: %s | | | | |\n", r.Name, strings.ReplaceAll(r.Err.Error(), "|", "/"))
+			fmt.Fprintf(w, "| %s | failed: %s | | | | | |\n", r.Name, strings.ReplaceAll(r.Err.Error(), "|", "/"))
 			continue
 		}
 		ratio := ""
@@ -31,7 +31,11 @@ func Markdown(w io.Writer, title string, results []Result, baseline string) {
 		if r.Size > 0 {
 			size = fmt.Sprintf("%.1f", float64(r.Size)/(1<<20))
 		}
-		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.0f | %s | %s |\n", r.Name, r.Wall.Seconds(), r.CPU.Seconds(),
-			float64(r.MaxRSS)/(1<<20), size, ratio)
+		own := ""
+		if r.OwnRSS > 0 {
+			own = fmt.Sprintf("%.0f", float64(r.OwnRSS)/(1<<20))
+		}
+		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.0f | %s | %s | %s |\n", r.Name, r.Wall.Seconds(), r.CPU.Seconds(),
+			float64(r.MaxRSS)/(1<<20), own, size, ratio)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -22,7 +23,8 @@ type Result struct {
 	Name   string
 	Wall   time.Duration
 	CPU    time.Duration // user + system of the process and its waited-for children
-	MaxRSS int64         // bytes
+	MaxRSS int64         // bytes, the largest of the process and its children (getrusage)
+	OwnRSS int64         // bytes, the process's own peak (VmHWM), without its children's (pg_dump, pg_restore)
 	Size   int64         // output size when the benchmark records one
 	Err    error
 }
@@ -61,7 +63,12 @@ func Run(ctx context.Context, name string, c Command, stdout io.Writer) Result {
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = stdout, &stderr
 	start := time.Now()
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		stop := sampleOwnRSS(cmd.Process.Pid, &r.OwnRSS)
+		err = cmd.Wait()
+		stop()
+	}
 	r.Wall = time.Since(start)
 	usage(&r, cmd.ProcessState)
 	if err != nil {
@@ -119,10 +126,75 @@ func lastLine(s string) string {
 // measured on it: enough shared buffers and WAL that checkpoints do not
 // dominate, nothing that only one tool would benefit from.
 func StartCluster(ctx context.Context, binDir string) (*pgtest.Cluster, error) {
+	return StartClusterFor(ctx, binDir, 0)
+}
+
+// StartClusterFor is StartCluster for a database of up to tables tables:
+// pg_dump locks every table it dumps in one transaction, so the shared
+// lock table (max_locks_per_transaction × max_connections slots) must
+// hold them all, as a DBA would configure a server pg_dump must work on
+// (100,000 tables need 1,250 where the default is 64). Every tool runs on
+// the same settings.
+func StartClusterFor(ctx context.Context, binDir string, tables int) (*pgtest.Cluster, error) {
 	return pgtest.Start(ctx, pgtest.Options{BinDir: binDir, Settings: map[string]string{
-		"shared_buffers":     "512MB",
-		"max_wal_size":       "8GB",
-		"checkpoint_timeout": "30min",
-		"max_connections":    "100",
+		"shared_buffers":            "512MB",
+		"max_wal_size":              "8GB",
+		"checkpoint_timeout":        "30min",
+		"max_connections":           strconv.Itoa(benchConnections),
+		"max_locks_per_transaction": strconv.Itoa(LocksPerTransaction(tables)),
 	}})
+}
+
+// benchConnections is the bench clusters' max_connections.
+const benchConnections = 100
+
+// LocksPerTransaction is the max_locks_per_transaction with which one
+// transaction can lock tables tables on a bench cluster, with a quarter to
+// spare (other sessions, TOAST tables): PostgreSQL's default of 64 when
+// that is enough.
+func LocksPerTransaction(tables int) int {
+	return max(64, (tables*5/4+benchConnections-1)/benchConnections)
+}
+
+// sampleOwnRSS reads the peak resident set (VmHWM) of process pid every
+// 100 ms into *peak until the returned stop is called (before the process
+// is reaped, while /proc still has it): getrusage's peak is the largest of
+// the process and every child it waited for, so a pgsprint dump would
+// report pg_dump's. Zero where /proc is not there.
+func sampleOwnRSS(pid int, peak *int64) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	read := func() {
+		if v := vmHWM(pid); v > *peak {
+			*peak = v
+		}
+	}
+	go func() {
+		defer close(finished)
+		tk := time.NewTicker(100 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			read()
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// vmHWM returns the VmHWM line of /proc/pid/status in bytes, or 0.
+func vmHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }

@@ -10,6 +10,14 @@
 //	go run ./bench/restore --scale 100 -j 2
 //	go run ./bench/restore -datasets small -tables 10000 -j 2
 //
+// The tables show each command's peak RSS twice: getrusage's (the largest
+// of the command and its children: for pgsprint dump it is pg_dump's) and
+// the command's own (VmHWM). With -clone it also measures pgsprint clone
+// of the source; at 100,000 tables the cluster's max_locks_per_transaction
+// is raised as pg_dump needs (benchkit.LocksPerTransaction):
+//
+//	go run ./bench/restore -datasets small -tables 100000 -j 2 -clone
+//
 // With --table it measures restoring one table (its rows, indexes and
 // constraints) out of the full archives instead: pgsprint restore -t
 // against pg_restore -L with the table's entries, as a DBA would write it.
@@ -44,12 +52,13 @@ func main() {
 	only := flag.String("datasets", "pgbench,mixed,fk", "comma-separated datasets to run: pgbench, mixed, fk, small")
 	binDir := flag.String("bin", "", "PostgreSQL bin directory (default: found like the tests do)")
 	table := flag.String("table", "", "measure restoring only this table of schema public, with its indexes and constraints")
+	clone := flag.Bool("clone", false, "also measure pgsprint clone -j N from the source database into a fresh one")
 	extra := flag.String("extra", "", "also measure pgsprint restore --no-analyze with these extra flags (space-separated), e.g. --split-min-bytes=-1")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	scales := dataset.Scales{Pgbench: *scale, Mixed: *mixed, FK: *fk, Tables: *tables}
-	if err := run(ctx, *binDir, *only, *extra, *table, scales, *jobs); err != nil {
+	if err := run(ctx, *binDir, *only, *extra, *table, *clone, scales, *jobs); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/restore:", err)
 		os.Exit(1)
 	}
@@ -64,9 +73,10 @@ type bench struct {
 	jobs     int
 	extra    []string
 	table    string
+	clone    bool // also measure pgsprint clone of the source
 }
 
-func run(ctx context.Context, binDir, only, extra, table string, scales dataset.Scales, jobs int) error {
+func run(ctx context.Context, binDir, only, extra, table string, clone bool, scales dataset.Scales, jobs int) error {
 	bin, err := pgtest.FindBinDir(binDir)
 	if err != nil {
 		return err
@@ -76,8 +86,12 @@ func run(ctx context.Context, binDir, only, extra, table string, scales dataset.
 		return err
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{bin: bin, dir: dir, jobs: jobs, pgsprint: pgsprint, extra: strings.Fields(extra), table: table}
-	if b.c, err = benchkit.StartCluster(ctx, bin); err != nil {
+	b := &bench{bin: bin, dir: dir, jobs: jobs, pgsprint: pgsprint, extra: strings.Fields(extra), table: table, clone: clone}
+	locked := 0 // tables pg_dump locks at once: the lock table must hold them
+	if strings.Contains(","+only+",", ",small,") {
+		locked = scales.Tables
+	}
+	if b.c, err = benchkit.StartClusterFor(ctx, bin, locked); err != nil {
 		return err
 	}
 	defer b.c.Close()
@@ -142,9 +156,6 @@ func (b *bench) compare(ctx context.Context, name, title string, build func(stri
 		os.Remove(fc)
 	}
 	benchkit.Markdown(os.Stdout, title+": dump", dumps, "pg_dump -Fc")
-	if err := b.c.Exec(ctx, "postgres", "DROP DATABASE "+pgx.Identifier{src}.Sanitize()); err != nil {
-		return err
-	}
 	var results []benchkit.Result
 	report := filepath.Join(b.dir, name+".report")
 	type tool struct {
@@ -183,6 +194,13 @@ func (b *bench) compare(ctx context.Context, name, title string, build func(stri
 			}},
 		}
 	}
+	if b.clone && b.table == "" {
+		// The source straight into the target: a dump and a restore in
+		// one run, for its peak RSS beside theirs (and its time).
+		tools = append(tools, tool{"pgsprint clone -j " + j, func(db string) benchkit.Command {
+			return benchkit.Cmd(b.pgsprint, "clone", "-q", "-j", j, "--source", b.c.ConnString(src), "--target", b.c.ConnString(db))
+		}})
+	}
 	if len(b.extra) > 0 {
 		tools = append(tools, tool{"pgsprint restore -j " + j + " --no-analyze " + strings.Join(b.extra, " "), func(db string) benchkit.Command {
 			return benchkit.Cmd(append([]string{b.pgsprint, "restore", "-q", "--no-analyze", "-j", j, "-f", file, "-d", b.c.ConnString(db)}, b.extra...)...)
@@ -201,6 +219,9 @@ func (b *bench) compare(ctx context.Context, name, title string, build func(stri
 		if err := b.c.Exec(ctx, "postgres", "DROP DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
 			return err
 		}
+	}
+	if err := b.c.Exec(ctx, "postgres", "DROP DATABASE "+pgx.Identifier{src}.Sanitize()); err != nil {
+		return err
 	}
 	base := results[0].Name
 	if len(results) > 1 && strings.Contains(results[1].Name, "vacuumdb") {

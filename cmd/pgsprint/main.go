@@ -119,6 +119,8 @@ func newRootCmd() *cobra.Command {
 		Short:         "Fast, safe, parallel dump and restore of PostgreSQL databases",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Every command runs under a soft memory limit (memory.go).
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) { followLiveHeap(setMemoryLimit(cmd)) },
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		if errors.Is(err, pflag.ErrHelp) {

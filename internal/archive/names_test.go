@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/pgsprint/pgsprint/internal/codec"
 )
@@ -77,5 +78,39 @@ func TestASCIIJSON(t *testing.T) {
 	var out map[string]string
 	if err := json.Unmarshal(a, &out); err != nil || !reflect.DeepEqual(in, out) {
 		t.Fatalf("round trip: %v %q", err, out)
+	}
+}
+
+// TestAnyString checks the walk that decides whether a manifest needs a
+// marked copy: strings in nested structs, slices and pointers are all
+// seen, and a manifest without a match is reported clean.
+func TestAnyString(t *testing.T) {
+	bad := "bad\xff"
+	for _, tc := range []struct {
+		name string
+		m    Manifest
+		want bool
+	}{
+		{"clean", Manifest{Database: "db", Tables: []Table{{Schema: "s", Name: "t", Columns: []string{"a"}}}}, false},
+		{"top level", Manifest{Database: bad}, true},
+		{"in a slice of structs", Manifest{Tables: []Table{{Schema: "s", Name: bad}}}, true},
+		{"in a nested slice", Manifest{Tables: []Table{{Name: "t", Columns: []string{"a", bad}}}}, true},
+		{"in a deeper slice", Manifest{LargeObjects: []LargeObject{{ACL: []Grant{{Grantee: bad}}}}}, true},
+	} {
+		got := anyString(reflect.ValueOf(&tc.m).Elem(), func(s string) bool { return !utf8.ValidString(s) })
+		if got != tc.want {
+			t.Errorf("%s: anyString = %v, want %v", tc.name, got, tc.want)
+		}
+		b, version, err := MarshalManifest(&tc.m)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		back, err := UnmarshalManifest(b)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !reflect.DeepEqual(*back, tc.m) || (version >= formatRawNames) != tc.want {
+			t.Errorf("%s: round trip %+v (version %d), want %+v", tc.name, *back, version, tc.m)
+		}
 	}
 }

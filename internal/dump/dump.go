@@ -178,9 +178,13 @@ func runWorkers(ctx context.Context, opts Options, w *archive.Writer, sess *Sess
 
 // planOf is the work a dump expects, from the catalog's estimates.
 func planOf(m *archive.Manifest) progress.Plan {
-	p := progress.Plan{Op: "dump", Tables: len(m.Tables), Chunks: len(m.Chunks) + len(m.LargeObjects)}
+	p := progress.Plan{Op: "dump", Tables: len(m.Tables), Chunks: len(m.Chunks) + len(m.LargeObjects), Estimated: true}
+	// The chunks' estimates (Done.Planned), whose sum the tracker
+	// replaces unit by unit with what they moved.
+	for _, c := range m.Chunks {
+		p.Bytes += c.Size
+	}
 	for _, t := range m.Tables {
-		p.Bytes += t.SizeBytes
 		p.Rows += t.Rows
 	}
 	for _, lo := range m.LargeObjects {

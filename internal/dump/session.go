@@ -77,7 +77,6 @@ type Session struct {
 	snap   *pg.Snapshot
 	filter filter.Options
 	noStat bool // SessionOptions.NoStatistics
-	cat    *catalog
 	// lockWait is pg_dump's --lock-wait-timeout, as the user gave it.
 	lockWait string
 	// Manifest lays out the streams: 0 is the schema, then one per chunk,
@@ -155,10 +154,13 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	}
 	split := opts.Split
 	split.Jobs = max(opts.Jobs, 1)
-	if s.cat, err = readCatalog(ctx, s.leader, s.srv, split, opts.Filter, opts.LockWaitTimeout); err != nil {
+	cat, err := readCatalog(ctx, s.leader, s.srv, split, opts.Filter, opts.LockWaitTimeout)
+	if err != nil {
 		return err
 	}
-	s.Manifest, s.sizes = s.cat.manifest(s.srv, s.snap, s.tools, opts)
+	// The catalog is not kept: the manifest holds what the run needs,
+	// and at 100,000 tables the catalog is tens of MB more.
+	s.Manifest, s.sizes = cat.manifest(s.srv, s.snap, s.tools, opts)
 	return nil
 }
 

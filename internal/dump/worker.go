@@ -216,7 +216,7 @@ func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archiv
 	if got := bw.Rows(); got != tag.RowsAffected() {
 		return 0, fmt.Errorf("dump table %s: server sent %d rows but %d were written", name, tag.RowsAffected(), got)
 	}
-	rep.Done(work, progress.Done{Bytes: counter.Total, Rows: tag.RowsAffected(), Elapsed: time.Since(began)})
+	rep.Done(work, progress.Done{Bytes: counter.Total, Rows: tag.RowsAffected(), Elapsed: time.Since(began), Planned: c.Size})
 	return tag.RowsAffected(), nil
 }
 
@@ -302,6 +302,6 @@ func writeLargeObject(ctx context.Context, conn *pgx.Conn, w *archive.Writer, lo
 	if err := s.Close(); err != nil {
 		return fmt.Errorf("dump large object %d: %w", lo.OID, err)
 	}
-	rep.Done(work, progress.Done{Bytes: size, Elapsed: time.Since(began)})
+	rep.Done(work, progress.Done{Bytes: size, Elapsed: time.Since(began), Planned: lo.Size})
 	return nil
 }

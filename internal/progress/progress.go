@@ -40,6 +40,12 @@ type Plan struct {
 	Chunks int    `json:"chunks"`
 	Bytes  int64  `json:"bytes_total"`
 	Rows   int64  `json:"rows_total"`
+	// Estimated says Bytes is an estimate (a dump's, from relation
+	// sizes): as each unit finishes, its Done.Planned share of it is
+	// replaced by the bytes it moved, so that the total converges on the
+	// real one and equals it when every chunk is done. A small table's
+	// relation size (a page, 8 KiB) is many times its COPY text.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // Work names one unit of work: a table chunk (Kind "data"), a large
@@ -55,6 +61,9 @@ type Done struct {
 	Bytes   int64
 	Rows    int64
 	Elapsed time.Duration
+	// Planned is the unit's share of Plan.Bytes when that is an estimate
+	// (Plan.Estimated).
+	Planned int64
 }
 
 // Nop is the Reporter used when nobody is watching.
@@ -93,6 +102,9 @@ type Tracker struct {
 	steps     int
 	stepsDone int
 	chunks    int
+	// replanned is what finished units moved minus what the plan
+	// expected of them (Plan.Estimated).
+	replanned int64
 	inFlight  map[string]int // table or step name → units running
 	tables    map[string]*TableTime
 	events    func(Event) // called under mu for every event, for JSON output
@@ -194,6 +206,9 @@ func (t *Tracker) Done(w Work, d Done) {
 		return
 	}
 	t.chunks++
+	if t.plan.Estimated {
+		t.replanned += d.Bytes - d.Planned
+	}
 	tt := t.tables[w.Table]
 	if tt == nil {
 		tt = &TableTime{Table: w.Table}
@@ -240,6 +255,16 @@ func (t *Tracker) state() State {
 		Bytes: t.bytes.Load(), BytesTotal: t.plan.Bytes, Rows: t.rows.Load(), RowsTotal: t.plan.Rows,
 		Chunks: t.chunks, ChunksAll: t.plan.Chunks, Steps: t.stepsDone, StepsAll: t.steps,
 		InFlight: []string{}}
+	if t.plan.Estimated {
+		if t.plan.Bytes > 0 {
+			s.BytesTotal = max(t.plan.Bytes+t.replanned, s.Bytes)
+		}
+		if s.ChunksAll > 0 && s.Chunks >= s.ChunksAll {
+			// Every chunk is done: what was moved is the total,
+			// whatever the estimates said.
+			s.BytesTotal, s.RowsTotal = s.Bytes, s.Rows
+		}
+	}
 	for name := range t.inFlight {
 		s.InFlight = append(s.InFlight, name)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -427,5 +428,52 @@ func TestLogged(t *testing.T) {
 	}
 	if s := tr.State(); s.Phase != "data" || s.Bytes != 5 || s.Chunks != 1 || s.Steps != 1 {
 		t.Errorf("wrapped tracker state %+v", s)
+	}
+}
+
+// TestEstimatedTotal checks a dump's byte total as chunks finish: each
+// finished chunk's estimate is replaced by what it moved, so that 10,000
+// tiny tables estimated at a page each do not show 3% when all is done;
+// a plan that is not an estimate (a restore's) keeps its total.
+func TestEstimatedTotal(t *testing.T) {
+	type chunk struct{ planned, moved int64 }
+	for _, tc := range []struct {
+		name      string
+		estimated bool
+		chunks    []chunk // all planned; the first done finish
+		done      int
+		inFlight  int64 // bytes of the next chunk already counted
+		wantTotal int64
+		wantRows  int64
+	}{
+		{"nothing done", true, []chunk{{8192, 300}, {8192, 300}, {8192, 300}}, 0, 0, 3 * 8192, 30},
+		{"one done", true, []chunk{{8192, 300}, {8192, 300}, {8192, 300}}, 1, 0, 300 + 2*8192, 30},
+		{"all done", true, []chunk{{8192, 300}, {8192, 300}, {8192, 300}}, 3, 0, 900, 15},
+		{"larger than estimated", true, []chunk{{100, 5000}, {100, 50}}, 1, 0, 5100, 30},
+		{"in flight beyond the estimate", true, []chunk{{100, 100}, {100, 50}}, 1, 400, 500, 30},
+		{"exact plan", false, []chunk{{8192, 300}, {8192, 300}}, 2, 0, 2 * 8192, 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTracker("dump")
+			p := Plan{Op: "dump", Chunks: len(tc.chunks), Rows: 30, Estimated: tc.estimated}
+			for _, c := range tc.chunks {
+				p.Bytes += c.planned
+			}
+			tr.Begin(p)
+			for i, c := range tc.chunks[:tc.done] {
+				w := Work{Kind: "data", Table: fmt.Sprint(i), Name: fmt.Sprint(i)}
+				tr.Start(w)
+				tr.Add(c.moved, 5)
+				tr.Done(w, Done{Bytes: c.moved, Rows: 5, Planned: c.planned})
+			}
+			tr.Add(tc.inFlight, 0)
+			s := tr.State()
+			if s.BytesTotal != tc.wantTotal || s.RowsTotal != tc.wantRows {
+				t.Errorf("total %d bytes, %d rows; want %d, %d", s.BytesTotal, s.RowsTotal, tc.wantTotal, tc.wantRows)
+			}
+			if tc.done == len(tc.chunks) && tc.estimated && !strings.Contains(Line(s), "(100%)") {
+				t.Errorf("line at the end: %s", Line(s))
+			}
+		})
 	}
 }

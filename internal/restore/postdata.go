@@ -60,11 +60,11 @@ func (p *postData) readScript(ctx context.Context) (*toc.Script, error) {
 		ids = keepIDs(ids, p.sel.ids)
 		args = append(args, p.sel.useList())
 	}
-	script, err := p.schema.pgRestoreCmd(ctx, append(args, p.schema.file)...).Output()
+	script, err := readScript(p.schema.pgRestoreCmd(ctx, append(args, p.schema.file)...), ids)
 	if err != nil {
 		return nil, fmt.Errorf("pg_restore --file: %w", err)
 	}
-	return toc.ParseScript(string(script), ids)
+	return script, nil
 }
 
 // keepIDs returns the ids in chosen, in their order.

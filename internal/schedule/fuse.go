@@ -1,5 +1,7 @@
 package schedule
 
+import "slices"
+
 // Fused is a task merged into a small table's load by FuseSmallTables: the
 // executor runs its statements after the load, in the load's transaction,
 // and records its journal step there too.
@@ -21,7 +23,8 @@ type Fused struct {
 // finds all of them done or none (or, after an earlier unfused run, some:
 // the executor runs the Then tasks whose steps are not done). Foreign keys
 // (two tables and DDLMutex) and the tasks that wait for them stay apart.
-// Tasks that depended on a merged task depend on the load instead.
+// Tasks that depended on a merged task depend on the load instead. g is
+// changed in place and returned.
 func FuseSmallTables(g *Graph, maxCost int64) *Graph {
 	loads := map[string][]int{}
 	for i, t := range g.Tasks {
@@ -81,34 +84,60 @@ func FuseSmallTables(g *Graph, maxCost int64) *Graph {
 	if fused == 0 {
 		return g
 	}
-	out := &Graph{Tasks: make([]*Task, 0, len(g.Tasks)-fused)}
+	// g is rewritten in place: with 100,000 tables a copy of the graph
+	// is tens of MB at the restore's peak of memory.
 	index := make([]int, len(g.Tasks)) // old index -> new, for kept tasks
-	for i, t := range g.Tasks {
-		if owner[i] >= 0 {
-			continue
+	n := 0
+	for i := range g.Tasks {
+		if owner[i] < 0 {
+			index[i] = n
+			n++
 		}
-		index[i] = len(out.Tasks)
-		c := *t
-		c.Deps = nil
-		out.Tasks = append(out.Tasks, &c)
 	}
 	for i, t := range g.Tasks {
 		if o := owner[i]; o >= 0 {
-			l := out.Tasks[index[o]]
+			l := g.Tasks[o]
 			l.Then = append(l.Then, Fused{Name: t.Name, Kind: t.Kind, Step: t.Step, SQL: t.SQL})
 			continue
 		}
-		c := out.Tasks[index[i]]
-		seen := map[int]bool{}
-		for _, d := range t.Deps {
+		t.Deps = remap(t.Deps, func(d int) int {
 			if owner[d] >= 0 {
 				d = owner[d]
 			}
-			if !seen[d] {
-				seen[d] = true
-				c.Deps = append(c.Deps, index[d])
-			}
+			return index[d]
+		})
+	}
+	kept := g.Tasks[:0]
+	for i, t := range g.Tasks {
+		if owner[i] < 0 {
+			kept = append(kept, t)
 		}
+	}
+	clear(g.Tasks[len(kept):]) // the merged tasks, for the collector
+	g.Tasks = kept
+	return g
+}
+
+// remap maps every element of deps through f, in place, leaving out
+// repeats (keeping each first one).
+func remap(deps []int, f func(int) int) []int {
+	out := deps[:0]
+	var seen map[int]bool
+	if len(deps) > 16 {
+		seen = make(map[int]bool, len(deps))
+	}
+	for _, d := range deps {
+		d = f(d)
+		switch {
+		case seen != nil:
+			if seen[d] {
+				continue
+			}
+			seen[d] = true
+		case slices.Contains(out, d):
+			continue
+		}
+		out = append(out, d)
 	}
 	return out
 }

@@ -74,8 +74,34 @@ func TestFuseSmallTables(t *testing.T) {
 	if got, want := deps("analyze c"), []string{"fk c a", "load " + c}; !slices.Equal(got, want) {
 		t.Errorf("analyze c depends on %q, want %q", got, want)
 	}
-	if len(g.Tasks) != 12 || g.Tasks[la].Then != nil {
-		t.Error("FuseSmallTables changed the graph it was given")
+	if f != g {
+		t.Error("FuseSmallTables copied the graph instead of changing it in place")
+	}
+}
+
+// TestRemap checks the in-place mapping of a task's dependencies: order
+// kept, repeats (also those the mapping makes) left out, on both sides of
+// the length from which it uses a map.
+func TestRemap(t *testing.T) {
+	long := make([]int, 40)
+	for i := range long {
+		long[i] = i
+	}
+	for _, tc := range []struct {
+		name string
+		deps []int
+		f    func(int) int
+		want []int
+	}{
+		{"empty", nil, func(d int) int { return d }, []int{}},
+		{"identity", []int{3, 1, 2}, func(d int) int { return d }, []int{3, 1, 2}},
+		{"repeats made by the mapping", []int{1, 2, 3, 4}, func(d int) int { return d / 2 }, []int{0, 1, 2}},
+		{"repeats given", []int{5, 5, 7, 5}, func(d int) int { return d }, []int{5, 7}},
+		{"long", long, func(d int) int { return d % 3 }, []int{0, 1, 2}},
+	} {
+		if got := remap(tc.deps, tc.f); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

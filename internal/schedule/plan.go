@@ -222,7 +222,11 @@ func (p *planner) classify(it *item) {
 	if err != nil || len(stmts) == 0 {
 		return
 	}
+	// The closures below keep only the statements' texts: the tokens
+	// are dropped as soon as the entry is classified (with 100,000
+	// tables they outweigh the whole plan).
 	first := stmts[0].Tokens
+	sql := texts(stmts)
 	switch e.Type {
 	case "INDEX":
 		key, ok := indexTable(first)
@@ -232,13 +236,13 @@ func (p *planner) classify(it *item) {
 		it.tables, it.rest = []string{key}, false
 		it.build = func(p *planner) []int {
 			b := p.add(it, &Task{Name: "index " + e.Name, Step: step("index", e), Kind: Index, Cost: p.cost(key),
-				SQL: withSettings(e, stmts[0].Text), Locks: locks(Share, key)})
+				SQL: withSettings(e, sql[0]), Locks: locks(Share, key)})
 			p.byTable[key] = append(p.byTable[key], b)
-			if len(stmts) == 1 {
+			if len(sql) == 1 {
 				return []int{b}
 			}
 			m := p.add(it, &Task{Name: "index markers " + e.Name, Step: step("index markers", e), Kind: Index, Cost: p.cost(key),
-				SQL: withSettings(e, texts(stmts[1:])...), Locks: locks(AccessExclusive, key)}, b)
+				SQL: withSettings(e, sql[1:]...), Locks: locks(AccessExclusive, key)}, b)
 			p.byTable[key] = append(p.byTable[key], m)
 			return []int{b, m}
 		}
@@ -253,7 +257,7 @@ func (p *planner) classify(it *item) {
 				b := p.add(it, &Task{Name: "unique index " + e.Name, Step: step("unique index", e), Kind: Index, Cost: p.cost(key),
 					SQL: withSettings(e, uc.createIndex()), Locks: locks(Share, key)})
 				a := p.add(it, &Task{Name: "constraint " + e.Name, Step: step("constraint", e), Kind: Constraint, Cost: p.cost(key),
-					SQL:   withSettings(e, append([]string{uc.attach()}, texts(stmts[1:])...)...),
+					SQL:   withSettings(e, append([]string{uc.attach()}, sql[1:]...)...),
 					Locks: locks(AccessExclusive, key)}, b)
 				p.byTable[key] = append(p.byTable[key], b, a)
 				return []int{b, a}
@@ -266,7 +270,7 @@ func (p *planner) classify(it *item) {
 				l = append(l, Lock{DDLMutex, AccessExclusive})
 			}
 			a := p.add(it, &Task{Name: "constraint " + e.Name, Step: step("constraint", e), Kind: Constraint, Cost: p.cost(key),
-				SQL: withSettings(e, texts(stmts)...), Locks: l})
+				SQL: withSettings(e, sql...), Locks: l})
 			p.byTable[key] = append(p.byTable[key], a)
 			return []int{a}
 		}
@@ -282,7 +286,7 @@ func (p *planner) classify(it *item) {
 			addSQL := fk.addNotValid()
 			checked := p.small(fk.table) && p.small(fk.refTable) && !p.done(step("foreign key", e))
 			if fk.notValid || checked {
-				addSQL = stmts[0].Text
+				addSQL = sql[0]
 			}
 			a := p.add(it, &Task{Name: "foreign key " + e.Name, Step: step("foreign key", e), Kind: ForeignKey, Cost: p.cost(fk.table),
 				SQL:   withSettings(e, addSQL),
@@ -313,7 +317,7 @@ func (p *planner) classify(it *item) {
 				}
 			}
 			l := append(locks(AccessExclusive, it.tables...), Lock{DDLMutex, AccessExclusive})
-			return []int{p.add(it, &Task{Name: "attach " + e.Name, Step: step("attach", e), Kind: Index, SQL: withSettings(e, stmts[0].Text), Locks: l})}
+			return []int{p.add(it, &Task{Name: "attach " + e.Name, Step: step("attach", e), Kind: Index, SQL: withSettings(e, sql[0]), Locks: l})}
 		}
 	}
 }

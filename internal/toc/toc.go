@@ -8,6 +8,7 @@ package toc
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 )
@@ -68,14 +69,21 @@ const (
 )
 
 // parse splits a verbose pg_restore script into entries, checking only
-// their number against want.
-func parse(script string, want []int) (*Script, error) {
-	s := &Script{}
-	lines := strings.SplitAfter(script, "\n")
+// their number against want. It reads the script line by line and keeps
+// only the entries: at 100,000 tables the script is tens of MB, and
+// nothing of it is held but each entry's own SQL, name and dependencies.
+func parse(r io.Reader, want []int) (*Script, error) {
+	s := &Script{Entries: make([]Entry, 0, len(want))}
+	br := bufio.NewReaderSize(r, 64<<10)
 	settings := map[string]string{}
 	var order []string
+	// current is the settings of the entries read now, shared by every
+	// entry until one of them changes (entries never modify it).
+	var current []string
 	var cur *Entry
-	var body []string
+	var body, pre []string
+	var prev string
+	started := false
 	flush := func() {
 		if cur == nil {
 			return
@@ -83,6 +91,7 @@ func parse(script string, want []int) (*Script, error) {
 		// Trailing session settings belong to the next entry; trailing
 		// comments and psql meta-commands to nobody.
 		end := len(body)
+		changed := false
 		for end > 0 {
 			l := strings.TrimSpace(body[end-1])
 			switch {
@@ -95,72 +104,82 @@ func parse(script string, want []int) (*Script, error) {
 					order = append(order, k)
 				}
 				settings[k] = l
+				changed = true
 				end--
 				continue
 			}
 			break
 		}
+		if changed {
+			current = nil
+		}
 		cur.SQL = strings.TrimSpace(strings.Join(body[:end], ""))
 		s.Entries = append(s.Entries, *cur)
-		cur, body = nil, nil
+		cur, body = nil, body[:0]
 	}
-	for i := 0; i < len(lines); i++ {
-		line := strings.TrimRight(lines[i], "\n")
-		if strings.HasPrefix(line, entryMarker) && i > 0 && strings.TrimRight(lines[i-1], "\n") == "--" {
-			if cur == nil && len(s.Entries) == 0 {
-				s.Preamble = preamble(lines[:i-1], settings, &order)
+	readLine := func() (string, bool, error) {
+		l, err := br.ReadString('\n')
+		if err == io.EOF {
+			return l, l != "", nil
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("toc: read script: %w", err)
+		}
+		return l, true, nil
+	}
+	for {
+		raw, ok, err := readLine()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		line := strings.TrimRight(raw, "\n")
+		if strings.HasPrefix(line, entryMarker) && prev == "--" {
+			if !started {
+				// The preamble is everything before the "--" that
+				// opens the first entry's header.
+				s.Preamble = preamble(pre[:len(pre)-1], settings, &order)
+				pre, started = nil, true
 			}
 			flush()
-			var err error
 			if cur, err = parseHeader(line); err != nil {
 				return nil, err
 			}
-			for _, k := range order {
-				cur.Settings = append(cur.Settings, settings[k])
+			if current == nil && len(order) > 0 {
+				current = make([]string, 0, len(order))
+				for _, k := range order {
+					current = append(current, settings[k])
+				}
 			}
+			cur.Settings = current
 			// Header lines up to the closing "--".
-			for i++; i < len(lines); i++ {
-				h := strings.TrimRight(lines[i], "\n")
+			for {
+				raw, ok, err := readLine()
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					break
+				}
+				h := strings.TrimRight(raw, "\n")
+				prev = h
 				if h == "--" {
 					break
 				}
-				switch {
-				case strings.HasPrefix(h, "-- Dependencies: "):
-					for _, f := range strings.Fields(strings.TrimPrefix(h, "-- Dependencies: ")) {
-						d, err := strconv.Atoi(f)
-						if err != nil {
-							return nil, fmt.Errorf("toc: bad dependency line %q", h)
-						}
-						cur.Deps = append(cur.Deps, d)
-					}
-				case strings.HasPrefix(h, "-- Name: "), strings.HasPrefix(h, statsNameLine):
-					// pg_dump 18 heads STATISTICS DATA entries
-					// "-- Statistics for Name: ...".
-					h = strings.TrimPrefix(h, "-- Statistics for Name: ")
-					h = strings.TrimPrefix(h, "-- Name: ")
-					k := strings.LastIndex(h, "; Type: ")
-					if k < 0 {
-						return nil, fmt.Errorf("toc: bad name line %q", h)
-					}
-					cur.Name = h[:k]
-					t := h[k+len("; Type: "):]
-					if j := strings.Index(t, "; Schema: "); j >= 0 {
-						sc := t[j+len("; Schema: "):]
-						if o := strings.LastIndex(sc, "; Owner: "); o >= 0 {
-							sc = sc[:o]
-						}
-						if sc != "-" {
-							cur.Schema = sc
-						}
-						t = t[:j]
-					}
-					cur.Type = t
+				if err := cur.header(h); err != nil {
+					return nil, err
 				}
 			}
 			continue
 		}
-		if cur != nil {
-			body = append(body, lines[i])
+		prev = line
+		switch {
+		case cur != nil:
+			body = append(body, raw)
+		case !started:
+			pre = append(pre, raw)
 		}
 	}
 	flush()
@@ -170,12 +189,71 @@ func parse(script string, want []int) (*Script, error) {
 	return s, nil
 }
 
+// header reads one line of an entry's comment header into e: its
+// dependencies, or its name and type.
+func (e *Entry) header(h string) error {
+	switch {
+	case strings.HasPrefix(h, "-- Dependencies: "):
+		for _, f := range strings.Fields(strings.TrimPrefix(h, "-- Dependencies: ")) {
+			d, err := strconv.Atoi(f)
+			if err != nil {
+				return fmt.Errorf("toc: bad dependency line %q", h)
+			}
+			e.Deps = append(e.Deps, d)
+		}
+	case strings.HasPrefix(h, "-- Name: "), strings.HasPrefix(h, statsNameLine):
+		// pg_dump 18 heads STATISTICS DATA entries
+		// "-- Statistics for Name: ...".
+		h = strings.TrimPrefix(h, "-- Statistics for Name: ")
+		h = strings.TrimPrefix(h, "-- Name: ")
+		k := strings.LastIndex(h, "; Type: ")
+		if k < 0 {
+			return fmt.Errorf("toc: bad name line %q", h)
+		}
+		e.Name = strings.Clone(h[:k])
+		t := h[k+len("; Type: "):]
+		if j := strings.Index(t, "; Schema: "); j >= 0 {
+			sc := t[j+len("; Schema: "):]
+			if o := strings.LastIndex(sc, "; Owner: "); o >= 0 {
+				sc = sc[:o]
+			}
+			if sc != "-" {
+				e.Schema = strings.Clone(sc)
+			}
+			t = t[:j]
+		}
+		e.Type = entryType(t)
+	}
+	return nil
+}
+
+// entryType returns t, sharing one string for the common types so that
+// 100,000 entries do not each hold a copy (and their header line) of it.
+func entryType(t string) string {
+	for _, c := range commonTypes {
+		if t == c {
+			return c
+		}
+	}
+	return strings.Clone(t)
+}
+
+// commonTypes are the post-data entry types a schema of many tables has
+// one or more of per table.
+var commonTypes = [...]string{"INDEX", "CONSTRAINT", "FK CONSTRAINT", "CHECK CONSTRAINT", "INDEX ATTACH", "TRIGGER", "COMMENT", "ACL", "TABLE", "SEQUENCE", "SEQUENCE OWNED BY", "DEFAULT", "STATISTICS DATA"}
+
 // ParseScript splits a verbose pg_restore script into entries. want is the
 // listing's dump IDs for the same selection (from ListIDs): the parse is
 // refused unless it finds exactly those entries in that order, so that text
 // inside an entry that merely looks like a header can never go unnoticed.
 func ParseScript(script string, want []int) (*Script, error) {
-	s, err := parse(script, want)
+	return ReadScript(strings.NewReader(script), want)
+}
+
+// ReadScript is ParseScript reading the script from r as it comes (from
+// pg_restore's standard output), without holding its text.
+func ReadScript(r io.Reader, want []int) (*Script, error) {
+	s, err := parse(r, want)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +270,7 @@ func ParseScript(script string, want []int) (*Script, error) {
 // after the others: the entries must be exactly the listing's, each once,
 // in any order.
 func ParseWhole(script string, want []int) (*Script, error) {
-	s, err := parse(script, want)
+	s, err := parse(strings.NewReader(script), want)
 	if err != nil {
 		return nil, err
 	}

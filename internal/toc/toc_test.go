@@ -1,9 +1,12 @@
 package toc
 
 import (
+	"io"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 const script = `SET statement_timeout = 0;
@@ -143,5 +146,43 @@ func TestIdent(t *testing.T) {
 	}
 	if got := toks[3].Ident() + "|" + toks[5].Ident(); got != `My "T".x|plain` {
 		t.Errorf("idents %q", got)
+	}
+}
+
+// TestReadScript checks that reading a script as it comes, in pieces of
+// any size and with or without a final newline, gives exactly what
+// parsing its whole text does, and that entries with the same settings
+// share them.
+func TestReadScript(t *testing.T) {
+	clean := strings.Replace(script, "';\n--\n-- TOC entry 12 (class 0 OID 0)\n--\n'", "';'", 1)
+	want, err := ParseScript(clean, []int{10, 11, 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		r    func(string) io.Reader
+		text string
+	}{
+		{"whole", func(s string) io.Reader { return strings.NewReader(s) }, clean},
+		{"one byte at a time", func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) }, clean},
+		{"half at a time", func(s string) io.Reader { return iotest.HalfReader(strings.NewReader(s)) }, clean},
+		{"no final newline", func(s string) io.Reader { return strings.NewReader(s) }, strings.TrimSuffix(clean, "\n")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ReadScript(tc.r(tc.text), []int{10, 11, 12})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("read %+v\nparsed %+v", got, want)
+			}
+			if &got.Entries[1].Settings[0] != &got.Entries[2].Settings[0] {
+				t.Error("entries 11 and 12 have the same settings but each a copy")
+			}
+		})
+	}
+	if _, err := ReadScript(iotest.ErrReader(io.ErrUnexpectedEOF), nil); err == nil {
+		t.Error("a read error was not reported")
 	}
 }
