@@ -171,8 +171,8 @@ func localOrIP(endpoint string) bool {
 
 // explain turns an SDK error into one line naming the bucket and key:
 // a missing object is store.ErrNotFound, refused credentials and an
-// unreachable endpoint are *store.AccessError (exit 3), the rest say
-// what S3 answered.
+// endpoint that cannot be dialled are *store.AccessError (exit 3); a
+// connection lost mid-request and the rest say what happened (exit 1).
 func (b *Backend) explain(op string, err error) error {
 	if err == nil {
 		return nil
@@ -209,8 +209,13 @@ func (b *Backend) explain(op string, err error) error {
 	var ne net.Error
 	var oe *net.OpError
 	var de *net.DNSError
-	if errors.As(err, &de) || errors.As(err, &oe) || errors.As(err, &ne) {
+	switch {
+	case errors.As(err, &de), errors.As(err, &oe) && oe.Op == "dial":
 		return &store.AccessError{Err: fmt.Errorf("%s: %s: cannot reach the S3 endpoint: %s", b, op, lastLine(err))}
+	case errors.As(err, &oe), errors.As(err, &ne):
+		// Reached, then lost (a connection reset or cut mid-request):
+		// a failure of the run, not a place that cannot be reached.
+		return fmt.Errorf("%s: %s: connection to the S3 endpoint lost: %s", b, op, lastLine(err))
 	}
 	return fmt.Errorf("%s: %s: %w", b, op, err)
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -123,4 +126,34 @@ func TestS3RoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	readBack(t, b, data[:100])
+}
+
+// TestExplainNetwork: an endpoint that cannot be dialled (or resolved)
+// is an access error (exit 3); a connection reached and then lost in the
+// middle of a request (the server killed mid-upload) is a failure of the
+// run (exit 1), named as such.
+func TestExplainNetwork(t *testing.T) {
+	b := &Backend{bucket: "bk", key: "a.pgs"}
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	for _, tc := range []struct {
+		name   string
+		err    error
+		access bool
+		want   string
+	}{
+		{"refused", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, true, "s3://bk/a.pgs: uploading part 2: cannot reach the S3 endpoint: connection refused"},
+		{"unknown host", &net.DNSError{Err: "no such host", Name: "nowhere.invalid"}, true, "cannot reach the S3 endpoint"},
+		{"reset mid-request", fmt.Errorf("operation error S3: UploadPart: %w", reset), false, "s3://bk/a.pgs: uploading part 2: connection to the S3 endpoint lost: connection reset by peer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := b.explain("uploading part 2", tc.err)
+			var ae *store.AccessError
+			if errors.As(err, &ae) != tc.access {
+				t.Errorf("access error: %v, want %v (%v)", !tc.access, tc.access, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %q, want it to contain %q", err, tc.want)
+			}
+		})
+	}
 }
