@@ -206,16 +206,7 @@ func TestServerPipeProgressResume(t *testing.T) {
 		defer conn.Close(context.Background())
 		_, rng := killLoop(t, "", 1)
 		args := []string{"clone", "--all", "--source", src.ConnString("postgres"), "--target", dst.ConnString("postgres"), "-j", "2", "--chunk-size", "256kB"}
-		cmd, stderr := startPgsprint(t, args...)
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		for !markerRole(conn) {
-			select {
-			case <-exited:
-				t.Fatalf("clone --all ended before its globals were in: %s", stderr)
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
+		cmd, exited := startUntilGlobals(t, conn, args...)
 		select {
 		case <-exited:
 			// Nothing is left to resume: a second run would be refused.

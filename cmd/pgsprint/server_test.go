@@ -292,16 +292,7 @@ func TestDumpAllRestoreAll(t *testing.T) {
 			if i > 0 {
 				run = append(run, "--resume")
 			}
-			cmd, stderr := startPgsprint(t, run...)
-			exited := make(chan struct{})
-			go func() { cmd.Wait(); close(exited) }()
-			for !markerRole(conn) {
-				select {
-				case <-exited:
-					t.Fatalf("the restore ended before its globals were in: %s", stderr)
-				case <-time.After(5 * time.Millisecond):
-				}
-			}
+			cmd, exited := startUntilGlobals(t, conn, run...)
 			select {
 			case <-exited:
 				t.Logf("run %d finished before the kill", i)
@@ -343,6 +334,25 @@ func withoutRole(globals, role string) string {
 		}
 	}
 	return strings.Join(keep, "\n")
+}
+
+// startUntilGlobals starts pgsprint with args (a whole-server restore or
+// clone) and returns once its globals are in on the target (markerRole
+// over conn), with a channel closed when it exits; it fails the test if
+// the run ends first.
+func startUntilGlobals(t *testing.T, conn *pgx.Conn, args ...string) (*exec.Cmd, <-chan struct{}) {
+	t.Helper()
+	cmd, stderr := startPgsprint(t, args...)
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	for !markerRole(conn) {
+		select {
+		case <-exited:
+			t.Fatalf("%s ended before its globals were in: %s", args[0], stderr)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return cmd, exited
 }
 
 // markerRole says whether the whole-server restore's journal (a role) exists.
