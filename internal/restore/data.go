@@ -20,11 +20,12 @@ import (
 // from the source into the target, each in a transaction with its journal
 // row, and checks what it loaded against the source's totals.
 type loader struct {
-	opts   Options
-	ar     archive.Source    // the source, counting for progress
-	m      *archive.Manifest // the selection's
-	target *pgx.ConnConfig
-	j      *journal.Journal
+	opts    Options
+	ar      archive.Source    // the source, counting for progress
+	indexed bool              // ar knew all its streams before any was read
+	m       *archive.Manifest // the selection's
+	target  *pgx.ConnConfig
+	j       *journal.Journal
 }
 
 // connectWorker opens a worker connection with settings that need no
@@ -347,11 +348,10 @@ func (r *loader) plannedBytes(id uint32, estimate int64) int64 {
 // missing reports a stream a seekable archive does not have: its footer
 // is complete, so the archive is damaged or forged.
 func (r *loader) missing(id uint32) bool {
-	ar, ok := r.ar.(*archive.Reader)
-	if !ok {
+	if !r.indexed {
 		return false
 	}
-	_, found := ar.Stream(id)
+	_, found := r.ar.Stream(id)
 	return !found
 }
 

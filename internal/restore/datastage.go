@@ -36,7 +36,7 @@ type dataStage struct {
 // (src's source, counting for progress).
 func newDataStage(opts Options, ar archive.Source, src *openedSource, sel *selection, stats statistics, t *target, schema *schemaArchive, log *slog.Logger, ph *phases) *dataStage {
 	return &dataStage{opts: opts, m: sel.m, sel: sel, stats: stats, target: t, schema: schema, log: log, phases: ph,
-		l:    &loader{opts: opts, ar: ar, m: sel.m, target: t.cfg, j: t.j},
+		l:    &loader{opts: opts, ar: ar, indexed: src.indexed, m: sel.m, target: t.cfg, j: t.j},
 		skip: src.skip, finish: src.finish}
 }
 

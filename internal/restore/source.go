@@ -16,6 +16,22 @@ type openedSource struct {
 	close  func()
 	finish func() error    // nil error: everything delivered was complete
 	skip   func(...uint32) // tells the source streams will not be read
+	// indexed: the source knew every stream before any was read (a
+	// seekable archive's footer), so a stream it lacks is missing, not
+	// still to come.
+	indexed bool
+}
+
+// isIndexed reports whether s knows all its streams up front: a seekable
+// archive, or one database's view of it.
+func isIndexed(s archive.Source) bool {
+	switch v := s.(type) {
+	case *archive.Reader:
+		return true
+	case *archive.DatabaseSource:
+		return isIndexed(v.Source)
+	}
+	return false
 }
 
 // openSource returns what the restore reads: opts.Source, or the archive
@@ -24,7 +40,7 @@ type openedSource struct {
 func openSource(ctx context.Context, opts Options) (*openedSource, error) {
 	src := &openedSource{close: func() {}, finish: func() error { return nil }, skip: func(...uint32) {}}
 	if opts.Source != nil {
-		src.Source = opts.Source
+		src.Source, src.indexed = opts.Source, isIndexed(opts.Source)
 		if f, ok := opts.Source.(archive.Finisher); ok {
 			src.finish = f.Finish
 		}
@@ -43,7 +59,7 @@ func openSource(ctx context.Context, opts Options) (*openedSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	src.Source, src.close = ar.Source, func() { ar.Close() }
+	src.Source, src.close, src.indexed = ar.Source, func() { ar.Close() }, isIndexed(ar.Source)
 	if f, ok := ar.Source.(archive.Finisher); ok {
 		src.finish = func() error {
 			if err := f.Finish(); err != nil {
