@@ -51,60 +51,19 @@ func Open(r io.ReaderAt, size int64, ids ...age.Identity) (*Reader, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("archive: negative size %d", size)
 	}
-	var hb [headerFixedSize]byte
-	n, err := r.ReadAt(hb[:min(size, headerFixedSize)], 0)
-	if n < len(headerMagic) {
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("archive: reading header: %w", err)
-		}
-		return nil, ErrNotArchive
-	}
-	if string(hb[:8]) != headerMagic {
-		return nil, ErrNotArchive
-	}
-	if n < headerFixedSize {
-		return nil, ErrIncomplete
-	}
-	version := binary.LittleEndian.Uint32(hb[8:])
-	if version > FormatVersion {
-		return nil, &VersionError{Version: int(version)}
-	}
-	if version == 0 {
-		return nil, corruptf("archive: format version 0")
-	}
-	manLen := int64(binary.LittleEndian.Uint32(hb[12:]))
-
-	t, err := readTrailer(r, size)
+	l, err := readBounds(r, size, footerFixedSize)
 	if err != nil {
 		return nil, err
 	}
-	if t.version != version {
-		return nil, corruptf("archive: header says format version %d, trailer says %d", version, t.version)
-	}
-	if manLen > MaxManifestSize {
-		return nil, corruptf("archive: manifest length %d exceeds the %d byte limit", manLen, MaxManifestSize)
-	}
-	dataStart := headerFixedSize + manLen + 4
-	if t.footerLen < footerFixedSize || t.footerOff < dataStart || t.footerOff+t.footerLen != size-trailerSize {
-		return nil, corruptf("archive: trailer places the footer at %d+%d, which does not fit a %d byte file", t.footerOff, t.footerLen, size)
-	}
-
-	mb := make([]byte, manLen+4)
-	if err := readFull(r, mb, headerFixedSize); err != nil {
-		return nil, fmt.Errorf("archive: reading manifest: %w", err)
-	}
-	m, codecs, key, err := decodeHeader(hb[:], mb, version, ids)
+	m, codecs, key, err := decodeHeader(l.header[:], l.manifest, l.version, ids)
 	if err != nil {
 		return nil, err
 	}
 	ar := &Reader{r: r, manifest: m, codecs: codecs, key: key}
 
-	fb := make([]byte, t.footerLen)
-	if err := readFull(r, fb, t.footerOff); err != nil {
-		return nil, fmt.Errorf("archive: reading footer: %w", err)
-	}
-	if crc32c(fb) != t.footerCRC {
-		return nil, corruptf("archive: footer checksum mismatch")
+	fb, err := l.readFooter(r)
+	if err != nil {
+		return nil, err
 	}
 	if fb, err = openFooter(key, fb); err != nil {
 		return nil, err
@@ -113,10 +72,82 @@ func Open(r io.ReaderAt, size int64, ids ...age.Identity) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ar.buildIndex(f, dataStart, t.footerOff); err != nil {
+	if err := ar.buildIndex(f, l.dataStart, l.trailer.footerOff); err != nil {
 		return nil, err
 	}
 	return ar, nil
+}
+
+// bounds are an archive's fixed parts around its frames: the header, the
+// manifest's bytes and the trailer, read and checked against each other
+// and the file's size. Open and CheckStructure both start from it.
+type bounds struct {
+	header    [headerFixedSize]byte
+	version   uint32
+	manifest  []byte // the manifest (or its envelope) and its checksum
+	trailer   trailer
+	dataStart int64 // where the first frame begins
+}
+
+// readBounds reads the bounds of the size-byte archive r, whose footer is
+// at least minFooter bytes long.
+func readBounds(r io.ReaderAt, size, minFooter int64) (*bounds, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("archive: negative size %d", size)
+	}
+	b := &bounds{}
+	n, err := r.ReadAt(b.header[:min(size, headerFixedSize)], 0)
+	if n < len(headerMagic) {
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("archive: reading header: %w", err)
+		}
+		return nil, ErrNotArchive
+	}
+	if string(b.header[:8]) != headerMagic {
+		return nil, ErrNotArchive
+	}
+	if n < headerFixedSize {
+		return nil, ErrIncomplete
+	}
+	b.version = binary.LittleEndian.Uint32(b.header[8:])
+	if b.version > FormatVersion {
+		return nil, &VersionError{Version: int(b.version)}
+	}
+	if b.version == 0 {
+		return nil, corruptf("archive: format version 0")
+	}
+	manLen := int64(binary.LittleEndian.Uint32(b.header[12:]))
+	if b.trailer, err = readTrailer(r, size); err != nil {
+		return nil, err
+	}
+	t := b.trailer
+	if t.version != b.version {
+		return nil, corruptf("archive: header says format version %d, trailer says %d", b.version, t.version)
+	}
+	if manLen > MaxManifestSize {
+		return nil, corruptf("archive: manifest length %d exceeds the %d byte limit", manLen, MaxManifestSize)
+	}
+	b.dataStart = headerFixedSize + manLen + 4
+	if t.footerLen < minFooter || t.footerOff < b.dataStart || t.footerOff+t.footerLen != size-trailerSize {
+		return nil, corruptf("archive: trailer places the footer at %d+%d, which does not fit a %d byte file", t.footerOff, t.footerLen, size)
+	}
+	b.manifest = make([]byte, manLen+4)
+	if err := readFull(r, b.manifest, headerFixedSize); err != nil {
+		return nil, fmt.Errorf("archive: reading manifest: %w", err)
+	}
+	return b, nil
+}
+
+// readFooter reads the footer the trailer places and checks its checksum.
+func (b *bounds) readFooter(r io.ReaderAt) ([]byte, error) {
+	fb := make([]byte, b.trailer.footerLen)
+	if err := readFull(r, fb, b.trailer.footerOff); err != nil {
+		return nil, fmt.Errorf("archive: reading footer: %w", err)
+	}
+	if crc32c(fb) != b.trailer.footerCRC {
+		return nil, corruptf("archive: footer checksum mismatch")
+	}
+	return fb, nil
 }
 
 // readTrailer reads and checks the last 32 bytes.
@@ -145,7 +176,7 @@ func readTrailer(r io.ReaderAt, size int64) (trailer, error) {
 }
 
 // buildIndex checks the footer's entries against each other and against the
-// file layout, then builds the per-stream frame lists. Frames must tile the
+// file frame, then builds the per-stream frame lists. Frames must tile the
 // data area exactly, each stream's frames must carry seq 0, 1, 2, ... and
 // end with one End frame, and the footer's totals must add up.
 func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {

@@ -198,40 +198,11 @@ func (ar *Reader) EncryptedTo() string {
 // returns whom the archive is encrypted to.
 func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 	var info seal.Info
-	var hb [headerFixedSize]byte
-	if size < headerFixedSize {
-		return info, ErrNotArchive
-	}
-	if err := readFull(r, hb[:], 0); err != nil {
-		return info, fmt.Errorf("archive: reading header: %w", err)
-	}
-	if string(hb[:8]) != headerMagic {
-		return info, ErrNotArchive
-	}
-	version := binary.LittleEndian.Uint32(hb[8:])
-	if version > FormatVersion {
-		return info, &VersionError{Version: int(version)}
-	}
-	manLen := int64(binary.LittleEndian.Uint32(hb[12:]))
-	t, err := readTrailer(r, size)
+	l, err := readBounds(r, size, footerFixedSize+seal.Overhead)
 	if err != nil {
 		return info, err
 	}
-	if t.version != version {
-		return info, corruptf("archive: header says format version %d, trailer says %d", version, t.version)
-	}
-	if manLen > MaxManifestSize {
-		return info, corruptf("archive: manifest length %d exceeds the %d byte limit", manLen, MaxManifestSize)
-	}
-	dataStart := headerFixedSize + manLen + 4
-	if t.footerLen < footerFixedSize+seal.Overhead || t.footerOff < dataStart || t.footerOff+t.footerLen != size-trailerSize {
-		return info, corruptf("archive: trailer places the footer at %d+%d, which does not fit a %d byte file", t.footerOff, t.footerLen, size)
-	}
-	mb := make([]byte, manLen+4)
-	if err := readFull(r, mb, headerFixedSize); err != nil {
-		return info, fmt.Errorf("archive: reading manifest: %w", err)
-	}
-	env, _, sealed, err := splitEnvelope(mb, version)
+	env, _, sealed, err := splitEnvelope(l.manifest, l.version)
 	if err != nil {
 		return info, err
 	}
@@ -241,12 +212,9 @@ func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 	if info, err = seal.Inspect(env); err != nil {
 		return info, corruptf("archive: %v", err)
 	}
-	fb := make([]byte, t.footerLen)
-	if err := readFull(r, fb, t.footerOff); err != nil {
-		return info, fmt.Errorf("archive: reading footer: %w", err)
-	}
-	if crc32c(fb) != t.footerCRC {
-		return info, corruptf("archive: footer checksum mismatch")
+	fb, err := l.readFooter(r)
+	if err != nil {
+		return info, err
 	}
 	if string(fb[:4]) != footerMagic {
 		return info, corruptf("archive: bad footer magic")
@@ -264,10 +232,10 @@ func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 	streams := map[uint32]*seen{}
 	var frames uint64
 	var buf []byte
-	for off := dataStart; off < t.footerOff; {
+	for off := l.dataStart; off < l.trailer.footerOff; {
 		var fh [frameHeaderSize]byte
-		if off+frameHeaderSize > t.footerOff {
-			return info, corruptf("archive: frame at offset %d runs past the footer at %d", off, t.footerOff)
+		if off+frameHeaderSize > l.trailer.footerOff {
+			return info, corruptf("archive: frame at offset %d runs past the footer at %d", off, l.trailer.footerOff)
 		}
 		if err := readFull(r, fh[:], off); err != nil {
 			return info, fmt.Errorf("archive: frame at offset %d: %w", off, err)
@@ -296,8 +264,8 @@ func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 			return info, fail("invalid kind %d", uint8(h.kind))
 		}
 		n := int64(h.storedLen) + seal.Overhead
-		if off+frameHeaderSize+n > t.footerOff {
-			return info, fail("frame runs past the footer at %d", t.footerOff)
+		if off+frameHeaderSize+n > l.trailer.footerOff {
+			return info, fail("frame runs past the footer at %d", l.trailer.footerOff)
 		}
 		if int64(cap(buf)) < n {
 			buf = make([]byte, n)
