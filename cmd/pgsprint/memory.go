@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
@@ -29,11 +28,9 @@ func memoryLimit(jobs int) int64 {
 	return memoryLimitBase + int64(max(jobs, 1))*memoryLimitPerJob
 }
 
-// gcMode is how the collector is paced: a soft memory limit with Go's
-// default GOGC, or, once the live heap nears the floor, no limit and a GOGC
-// of its own.
+// gcMode is how the collector is paced: a soft memory limit and GOGC.
 type gcMode struct {
-	limit   int64 // soft memory limit (math.MaxInt64: none)
+	limit   int64 // soft memory limit
 	percent int   // GOGC
 }
 
@@ -43,19 +40,21 @@ type gcMode struct {
 const liveGCPercent = 25
 
 // adaptiveMode paces the collector for a live heap of live bytes. Below
-// the floor, the soft limit keeps the heap from doubling. Near it, a limit
-// would leave no room: it counts all the runtime's memory (fragmentation,
-// free spans, metadata: a fifth or more above what is live) against the
-// heap's, so a limit a quarter above the live heap made the collector run
-// without pause (100,000 tables' restore collected every 80 ms, most of
-// its CPU, each time marking the whole graph: quadratic in the tables).
-// There GOGC keeps the heap a quarter above live instead, counted in heap
-// bytes, which costs a collection per quarter of growth, whatever the size.
+// the floor, the floor's soft limit keeps the heap from doubling (Go's
+// default GOGC 100 would). Near it, a limit a quarter above the live heap
+// leaves no room: it counts all the runtime's memory (fragmentation, free
+// spans, metadata: as much again as a quarter of the heap) against the
+// heap's, so the collector ran without pause (a restore of 100,000 tables
+// collected every 80 ms, most of its CPU, each time marking the whole
+// graph: quadratic in the tables). There GOGC paces it instead, a
+// collection per quarter of growth counted in heap bytes, whatever the
+// size; the limit, half above the live heap, only makes the runtime give
+// back to the system what the heap no longer uses.
 func adaptiveMode(floor, live int64) gcMode {
 	if live+live/4 < floor {
 		return gcMode{limit: floor, percent: 100}
 	}
-	return gcMode{limit: math.MaxInt64, percent: liveGCPercent}
+	return gcMode{limit: max(floor, live+live/2), percent: liveGCPercent}
 }
 
 // liveHeapMetric is the runtime's count of heap bytes marked live by the

@@ -46,8 +46,8 @@ func TestMemoryLimit(t *testing.T) {
 }
 
 // TestAdaptiveMode checks the collector's pacing: under the floor's soft
-// limit while the live heap is well below it, by GOGC with no limit once
-// it nears or passes the floor.
+// limit while the live heap is well below it, by GOGC 25 under a limit
+// half above the live heap once it nears or passes the floor.
 func TestAdaptiveMode(t *testing.T) {
 	const floor = 192 << 20
 	for _, tc := range []struct {
@@ -56,8 +56,8 @@ func TestAdaptiveMode(t *testing.T) {
 	}{
 		{0, gcMode{floor, 100}},
 		{100 << 20, gcMode{floor, 100}},
-		{160 << 20, gcMode{math.MaxInt64, liveGCPercent}},
-		{400 << 20, gcMode{math.MaxInt64, liveGCPercent}},
+		{160 << 20, gcMode{240 << 20, liveGCPercent}},
+		{400 << 20, gcMode{600 << 20, liveGCPercent}},
 	} {
 		if got := adaptiveMode(floor, tc.live); got != tc.want {
 			t.Errorf("adaptiveMode(%d MiB, %d MiB) = %+v, want %+v", floor>>20, tc.live>>20, got, tc.want)
