@@ -28,12 +28,33 @@ func memoryLimit(jobs int) int64 {
 	return memoryLimitBase + int64(max(jobs, 1))*memoryLimitPerJob
 }
 
-// adaptiveLimit is the soft memory limit when live bytes of the heap are
-// in use: the floor, or a quarter above what is live. A limit below the
-// live heap would make the collector run all the time (up to half the
-// CPU); a quarter of headroom is a collection per quarter of growth.
-func adaptiveLimit(floor, live int64) int64 {
-	return max(floor, live+live/4)
+// gcMode is how the collector is paced: a soft memory limit and GOGC.
+type gcMode struct {
+	limit   int64 // soft memory limit
+	percent int   // GOGC
+}
+
+// liveGCPercent is the GOGC of a run whose live heap is near or above the
+// floor: a collection per quarter of growth of the heap, so that the heap
+// stays about a quarter above what is live.
+const liveGCPercent = 25
+
+// adaptiveMode paces the collector for a live heap of live bytes. Below
+// the floor, the floor's soft limit keeps the heap from doubling (Go's
+// default GOGC 100 would). Near it, a limit a quarter above the live heap
+// leaves no room: it counts all the runtime's memory (fragmentation, free
+// spans, metadata: as much again as a quarter of the heap) against the
+// heap's, so the collector ran without pause (a restore of 100,000 tables
+// collected every 80 ms, most of its CPU, each time marking the whole
+// graph: quadratic in the tables). There GOGC paces it instead, a
+// collection per quarter of growth counted in heap bytes, whatever the
+// size; the limit, half above the live heap, only makes the runtime give
+// back to the system what the heap no longer uses.
+func adaptiveMode(floor, live int64) gcMode {
+	if live+live/4 < floor {
+		return gcMode{limit: floor, percent: 100}
+	}
+	return gcMode{limit: max(floor, live+live/2), percent: liveGCPercent}
 }
 
 // liveHeapMetric is the runtime's count of heap bytes marked live by the
@@ -55,19 +76,31 @@ func setMemoryLimit(cmd *cobra.Command) int64 {
 	return floor
 }
 
-// followLiveHeap keeps the soft memory limit a quarter above the live heap
-// (adaptiveLimit) for the rest of the process; floor 0 leaves it alone.
+// followLiveHeap paces the collector for the live heap (adaptiveMode) for
+// the rest of the process; floor 0 leaves it alone. A GOGC in the
+// environment is the user's: the mode then only moves the limit.
 func followLiveHeap(floor int64) {
 	if floor == 0 {
 		return
 	}
+	userGOGC := os.Getenv("GOGC") != ""
 	go func() {
 		sample := []metrics.Sample{{Name: liveHeapMetric}}
+		var cur gcMode
 		for range time.Tick(250 * time.Millisecond) {
 			metrics.Read(sample)
-			if sample[0].Value.Kind() == metrics.KindUint64 {
-				debug.SetMemoryLimit(adaptiveLimit(floor, int64(sample[0].Value.Uint64())))
+			if sample[0].Value.Kind() != metrics.KindUint64 {
+				continue
 			}
+			m := adaptiveMode(floor, int64(sample[0].Value.Uint64()))
+			if m == cur {
+				continue
+			}
+			cur = m
+			if !userGOGC {
+				debug.SetGCPercent(m.percent)
+			}
+			debug.SetMemoryLimit(m.limit)
 		}
 	}()
 }

@@ -157,13 +157,15 @@ func (d *dataStage) buildGraph(post *postData, refs map[string][]string) (*sched
 	}
 	plan := schedule.PlanOptions{Tables: tables, Analyze: !d.opts.NoAnalyze, Statistics: d.stats.tables,
 		SmallBytes: fuseMaxBytes, Done: d.target.j.IsDone}
+	if d.m.Encoding == "UTF8" {
+		// Small tables' tasks are fused into their loads as they are
+		// planned (schedule.FuseSmallTables). A fused task's SQL is sent
+		// in the load's session, whose client_encoding (UTF8) must be the
+		// script's (the archive's).
+		plan.FuseBytes = fuseMaxBytes
+	}
 	if err := post.addTasks(g, plan); err != nil {
 		return nil, err
-	}
-	if d.m.Encoding == "UTF8" {
-		// A fused task's SQL is sent in the load's session, whose
-		// client_encoding (UTF8) must be the script's (the archive's).
-		g = schedule.FuseSmallTables(g, fuseMaxBytes)
 	}
 	return g, nil
 }

@@ -26,21 +26,9 @@ type Fused struct {
 // Tasks that depended on a merged task depend on the load instead. g is
 // changed in place and returned.
 func FuseSmallTables(g *Graph, maxCost int64) *Graph {
-	loads := map[string][]int{}
-	for i, t := range g.Tasks {
-		if t.Kind == Data && t.Table != "" {
-			loads[t.Table] = append(loads[t.Table], i)
-		}
-	}
 	// into[k] is the load a table key's tasks fuse into; owner[i] the load
 	// task i was merged into, or -1.
-	into := map[string]int{}
-	for key, ls := range loads {
-		t := g.Tasks[ls[0]]
-		if len(ls) == 1 && t.Cost < maxCost && len(t.Locks) == 1 && t.Locks[0] == (Lock{key, AccessExclusive}) {
-			into[key] = ls[0]
-		}
-	}
+	into := fusableLoads(g, maxCost)
 	if len(into) == 0 {
 		return g
 	}
@@ -48,35 +36,9 @@ func FuseSmallTables(g *Graph, maxCost int64) *Graph {
 	for i := range owner {
 		owner[i] = -1
 	}
-	fusable := func(t *Task) (int, bool) {
-		switch t.Kind {
-		case Index, Constraint, Analyze:
-		default:
-			return 0, false
-		}
-		if len(t.SQL) == 0 || len(t.Locks) == 0 {
-			return 0, false
-		}
-		key := t.Locks[0].Key
-		load, ok := into[key]
-		if !ok {
-			return 0, false
-		}
-		for _, l := range t.Locks {
-			if l.Key != key {
-				return 0, false
-			}
-		}
-		for _, d := range t.Deps {
-			if d != load && owner[d] != load {
-				return 0, false
-			}
-		}
-		return load, true
-	}
 	fused := 0
 	for i, t := range g.Tasks {
-		if load, ok := fusable(t); ok {
+		if load, ok := fusable(t, into, func(d int) int { return owner[d] }); ok {
 			owner[i] = load
 			fused++
 		}
@@ -116,6 +78,57 @@ func FuseSmallTables(g *Graph, maxCost int64) *Graph {
 	clear(g.Tasks[len(kept):]) // the merged tasks, for the collector
 	g.Tasks = kept
 	return g
+}
+
+// fusableLoads maps the lock key of each table that a small table's tasks
+// may fuse into to its load: the table's only load, of cost under
+// maxCost, holding the table's ACCESS EXCLUSIVE lock alone.
+func fusableLoads(g *Graph, maxCost int64) map[string]int {
+	loads := map[string][]int{}
+	for i, t := range g.Tasks {
+		if t.Kind == Data && t.Table != "" {
+			loads[t.Table] = append(loads[t.Table], i)
+		}
+	}
+	into := map[string]int{}
+	for key, ls := range loads {
+		t := g.Tasks[ls[0]]
+		if len(ls) == 1 && t.Cost < maxCost && len(t.Locks) == 1 && t.Locks[0] == (Lock{key, AccessExclusive}) {
+			into[key] = ls[0]
+		}
+	}
+	return into
+}
+
+// fusable returns the load (of into) that task t fuses into: an index,
+// constraint or ANALYZE task with statements, locking that load's table
+// alone, depending on nothing but the load and tasks fused into it
+// (owner: the load a task was fused into, or -1).
+func fusable(t *Task, into map[string]int, owner func(int) int) (int, bool) {
+	switch t.Kind {
+	case Index, Constraint, Analyze:
+	default:
+		return 0, false
+	}
+	if len(t.SQL) == 0 || len(t.Locks) == 0 {
+		return 0, false
+	}
+	key := t.Locks[0].Key
+	load, ok := into[key]
+	if !ok {
+		return 0, false
+	}
+	for _, l := range t.Locks {
+		if l.Key != key {
+			return 0, false
+		}
+	}
+	for _, d := range t.Deps {
+		if d != load && owner(d) != load {
+			return 0, false
+		}
+	}
+	return load, true
 }
 
 // remap maps every element of deps through f, in place, leaving out

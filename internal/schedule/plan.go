@@ -35,6 +35,12 @@ type PlanOptions struct {
 	// finished (nil: none). A foreign key an earlier run added NOT VALID
 	// keeps its two tasks, so that it is validated.
 	Done func(step string) bool
+	// FuseBytes, if not 0, fuses the tasks of each table loaded by one
+	// task of cost under it into that load as they are planned, as
+	// FuseSmallTables(g, FuseBytes) would after: with 100,000 tables, the
+	// half a million tasks planned apart and then merged were the
+	// restore's peak of memory, twice what the fused graph holds.
+	FuseBytes int64
 }
 
 // item is one post-data entry and the tasks it became.
@@ -55,6 +61,7 @@ type planner struct {
 	// foreign keys and ANALYZE wait for.
 	byTable map[string][]int
 	touched map[string][]int // every task touching a table
+	into    map[string]int   // loads that tasks fuse into as planned (fusableLoads)
 }
 
 // PlanPostData adds the post-data entries of script to g: indexes,
@@ -67,6 +74,9 @@ type planner struct {
 // pg_restore, as is everything that depends on such an entry.
 func PlanPostData(g *Graph, script *toc.Script, opts PlanOptions) (int, error) {
 	p := &planner{g: g, opts: opts, byID: map[int]*item{}, byTable: map[string][]int{}, touched: map[string][]int{}}
+	if opts.FuseBytes > 0 {
+		p.into = fusableLoads(g, opts.FuseBytes)
+	}
 	for i := range script.Entries {
 		it := &item{e: &script.Entries[i], last: -1}
 		p.classify(it)
@@ -107,7 +117,7 @@ func PlanPostData(g *Graph, script *toc.Script, opts PlanOptions) (int, error) {
 		}
 	}
 	rest := &Task{Name: fmt.Sprintf("pg_restore of %d other post-data entries", len(restIDs)), Step: "rest of post-data", Kind: Rest,
-		Deps: ours, Entries: restIDs, Locks: []Lock{{DDLMutex, AccessExclusive}}}
+		Deps: remap(ours, func(d int) int { return d }), Entries: restIDs, Locks: []Lock{{DDLMutex, AccessExclusive}}}
 	for key := range opts.Tables {
 		rest.Locks = append(rest.Locks, Lock{key, AccessExclusive})
 	}
@@ -133,7 +143,7 @@ func PlanPostData(g *Graph, script *toc.Script, opts PlanOptions) (int, error) {
 				deps = append(deps, restID)
 			}
 			schema, name, _ := strings.Cut(key, "\x00")
-			g.Add(&Task{Name: "analyze " + schema + "." + name, Step: fmt.Sprintf("analyze %q %q", schema, name), Kind: Analyze, Cost: f.Size, Deps: deps,
+			p.place(&Task{Name: "analyze " + schema + "." + name, Step: fmt.Sprintf("analyze %q %q", schema, name), Kind: Analyze, Cost: f.Size, Deps: deps,
 				Locks: []Lock{{key, ShareUpdateExclusive}}, Table: key, SQL: []string{"ANALYZE " + pg.Qualified(schema, name)}})
 		}
 	}
@@ -152,11 +162,25 @@ func (p *planner) add(it *item, t *Task, extra ...int) int {
 		}
 	}
 	t.Deps = append(t.Deps, extra...)
-	id := p.g.Add(t)
+	id := p.place(t)
 	for _, key := range it.tables {
 		p.touched[key] = append(p.touched[key], id)
 	}
 	return id
+}
+
+// place adds t to the graph and returns its index, or, if it fuses into
+// a small table's load (opts.FuseBytes), appends it to the load's Then
+// and returns the load's index: what depends on t depends on the load.
+func (p *planner) place(t *Task) int {
+	if p.into != nil {
+		if load, ok := fusable(t, p.into, func(int) int { return -1 }); ok {
+			l := p.g.Tasks[load]
+			l.Then = append(l.Then, Fused{Name: t.Name, Kind: t.Kind, Step: t.Step, SQL: t.SQL})
+			return load
+		}
+	}
+	return p.g.Add(t)
 }
 
 func (p *planner) loaded(key string) bool {
