@@ -22,7 +22,7 @@ type Fused struct {
 // fused steps commit with the load or not at all, so a resumed restore
 // finds all of them done or none (or, after an earlier unfused run, some:
 // the executor runs the Then tasks whose steps are not done). Foreign keys
-// (two tables and DDLMutex) and the tasks that wait for them stay apart.
+// (two tables) and the tasks that wait for them stay apart.
 // Tasks that depended on a merged task depend on the load instead. g is
 // changed in place and returned.
 func FuseSmallTables(g *Graph, maxCost int64) *Graph {

@@ -80,8 +80,9 @@ type Lock struct {
 }
 
 // DDLMutex is a lock key that serialises short catalog changes touching
-// several tables (attaching partition indexes, adding foreign keys), whose
-// lock order inside the server is not ours to choose.
+// tables their task cannot name (attaching partition indexes, constraints
+// on partitioned parents), whose lock order inside the server is not ours
+// to choose.
 const DDLMutex = "\x00ddl"
 
 // TableKey is the lock key of a table.
