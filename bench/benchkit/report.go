@@ -3,6 +3,7 @@ package benchkit
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 )
 
@@ -16,11 +17,11 @@ func Markdown(w io.Writer, title string, results []Result, baseline string) {
 		}
 	}
 	fmt.Fprintf(w, "\n### %s\n\n", title)
-	fmt.Fprintln(w, "| what | wall s | client CPU s | peak RSS MiB | own peak RSS MiB | size MiB | speed vs "+baseline+" |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| what | wall s | client CPU s | machine CPU s (busy) | peak RSS MiB | own peak RSS MiB | size MiB | speed vs "+baseline+" |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
 		if r.Err != nil {
-			fmt.Fprintf(w, "| %s | failed: %s | | | | | |\n", r.Name, strings.ReplaceAll(r.Err.Error(), "|", "/"))
+			fmt.Fprintf(w, "| %s | failed: %s | | | | | | |\n", r.Name, strings.ReplaceAll(r.Err.Error(), "|", "/"))
 			continue
 		}
 		ratio := ""
@@ -35,7 +36,11 @@ func Markdown(w io.Writer, title string, results []Result, baseline string) {
 		if r.OwnRSS > 0 {
 			own = fmt.Sprintf("%.0f", float64(r.OwnRSS)/(1<<20))
 		}
-		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.0f | %s | %s | %s |\n", r.Name, r.Wall.Seconds(), r.CPU.Seconds(),
+		machine := ""
+		if r.Machine > 0 && r.Wall > 0 {
+			machine = fmt.Sprintf("%.2f (%.0f%%)", r.Machine.Seconds(), 100*r.Machine.Seconds()/(r.Wall.Seconds()*float64(runtime.NumCPU())))
+		}
+		fmt.Fprintf(w, "| %s | %.2f | %.2f | %s | %.0f | %s | %s | %s |\n", r.Name, r.Wall.Seconds(), r.CPU.Seconds(), machine,
 			float64(r.MaxRSS)/(1<<20), own, size, ratio)
 	}
 }

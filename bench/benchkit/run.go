@@ -25,8 +25,24 @@ type Result struct {
 	CPU    time.Duration // user + system of the process and its waited-for children
 	MaxRSS int64         // bytes, the largest of the process and its children (getrusage)
 	OwnRSS int64         // bytes, the process's own peak (VmHWM), without its children's (pg_dump, pg_restore)
-	Size   int64         // output size when the benchmark records one
-	Err    error
+	// Machine is the CPU time every process on the machine (the servers'
+	// backends included) spent while the command ran, from /proc/stat:
+	// against Wall times the cores, how much of the machine the command
+	// left idle. On a shared machine it counts the neighbours too.
+	Machine time.Duration
+	Size    int64 // output size when the benchmark records one
+	Err     error
+}
+
+// Plus is r followed by o, as one result named r's: times added, the
+// larger peak RSS.
+func (r Result) Plus(o Result) Result {
+	r.Wall += o.Wall
+	r.CPU += o.CPU
+	r.Machine += o.Machine
+	r.MaxRSS = max(r.MaxRSS, o.MaxRSS)
+	r.OwnRSS = max(r.OwnRSS, o.OwnRSS)
+	return r
 }
 
 // Command is one program to run with arguments and extra environment.
@@ -62,7 +78,7 @@ func Run(ctx context.Context, name string, c Command, stdout io.Writer) Result {
 	cmd := c.exec(ctx)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = stdout, &stderr
-	start := time.Now()
+	start, busy := time.Now(), machineBusy()
 	err := cmd.Start()
 	if err == nil {
 		stop := sampleOwnRSS(cmd.Process.Pid, &r.OwnRSS)
@@ -70,6 +86,7 @@ func Run(ctx context.Context, name string, c Command, stdout io.Writer) Result {
 		stop()
 	}
 	r.Wall = time.Since(start)
+	r.Machine = machineBusy() - busy
 	usage(&r, cmd.ProcessState)
 	if err != nil {
 		r.Err = fmt.Errorf("%s: %v: %s", name, err, lastLine(stderr.String()))
@@ -90,7 +107,7 @@ func Pipeline(ctx context.Context, name string, a, b Command) (Result, Result, R
 	var ea, eb bytes.Buffer
 	ca.Stdout, ca.Stderr = pw, &ea
 	cb.Stdin, cb.Stderr = pr, &eb
-	start := time.Now()
+	start, busy := time.Now(), machineBusy()
 	if err := ca.Start(); err != nil {
 		return Result{Name: name, Err: err}, ra, rb
 	}
@@ -107,7 +124,7 @@ func Pipeline(ctx context.Context, name string, a, b Command) (Result, Result, R
 	rb.Wall = time.Since(start)
 	usage(&ra, ca.ProcessState)
 	usage(&rb, cb.ProcessState)
-	whole := Result{Name: name, Wall: rb.Wall, CPU: ra.CPU + rb.CPU, MaxRSS: max(ra.MaxRSS, rb.MaxRSS)}
+	whole := Result{Name: name, Wall: rb.Wall, CPU: ra.CPU + rb.CPU, MaxRSS: max(ra.MaxRSS, rb.MaxRSS), Machine: machineBusy() - busy}
 	if errA != nil {
 		whole.Err = fmt.Errorf("%s: writer: %v: %s", name, errA, lastLine(ea.String()))
 	} else if errB != nil {

@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"time"
 
 	"github.com/pgsprint/pgsprint/bench/benchkit"
 	"github.com/pgsprint/pgsprint/bench/dataset"
@@ -106,14 +105,14 @@ func run(ctx context.Context, binDir string, scale int, small float64, jobs int)
 	}
 	var results []benchkit.Result
 	for _, w := range ways {
-		var total time.Duration
+		total := benchkit.Result{Name: w.name + ": total"}
 		if w.dump != nil {
 			fmt.Fprintf(os.Stderr, "%s: dump...\n", w.name)
 			r := benchkit.Run(ctx, w.name+": dump", w.dump(), nil)
 			if r.Err != nil {
 				return r.Err
 			}
-			total += r.Wall
+			total = total.Plus(r)
 			results = append(results, r)
 		}
 		dst, err := benchkit.StartCluster(ctx, bin)
@@ -126,8 +125,7 @@ func run(ctx context.Context, binDir string, scale int, small float64, jobs int)
 		if r.Err != nil {
 			return r.Err
 		}
-		total += r.Wall
-		results = append(results, r, benchkit.Result{Name: w.name + ": total", Wall: total})
+		results = append(results, r, total.Plus(r))
 	}
 	benchkit.Markdown(os.Stdout, "whole server", results, results[0].Name)
 	return nil

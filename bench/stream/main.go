@@ -172,7 +172,8 @@ func (b *bench) compare(ctx context.Context, name, title string, build func(stri
 			}
 			r := benchkit.Run(ctx, "pgsprint restore -f FILE", benchkit.Cmd(b.pgsprint, "restore", "-q", "-j", j, "-f", file, "-d", b.c.ConnString(dst)), nil)
 			os.Remove(file)
-			total := benchkit.Result{Name: "dump to a file, then restore (-j " + j + ")", Wall: d.Wall + r.Wall, CPU: d.CPU + r.CPU, MaxRSS: max(d.MaxRSS, r.MaxRSS)}
+			total := d.Plus(r)
+			total.Name, total.OwnRSS = "dump to a file, then restore (-j "+j+")", 0
 			if d.Err != nil {
 				total.Err = d.Err
 			} else if r.Err != nil {

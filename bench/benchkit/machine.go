@@ -1,0 +1,39 @@
+package benchkit
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of /proc/stat's counters: 100 on every
+// Linux architecture Go runs on.
+const clockTicks = 100
+
+// machineBusy is the CPU time all cores have spent busy since boot (user,
+// nice, system, irq, softirq, steal: everything but idle and iowait), or 0
+// where /proc/stat cannot be read.
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks int64
+	for i, v := range f[1:9] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
+}
