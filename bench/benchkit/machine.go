@@ -12,8 +12,9 @@ import (
 const clockTicks = 100
 
 // machineBusy is the CPU time all cores have spent busy since boot (user,
-// nice, system, irq, softirq, steal: everything but idle and iowait), or 0
-// where /proc/stat cannot be read.
+// nice, system, irq, softirq: not idle, iowait, nor steal, which is time
+// the hypervisor gave to other machines), or 0 where /proc/stat cannot be
+// read.
 func machineBusy() time.Duration {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
@@ -25,8 +26,8 @@ func machineBusy() time.Duration {
 		return 0
 	}
 	var ticks int64
-	for i, v := range f[1:9] {
-		if i == 3 || i == 4 { // idle, iowait
+	for i, v := range f[1:8] { // user nice system idle iowait irq softirq
+		if i == 3 || i == 4 {
 			continue
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
