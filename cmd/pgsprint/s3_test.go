@@ -184,7 +184,7 @@ func TestS3Faults(t *testing.T) {
 		{"no key in location", env, []string{"list", "s3://" + bucket}, exitFailure, "no object key"},
 		{"truncated", env, []string{"verify", truncatedLoc}, exitFailure, truncatedLoc},
 		{"byte flipped", env, []string{"verify", flippedLoc}, exitFailure, flippedLoc},
-		{"byte flipped restore", env, []string{"restore", "-f", flippedLoc, "-d", c.ConnString(src), "--clean", "-q"}, exitFailure, "checksum mismatch"},
+		{"byte flipped restore", env, []string{"restore", "-f", flippedLoc, "-d", c.ConnString(src), "--clean", "-q"}, exitFailure, "archive on " + flippedLoc + " is damaged: restore table"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -112,6 +112,33 @@ func (r *loader) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk
 	return n, nil
 }
 
+// failedReader remembers the first error its reader returned other than
+// io.EOF. When the archive cannot be read, pgx ends the COPY with
+// CopyFail and reports the server's answer ("COPY from stdin failed: ...",
+// SQLSTATE 57014), which holds the archive's error only as text: cause
+// gives back the archive's error itself, which the caller can match
+// (archive.ErrCorrupt) and the user reads without the server's wrapping.
+type failedReader struct {
+	r   io.Reader
+	err error
+}
+
+func (f *failedReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err != nil && err != io.EOF && f.err == nil {
+		f.err = err
+	}
+	return n, err
+}
+
+// cause is the reader's error if it had one, else err.
+func (f *failedReader) cause(err error) error {
+	if f.err != nil {
+		return f.err
+	}
+	return err
+}
+
 // tail is work a load's transaction does after its COPY: statements, and
 // the journal steps they complete, recorded with the load's own in one
 // INSERT.
@@ -153,9 +180,10 @@ func (r *loader) copyInTx(ctx context.Context, conn *pgx.Conn, name string, stmt
 	}
 	// The simple query "BEGIN; COPY ... FROM STDIN" runs BEGIN, then
 	// takes the COPY's data; the tag is the last command's, the COPY's.
-	tag, err := conn.PgConn().CopyFrom(ctx, s, copySQL)
+	fr := &failedReader{r: s}
+	tag, err := conn.PgConn().CopyFrom(ctx, fr, copySQL)
 	if err != nil {
-		return 0, err
+		return 0, fr.cause(err)
 	}
 	if err := check(tag.RowsAffected()); err != nil {
 		return 0, err

@@ -167,7 +167,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		if pre != nil {
 			enc = pre.encoding
 		}
-		return nil, explain(err, m.Encoding, enc, opts)
+		return nil, explain(src.damaged(err), m.Encoding, enc, opts)
 	}
 	tools, targetMajor, err := chooseTools(ctx, opts, m, log)
 	if err != nil {

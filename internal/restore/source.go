@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
@@ -20,6 +21,17 @@ type openedSource struct {
 	// seekable archive's footer), so a stream it lacks is missing, not
 	// still to come.
 	indexed bool
+	where   string // the archive's location when the restore opened it (opts.File), else ""
+}
+
+// damaged names the archive in an error caused by its bytes (a checksum
+// mismatch found while a table loads says which stream and frame, not
+// which file or object).
+func (s *openedSource) damaged(err error) error {
+	if s.where == "" || !errors.Is(err, archive.ErrCorrupt) {
+		return err
+	}
+	return fmt.Errorf("archive on %s is damaged: %w", s.where, err)
 }
 
 // isIndexed reports whether s knows all its streams up front: a seekable
@@ -59,7 +71,7 @@ func openSource(ctx context.Context, opts Options) (*openedSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	src.Source, src.close, src.indexed = ar.Source, func() { ar.Close() }, isIndexed(ar.Source)
+	src.Source, src.close, src.indexed, src.where = ar.Source, func() { ar.Close() }, isIndexed(ar.Source), b.String()
 	if f, ok := ar.Source.(archive.Finisher); ok {
 		src.finish = func() error {
 			if err := f.Finish(); err != nil {

@@ -58,6 +58,9 @@ func (r *loader) loadPart(ctx context.Context, conn *pgx.Conn, sl *splitLoad) (i
 		return err
 	})
 	if err := g.Wait(); err != nil {
+		if rerr := sl.readErr(); rerr != nil {
+			err = rerr // the cause, which the server's COPY failure only quotes
+		}
 		return 0, fmt.Errorf("restore table %s (stream %d): %w", name, sl.chunk.Stream, err)
 	}
 	total := sl.rows.Add(n)
