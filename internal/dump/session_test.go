@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
-	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/archive/archivetest"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/plan"
@@ -83,15 +83,7 @@ func testSessionAndWorkers(t *testing.T, c *pgtest.Cluster) {
 		t.Fatal(err)
 	}
 
-	none, err := codec.New("none", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	w, err := archive.NewWriter(&out, m, none)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, out := archivetest.NewWriter(t, m)
 	rec := &addCounter{}
 	res := &Result{}
 	opts := Options{Jobs: 2, BlockSize: blockSize, Progress: rec}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
-	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/archive/archivetest"
 )
 
 // TestMissingStream: a seekable archive whose manifest names a table
@@ -24,15 +24,7 @@ func TestMissingStream(t *testing.T) {
 		Tables:      []archive.Table{{Schema: "public", Name: "t", Columns: []string{"i"}}, {Schema: "public", Name: "gone", Columns: []string{"i"}}},
 		Chunks:      []archive.Chunk{{Stream: 1, Table: 0}, {Stream: 2, Table: 1}},
 	}
-	none, err := codec.New("none", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	w, err := archive.NewWriter(&out, m, none)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, out := archivetest.NewWriter(t, m)
 	s := w.Stream(archive.KindData, 1) // stream 2 is never written
 	if err := s.WriteBlock([]byte("1\n"), 1); err != nil {
 		t.Fatal(err)

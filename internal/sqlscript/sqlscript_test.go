@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
-	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/archive/archivetest"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
@@ -49,15 +49,7 @@ func testArchive(t *testing.T, chunk1, chunk2 []block) []byte {
 		LargeObjects: []archive.LargeObject{{Stream: 4, OID: 424242, Owner: "postgres", Size: 5}},
 		Sequences:    []archive.Sequence{{Schema: "public", Name: "t_id_seq", LastValue: 300, IsCalled: true}},
 	}
-	none, err := codec.New("none", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	w, err := archive.NewWriter(&out, m, none)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, out := archivetest.NewWriter(t, m)
 	write := func(kind archive.Kind, id uint32, blocks []block) {
 		s := w.Stream(kind, id)
 		for _, b := range blocks {
