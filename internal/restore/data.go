@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -118,21 +119,30 @@ func (r *loader) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk
 // SQLSTATE 57014), which holds the archive's error only as text: cause
 // gives back the archive's error itself, which the caller can match
 // (archive.ErrCorrupt) and the user reads without the server's wrapping.
+// pgconn reads in a goroutine of its own, which it does not always wait
+// for when the connection fails: err is behind a mutex.
 type failedReader struct {
 	r   io.Reader
+	mu  sync.Mutex
 	err error
 }
 
 func (f *failedReader) Read(p []byte) (int, error) {
 	n, err := f.r.Read(p)
-	if err != nil && err != io.EOF && f.err == nil {
-		f.err = err
+	if err != nil && err != io.EOF {
+		f.mu.Lock()
+		if f.err == nil {
+			f.err = err
+		}
+		f.mu.Unlock()
 	}
 	return n, err
 }
 
 // cause is the reader's error if it had one, else err.
 func (f *failedReader) cause(err error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.err != nil {
 		return f.err
 	}

@@ -1,7 +1,11 @@
 package restore
 
 import (
+	"errors"
+	"io"
+	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 )
@@ -46,6 +50,30 @@ func TestSmallTableDecisions(t *testing.T) {
 			e := &engine{r: &loader{m: &archive.Manifest{Encoding: tc.archive}}, preamble: tc.preamble}
 			if got := e.oneMode(); got != tc.oneMode {
 				t.Errorf("oneMode() = %v, want %v", got, tc.oneMode)
+			}
+		})
+	}
+}
+
+// TestFailedReaderCause: a COPY that failed because its reader did is
+// reported with the reader's error (the archive's), not the server's
+// quoting of it; a reader that reached its end leaves the COPY's error.
+func TestFailedReaderCause(t *testing.T) {
+	damaged := errors.New("stream 3 frame 1: checksum mismatch")
+	server := errors.New("ERROR: COPY from stdin failed (SQLSTATE 57014)")
+	for _, tc := range []struct {
+		name   string
+		reader io.Reader
+		want   error
+	}{
+		{"reader failed", io.MultiReader(strings.NewReader("1\n"), iotest.ErrReader(damaged)), damaged},
+		{"reader whole", strings.NewReader("1\n"), server},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &failedReader{r: tc.reader}
+			_, _ = io.Copy(io.Discard, f)
+			if got := f.cause(server); got != tc.want {
+				t.Errorf("cause = %v, want %v", got, tc.want)
 			}
 		})
 	}
