@@ -21,8 +21,14 @@ func machineBusy() time.Duration {
 		return 0
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
+	return busyTime(line)
+}
+
+// busyTime reads the busy time out of /proc/stat's first line ("cpu  user
+// nice system idle iowait irq softirq steal ..."), or 0 if it is not one.
+func busyTime(line string) time.Duration {
 	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
+	if len(f) < 8 || f[0] != "cpu" {
 		return 0
 	}
 	var ticks int64
