@@ -53,7 +53,7 @@ func (d *dataStage) run(ctx context.Context, post *postData) (int64, []Item, err
 	if err := d.phases.run("sequences", func() error { return d.setSequences(ctx) }); err != nil {
 		return 0, nil, err
 	}
-	g, err := d.buildGraph(post, refs)
+	g, err := d.buildGraph(ctx, post, refs)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -82,7 +82,7 @@ const defaultSplitMinBytes = 256 << 20
 // post-data stage's tasks (none when pg_restore does post-data after the
 // loads). refs are the target's foreign keys, for the order of
 // --data-only loads.
-func (d *dataStage) buildGraph(post *postData, refs map[string][]string) (*schedule.Graph, error) {
+func (d *dataStage) buildGraph(ctx context.Context, post *postData, refs map[string][]string) (*schedule.Graph, error) {
 	g := &schedule.Graph{}
 	chunksOf := map[int]int{}
 	for _, c := range d.m.Chunks {
@@ -122,7 +122,7 @@ func (d *dataStage) buildGraph(post *postData, refs map[string][]string) (*sched
 		case chunksOf[c.Table] == 1 && c.Where == "" && !d.sel.dataOnly:
 			// The table's only load, in a table this restore created:
 			// ACCESS EXCLUSIVE for the tasks fused into it
-			// (FuseSmallTables), FREEZE only where it pays.
+			// (PlanOptions.FuseBytes), FREEZE only where it pays.
 			lock = []schedule.Lock{{Key: key, Mode: schedule.AccessExclusive}}
 			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: size,
 				Locks: lock, Table: key, Data: &load{chunk: c, freeze: freezes(size)}}))
@@ -159,14 +159,12 @@ func (d *dataStage) buildGraph(post *postData, refs map[string][]string) (*sched
 		SmallBytes: fuseMaxBytes, Done: d.target.j.IsDone}
 	if d.m.Encoding == "UTF8" {
 		// Small tables' tasks are fused into their loads as they are
-		// planned (schedule.FuseSmallTables). A fused task's SQL is sent
+		// planned (schedule.PlanOptions.FuseBytes). A fused task's SQL is sent
 		// in the load's session, whose client_encoding (UTF8) must be the
 		// script's (the archive's).
 		plan.FuseBytes = fuseMaxBytes
 	}
-	if err := post.addTasks(g, plan); err != nil {
-		return nil, err
-	}
+	post.addTasks(ctx, g, plan)
 	return g, nil
 }
 
@@ -188,7 +186,7 @@ const freezeMinBytes = 128 << 10
 func freezes(size int64) bool { return size >= freezeMinBytes }
 
 // fuseMaxBytes is the largest table whose indexes, constraints and ANALYZE
-// run in its load's transaction (schedule.FuseSmallTables): for a small
+// run in its load's transaction (schedule.PlanOptions.FuseBytes): for a small
 // table they take less than the round trips and commits they would cost
 // apart, and nothing is lost by not building them beside other work.
 const fuseMaxBytes = 1 << 20

@@ -224,11 +224,9 @@ func (e *engine) fusedSQL(conn *pgx.Conn, then []schedule.Fused) (tail, bool) {
 		return tail{}, false
 	}
 	var out tail
-	for _, f := range then {
-		out.sql = append(out.sql, f.SQL...)
-		if f.Step != "" {
-			out.steps = append(out.steps, f.Step)
-		}
+	for i := range then {
+		out.sql = append(out.sql, then[i].SQL()...)
+		out.steps = append(out.steps, then[i].Step())
 	}
 	return out, true
 }
@@ -238,16 +236,18 @@ func (e *engine) fusedSQL(conn *pgx.Conn, then []schedule.Fused) (tail, bool) {
 // cannot take them (fusedSQL), or the load was done by an earlier run that
 // did not fuse them.
 func (e *engine) then(ctx context.Context, w int, then []schedule.Fused) error {
-	for _, f := range then {
-		if e.r.j.IsDone(f.Step) {
+	for i := range then {
+		f := &then[i]
+		step := f.Step()
+		if e.r.j.IsDone(step) {
 			continue
 		}
 		conn, err := e.conn(ctx, w, sqlMode)
 		if err != nil {
 			return err
 		}
-		if err := e.inTx(ctx, conn, f.Step, f.SQL...); err != nil {
-			return fmt.Errorf("%s: %w", f.Name, err)
+		if err := e.inTx(ctx, conn, step, f.SQL()...); err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
 		}
 	}
 	return nil

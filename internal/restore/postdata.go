@@ -11,60 +11,78 @@ import (
 
 // postData is the post-data stage: indexes, constraints, foreign keys,
 // triggers and the rest of pg_dump's post-data section. Taken apart by
-// toc, its entries become tasks of the data stage's graph (they start as
-// soon as their tables are loaded); when its table of contents cannot be
-// taken apart, pg_restore does all of it after the loads (rest).
+// toc as pg_restore prints it, its entries become tasks of the data
+// stage's graph (they start as soon as their tables are loaded); when its
+// table of contents cannot be taken apart, pg_restore does all of it after
+// the loads (rest).
 type postData struct {
 	schema *schemaArchive
 	sel    *selection
-	// script is post-data parsed into entries; nil leaves all of it to
-	// rest (and none when the selection is --data-only).
-	script *toc.Script
+	log    *slog.Logger
+	// planned says the entries are tasks of the graph (addTasks); false
+	// leaves all of post-data to rest (none when the selection is
+	// --data-only).
+	planned bool
+	// sessionSQL is pg_restore's preamble, the session settings the
+	// entries' SQL assumes.
+	sessionSQL []string
 }
 
-// planPostData is the post-data stage of the selection sel, before the
-// loads: its entries read from the schema archive.
-func planPostData(ctx context.Context, schema *schemaArchive, sel *selection, log *slog.Logger) *postData {
-	p := &postData{schema: schema, sel: sel}
-	if sel.dataOnly {
-		return p
-	}
-	script, err := p.readScript(ctx)
-	if err != nil {
-		// Without a parsed table of contents, pg_restore does all of
-		// post-data after the data is in.
-		log.Warn("post-data left to pg_restore", "reason", err)
-		return p
-	}
-	p.script = script
-	return p
+// newPostData is the post-data stage of the selection sel, read from the
+// schema archive when the data stage lays out its graph.
+func newPostData(schema *schemaArchive, sel *selection, log *slog.Logger) *postData {
+	return &postData{schema: schema, sel: sel, log: log}
 }
 
-// readScript reads the schema archive's post-data entries with their
-// SQL and dependencies. An error means the post-data cannot be taken apart
-// and pg_restore must do all of it.
-func (p *postData) readScript(ctx context.Context) (*toc.Script, error) {
+// addTasks lays out post-data in the graph g after the loads of the
+// tables in opts, with an ANALYZE per table unless opts say otherwise:
+// each entry is planned as pg_restore prints it, so that the entries of a
+// schema of 100,000 tables are never all held beside the graph. If the
+// script cannot be read or taken apart to its end, the graph is left as
+// it was and pg_restore does all of post-data after the loads.
+func (p *postData) addTasks(ctx context.Context, g *schedule.Graph, opts schedule.PlanOptions) {
+	if p.sel.dataOnly {
+		return
+	}
+	if err := p.plan(ctx, g, opts); err != nil {
+		p.log.Warn("post-data left to pg_restore", "reason", err)
+		return
+	}
+	p.planned = true
+}
+
+// plan reads the schema archive's post-data entries with their SQL and
+// dependencies into g. An error means the post-data cannot be taken apart
+// and pg_restore must do all of it; g is then as it was.
+func (p *postData) plan(ctx context.Context, g *schedule.Graph, opts schedule.PlanOptions) error {
 	// Indexes' statistics are post-data too: they come with the others
 	// (restoreStatistics), never before their table's data is in.
 	noStats := p.schema.statisticsFlag()
 	list, err := p.schema.pgRestoreCmd(ctx, "--list", "--section=post-data", noStats, p.schema.file).Output()
 	if err != nil {
-		return nil, fmt.Errorf("pg_restore --list: %w", err)
+		return fmt.Errorf("pg_restore --list: %w", err)
 	}
 	ids, err := toc.ListIDs(string(list))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	args := append([]string{"--verbose", "--file=-", "--section=post-data", noStats}, p.schema.ownershipFlags()...)
 	if p.sel.ids != nil {
 		ids = keepIDs(ids, p.sel.ids)
 		args = append(args, p.sel.useList())
 	}
-	script, err := readScript(p.schema.pgRestoreCmd(ctx, append(args, p.schema.file)...), ids)
+	pp := schedule.NewPostDataPlan(g, ids, opts)
+	pre, err := eachEntry(p.schema.pgRestoreCmd(ctx, append(args, p.schema.file)...), ids, func(e *toc.Entry) error {
+		pp.Add(e)
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("pg_restore --file: %w", err)
+		pp.Abandon()
+		return fmt.Errorf("pg_restore --file: %w", err)
 	}
-	return script, nil
+	pp.Finish()
+	p.sessionSQL = pre
+	return nil
 }
 
 // keepIDs returns the ids in chosen, in their order.
@@ -78,33 +96,16 @@ func keepIDs(ids []int, chosen map[int]bool) []int {
 	return out
 }
 
-// addTasks lays out post-data in the graph g after the loads of the
-// tables in opts, with an ANALYZE per table unless opts say otherwise.
-func (p *postData) addTasks(g *schedule.Graph, opts schedule.PlanOptions) error {
-	if p.script == nil {
-		return nil
-	}
-	_, err := schedule.PlanPostData(g, p.script, opts)
-	// The parsed entries are not kept for the run (their SQL is in the
-	// graph's tasks now; only the preamble is used again): with 100,000
-	// tables they are tens of MB.
-	p.script = &toc.Script{Preamble: p.script.Preamble}
-	return err
-}
-
 // preamble is pg_restore's session settings, run on a worker connection
 // before post-data SQL.
 func (p *postData) preamble() []string {
-	if p.script == nil {
-		return nil
-	}
-	return p.script.Preamble
+	return p.sessionSQL
 }
 
 // leftToPgRestore reports whether rest has work: post-data could not be
 // taken apart (and the selection creates objects).
 func (p *postData) leftToPgRestore() bool {
-	return p.script == nil && !p.sel.dataOnly
+	return !p.planned && !p.sel.dataOnly
 }
 
 // rest creates indexes, constraints, triggers and the rest of post-data

@@ -190,7 +190,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := ph.run("pre-data", func() (err error) { t, err = pre.run(ctx); return err }); err != nil {
 		return fail(err)
 	}
-	post := planPostData(ctx, schema, sel, log)
+	post := newPostData(schema, sel, log)
 	data := newDataStage(opts, newCountingSource(ar, opts.Progress), src, sel, stats, t, schema, log, ph)
 	rows, slowest, err := data.run(ctx, post)
 	if err != nil {

@@ -9,13 +9,13 @@ import (
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
-// readScript runs cmd (pg_restore --verbose --file=-) and parses its
-// standard output into entries as it comes (toc.ReadScript): the text of a
-// schema with 100,000 tables is tens of MB, more than the entries made of
-// it, and it is never held whole. want is as for toc.ParseScript. Like
-// exec.Cmd.Output, a failed command's standard error is kept in its
-// *exec.ExitError.
-func readScript(cmd *exec.Cmd, want []int) (*toc.Script, error) {
+// eachEntry runs cmd (pg_restore --verbose --file=-) and hands each entry
+// of its standard output to fn as it comes (toc.EachEntry): the text of a
+// schema with 100,000 tables is tens of MB, and its entries more than the
+// plan made of them, so neither is ever held whole. It returns the script's
+// preamble. want is as for toc.ParseScript. Like exec.Cmd.Output, a failed
+// command's standard error is kept in its *exec.ExitError.
+func eachEntry(cmd *exec.Cmd, want []int, fn func(*toc.Entry) error) ([]string, error) {
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -27,7 +27,7 @@ func readScript(cmd *exec.Cmd, want []int) (*toc.Script, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	script, perr := toc.ReadScript(out, want)
+	pre, perr := toc.EachEntry(out, want, fn)
 	if perr != nil {
 		// Read the rest so that the child is not blocked writing.
 		_, _ = io.Copy(io.Discard, out)
@@ -44,5 +44,5 @@ func readScript(cmd *exec.Cmd, want []int) (*toc.Script, error) {
 	case perr != nil:
 		return nil, perr
 	}
-	return script, nil
+	return pre, nil
 }

@@ -2,6 +2,7 @@ package restore
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -50,7 +51,7 @@ func TestMissingStream(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &openedSource{Source: ar, indexed: tc.indexed}
 			d := newDataStage(Options{}, newCountingSource(ar, nil), src, &selection{m: m}, statistics{}, &target{}, nil, slog.New(slog.DiscardHandler), nil)
-			_, err := d.buildGraph(&postData{}, nil)
+			_, err := d.buildGraph(context.Background(), &postData{sel: &selection{dataOnly: true}}, nil)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("buildGraph: %v", err)

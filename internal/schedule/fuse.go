@@ -1,130 +1,164 @@
 package schedule
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+	"strings"
 
-// Fused is a task merged into a small table's load by FuseSmallTables: the
-// executor runs its statements after the load, in the load's transaction,
-// and records its journal step there too.
+	"github.com/pgsprint/pgsprint/internal/pg"
+)
+
+// Fused is a task merged into a small table's load as the post-data plan
+// is made (PlanOptions.FuseBytes): the executor runs its statements after
+// the load, in the load's transaction, and records its journal step there
+// too. With 100,000 tables four of them per table were most of a
+// restore's memory, so a Fused keeps only what its name, journal step and
+// statements are made of, and makes them when the load runs.
 type Fused struct {
-	Name string
 	Kind Kind
-	Step string
-	SQL  []string
+	role role
+	id   int32 // the dump ID of the entry it comes from (not for ANALYZE)
+	// tag is the entry's tag (pg_dump's name of the object), or for
+	// ANALYZE the table's lock key.
+	tag string
+	// settings are the entry's session settings, shared by every entry
+	// read under them; sql its statements (none for ANALYZE).
+	settings *[]string
+	sql      []string
 }
 
-// FuseSmallTables returns g with the work of each small table merged into
-// its load: a table loaded by one task of cost under maxCost that holds the
-// table's ACCESS EXCLUSIVE lock (a table this restore created, loaded
-// whole) takes into its Then the index, constraint and ANALYZE tasks that
-// touch that table alone and depend on nothing but its load and each other,
-// in graph order. For thousands of small tables this turns five or six
-// transactions, scheduler turns and round trips per table into one; the
-// fused steps commit with the load or not at all, so a resumed restore
-// finds all of them done or none (or, after an earlier unfused run, some:
-// the executor runs the Then tasks whose steps are not done). Foreign keys
-// (two tables) and the tasks that wait for them stay apart.
-// Tasks that depended on a merged task depend on the load instead. g is
-// changed in place and returned.
-func FuseSmallTables(g *Graph, maxCost int64) *Graph {
-	// into[k] is the load a table key's tasks fuse into; owner[i] the load
-	// task i was merged into, or -1.
-	into := fusableLoads(g, maxCost)
-	if len(into) == 0 {
-		return g
+// role is what a planned task does with its entry: with the entry's dump
+// ID it makes the task's journal step, the same in every run of one
+// archive.
+type role uint8
+
+const (
+	roleIndex role = iota + 1
+	roleIndexMarkers
+	roleUniqueIndex
+	roleConstraint
+	roleForeignKey
+	roleValidate
+	roleAttach
+	roleAnalyze
+)
+
+// String is the role as task names and journal steps spell it.
+func (r role) String() string {
+	switch r {
+	case roleIndex:
+		return "index"
+	case roleIndexMarkers:
+		return "index markers"
+	case roleUniqueIndex:
+		return "unique index"
+	case roleConstraint:
+		return "constraint"
+	case roleForeignKey:
+		return "foreign key"
+	case roleValidate:
+		return "validate"
+	case roleAttach:
+		return "attach"
+	case roleAnalyze:
+		return "analyze"
 	}
-	owner := make([]int, len(g.Tasks))
-	for i := range owner {
-		owner[i] = -1
+	return fmt.Sprintf("role %d", uint8(r))
+}
+
+// Name names the task in messages, e.g. "index orders_created_idx".
+func (f *Fused) Name() string {
+	if f.role == roleAnalyze {
+		return "analyze " + dotted(f.tag)
 	}
-	fused := 0
-	for i, t := range g.Tasks {
-		if load, ok := fusable(t, into, func(d int) int { return owner[d] }); ok {
-			owner[i] = load
-			fused++
-		}
+	return f.role.String() + " " + f.tag
+}
+
+// Step is the task's journal step (see Task.Step).
+func (f *Fused) Step() string {
+	if f.role == roleAnalyze {
+		return analyzeStep(f.tag)
 	}
-	if fused == 0 {
-		return g
+	return entryStep(f.role, int(f.id))
+}
+
+// SQL is the statements the task runs, its session settings first.
+func (f *Fused) SQL() []string {
+	if f.role == roleAnalyze {
+		return []string{analyzeSQL(f.tag)}
 	}
-	// g is rewritten in place: with 100,000 tables a copy of the graph
-	// is tens of MB at the restore's peak of memory.
-	index := make([]int, len(g.Tasks)) // old index -> new, for kept tasks
-	n := 0
-	for i := range g.Tasks {
-		if owner[i] < 0 {
-			index[i] = n
-			n++
-		}
+	var settings []string
+	if f.settings != nil {
+		settings = *f.settings
 	}
-	for i, t := range g.Tasks {
-		if o := owner[i]; o >= 0 {
-			l := g.Tasks[o]
-			l.Then = append(l.Then, Fused{Name: t.Name, Kind: t.Kind, Step: t.Step, SQL: t.SQL})
-			continue
-		}
-		t.Deps = remap(t.Deps, func(d int) int {
-			if owner[d] >= 0 {
-				d = owner[d]
-			}
-			return index[d]
-		})
-	}
-	kept := g.Tasks[:0]
-	for i, t := range g.Tasks {
-		if owner[i] < 0 {
-			kept = append(kept, t)
-		}
-	}
-	clear(g.Tasks[len(kept):]) // the merged tasks, for the collector
-	g.Tasks = kept
-	return g
+	return append(slices.Clip(settings), f.sql...)
+}
+
+// entryStep is the journal step of an entry's task: its role and the
+// entry's dump ID.
+func entryStep(r role, id int) string {
+	return fmt.Sprintf("%s %d", r, id)
+}
+
+// analyzeStep is the journal step of the ANALYZE of the table key.
+func analyzeStep(key string) string {
+	schema, name, _ := strings.Cut(key, "\x00")
+	return fmt.Sprintf("analyze %q %q", schema, name)
+}
+
+// analyzeSQL is the ANALYZE of the table key.
+func analyzeSQL(key string) string {
+	schema, name, _ := strings.Cut(key, "\x00")
+	return "ANALYZE " + pg.Qualified(schema, name)
+}
+
+// dotted is a lock key as a message shows it: schema.name, unquoted.
+func dotted(key string) string {
+	schema, name, _ := strings.Cut(key, "\x00")
+	return schema + "." + name
 }
 
 // fusableLoads maps the lock key of each table that a small table's tasks
 // may fuse into to its load: the table's only load, of cost under
 // maxCost, holding the table's ACCESS EXCLUSIVE lock alone.
-func fusableLoads(g *Graph, maxCost int64) map[string]int {
-	loads := map[string][]int{}
-	for i, t := range g.Tasks {
-		if t.Kind == Data && t.Table != "" {
-			loads[t.Table] = append(loads[t.Table], i)
-		}
-	}
+func fusableLoads(g *Graph, tables map[string]TableFacts, maxCost int64) map[string]int {
 	into := map[string]int{}
-	for key, ls := range loads {
-		t := g.Tasks[ls[0]]
-		if len(ls) == 1 && t.Cost < maxCost && len(t.Locks) == 1 && t.Locks[0] == (Lock{key, AccessExclusive}) {
-			into[key] = ls[0]
+	for key, f := range tables {
+		if len(f.Loads) != 1 {
+			continue
+		}
+		t := g.Tasks[f.Loads[0]]
+		if t.Kind == Data && t.Table == key && t.Cost < maxCost && len(t.Locks) == 1 && t.Locks[0] == (Lock{key, AccessExclusive}) {
+			into[key] = f.Loads[0]
 		}
 	}
 	return into
 }
 
-// fusable returns the load (of into) that task t fuses into: an index,
-// constraint or ANALYZE task with statements, locking that load's table
-// alone, depending on nothing but the load and tasks fused into it
-// (owner: the load a task was fused into, or -1).
-func fusable(t *Task, into map[string]int, owner func(int) int) (int, bool) {
-	switch t.Kind {
+// fusable returns the load (of into) that a planned task fuses into: an
+// index, constraint or ANALYZE task with statements, locking that load's
+// table alone, depending on nothing but the load.
+func fusable(s *spec, into map[string]int) (int, bool) {
+	switch s.kind {
 	case Index, Constraint, Analyze:
 	default:
 		return 0, false
 	}
-	if len(t.SQL) == 0 || len(t.Locks) == 0 {
+	if (len(s.sql) == 0 && s.role != roleAnalyze) || len(s.locks) == 0 {
 		return 0, false
 	}
-	key := t.Locks[0].Key
+	key := s.locks[0].Key
 	load, ok := into[key]
 	if !ok {
 		return 0, false
 	}
-	for _, l := range t.Locks {
+	for _, l := range s.locks {
 		if l.Key != key {
 			return 0, false
 		}
 	}
-	for _, d := range t.Deps {
-		if d != load && owner(d) != load {
+	for _, d := range s.deps {
+		if d != load {
 			return 0, false
 		}
 	}

@@ -6,79 +6,6 @@ import (
 	"testing"
 )
 
-// TestFuseSmallTables: a small table's index, constraint and ANALYZE tasks
-// join its load, in order; a large table's and the foreign key's stay apart,
-// with their dependencies moved to the loads; what waits for a foreign key
-// (its tables' ANALYZE) is not fused.
-func TestFuseSmallTables(t *testing.T) {
-	g := &Graph{}
-	a, b, c := TableKey("s", "a"), TableKey("s", "b"), TableKey("s", "c")
-	load := func(key string, cost int64) int {
-		return g.Add(&Task{Name: "load " + key, Kind: Data, Cost: cost, Table: key, Step: "chunk " + key, Locks: []Lock{{key, AccessExclusive}}})
-	}
-	task := func(name string, kind Kind, key string, mode LockMode, deps ...int) int {
-		return g.Add(&Task{Name: name, Kind: kind, Step: name, SQL: []string{name}, Locks: []Lock{{key, mode}}, Deps: deps})
-	}
-	la, lb, lc := load(a, 100), load(b, 10<<20), load(c, 100)
-	ua := task("unique a", Index, a, Share, la)
-	ka := task("constraint a", Constraint, a, AccessExclusive, la, ua)
-	ia := task("index a", Index, a, Share, la)
-	ib := task("index b", Index, b, Share, lb)
-	ic := task("index c", Index, c, Share, lc)
-	fk := g.Add(&Task{Name: "fk c a", Kind: ForeignKey, SQL: []string{"fk"}, Deps: []int{lc, la, ic, ua, ka},
-		Locks: []Lock{{c, ShareRowExclusive}, {a, ShareRowExclusive}}})
-	aa := task("analyze a", Analyze, a, ShareUpdateExclusive, la, ua, ka, ia)
-	ac := task("analyze c", Analyze, c, ShareUpdateExclusive, lc, ic, fk)
-	g.Add(&Task{Name: "rest", Kind: Rest, Deps: []int{ua, ka, ia, ib, ic, fk, aa, ac}, Locks: []Lock{{DDLMutex, AccessExclusive}}})
-
-	f := FuseSmallTables(g, 1<<20)
-	if err := f.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string]*Task{}
-	var names []string
-	for _, tk := range f.Tasks {
-		byName[tk.Name] = tk
-		names = append(names, tk.Name)
-	}
-	if want := []string{"load " + a, "load " + b, "load " + c, "index b", "fk c a", "analyze c", "rest"}; !slices.Equal(names, want) {
-		t.Fatalf("tasks %q, want %q", names, want)
-	}
-	then := func(key string) []string {
-		var out []string
-		for _, fu := range byName["load "+key].Then {
-			out = append(out, fu.Name)
-		}
-		return out
-	}
-	if got, want := then(a), []string{"unique a", "constraint a", "index a", "analyze a"}; !slices.Equal(got, want) {
-		t.Errorf("fused into a's load: %q, want %q", got, want)
-	}
-	if got, want := then(c), []string{"index c"}; !slices.Equal(got, want) {
-		t.Errorf("fused into c's load: %q, want %q", got, want)
-	}
-	if got := then(b); got != nil {
-		t.Errorf("a large table's tasks were fused: %q", got)
-	}
-	deps := func(name string) []string {
-		var out []string
-		for _, d := range byName[name].Deps {
-			out = append(out, f.Tasks[d].Name)
-		}
-		slices.Sort(out)
-		return out
-	}
-	if got, want := deps("fk c a"), []string{"load " + a, "load " + c}; !slices.Equal(got, want) {
-		t.Errorf("foreign key depends on %q, want %q", got, want)
-	}
-	if got, want := deps("analyze c"), []string{"fk c a", "load " + c}; !slices.Equal(got, want) {
-		t.Errorf("analyze c depends on %q, want %q", got, want)
-	}
-	if f != g {
-		t.Error("FuseSmallTables copied the graph instead of changing it in place")
-	}
-}
-
 // TestRemap checks the in-place mapping of a task's dependencies: order
 // kept, repeats (also those the mapping makes) left out, on both sides of
 // the length from which it uses a map.
@@ -160,13 +87,13 @@ func TestPlanSmallForeignKeys(t *testing.T) {
 	}
 }
 
-// TestFuseAnalyzeOfTablesWithForeignKeys: planned and fused, a small
-// table's ANALYZE joins its load even when the table has foreign keys (in
-// either direction), after its index and constraint tasks; a large
-// table's stays apart; the foreign keys stay apart.
+// TestFuseAnalyzeOfTablesWithForeignKeys: planned with FuseBytes, a small
+// table's index, constraint and ANALYZE tasks join its load, ANALYZE last,
+// even when the table has foreign keys (in either direction); a large
+// table's stay apart, and so do the foreign keys, which depend on the
+// loads their tables' fused tasks joined.
 func TestFuseAnalyzeOfTablesWithForeignKeys(t *testing.T) {
-	g, _, _ := planWith(t, 1, AccessExclusive, PlanOptions{Analyze: true, SmallBytes: 250})
-	f := FuseSmallTables(g, 250)
+	f, _, _ := planWith(t, 1, AccessExclusive, PlanOptions{Analyze: true, SmallBytes: 250, FuseBytes: 250})
 	if err := f.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -178,20 +105,51 @@ func TestFuseAnalyzeOfTablesWithForeignKeys(t *testing.T) {
 		{"load b 0", []string{"unique index b b_pkey", "constraint b b_pkey", "unique index b b_k_key", "constraint b b_k_key", "analyze public.b"}},
 		{"load c 0", nil},
 	} {
+		then := f.Tasks[find(t, f, tc.load)].Then
 		var got []string
-		for _, fu := range f.Tasks[find(t, f, tc.load)].Then {
-			got = append(got, fu.Name)
+		for i := range then {
+			got = append(got, then[i].Name())
 		}
 		slices.Sort(got)
 		want := slices.Sorted(slices.Values(tc.then))
 		if !slices.Equal(got, want) {
 			t.Errorf("fused into %s: %q, want %q", tc.load, got, want)
 		}
-		if n := len(f.Tasks[find(t, f, tc.load)].Then); n > 0 && f.Tasks[find(t, f, tc.load)].Then[n-1].Kind != Analyze {
+		if n := len(then); n > 0 && then[n-1].Kind != Analyze {
 			t.Errorf("%s: ANALYZE is not the last fused task", tc.load)
 		}
 	}
 	for _, name := range []string{"foreign key a a_b_fk", "foreign key b b_a_fk", "analyze public.c", "unique index c c_pkey"} {
 		find(t, f, name)
+	}
+	var deps []string
+	for _, d := range f.Tasks[find(t, f, "foreign key a a_b_fk")].Deps {
+		deps = append(deps, f.Tasks[d].Name)
+	}
+	slices.Sort(deps)
+	if want := []string{"load a 0", "load b 0"}; !slices.Equal(deps, want) {
+		t.Errorf("foreign key a a_b_fk depends on %q, want %q", deps, want)
+	}
+}
+
+// TestFusedTask: a fused task makes the name, journal step and statements
+// the task planned apart has (the journal of a run that did not fuse it
+// is read by one that does).
+func TestFusedTask(t *testing.T) {
+	apart, _, _ := planWith(t, 1, AccessExclusive, PlanOptions{Analyze: true, SmallBytes: 250})
+	fused, _, _ := planWith(t, 1, AccessExclusive, PlanOptions{Analyze: true, SmallBytes: 250, FuseBytes: 250})
+	n := 0
+	for _, l := range fused.Tasks {
+		for i := range l.Then {
+			f := &l.Then[i]
+			a := apart.Tasks[find(t, apart, f.Name())]
+			if f.Step() != a.Step || !slices.Equal(f.SQL(), a.SQL) || f.Kind != a.Kind {
+				t.Errorf("fused %s: step %q, SQL %q; planned apart: step %q, SQL %q", f.Name(), f.Step(), f.SQL(), a.Step, a.SQL)
+			}
+			n++
+		}
+	}
+	if n != 12 {
+		t.Errorf("%d fused tasks, want 12 (a's 7, b's 5)", n)
 	}
 }

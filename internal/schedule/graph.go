@@ -18,7 +18,7 @@ import (
 )
 
 // Kind groups tasks for the phase report.
-type Kind int
+type Kind uint8
 
 // Task kinds, in the order the phase report lists them.
 const (
@@ -106,7 +106,7 @@ type Task struct {
 	Entries []int    // dump IDs pg_restore restores (Kind Rest)
 	Table   string   // lock key of the table (Data, Analyze)
 	Data    any      // caller's payload (Data tasks)
-	// Then are tasks merged into this one (FuseSmallTables): run after
+	// Then are tasks merged into this one (PlanOptions.FuseBytes): run after
 	// it, in its transaction, on its connection.
 	Then []Fused
 }

@@ -68,12 +68,14 @@ const (
 	statsNameLine = "-- Statistics for Name: "
 )
 
-// parse splits a verbose pg_restore script into entries, checking only
-// their number against want. It reads the script line by line and keeps
-// only the entries: at 100,000 tables the script is tens of MB, and
-// nothing of it is held but each entry's own SQL, name and dependencies.
-func parse(r io.Reader, want []int) (*Script, error) {
-	s := &Script{Entries: make([]Entry, 0, len(want))}
+// parse splits a verbose pg_restore script into entries, handing each to
+// emit as soon as it is read, and returns the preamble; it checks only
+// their number against want. It reads the script line by line and holds
+// only the entry being read: at 100,000 tables the script is tens of MB,
+// and its entries, even parsed, more than a restore's whole plan.
+func parse(r io.Reader, want []int, emit func(*Entry) error) ([]string, error) {
+	var preambleStmts []string
+	n := 0
 	br := bufio.NewReaderSize(r, 64<<10)
 	settings := map[string]string{}
 	var order []string
@@ -84,9 +86,9 @@ func parse(r io.Reader, want []int) (*Script, error) {
 	var body, pre []string
 	var prev string
 	started := false
-	flush := func() {
+	flush := func() error {
 		if cur == nil {
-			return
+			return nil
 		}
 		// Trailing session settings belong to the next entry; trailing
 		// comments and psql meta-commands to nobody.
@@ -114,8 +116,10 @@ func parse(r io.Reader, want []int) (*Script, error) {
 			current = nil
 		}
 		cur.SQL = strings.TrimSpace(strings.Join(body[:end], ""))
-		s.Entries = append(s.Entries, *cur)
+		e := cur
 		cur, body = nil, body[:0]
+		n++
+		return emit(e)
 	}
 	readLine := func() (string, bool, error) {
 		l, err := br.ReadString('\n')
@@ -140,10 +144,12 @@ func parse(r io.Reader, want []int) (*Script, error) {
 			if !started {
 				// The preamble is everything before the "--" that
 				// opens the first entry's header.
-				s.Preamble = preamble(pre[:len(pre)-1], settings, &order)
+				preambleStmts = preamble(pre[:len(pre)-1], settings, &order)
 				pre, started = nil, true
 			}
-			flush()
+			if err := flush(); err != nil {
+				return nil, err
+			}
 			if cur, err = parseHeader(line); err != nil {
 				return nil, err
 			}
@@ -182,11 +188,13 @@ func parse(r io.Reader, want []int) (*Script, error) {
 			pre = append(pre, raw)
 		}
 	}
-	flush()
-	if len(s.Entries) != len(want) {
-		return nil, fmt.Errorf("toc: script has %d entries, listing has %d", len(s.Entries), len(want))
+	if err := flush(); err != nil {
+		return nil, err
 	}
-	return s, nil
+	if n != len(want) {
+		return nil, fmt.Errorf("toc: script has %d entries, listing has %d", n, len(want))
+	}
+	return preambleStmts, nil
 }
 
 // header reads one line of an entry's comment header into e: its
@@ -253,16 +261,37 @@ func ParseScript(script string, want []int) (*Script, error) {
 // ReadScript is ParseScript reading the script from r as it comes (from
 // pg_restore's standard output), without holding its text.
 func ReadScript(r io.Reader, want []int) (*Script, error) {
-	s, err := parse(r, want)
+	s := &Script{Entries: make([]Entry, 0, len(want))}
+	pre, err := EachEntry(r, want, func(e *Entry) error {
+		s.Entries = append(s.Entries, *e)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	for i, e := range s.Entries {
-		if e.ID != want[i] || e.Type == "" {
-			return nil, fmt.Errorf("toc: script entry %d is dump ID %d (type %q), listing has %d", i, e.ID, e.Type, want[i])
-		}
-	}
+	s.Preamble = pre
 	return s, nil
+}
+
+// EachEntry is ReadScript handing each entry to fn as soon as it is read,
+// in the script's order, instead of collecting them: a caller that turns
+// entries into something smaller never holds them all. It returns the
+// script's preamble. Entries are checked against want one by one, so an
+// error may come after fn has seen some of them; fn's error stops the read
+// and is returned as it is.
+func EachEntry(r io.Reader, want []int, fn func(*Entry) error) ([]string, error) {
+	i := 0
+	return parse(r, want, func(e *Entry) error {
+		if i >= len(want) || e.ID != want[i] || e.Type == "" {
+			id := -1
+			if i < len(want) {
+				id = want[i]
+			}
+			return fmt.Errorf("toc: script entry %d is dump ID %d (type %q), listing has %d", i, e.ID, e.Type, id)
+		}
+		i++
+		return fn(e)
+	})
 }
 
 // ParseWhole is ParseScript for the script of a whole archive, in which
@@ -270,10 +299,15 @@ func ReadScript(r io.Reader, want []int) (*Script, error) {
 // after the others: the entries must be exactly the listing's, each once,
 // in any order.
 func ParseWhole(script string, want []int) (*Script, error) {
-	s, err := parse(strings.NewReader(script), want)
+	s := &Script{Entries: make([]Entry, 0, len(want))}
+	pre, err := parse(strings.NewReader(script), want, func(e *Entry) error {
+		s.Entries = append(s.Entries, *e)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
+	s.Preamble = pre
 	left := map[int]bool{}
 	for _, id := range want {
 		left[id] = true
