@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
 // Fused is a task merged into a small table's load as the post-data plan
@@ -37,6 +38,7 @@ const (
 	roleIndexMarkers
 	roleUniqueIndex
 	roleConstraint
+	roleUniqueAttach // a PRIMARY KEY or UNIQUE constraint made of its index
 	roleForeignKey
 	roleValidate
 	roleAttach
@@ -52,7 +54,7 @@ func (r role) String() string {
 		return "index markers"
 	case roleUniqueIndex:
 		return "unique index"
-	case roleConstraint:
+	case roleConstraint, roleUniqueAttach:
 		return "constraint"
 	case roleForeignKey:
 		return "foreign key"
@@ -91,7 +93,33 @@ func (f *Fused) SQL() []string {
 	if f.settings != nil {
 		settings = *f.settings
 	}
-	return append(slices.Clip(settings), f.sql...)
+	return append(slices.Clip(settings), unique(f.role, f.sql)...)
+}
+
+// unique returns the statements of a task of role r planned with the
+// statements sql: for the two tasks of a PRIMARY KEY or UNIQUE constraint
+// (roleUniqueIndex, roleUniqueAttach), planned with pg_dump's ADD
+// CONSTRAINT and what follows it, the index build and the attachment made
+// of it, which take 200 bytes a table that need not be held until they
+// run. The statement parsed when planned parses again; if it could not,
+// pg_dump's own statement is returned, which creates the constraint in
+// one step (and, run a second time, fails loudly).
+func unique(r role, sql []string) []string {
+	if r != roleUniqueIndex && r != roleUniqueAttach {
+		return sql
+	}
+	stmts, err := toc.Statements(sql[0])
+	if err != nil || len(stmts) != 1 {
+		return sql
+	}
+	uc, ok := parseUniqueConstraint(stmts[0].Tokens)
+	switch {
+	case !ok:
+		return sql
+	case r == roleUniqueIndex:
+		return []string{uc.createIndex()}
+	}
+	return append([]string{uc.attach()}, sql[1:]...)
 }
 
 // entryStep is the journal step of an entry's task: its role and the

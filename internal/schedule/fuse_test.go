@@ -153,3 +153,27 @@ func TestFusedTask(t *testing.T) {
 		t.Errorf("%d fused tasks, want 12 (a's 7, b's 5)", n)
 	}
 }
+
+// TestUnique: the two tasks of a PRIMARY KEY or UNIQUE constraint make the
+// index build and the attachment of pg_dump's statement when they run;
+// other roles' statements, and a statement that does not parse, are run as
+// they are.
+func TestUnique(t *testing.T) {
+	const pkey = "ALTER TABLE ONLY public.a\n    ADD CONSTRAINT a_pkey PRIMARY KEY (id);"
+	const cluster = "ALTER TABLE public.a CLUSTER ON a_pkey;"
+	for _, tc := range []struct {
+		name string
+		r    role
+		sql  []string
+		want []string
+	}{
+		{"index", roleUniqueIndex, []string{pkey, cluster}, []string{"CREATE UNIQUE INDEX a_pkey ON public.a USING btree (id);"}},
+		{"attach", roleUniqueAttach, []string{pkey, cluster}, []string{"ALTER TABLE ONLY public.a ADD CONSTRAINT a_pkey PRIMARY KEY USING INDEX a_pkey;", cluster}},
+		{"other role", roleConstraint, []string{pkey}, []string{pkey}},
+		{"not parsed", roleUniqueIndex, []string{"ALTER TABLE ONLY public.a ADD CONSTRAINT c CHECK (x > 0);"}, []string{"ALTER TABLE ONLY public.a ADD CONSTRAINT c CHECK (x > 0);"}},
+	} {
+		if got := unique(tc.r, tc.sql); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

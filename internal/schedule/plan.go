@@ -316,7 +316,7 @@ func (p *planner) place(s *spec) int {
 	if s.role == roleAnalyze {
 		t.Name, t.Step, t.Table, t.SQL = "analyze "+dotted(s.table), analyzeStep(s.table), s.table, []string{analyzeSQL(s.table)}
 	} else {
-		t.Name, t.Step, t.SQL = s.role.String()+" "+s.e.Name, entryStep(s.role, s.e.ID), withSettings(s.e, s.sql...)
+		t.Name, t.Step, t.SQL = s.role.String()+" "+s.e.Name, entryStep(s.role, s.e.ID), withSettings(s.e, unique(s.role, s.sql)...)
 	}
 	return p.g.Add(t)
 }
@@ -453,10 +453,12 @@ func (p *planner) classify(it *item) {
 		}
 		key = p.canon(key)
 		it.tables, it.rest = []string{key}, false
-		if uc, ok := parseUniqueConstraint(first); ok && p.loaded(key) && e.Type == "CONSTRAINT" {
+		if _, ok := parseUniqueConstraint(first); ok && p.loaded(key) && e.Type == "CONSTRAINT" {
 			it.build = func(p *planner) []int {
-				b := p.add(it, spec{kind: Index, role: roleUniqueIndex, cost: p.cost(key), sql: []string{uc.createIndex()}, locks: locks(Share, key)})
-				a := p.add(it, spec{kind: Constraint, role: roleConstraint, cost: p.cost(key), sql: append([]string{uc.attach()}, sql[1:]...),
+				// Both keep pg_dump's statement; the index and the
+				// attachment are made of it when they run (unique).
+				b := p.add(it, spec{kind: Index, role: roleUniqueIndex, cost: p.cost(key), sql: sql, locks: locks(Share, key)})
+				a := p.add(it, spec{kind: Constraint, role: roleUniqueAttach, cost: p.cost(key), sql: sql,
 					locks: locks(AccessExclusive, key)}, b)
 				p.onTable(key, b, a)
 				return []int{b, a}
