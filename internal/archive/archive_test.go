@@ -100,9 +100,8 @@ func TestFramesCutAtRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames := ar.byStrm[0]
-	for i, fi := range frames[:len(frames)-1] {
-		e := ar.frames[fi]
+	frames := ar.streamFrames(0)
+	for i, e := range frames[:len(frames)-1] {
 		payload := data[e.off+frameHeaderSize : e.off+frameHeaderSize+int64(e.stored)]
 		if payload[len(payload)-1] != '\n' {
 			t.Errorf("frame %d does not end at a row boundary", i)
@@ -129,8 +128,7 @@ func TestIncompressibleStoredRaw(t *testing.T) {
 			}
 			id, _ := codecID(name)
 			for si, wantCodec := range []uint8{codecNone, id} {
-				for _, fi := range ar.byStrm[si] {
-					e := ar.frames[fi]
+				for _, e := range ar.streamFrames(si) {
 					if e.kind != KindEnd && e.codec != wantCodec {
 						t.Errorf("stream %d frame %d stored with codec %d, want %d", si+1, e.seq, e.codec, wantCodec)
 					}
@@ -222,7 +220,7 @@ func TestFrameErrorMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := ar.frames[ar.byStrm[0][3]]
+	e := ar.streamFrames(0)[3]
 	data[e.off+frameHeaderSize+5] ^= 0x40
 	_, err = io.ReadAll(ar.OpenStream(12))
 	want := "archive: stream 12 frame 3 at offset " + itoa(e.off) + ": checksum mismatch (corrupted archive)"

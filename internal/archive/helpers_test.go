@@ -172,3 +172,13 @@ func mustCodec(t testing.TB, name string, level int) codec.Codec {
 	}
 	return c
 }
+
+// streamFrames is the footer entries of the frames of the stream at
+// position i of ar's index, End last.
+func (ar *Reader) streamFrames(i int) []frameEntry {
+	out := make([]frameEntry, len(ar.frameRange(i)))
+	for seq := range out {
+		out[seq] = ar.entry(i, uint32(seq))
+	}
+	return out
+}

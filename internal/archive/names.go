@@ -76,14 +76,17 @@ func MarkRaw[T any](v T) T {
 	return markRaw(reflect.ValueOf(v), &n).Interface().(T)
 }
 
-// UnmarshalManifest decodes what MarshalManifest encoded.
+// UnmarshalManifest decodes what MarshalManifest encoded. Equal strings
+// and column lists in the result share their memory (compactManifest):
+// the caller must not write to them.
 func UnmarshalManifest(b []byte) (*Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
 	if !anyString(reflect.ValueOf(&m).Elem(), func(s string) bool { return strings.HasPrefix(s, rawMark) }) {
-		return &m, nil // nothing marked: no copy
+		compactManifest(&m) // nothing marked: no copy
+		return &m, nil
 	}
 	var bad error
 	m = mapStrings(reflect.ValueOf(m), func(s string) string {
@@ -96,6 +99,7 @@ func UnmarshalManifest(b []byte) (*Manifest, error) {
 		}
 		return string(raw)
 	}).Interface().(Manifest)
+	compactManifest(&m)
 	return &m, bad
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"filippo.io/age"
 
@@ -23,11 +24,12 @@ type Reader struct {
 	r        io.ReaderAt
 	manifest *Manifest
 
-	streams []StreamInfo               // sorted by ID
-	byID    map[uint32]int             // stream ID -> position in streams
-	frames  []frameEntry               // in file order
-	byStrm  [][]int32                  // per streams position: frame indexes in seq order, End last
+	// The index is kept as small as the footer allows, since a restore
+	// holds it for its whole run (index.go).
+	streams []streamEntry              // sorted by ID
+	frames  []frameLoc                 // grouped by stream in streams' order, each in seq order, End last
 	codecs  [codecGzip + 1]codec.Codec // decoders by frame codec id; nil if not allowed
+	packed  uint8                      // the codec id of compressed frames (the manifest's codec)
 	key     *seal.Key                  // an encrypted archive's data key; nil for a clear one
 	closer  io.Closer                  // a spooled archive's file, closed by Close
 }
@@ -60,6 +62,7 @@ func Open(r io.ReaderAt, size int64, ids ...age.Identity) (*Reader, error) {
 		return nil, err
 	}
 	ar := &Reader{r: r, manifest: m, codecs: codecs, key: key}
+	ar.packed, _ = codecID(m.Codec)
 
 	fb, err := l.readFooter(r)
 	if err != nil {
@@ -180,9 +183,10 @@ func readTrailer(r io.ReaderAt, size int64) (trailer, error) {
 // data area exactly, each stream's frames must carry seq 0, 1, 2, ... and
 // end with one End frame, and the footer's totals must add up.
 func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
-	ar.streams = f.streams
-	ar.frames = f.frames
-	ar.byID = make(map[uint32]int, len(f.streams))
+	if uint64(len(f.frames)) > math.MaxUint32 {
+		return fmt.Errorf("archive: the footer lists %d frames, more than this reader can index", len(f.frames))
+	}
+	ar.streams = make([]streamEntry, len(f.streams))
 	for i, s := range f.streams {
 		if i > 0 && s.ID <= f.streams[i-1].ID {
 			return corruptf("archive: footer lists streams out of order or twice (stream %d)", s.ID)
@@ -190,9 +194,8 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 		if !s.Kind.contentKind() {
 			return corruptf("archive: footer gives stream %d invalid kind %d", s.ID, uint8(s.Kind))
 		}
-		ar.byID[s.ID] = i
+		ar.streams[i] = streamEntry{id: s.ID, kind: s.Kind, crc: s.CRC, rows: s.Rows, raw: s.RawBytes, stored: s.StoredBytes}
 	}
-	ar.byStrm = make([][]int32, len(f.streams))
 	type tally struct {
 		frameState
 		raw, stored int64
@@ -202,7 +205,7 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 		tallies[i].kind = s.Kind
 	}
 	off := dataStart
-	for i, e := range f.frames {
+	for _, e := range f.frames {
 		where := func(format string, args ...any) error {
 			return corruptf("archive: stream %d frame %d at offset %d: %s", e.stream, e.seq, e.off, fmt.Sprintf(format, args...))
 		}
@@ -213,7 +216,7 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 		if off > dataEnd {
 			return where("frame runs past the footer at %d", dataEnd)
 		}
-		si, ok := ar.byID[e.stream]
+		si, ok := ar.find(e.stream)
 		if !ok {
 			return where("stream is missing from the footer's stream list")
 		}
@@ -226,22 +229,32 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 			t.raw += int64(e.raw)
 			t.stored += int64(e.stored)
 		}
-		ar.byStrm[si] = append(ar.byStrm[si], int32(i))
 	}
 	if off != dataEnd {
 		return corruptf("archive: frames end at %d but the footer starts at %d", off, dataEnd)
 	}
+	first := uint32(0)
 	for i, s := range f.streams {
 		t := tallies[i]
 		switch {
 		case !t.ended:
 			return corruptf("archive: stream %d has no End frame", s.ID)
-		case s.Frames != len(ar.byStrm[i])-1:
-			return corruptf("archive: footer says stream %d has %d frames, the index lists %d", s.ID, s.Frames, len(ar.byStrm[i])-1)
+		case s.Frames != int(t.next)-1:
+			return corruptf("archive: footer says stream %d has %d frames, the index lists %d", s.ID, s.Frames, int(t.next)-1)
 		case s.RawBytes != t.raw || s.StoredBytes != t.stored:
 			return corruptf("archive: footer totals of stream %d (%d raw, %d stored bytes) do not match its frames (%d, %d)",
 				s.ID, s.RawBytes, s.StoredBytes, t.raw, t.stored)
 		}
+		ar.streams[i].first = first
+		first += t.next
+	}
+	// Every frame checked out, so each one's place is its stream's first
+	// plus its seq, and its kind and codec follow from its place and
+	// lengths (frameLoc).
+	ar.frames = make([]frameLoc, len(f.frames))
+	for _, e := range f.frames {
+		si, _ := ar.find(e.stream)
+		ar.frames[ar.streams[si].first+e.seq] = frameLoc{off: e.off, raw: e.raw, stored: e.stored}
 	}
 	return nil
 }
@@ -265,17 +278,21 @@ func (ar *Reader) Manifest() *Manifest { return ar.manifest }
 
 // Streams lists every stream in id order.
 func (ar *Reader) Streams() []StreamInfo {
-	return append([]StreamInfo(nil), ar.streams...)
+	out := make([]StreamInfo, len(ar.streams))
+	for i := range ar.streams {
+		out[i] = ar.info(i)
+	}
+	return out
 }
 
 // Stream describes one stream, reporting false if the archive has none
 // with that id.
 func (ar *Reader) Stream(id uint32) (*StreamInfo, bool) {
-	i, ok := ar.byID[id]
+	i, ok := ar.find(id)
 	if !ok {
 		return nil, false
 	}
-	s := ar.streams[i]
+	s := ar.info(i)
 	return &s, true
 }
 

@@ -18,16 +18,17 @@ import (
 // Each returned reader holds one frame of buffers; many may be open at
 // once. An unknown id gives a reader whose first Read fails.
 func (ar *Reader) OpenStream(id uint32) io.ReadCloser {
-	i, ok := ar.byID[id]
+	i, ok := ar.find(id)
 	if !ok {
 		return &streamReader{err: fmt.Errorf("archive: no stream %d in archive", id)}
 	}
-	s := &streamReader{ar: ar, info: &ar.streams[i], frames: ar.byStrm[i]}
+	info := ar.info(i)
+	frames := ar.frameRange(i)
+	s := &streamReader{ar: ar, info: &info, at: i, frames: len(frames)}
 	if rr, ok := ar.r.(store.RangeReader); ok {
 		// A remote medium fetches this stream's frames ahead.
-		ranges := make([]store.Range, len(s.frames))
-		for j, fi := range s.frames {
-			e := ar.frames[fi]
+		ranges := make([]store.Range, len(frames))
+		for j, e := range frames {
 			ranges[j] = store.Range{Off: e.off, Len: frameHeaderSize + int64(e.stored) + overhead(ar.key)}
 		}
 		s.ahead = rr.ReadRanges(ranges)
@@ -39,7 +40,8 @@ func (ar *Reader) OpenStream(id uint32) io.ReadCloser {
 type streamReader struct {
 	ar     *Reader
 	info   *StreamInfo
-	frames []int32 // indexes into ar.frames, End last
+	at     int // the stream's position in ar.streams
+	frames int // how many frames it has, End included
 	next   int
 	ahead  io.ReadCloser // the frames in order, when the medium reads ahead
 
@@ -128,11 +130,11 @@ func (s *streamReader) drain(ctx context.Context) error {
 // after the End frame has been read and every total matched.
 func (s *streamReader) nextFrame() error {
 	s.raw, s.pos = s.raw[:0], 0
-	if s.next >= len(s.frames) {
+	if s.next >= s.frames {
 		// Open guarantees the End frame is last; this is defensive.
 		return corruptf("archive: stream %d ends without an End frame", s.info.ID)
 	}
-	e := s.ar.frames[s.frames[s.next]]
+	e := s.ar.entry(s.at, uint32(s.next))
 	s.next++
 	fail := func(format string, args ...any) error {
 		return corruptf("archive: stream %d frame %d at offset %d: %s", e.stream, e.seq, e.off, fmt.Sprintf(format, args...))
@@ -187,7 +189,7 @@ func (s *streamReader) nextFrame() error {
 // checkEnd compares what was read with the End frame and the footer.
 func (s *streamReader) checkEnd(end endPayload, fail func(string, ...any) error) error {
 	info := s.info
-	frames := uint64(len(s.frames) - 1)
+	frames := uint64(s.frames - 1)
 	switch {
 	case end.frames != frames || uint64(info.Frames) != frames:
 		return fail("End frame counts %d frames, footer %d, read %d", end.frames, info.Frames, frames)

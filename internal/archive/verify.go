@@ -31,7 +31,8 @@ func (ar *Reader) Verify(ctx context.Context, workers int) error {
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
-	for _, info := range ar.streams {
+	streams := ar.Streams()
+	for _, info := range streams {
 		if gctx.Err() != nil {
 			break
 		}
@@ -67,7 +68,7 @@ func (ar *Reader) Verify(ctx context.Context, workers int) error {
 	for _, id := range ids {
 		problems = append(problems, errs[id])
 	}
-	problems = append(problems, checkManifest(ar.manifest, ar.streams)...)
+	problems = append(problems, checkManifest(ar.manifest, streams)...)
 	if len(problems) == 0 {
 		return nil
 	}

@@ -220,8 +220,8 @@ func TestBlockWriter(t *testing.T) {
 				t.Fatal(err)
 			}
 			var raws []int
-			for _, fi := range ar.byStrm[0] {
-				if e := ar.frames[fi]; e.kind != KindEnd {
+			for _, e := range ar.streamFrames(0) {
+				if e.kind != KindEnd {
 					raws = append(raws, int(e.raw))
 				}
 			}

@@ -197,7 +197,7 @@ func CopyOutSQL(t archive.Table, c archive.Chunk, enc string) string {
 func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archive.Manifest, c *archive.Chunk, blockSize int, rep progress.Reporter) (int64, error) {
 	t := m.Tables[c.Table]
 	name := pg.Qualified(t.Schema, t.Name)
-	work := progress.Work{Kind: "data", Table: name, Name: name}
+	work := progress.Work{Kind: "data", Table: name, Name: name, Whole: c.Where == ""}
 	rep.Start(work)
 	began := time.Now()
 	bw := archive.NewBlockWriter(w.Stream(archive.KindData, c.Stream), chunkBlockSize(c.Size, blockSize))

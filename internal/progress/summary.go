@@ -1,11 +1,12 @@
 package progress
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -101,17 +102,36 @@ func (t *Tracker) Summary() Summary {
 		}
 		s.Phases = append(s.Phases, p)
 	}
+	s.Largest = slices.Clone(t.largest)
 	for _, tt := range t.tables {
-		s.Largest = append(s.Largest, *tt)
+		s.Largest = keepLargest(s.Largest, *tt)
 	}
-	sort.Slice(s.Largest, func(i, j int) bool {
-		if s.Largest[i].Bytes != s.Largest[j].Bytes {
-			return s.Largest[i].Bytes > s.Largest[j].Bytes
-		}
-		return s.Largest[i].Table < s.Largest[j].Table
-	})
-	s.Largest = s.Largest[:min(len(s.Largest), largestN)]
 	return s
+}
+
+// keepLargest adds tt to l, the largest tables in summary order, keeping
+// the first largestN. A table already in l has tt added to it. A table
+// left out can never return: every table it would pass is complete.
+func keepLargest(l []TableTime, tt TableTime) []TableTime {
+	if i := slices.IndexFunc(l, func(e TableTime) bool { return e.Table == tt.Table }); i >= 0 {
+		tt.Bytes, tt.Rows, tt.Seconds = tt.Bytes+l[i].Bytes, tt.Rows+l[i].Rows, tt.Seconds+l[i].Seconds
+		l = slices.Delete(l, i, i+1)
+	}
+	i, _ := slices.BinarySearchFunc(l, tt, largerFirst)
+	if i >= largestN {
+		return l
+	}
+	l = slices.Insert(l, i, tt)
+	return l[:min(len(l), largestN)]
+}
+
+// largerFirst orders tables as the summary names them: most bytes first,
+// ties by name.
+func largerFirst(a, b TableTime) int {
+	if a.Bytes != b.Bytes {
+		return cmp.Compare(b.Bytes, a.Bytes)
+	}
+	return strings.Compare(a.Table, b.Table)
 }
 
 // Finish computes the rates and emits the summary event (JSON output).

@@ -118,7 +118,7 @@ func (r *loader) workOf(t *schedule.Task) progress.Work {
 	if l.split != nil {
 		c = l.split.chunk
 	}
-	return progress.Work{Kind: "data", Table: r.tableName(c), Name: t.Name}
+	return progress.Work{Kind: "data", Table: r.tableName(c), Name: t.Name, Whole: c.Where == "" && l.split == nil}
 }
 
 // doneOf is what a finished task moved, from the archive's totals: a part
