@@ -147,7 +147,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	src := newLiveSource(ctx, sess)
 	defer src.close()
 	res, err := restore.Run(ctx, restore.Options{
-		Target: opts.Target, Source: src, Jobs: opts.Jobs, Clean: opts.Clean, Create: opts.Create, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
+		Target: opts.Target, Source: src, SaveManifest: true, Jobs: opts.Jobs, Clean: opts.Clean, Create: opts.Create, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Resume: opts.Resume, Filter: opts.Filter, Logger: opts.Logger,
 		Progress: opts.Progress, NoStatistics: opts.NoStatistics, Installed: opts.Installed,
 	})

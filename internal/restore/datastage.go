@@ -84,7 +84,8 @@ const defaultSplitMinBytes = 256 << 20
 // --data-only loads.
 func (d *dataStage) buildGraph(ctx context.Context, post *postData, refs map[string][]string) (*schedule.Graph, error) {
 	g := &schedule.Graph{}
-	chunksOf := map[int]int{}
+	// Per table index: a map of 100,000 tables was 4 MB at the plan's peak.
+	chunksOf := make([]int32, len(d.m.Tables))
 	for _, c := range d.m.Chunks {
 		chunksOf[c.Table]++
 	}

@@ -58,13 +58,9 @@ func (p *postData) plan(ctx context.Context, g *schedule.Graph, opts schedule.Pl
 	// Indexes' statistics are post-data too: they come with the others
 	// (restoreStatistics), never before their table's data is in.
 	noStats := p.schema.statisticsFlag()
-	list, err := p.schema.pgRestoreCmd(ctx, "--list", "--section=post-data", noStats, p.schema.file).Output()
+	ids, err := listIDs(p.schema.pgRestoreCmd(ctx, "--list", "--section=post-data", noStats, p.schema.file))
 	if err != nil {
 		return fmt.Errorf("pg_restore --list: %w", err)
-	}
-	ids, err := toc.ListIDs(string(list))
-	if err != nil {
-		return err
 	}
 	args := append([]string{"--verbose", "--file=-", "--section=post-data", noStats}, p.schema.ownershipFlags()...)
 	if p.sel.ids != nil {

@@ -120,7 +120,7 @@ func (p *preData) prepare(ctx context.Context) error {
 				return err
 			}
 		}
-		if p.j, err = journal.Create(ctx, conn, id, p.m, journal.StepChecked); err != nil {
+		if p.j, err = journal.Create(ctx, conn, id, p.savedManifest(), journal.StepChecked); err != nil {
 			return err
 		}
 	}
@@ -180,8 +180,19 @@ func (p *preData) create(ctx context.Context, id string) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	p.j, err = journal.Create(ctx, conn, id, p.m, journal.StepPreData)
+	p.j, err = journal.Create(ctx, conn, id, p.savedManifest(), journal.StepPreData)
 	return err
+}
+
+// savedManifest is the manifest the journal keeps: a clone's
+// (Options.SaveManifest), and none for a restore, which reads it from its
+// archive again: with 100,000 tables it is 25 MB of JSON, written to the
+// target and held twice while it is sent.
+func (p *preData) savedManifest() *archive.Manifest {
+	if !p.opts.SaveManifest {
+		return nil
+	}
+	return p.m
 }
 
 // rereadJournal waits for the sessions of the interrupted run to end

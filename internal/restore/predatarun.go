@@ -95,13 +95,9 @@ func (p *preData) planSchema(ctx context.Context) ([]preDataStep, error) {
 	if o.create {
 		flags = append(flags, "--create") // lists the database's own entries
 	}
-	list, err := p.schema.pgRestoreCmd(ctx, append(append([]string{"--list"}, flags...), p.schema.file)...).Output()
+	ids, err := listIDs(p.schema.pgRestoreCmd(ctx, append(append([]string{"--list"}, flags...), p.schema.file)...))
 	if err != nil {
 		return nil, fmt.Errorf("pg_restore --list: %w", err)
-	}
-	ids, err := toc.ListIDs(string(list))
-	if err != nil {
-		return nil, err
 	}
 	if p.sel.ids != nil {
 		ids = keepIDs(ids, p.sel.ids)

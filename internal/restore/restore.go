@@ -47,12 +47,16 @@ type Options struct {
 	SpillDir string
 	// Source, when set, is read instead of File: clone hands in a live
 	// source whose streams are COPYs from the source database.
-	Source  archive.Source
-	Jobs    int
-	Create  bool // create the archived database, connecting to Target's database to do so (as pg_restore --create)
-	Clean   bool // drop the archive's objects in the target first
-	NoOwner bool // do not restore ownership (as pg_restore --no-owner)
-	NoACL   bool // do not restore privileges (as pg_restore --no-privileges)
+	Source archive.Source
+	// SaveManifest keeps the manifest with the journal in the target: a
+	// resumed clone, whose source has no archive to read it from again,
+	// plans nothing without it (journal.ReadManifest).
+	SaveManifest bool
+	Jobs         int
+	Create       bool // create the archived database, connecting to Target's database to do so (as pg_restore --create)
+	Clean        bool // drop the archive's objects in the target first
+	NoOwner      bool // do not restore ownership (as pg_restore --no-owner)
+	NoACL        bool // do not restore privileges (as pg_restore --no-privileges)
 	// MaintenanceWorkMem is each connection's maintenance_work_mem (e.g.
 	// "512MB"); index builds sort in it. Empty keeps the server's.
 	MaintenanceWorkMem string

@@ -146,27 +146,25 @@ func dotted(key string) string {
 	return schema + "." + name
 }
 
-// fusableLoads maps the lock key of each table that a small table's tasks
-// may fuse into to its load: the table's only load, of cost under
-// maxCost, holding the table's ACCESS EXCLUSIVE lock alone.
-func fusableLoads(g *Graph, tables map[string]TableFacts, maxCost int64) map[string]int {
-	into := map[string]int{}
-	for key, f := range tables {
-		if len(f.Loads) != 1 {
-			continue
-		}
-		t := g.Tasks[f.Loads[0]]
-		if t.Kind == Data && t.Table == key && t.Cost < maxCost && len(t.Locks) == 1 && t.Locks[0] == (Lock{key, AccessExclusive}) {
-			into[key] = f.Loads[0]
-		}
+// fuseInto returns the load a small table's tasks may fuse into, for the
+// table key of tables: the table's only load, of cost under maxCost,
+// holding the table's ACCESS EXCLUSIVE lock alone.
+func fuseInto(g *Graph, tables map[string]TableFacts, key string, maxCost int64) (int, bool) {
+	f, ok := tables[key]
+	if !ok || len(f.Loads) != 1 {
+		return 0, false
 	}
-	return into
+	t := g.Tasks[f.Loads[0]]
+	if t.Kind == Data && t.Table == key && t.Cost < maxCost && len(t.Locks) == 1 && t.Locks[0] == (Lock{key, AccessExclusive}) {
+		return f.Loads[0], true
+	}
+	return 0, false
 }
 
-// fusable returns the load (of into) that a planned task fuses into: an
-// index, constraint or ANALYZE task with statements, locking that load's
-// table alone, depending on nothing but the load.
-func fusable(s *spec, into map[string]int) (int, bool) {
+// fusable returns the load that a planned task fuses into (fuseInto):
+// an index, constraint or ANALYZE task with statements, locking that
+// load's table alone, depending on nothing but the load.
+func fusable(g *Graph, tables map[string]TableFacts, maxCost int64, s *spec) (int, bool) {
 	switch s.kind {
 	case Index, Constraint, Analyze:
 	default:
@@ -176,7 +174,7 @@ func fusable(s *spec, into map[string]int) (int, bool) {
 		return 0, false
 	}
 	key := s.locks[0].Key
-	load, ok := into[key]
+	load, ok := fuseInto(g, tables, key, maxCost)
 	if !ok {
 		return 0, false
 	}

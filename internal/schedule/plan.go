@@ -112,7 +112,6 @@ type planner struct {
 	// foreign keys wait for.
 	byTable map[string][]int
 	touched map[string][]int // every task touching a table
-	into    map[string]int   // loads that tasks fuse into as planned (fusableLoads)
 	ours    []int            // the tasks of the entries planned here
 	restIDs []int            // the entries left to pg_restore, in order
 	// statistics says an entry left to pg_restore is extended statistics
@@ -138,9 +137,6 @@ type PostDataPlan struct {
 func NewPostDataPlan(g *Graph, ids []int, opts PlanOptions) *PostDataPlan {
 	p := &planner{g: g, opts: opts, byID: newEntries(ids), byTable: map[string][]int{},
 		touched: map[string][]int{}, firstTask: len(g.Tasks)}
-	if opts.FuseBytes > 0 {
-		p.into = fusableLoads(g, opts.Tables, opts.FuseBytes)
-	}
 	return &PostDataPlan{p: p}
 }
 
@@ -189,8 +185,10 @@ func (pp *PostDataPlan) Abandon() {
 	p := pp.p
 	clear(p.g.Tasks[p.firstTask:])
 	p.g.Tasks = p.g.Tasks[:p.firstTask]
-	for _, load := range p.into {
-		p.g.Tasks[load].Then = nil
+	for _, f := range p.opts.Tables {
+		for _, load := range f.Loads {
+			p.g.Tasks[load].Then = nil // only this plan fuses
+		}
 	}
 	pp.p = nil
 }
@@ -300,13 +298,18 @@ func (p *planner) add(it *item, s spec, extra ...int) int {
 // load's Then and returns the load's index: what depends on it depends on
 // the load.
 func (p *planner) place(s *spec) int {
-	if p.into != nil {
-		if load, ok := fusable(s, p.into); ok {
+	if p.opts.FuseBytes > 0 {
+		if load, ok := fusable(p.g, p.opts.Tables, p.opts.FuseBytes, s); ok {
 			f := Fused{Kind: s.kind, role: s.role, tag: s.table, sql: s.sql}
 			if s.e != nil {
 				f.id, f.tag, f.settings = int32(s.e.ID), s.e.Name, p.sharedSettings(s.e)
 			}
 			l := p.g.Tasks[load]
+			if l.Then == nil {
+				// A primary key's two tasks, an index and ANALYZE
+				// are the common case: no growing by 1, 2, 4.
+				l.Then = make([]Fused, 0, 4)
+			}
 			l.Then = append(l.Then, f)
 			return load
 		}

@@ -44,9 +44,17 @@ type Script struct {
 
 // ListIDs returns the dump IDs of a `pg_restore -l` listing, in order.
 func ListIDs(list string) ([]int, error) {
+	return ReadIDs(strings.NewReader(list))
+}
+
+// ReadIDs is ListIDs reading the listing from r as it comes (from
+// pg_restore's standard output), without holding its text.
+func ReadIDs(r io.Reader) ([]int, error) {
 	var ids []int
-	for _, line := range strings.Split(list, "\n") {
-		line = strings.TrimSpace(line)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, ";") {
 			continue
 		}
@@ -59,6 +67,9 @@ func ListIDs(list string) ([]int, error) {
 			return nil, fmt.Errorf("toc: unexpected list line %q", line)
 		}
 		ids = append(ids, id)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("toc: read listing: %w", err)
 	}
 	return ids, nil
 }
