@@ -1,9 +1,11 @@
 package pg
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -110,4 +112,52 @@ func ExplainLost(err error) error {
 		return fmt.Errorf("%w; %s", err, pgErr.Hint)
 	}
 	return err
+}
+
+// stderrKeep is how much of each end of a child program's stderr an
+// StderrBuffer keeps.
+const stderrKeep = 32 << 10
+
+// StderrBuffer keeps the beginning and the end of a child program's
+// standard error, for ToolError: pg_restore --verbose writes a line per
+// entry there (16 MB at 100,000 tables, held for as long as it runs), and
+// what tells why it failed is its first error or its last lines.
+type StderrBuffer struct {
+	head, tail []byte
+	cut        bool // bytes were dropped between head and tail
+}
+
+// Write keeps p's bytes within the first and the last stderrKeep bytes
+// written; it never fails.
+func (b *StderrBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := stderrKeep - len(b.head); room > 0 {
+		k := min(room, len(p))
+		b.head = append(b.head, p[:k]...)
+		p = p[k:]
+	}
+	b.tail = append(b.tail, p...)
+	if over := len(b.tail) - stderrKeep; over > stderrKeep {
+		// Drop the front only once it is as long again as what is kept:
+		// each byte is copied a bounded number of times.
+		b.tail = append(b.tail[:0], b.tail[over:]...)
+		b.cut = true
+	}
+	return n, nil
+}
+
+// Bytes returns what was kept, a line saying so where bytes were dropped.
+func (b *StderrBuffer) Bytes() []byte {
+	tail, cut := b.tail, b.cut
+	if over := len(tail) - stderrKeep; over > 0 {
+		tail, cut = tail[over:], true
+	}
+	out := slices.Clip(b.head)
+	if !cut {
+		return append(out, tail...)
+	}
+	if i := bytes.IndexByte(tail, '\n'); i >= 0 {
+		tail = tail[i+1:] // from a whole line
+	}
+	return append(append(out, "\n[...]\n"...), tail...)
 }

@@ -53,3 +53,39 @@ func TestExplainLost(t *testing.T) {
 		t.Error("an unrelated error was changed")
 	}
 }
+
+// TestStderrBuffer: a child's stderr is kept whole while short; a long one
+// keeps its beginning and its last lines, from a whole line, marked where
+// bytes were dropped, and never more than twice stderrKeep.
+func TestStderrBuffer(t *testing.T) {
+	verbose := strings.Repeat("pg_restore: creating INDEX \"public.small_000001_label_idx\"\n", 5000)
+	for _, tc := range []struct {
+		name   string
+		writes []string
+		want   func(string) bool
+	}{
+		{"short", []string{"pg_restore: error: could not connect\n"},
+			func(s string) bool { return s == "pg_restore: error: could not connect\n" }},
+		{"error first, chatter after", []string{"pg_restore: error: bad\n", verbose},
+			func(s string) bool {
+				return strings.HasPrefix(s, "pg_restore: error: bad\n") && strings.Contains(s, "\n[...]\npg_restore: creating")
+			}},
+		{"error last", []string{verbose, "pg_restore: error: could not execute query\n"},
+			func(s string) bool { return strings.HasSuffix(s, "\npg_restore: error: could not execute query\n") }},
+		{"one byte at a time", strings.Split(verbose[:3*stderrKeep], ""),
+			func(s string) bool { return strings.Contains(s, "[...]") && len(s) <= 2*stderrKeep+8 }},
+	} {
+		var b StderrBuffer
+		for _, w := range tc.writes {
+			if n, err := b.Write([]byte(w)); n != len(w) || err != nil {
+				t.Fatalf("%s: Write = %d, %v", tc.name, n, err)
+			}
+		}
+		if len(b.head)+len(b.tail) > 3*stderrKeep {
+			t.Errorf("%s: holds %d bytes", tc.name, len(b.head)+len(b.tail))
+		}
+		if got := string(b.Bytes()); !tc.want(got) {
+			t.Errorf("%s: kept %d bytes: %.200q ... %.200q", tc.name, len(got), got, got[max(0, len(got)-200):])
+		}
+	}
+}

@@ -1,11 +1,11 @@
 package restore
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"os/exec"
 
+	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
@@ -44,7 +44,7 @@ func readOutput(cmd *exec.Cmd, read func(io.Reader) error) error {
 	if err != nil {
 		return err
 	}
-	var stderr bytes.Buffer
+	var stderr pg.StderrBuffer
 	if cmd.Stderr == nil {
 		cmd.Stderr = &stderr
 	}

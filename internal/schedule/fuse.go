@@ -192,22 +192,28 @@ func fusable(g *Graph, tables map[string]TableFacts, maxCost int64, s *spec) (in
 }
 
 // remap maps every element of deps through f, in place, leaving out
-// repeats (keeping each first one).
+// repeats (keeping each first one). Long lists (pg_restore's task waits for
+// every task of the plan: 130,000 at 100,000 tables) are checked against a
+// bit per task rather than a map, 8 MB at the plan's peak.
 func remap(deps []int, f func(int) int) []int {
 	out := deps[:0]
-	var seen map[int]bool
+	var seen []uint64
 	if len(deps) > 16 {
-		seen = make(map[int]bool, len(deps))
+		top := 0
+		for _, d := range deps {
+			top = max(top, f(d))
+		}
+		seen = make([]uint64, top/64+1)
 	}
 	for _, d := range deps {
 		d = f(d)
 		switch {
-		case seen != nil:
-			if seen[d] {
+		case seen != nil && d >= 0: // no task is negative (Validate refuses one): kept as it comes
+			if seen[d/64]&(1<<(d%64)) != 0 {
 				continue
 			}
-			seen[d] = true
-		case slices.Contains(out, d):
+			seen[d/64] |= 1 << (d % 64)
+		case seen == nil && slices.Contains(out, d):
 			continue
 		}
 		out = append(out, d)

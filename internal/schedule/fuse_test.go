@@ -25,6 +25,12 @@ func TestRemap(t *testing.T) {
 		{"repeats made by the mapping", []int{1, 2, 3, 4}, func(d int) int { return d / 2 }, []int{0, 1, 2}},
 		{"repeats given", []int{5, 5, 7, 5}, func(d int) int { return d }, []int{5, 7}},
 		{"long", long, func(d int) int { return d % 3 }, []int{0, 1, 2}},
+		{"long with negative tasks, kept", long, func(d int) int {
+			if d == 5 || d == 7 {
+				return -1
+			}
+			return d % 2
+		}, []int{0, 1, -1, -1}},
 	} {
 		if got := remap(tc.deps, tc.f); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

@@ -282,22 +282,12 @@ func pgRestore(ctx context.Context, tools pgbin.Tools, schema string, w io.Write
 	}
 	cmd := exec.CommandContext(ctx, tools.PgRestore(), append(append([]string{"--file=-"}, args...), schema)...)
 	cmd.Stdout = w
-	var stderr limitedBuffer
+	var stderr pg.StderrBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("pg_restore: %s", pg.ToolError(stderr.b, err))
+		return fmt.Errorf("pg_restore: %s", pg.ToolError(stderr.Bytes(), err))
 	}
 	return nil
-}
-
-// limitedBuffer keeps the first 64 KiB of a tool's stderr for its message.
-type limitedBuffer struct{ b []byte }
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := 64<<10 - len(l.b); room > 0 {
-		l.b = append(l.b, p[:min(len(p), room)]...)
-	}
-	return len(p), nil
 }
 
 func majorOf(version string) int {
