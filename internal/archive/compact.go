@@ -17,6 +17,13 @@ type compactor struct {
 	key  []byte
 }
 
+// Compact makes the manifest share equal strings and column lists and
+// trims its slices, as a decoded one is (compactManifest): for a manifest
+// made from the catalog, which a clone holds for its whole run (40 MB at
+// 100,000 small tables, half of it the same names again). The manifest
+// must not be written to afterwards.
+func (m *Manifest) Compact() { compactManifest(m) }
+
 // compactManifest makes m share equal strings and column lists and trims
 // its slices to their length, each database's of a whole-server archive
 // too. What is shared must never be written to: nothing writes to a

@@ -204,5 +204,6 @@ func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, 
 	for _, mv := range c.matviews {
 		m.Matviews = append(m.Matviews, archive.QualifiedRel{Schema: mv[0], Name: mv[1]})
 	}
+	m.Compact()
 	return m, sizes
 }
