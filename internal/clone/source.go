@@ -32,9 +32,9 @@ type liveSource struct {
 	idle   []*dump.Reader // source connections in the snapshot, free
 	all    []*dump.Reader
 	opened map[uint32]bool
-	skip   map[uint32]bool // streams a resumed clone will not read (loaded before)
+	skip   map[uint32]bool               // streams a resumed clone will not read (loaded before)
 	info   map[uint32]archive.StreamInfo // by value: one allocation less a stream, 100,000 of them
-	err    error // the first failure of a stream
+	err    error                         // the first failure of a stream
 	wg     sync.WaitGroup
 }
 
