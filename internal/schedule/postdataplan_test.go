@@ -13,20 +13,12 @@ import (
 // depends on it; the entry it named is still planned when it comes, and
 // pg_restore's task runs after it.
 func TestPlanEntriesInOneReading(t *testing.T) {
-	var text string
-	var ids []int
-	add := func(id int, typ, name string, deps []int, sql string) {
-		text += entry(id, typ, name, deps, sql)
-		ids = append(ids, id)
-	}
-	add(110, "INDEX", "a_v_idx", []int{1, 111}, "CREATE INDEX a_v_idx ON public.a USING btree (v);")
-	add(111, "INDEX", "a_w_idx", []int{1}, "CREATE INDEX a_w_idx ON public.a USING btree (w);")
-	add(112, "INDEX", "a_x_idx", []int{1, 110}, "CREATE INDEX a_x_idx ON public.a USING btree (x);")
-	add(113, "INDEX", "a_y_idx", []int{1, 111}, "CREATE INDEX a_y_idx ON public.a USING btree (y);")
-	script, err := toc.ParseScript(text, ids)
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := scriptOf(t, []testEntry{
+		{110, "INDEX", "a_v_idx", []int{1, 111}, "CREATE INDEX a_v_idx ON public.a USING btree (v);"},
+		{111, "INDEX", "a_w_idx", []int{1}, "CREATE INDEX a_w_idx ON public.a USING btree (w);"},
+		{112, "INDEX", "a_x_idx", []int{1, 110}, "CREATE INDEX a_x_idx ON public.a USING btree (x);"},
+		{113, "INDEX", "a_y_idx", []int{1, 111}, "CREATE INDEX a_y_idx ON public.a USING btree (y);"},
+	})
 	g := &Graph{}
 	key := TableKey("public", "a")
 	load := g.Add(&Task{Name: "load a", Kind: Data, Cost: 10 << 20, Table: key, Locks: []Lock{{key, AccessExclusive}}})
@@ -51,18 +43,9 @@ func TestPlanEntriesInOneReading(t *testing.T) {
 // be read to the end) leaves the graph as it found it: no task of its own,
 // nothing fused into the loads.
 func TestAbandonPostDataPlan(t *testing.T) {
-	text, ids := fkSchema()
-	script, err := toc.ParseScript(text, ids)
-	if err != nil {
-		t.Fatal(err)
-	}
+	script, ids := parsedFKSchema(t)
 	g := &Graph{}
-	tables := map[string]TableFacts{}
-	for _, name := range []string{"a", "b", "c"} {
-		key := TableKey("public", name)
-		l := g.Add(&Task{Name: "load " + name, Kind: Data, Cost: 100, Table: key, Locks: []Lock{{key, AccessExclusive}}})
-		tables[key] = TableFacts{Loads: []int{l}, Size: 100}
-	}
+	tables := oneLoadEach(g, 100, AccessExclusive)
 	pp := NewPostDataPlan(g, ids, PlanOptions{Tables: tables, Analyze: true, FuseBytes: 1 << 20})
 	for i := range script.Entries[:8] {
 		pp.Add(&script.Entries[i])
@@ -85,19 +68,11 @@ func TestAbandonPostDataPlan(t *testing.T) {
 // it joins, which it learns from the entries it depends on, and takes
 // DDLMutex; it waits for both indexes.
 func TestPlanIndexAttach(t *testing.T) {
-	var text string
-	var ids []int
-	add := func(id int, typ, name string, deps []int, sql string) {
-		text += entry(id, typ, name, deps, sql)
-		ids = append(ids, id)
-	}
-	add(200, "INDEX", "p_v_idx", []int{1}, "CREATE INDEX p_v_idx ON ONLY public.p USING btree (v);")
-	add(201, "INDEX", "p1_v_idx", []int{2}, "CREATE INDEX p1_v_idx ON public.p1 USING btree (v);")
-	add(202, "INDEX ATTACH", "p1_v_idx", []int{200, 201}, "ALTER INDEX public.p_v_idx ATTACH PARTITION public.p1_v_idx;")
-	script, err := toc.ParseScript(text, ids)
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := scriptOf(t, []testEntry{
+		{200, "INDEX", "p_v_idx", []int{1}, "CREATE INDEX p_v_idx ON ONLY public.p USING btree (v);"},
+		{201, "INDEX", "p1_v_idx", []int{2}, "CREATE INDEX p1_v_idx ON public.p1 USING btree (v);"},
+		{202, "INDEX ATTACH", "p1_v_idx", []int{200, 201}, "ALTER INDEX public.p_v_idx ATTACH PARTITION public.p1_v_idx;"},
+	})
 	g := &Graph{}
 	p1 := TableKey("public", "p1")
 	load := g.Add(&Task{Name: "load p1", Kind: Data, Cost: 10 << 20, Table: p1, Locks: []Lock{{p1, RowExclusive}}})
@@ -114,4 +89,51 @@ func TestPlanIndexAttach(t *testing.T) {
 			t.Errorf("attach does not wait for %s", name)
 		}
 	}
+}
+
+// testEntry is one entry of a test's post-data script.
+type testEntry struct {
+	id        int
+	typ, name string
+	deps      []int
+	sql       string
+}
+
+// scriptOf is the parsed pg_restore script of entries, in their order.
+func scriptOf(t *testing.T, entries []testEntry) *toc.Script {
+	t.Helper()
+	var text string
+	var ids []int
+	for _, e := range entries {
+		text += entry(e.id, e.typ, e.name, e.deps, e.sql)
+		ids = append(ids, e.id)
+	}
+	script, err := toc.ParseScript(text, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+// parsedFKSchema is fkSchema parsed, with its dump IDs.
+func parsedFKSchema(t *testing.T) (*toc.Script, []int) {
+	t.Helper()
+	text, ids := fkSchema()
+	script, err := toc.ParseScript(text, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return script, ids
+}
+
+// oneLoadEach adds one load task of size bytes taking lock mode for each of
+// fkSchema's tables a, b and c to g and returns their facts.
+func oneLoadEach(g *Graph, size int64, mode LockMode) map[string]TableFacts {
+	tables := map[string]TableFacts{}
+	for _, name := range []string{"a", "b", "c"} {
+		key := TableKey("public", name)
+		l := g.Add(&Task{Name: "load " + name, Kind: Data, Cost: size, Table: key, Locks: []Lock{{key, mode}}})
+		tables[key] = TableFacts{Loads: []int{l}, Size: size}
+	}
+	return tables
 }

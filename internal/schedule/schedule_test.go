@@ -330,17 +330,9 @@ func TestRunLargestFirstAndCancel(t *testing.T) {
 // TestPlanSkipsAnalyzeWithStatistics: a table whose statistics the
 // restore brings back gets no ANALYZE task; the others keep theirs.
 func TestPlanSkipsAnalyzeWithStatistics(t *testing.T) {
-	text, ids := fkSchema()
-	script, err := toc.ParseScript(text, ids)
-	if err != nil {
-		t.Fatal(err)
-	}
+	script, _ := parsedFKSchema(t)
 	g := &Graph{}
-	tables := map[string]TableFacts{}
-	for _, name := range []string{"a", "b", "c"} {
-		key := TableKey("public", name)
-		tables[key] = TableFacts{Loads: []int{g.Add(&Task{Name: "load " + name, Kind: Data, Table: key})}, Size: 1}
-	}
+	tables := oneLoadEach(g, 1, RowExclusive)
 	stats := map[string]bool{TableKey("public", "b"): true}
 	if _, err := PlanPostData(g, script, PlanOptions{Tables: tables, Analyze: true, Statistics: stats}); err != nil {
 		t.Fatal(err)
