@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -311,13 +312,23 @@ func (d *dataStage) report(g *schedule.Graph, timings []schedule.Timing, start t
 				Elapsed: s.last - s.first, Busy: s.busy, Items: s.n})
 		}
 	}
-	sorted := append([]schedule.Timing{}, timings...)
-	sort.Slice(sorted, func(i, j int) bool {
-		return sorted[i].End-sorted[i].Start > sorted[j].End-sorted[j].Start
-	})
+	return slowestTasks(g, timings, 5)
+}
+
+// slowestTasks returns the n tasks that took longest, longest first (in
+// run order among equals), keeping n as it goes rather than sorting a copy
+// of every timing (5 MB at 100,000 tables).
+func slowestTasks(g *schedule.Graph, timings []schedule.Timing, n int) []Item {
+	took := func(tm schedule.Timing) time.Duration { return tm.End - tm.Start }
+	var top []schedule.Timing
+	for _, tm := range timings {
+		if i := sort.Search(len(top), func(i int) bool { return took(top[i]) < took(tm) }); i < n {
+			top = slices.Insert(top, i, tm)[:min(len(top)+1, n)]
+		}
+	}
 	var slowest []Item
-	for _, tm := range sorted[:min(len(sorted), 5)] {
-		slowest = append(slowest, Item{Name: g.Tasks[tm.Task].Name, Elapsed: tm.End - tm.Start})
+	for _, tm := range top {
+		slowest = append(slowest, Item{Name: g.Tasks[tm.Task].Name, Elapsed: took(tm)})
 	}
 	return slowest
 }
