@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/pgsprint/pgsprint/internal/heaptest"
 )
 
 // smallTablesManifest is the manifest of a dump of n small tables shaped
@@ -117,25 +119,14 @@ func newTestWriter(t testing.TB, m *Manifest) (*Writer, *bytes.Buffer) {
 // items. The caller keeps build's inputs alive until it returns.
 func heldBy(t *testing.T, n int, build func() (any, error)) uint64 {
 	t.Helper()
-	before := liveHeap()
+	before := heaptest.Live()
 	v, err := build()
 	if err != nil {
 		t.Fatal(err)
 	}
-	per := (liveHeap() - before) / uint64(n)
+	per := (heaptest.Live() - before) / uint64(n)
 	runtime.KeepAlive(v)
 	return per
-}
-
-// liveHeap is the bytes of live heap objects. It collects twice: what
-// sync.Pools hold (encoding/json's encoder buffer, as large as the last
-// manifest it wrote) survives one collection in their victim caches.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
 
 // TestUnmarshalManifestShares: a decoded manifest equals what was

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/pgsprint/pgsprint/internal/heaptest"
 )
 
 // TestTrackerMemory bounds what a Tracker holds per table once a run of
@@ -27,7 +29,7 @@ func TestTrackerMemory(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := NewTracker("restore")
-			before := liveHeap()
+			before := heaptest.Live()
 			for i := range n {
 				name := fmt.Sprintf(`"public"."small_%06d"`, i)
 				w := Work{Kind: "data", Table: name, Name: name, Whole: tt.whole}
@@ -36,7 +38,7 @@ func TestTrackerMemory(t *testing.T) {
 			}
 			// Nothing held per table can leave the heap a little
 			// smaller than it was.
-			per := max(0, int64(liveHeap())-int64(before)) / n
+			per := max(0, int64(heaptest.Live())-int64(before)) / n
 			runtime.KeepAlive(tr)
 			t.Logf("%d bytes per table", per)
 			if per > tt.max {
@@ -89,12 +91,4 @@ func TestSummaryLargestWhole(t *testing.T) {
 	if got := tr.Summary().Largest; !reflect.DeepEqual(got, want) || len(got) != largestN {
 		t.Errorf("largest %+v, want %+v", got, want)
 	}
-}
-
-// liveHeap is the bytes of live heap objects.
-func liveHeap() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgsprint/pgsprint/internal/heaptest"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
@@ -133,23 +134,15 @@ func TestSmallTablesPlanMemory(t *testing.T) {
 	g := &Graph{}
 	script, opts := smallTables(t, n, g)
 	opts.FuseBytes = 1 << 20
-	before := liveHeap()
+	before := heaptest.Live()
 	if _, err := PlanPostData(g, script, opts); err != nil {
 		t.Fatal(err)
 	}
-	per := (liveHeap() - before) / n
+	per := (heaptest.Live() - before) / n
 	runtime.KeepAlive(script)
 	runtime.KeepAlive(g)
 	t.Logf("%d tasks, %d bytes per table", len(g.Tasks), per)
 	if per > 450 {
 		t.Errorf("the planned graph holds %d bytes per small table, want at most 450", per)
 	}
-}
-
-// liveHeap is the bytes of live heap objects.
-func liveHeap() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
