@@ -49,6 +49,10 @@ func (r Result) Plus(o Result) Result {
 type Command struct {
 	Args []string
 	Env  []string
+	// Log, when set, is a file that the command's standard error is
+	// appended to as well, so that a long run's progress and phase report
+	// can be read after it (the error keeps its last line either way).
+	Log string
 }
 
 // Cmd is a shorthand for Command{Args: args}.
@@ -58,6 +62,18 @@ func (c Command) exec(ctx context.Context) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, c.Args[0], c.Args[1:]...)
 	cmd.Env = append(os.Environ(), c.Env...)
 	return cmd
+}
+
+// openLog opens c.Log for appending, or returns nil when there is none.
+func (c Command) openLog() (*os.File, error) {
+	if c.Log == "" {
+		return nil, nil
+	}
+	f, err := os.OpenFile(c.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("log of %s: %w", c.Args[0], err)
+	}
+	return f, nil
 }
 
 // usage fills CPU and peak RSS from a finished process.
@@ -78,6 +94,12 @@ func Run(ctx context.Context, name string, c Command, stdout io.Writer) Result {
 	cmd := c.exec(ctx)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = stdout, &stderr
+	if log, err := c.openLog(); err != nil {
+		return Result{Name: name, Err: err}
+	} else if log != nil {
+		defer log.Close()
+		cmd.Stderr = io.MultiWriter(&stderr, log)
+	}
 	start, busy := time.Now(), machineBusy()
 	err := cmd.Start()
 	if err == nil {
@@ -107,6 +129,22 @@ func Pipeline(ctx context.Context, name string, a, b Command) (Result, Result, R
 	var ea, eb bytes.Buffer
 	ca.Stdout, ca.Stderr = pw, &ea
 	cb.Stdin, cb.Stderr = pr, &eb
+	for _, side := range []struct {
+		c   Command
+		cmd *exec.Cmd
+		buf *bytes.Buffer
+	}{{a, ca, &ea}, {b, cb, &eb}} {
+		log, err := side.c.openLog()
+		if err != nil {
+			pr.Close()
+			pw.Close()
+			return Result{Name: name, Err: err}, ra, rb
+		}
+		if log != nil {
+			defer log.Close()
+			side.cmd.Stderr = io.MultiWriter(side.buf, log)
+		}
+	}
 	start, busy := time.Now(), machineBusy()
 	if err := ca.Start(); err != nil {
 		return Result{Name: name, Err: err}, ra, rb

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -109,7 +108,7 @@ func (b *bench) measure(ctx context.Context, name string, cmd benchkit.Command, 
 	before, okBefore := b.serverCPU(ctx)
 	r := benchkit.Run(ctx, name, cmd, nil)
 	if output != "" {
-		r.Size = diskSize(output)
+		r.Size, _ = benchkit.DiskSize(output) // 0 when the command wrote nothing
 		os.RemoveAll(output)
 	}
 	time.Sleep(200 * time.Millisecond) // let the postmaster reap the backends
@@ -156,20 +155,6 @@ func (b *bench) serverCPU(ctx context.Context) (time.Duration, bool) {
 		ticks += n
 	}
 	return time.Duration(ticks) * (time.Second / 100), true // USER_HZ is 100 on Linux
-}
-
-// diskSize is a file's size, or the sum of a directory's files.
-func diskSize(path string) int64 {
-	var n int64
-	filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if info, err := d.Info(); err == nil {
-				n += info.Size()
-			}
-		}
-		return nil
-	})
-	return n
 }
 
 func (b *bench) find(name string) *benchkit.Result {

@@ -96,7 +96,7 @@ func rawCopyMain(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return rawCopy(ctx, args[0], jobs, plan.Options{ChunkSize: size, Method: plan.Auto})
+	return benchkit.RawCopy(ctx, args[0], jobs, plan.Options{ChunkSize: size, Method: plan.Auto})
 }
 
 func run(ctx context.Context, c config) error {

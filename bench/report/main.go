@@ -127,11 +127,11 @@ func run(ctx context.Context, o options) error {
 	if p, err := exec.LookPath("pgcopydb"); err == nil {
 		s.pgcopydb = p
 	}
-	if s3, err := startS3(ctx, work); err != nil {
+	if s3, err := benchkit.StartS3(ctx, work); err != nil {
 		s.s3Skip = "skipped: " + err.Error()
 	} else {
 		s.s3 = s3
-		defer s3.close()
+		defer s3.Close()
 		notes = append(notes, "pgsprint s3: dump -f s3://... and restore -f s3://... against versitygw on 127.0.0.1 over the same disk (multipart upload, ranged GETs); compare with the file row of the same codec")
 	}
 	c, err := benchkit.StartCluster(ctx, pg.cluster)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,7 +118,7 @@ func (r *runner) run(ctx context.Context, src source, v variant, n int) (results
 			return row, nil
 		}
 		row.BackupSeconds, row.BackupCPU, row.PeakRSS = res.Wall.Seconds(), res.CPU.Seconds(), res.MaxRSS
-		size, err := diskSize(stored)
+		size, err := benchkit.DiskSize(stored)
 		if err != nil {
 			row.Status = "failed: backup: " + err.Error()
 			return row, nil
@@ -194,26 +193,4 @@ func firstLines(s string, n int) string {
 		lines = lines[:n]
 	}
 	return strings.Join(lines, " / ")
-}
-
-// diskSize is the size of a file, or of every file under a directory.
-func diskSize(path string) (int64, error) {
-	var total int64
-	err := filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() {
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			total += info.Size()
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("size of %s: %w", path, err)
-	}
-	return total, nil
 }

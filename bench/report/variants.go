@@ -35,9 +35,9 @@ type setup struct {
 	workDir    string
 	decompress map[string]string // method -> CLI for plain dumps
 	dumpLevels codecLevels
-	ownLevels  codecLevels // pgsprint's
-	s3         *s3Server   // the s3:// rows' server; nil skips them
-	s3Skip     string      // why they are skipped
+	ownLevels  codecLevels        // pgsprint's
+	s3         *benchkit.S3Server // the s3:// rows' server; nil skips them
+	s3Skip     string             // why they are skipped
 }
 
 // pgsprintEnv points pgsprint at the matrix's pg_dump and pg_restore.
@@ -162,17 +162,17 @@ func (s setup) s3Variant(j string) variant {
 		}
 		return v
 	}
-	env := append(s.pgsprintEnv(), s.s3.env()...)
+	env := append(s.pgsprintEnv(), s.s3.Env()...)
 	v.backup = func(src, path string) benchkit.Command {
-		loc, _ := s.s3.location(path)
+		loc, _ := s.s3.Location(path)
 		return benchkit.Command{Args: []string{s.pgsprint, "dump", "-q", "-j", j, "-Z", "zstd:1", "--overwrite", "-f", loc, "-d", src}, Env: env}
 	}
 	v.restore = func(path, dst string) []benchkit.Command {
-		loc, _ := s.s3.location(path)
+		loc, _ := s.s3.Location(path)
 		return []benchkit.Command{{Args: []string{s.pgsprint, "restore", "-q", "--no-analyze", "-j", j, "-f", loc, "-d", dst}, Env: env}}
 	}
 	v.stored = func(path string) string {
-		_, onDisk := s.s3.location(path)
+		_, onDisk := s.s3.Location(path)
 		return onDisk
 	}
 	return v

@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 	"github.com/pgsprint/pgsprint/internal/plan"
 )
 
-// rawCopy is the raw limit: the chunks pgsprint would dump, read in one
+// RawCopy is the raw limit: the chunks pgsprint would dump, read in one
 // exported snapshot with exactly its COPY statements over jobs
 // connections, largest first, into io.Discard. No archive, no
 // compression, no schema: what the server and the wire can deliver.
-func rawCopy(ctx context.Context, connString string, jobs int, split plan.Options) error {
+func RawCopy(ctx context.Context, connString string, jobs int, split plan.Options) error {
 	cfg, err := pgx.ParseConfig(connString)
 	if err != nil {
 		return err

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	benchdata "github.com/pgsprint/pgsprint/bench/dataset"
+	"github.com/pgsprint/pgsprint/internal/compare"
+)
+
+// dataset is one of seed 000's two databases at the run's scale.
+type dataset struct {
+	key        string // flat, parts
+	db         string // the source database's name
+	label      string
+	partitions int
+}
+
+// datasetNamed is the dataset called name, at scale.
+func datasetNamed(name string, scale int) (dataset, bool) {
+	switch name {
+	case "flat":
+		return dataset{key: name, db: fmt.Sprintf("pgbench_s%d", scale), label: fmt.Sprintf("pgbench -s %d", scale)}, true
+	case "parts":
+		return dataset{key: name, db: fmt.Sprintf("pgbench_s%d_p30", scale), label: fmt.Sprintf("pgbench -s %d --partitions=30", scale), partitions: 30}, true
+	}
+	return dataset{}, false
+}
+
+// source is a built dataset with what restores are checked against.
+type source struct {
+	dataset
+	bytes  int64             // pg_database_size
+	schema string            // pg_dump --schema-only, normalized by compare
+	rows   map[string]string // per-table row fingerprints
+}
+
+// GiB is the source's size in GiB, the unit of the seconds-per-GiB column.
+func (s *source) GiB() float64 { return float64(s.bytes) / (1 << 30) }
+
+// prepare builds the dataset unless a complete one is already there
+// (pgbench_branches holds one row per scale unit and is filled last but
+// for the keys), then records its size, schema and row fingerprint.
+func (e *env) prepare(ctx context.Context, d dataset) (*source, error) {
+	src := &source{dataset: d}
+	if !e.built(ctx, d) {
+		if err := e.createDB(ctx, d.db); err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		fmt.Fprintf(os.Stderr, "building %s...\n", d.label)
+		if err := benchdata.Pgbench(ctx, e.srv.BinDir(), e.srv.ConnString(d.db), e.cfg.scale, d.partitions); err != nil {
+			return nil, fmt.Errorf("build %s: %w", d.label, err)
+		}
+		fmt.Fprintf(os.Stderr, "built %s in %s\n", d.label, time.Since(start).Round(time.Second))
+	}
+	conn, err := pgx.Connect(ctx, e.srv.ConnString(d.db))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if err := conn.QueryRow(ctx, "SELECT pg_database_size(current_database())").Scan(&src.bytes); err != nil {
+		return nil, fmt.Errorf("size of %s: %w", d.db, err)
+	}
+	if e.cfg.verify != "none" {
+		fmt.Fprintf(os.Stderr, "%s: reading its schema and row fingerprints...\n", d.label)
+		if src.schema, err = compare.SchemaDump(ctx, e.srv.BinDir(), e.srv.ConnString(d.db)); err != nil {
+			return nil, fmt.Errorf("schema of %s: %w", d.label, err)
+		}
+		if src.rows, err = e.fingerprint(ctx, d.db); err != nil {
+			return nil, fmt.Errorf("fingerprint of %s: %w", d.label, err)
+		}
+	}
+	return src, nil
+}
+
+// built says whether d's database holds a complete pgbench dataset of the
+// run's scale and partitioning, from an earlier run with -keep.
+func (e *env) built(ctx context.Context, d dataset) bool {
+	conn, err := pgx.Connect(ctx, e.srv.ConnString(d.db))
+	if err != nil {
+		return false
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var branches, parts int
+	var keyed bool
+	err = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM pgbench_branches),
+		(SELECT count(*) FROM pg_inherits WHERE inhparent = 'pgbench_accounts'::regclass),
+		EXISTS (SELECT FROM pg_constraint WHERE conrelid = 'pgbench_accounts'::regclass AND contype = 'p')`).Scan(&branches, &parts, &keyed)
+	return err == nil && branches == e.cfg.scale && parts == d.partitions && keyed
+}
+
+func (e *env) fingerprint(ctx context.Context, db string) (map[string]string, error) {
+	cfg, err := pgx.ParseConfig(e.srv.ConnString(db))
+	if err != nil {
+		return nil, err
+	}
+	return compare.FingerprintParallel(ctx, cfg, max(e.cfg.jobs[0], 2))
+}
+
+// verify compares a restored database with its source: schema as pg_dump
+// prints it, and every table's rows. It returns the first difference, or
+// "" when they are the same.
+func (e *env) verify(ctx context.Context, src *source, db string) string {
+	schema, err := compare.SchemaDump(ctx, e.srv.BinDir(), e.srv.ConnString(db))
+	if err != nil {
+		return err.Error()
+	}
+	if d := compare.SchemaDiff(src.schema, schema); d != "" {
+		return "schema differs: " + firstLine(d)
+	}
+	rows, err := e.fingerprint(ctx, db)
+	if err != nil {
+		return err.Error()
+	}
+	if d := compare.FingerprintDiff(src.rows, rows); len(d) > 0 {
+		return fmt.Sprintf("rows differ in %d relations, first: %s", len(d), firstLine(d[0]))
+	}
+	return ""
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// bytesPerScale is what one pgbench scale unit takes on disk once built:
+// 100,000 accounts rows and their primary key (15.6 MB at scale 1000 on
+// PostgreSQL 15, heap and index together).
+const bytesPerScale = 16 << 20
+
+// walReserve is the WAL a restore can leave behind before a checkpoint
+// recycles it: the bench cluster's max_wal_size (8 GB) and a margin.
+const walReserve = 10 << 30
+
+// need is the disk a run takes at most, in bytes: the sources it builds
+// (all of them when they are kept), one restored copy at a time, the
+// archives of one dataset (pgsprint's, pg_dump -Fd's and -Fc's, the S3
+// server's copy and a pgcopydb work directory, each at most half the
+// database: pgbench's rows compress well, and no tool stores its indexes),
+// and the WAL.
+func need(c config, building bool) int64 {
+	db := int64(c.scale) * bytesPerScale
+	sources := int64(0)
+	if building {
+		sources = db
+		if c.keep {
+			sources = db * int64(len(c.datasets))
+		}
+	}
+	archives := db / 2 * int64(countSteps(c, "dump", "pgdump-fd", "pgdump-fc", "s3", "pgcopydb"))
+	return sources + db + archives + walReserve
+}
+
+func countSteps(c config, names ...string) int {
+	n := 0
+	for _, s := range names {
+		if c.steps[s] {
+			n++
+		}
+	}
+	return n
+}
+
+// checkDisk refuses a run whose files would not fit in dir's file system.
+func checkDisk(dir string, need int64) error {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("free space of %s: %w", dir, err)
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free < need {
+		return fmt.Errorf("not enough disk in %s: this run needs about %.1f GiB (sources, one restored copy, archives, WAL), %.1f GiB are free; use a smaller -scale, fewer -steps, or another -work-dir",
+			dir, float64(need)/(1<<30), float64(free)/(1<<30))
+	}
+	return nil
+}

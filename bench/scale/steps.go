@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/pgsprint/pgsprint/bench/benchkit"
+)
+
+// step is one measured command of a round: a dump, or a restore or clone
+// into a fresh target database that is checked against the source.
+type step struct {
+	key    string // the -steps name and the row's identity with -j
+	name   string // the row's label
+	target bool   // restores into a fresh database, verified and dropped after
+	// cmds is the command, or a writer and a reader joined by a pipe.
+	cmds func(dst string) []benchkit.Command
+	// output is the path whose size is the bytes written, or "".
+	output string
+	// peers are the steps (keys at the same -j) this one replaces: its
+	// ratios are taken against their medians added up.
+	peers []string
+}
+
+// steps are the commands of one round at -j jobs, in the order they run.
+// Restores read the archives that the dumps before them in the round
+// wrote.
+func (e *env) steps(src *source, jobs int, first bool) []step {
+	j := strconv.Itoa(jobs)
+	conn := e.srv.ConnString(src.db)
+	bin := func(name string) string { return filepath.Join(e.srv.BinDir(), name) }
+	file := filepath.Join(e.work, "pgsprint.pgs")
+	dir := filepath.Join(e.work, "pgdump.dir")
+	log := func(what string) string {
+		return filepath.Join(e.cfg.out, fmt.Sprintf("%s-%s-j%s.log", src.key, what, j))
+	}
+	// pgsprint's rows log JSON progress events: what the ETA said along
+	// the way, against when the command really ended.
+	progress := []string{"--progress=json", "--progress-interval=10s"}
+	pgsprint := func(what string, args ...string) benchkit.Command {
+		return benchkit.Command{Args: append(append([]string{e.pgsprint}, args...), progress...), Log: log(what)}
+	}
+	var out []step
+	add := func(s step) {
+		if e.cfg.steps[s.key] {
+			out = append(out, s)
+		}
+	}
+	add(step{key: "raw", name: "raw COPY limit -j" + j,
+		cmds: one(benchkit.Cmd(e.self, "rawcopy", conn, j))})
+	add(step{key: "dump", name: "pgsprint dump -j" + j, output: file, peers: []string{"raw"},
+		cmds: one(pgsprint("dump", "dump", "-j", j, "-f", file, "-d", conn))})
+	add(step{key: "pgdump-fd", name: "pg_dump -Fd -j" + j, output: dir,
+		cmds: one(benchkit.Cmd("sh", "-c", `rm -rf "$1" && exec "$0" -Fd -j "$2" -f "$1" -d "$3"`, bin("pg_dump"), dir, j, conn))})
+	if first {
+		fc := filepath.Join(e.work, "pgdump.fc")
+		add(step{key: "pgdump-fc", name: "pg_dump -Fc", output: fc,
+			cmds: one(benchkit.Cmd(bin("pg_dump"), "-Fc", "-f", fc, "-d", conn))})
+	}
+	add(step{key: "restore", name: "pgsprint restore -j" + j, target: true, peers: []string{"pgrestore"},
+		cmds: func(dst string) []benchkit.Command {
+			return []benchkit.Command{pgsprint("restore", "restore", "-j", j, "-f", file, "-d", e.srv.ConnString(dst))}
+		}})
+	add(step{key: "pgrestore", name: "pg_restore -j" + j + " + vacuumdb -Z -j" + j, target: true,
+		cmds: func(dst string) []benchkit.Command {
+			return []benchkit.Command{benchkit.Cmd("sh", "-c", `"$0" -j "$1" -d "$2" "$3" && exec "$4" --analyze-only --quiet -j "$1" -d "$2"`,
+				bin("pg_restore"), j, e.srv.ConnString(dst), dir, bin("vacuumdb"))}
+		}})
+	add(step{key: "pipe", name: "pgsprint dump | restore -j" + j, target: true, peers: []string{"pgdump-fd", "pgrestore"},
+		cmds: func(dst string) []benchkit.Command {
+			return []benchkit.Command{
+				pgsprint("pipe-dump", "dump", "-j", j, "-f", "-", "-d", conn),
+				pgsprint("pipe-restore", "restore", "-j", j, "-f", "-", "-d", e.srv.ConnString(dst)),
+			}
+		}})
+	clonePeers := []string{"pgdump-fd", "pgrestore"}
+	if e.pgcopydb != "" {
+		clonePeers = []string{"pgcopydb"}
+		work := filepath.Join(e.work, "pgcopydb")
+		add(step{key: "pgcopydb", name: "pgcopydb clone --table-jobs " + j + " --index-jobs " + j, target: true,
+			cmds: func(dst string) []benchkit.Command {
+				return []benchkit.Command{benchkit.Cmd(e.pgcopydb, "clone", "--source", conn, "--target", e.srv.ConnString(dst),
+					"--table-jobs", j, "--index-jobs", j, "--split-tables-larger-than", "100MB", "--dir", work, "--restart")}
+			}})
+	}
+	add(step{key: "clone", name: "pgsprint clone -j" + j, target: true, peers: clonePeers,
+		cmds: func(dst string) []benchkit.Command {
+			return []benchkit.Command{pgsprint("clone", "clone", "-j", j, "--source", conn, "--target", e.srv.ConnString(dst))}
+		}})
+	if e.s3 != nil && e.cfg.steps["s3"] {
+		loc, onDisk := e.s3.Location(file)
+		withS3 := func(c benchkit.Command) benchkit.Command { c.Env = e.s3.Env(); return c }
+		out = append(out,
+			step{key: "s3-dump", name: "pgsprint dump -j" + j + " → s3://", output: onDisk, peers: []string{"dump"},
+				cmds: one(withS3(pgsprint("s3-dump", "dump", "-j", j, "--overwrite", "-f", loc, "-d", conn)))},
+			step{key: "s3-restore", name: "pgsprint restore -j" + j + " ← s3://", target: true, peers: []string{"restore"},
+				cmds: func(dst string) []benchkit.Command {
+					return []benchkit.Command{withS3(pgsprint("s3-restore", "restore", "-j", j, "-f", loc, "-d", e.srv.ConnString(dst)))}
+				}})
+	}
+	return out
+}
+
+// one is a step's command that takes no target.
+func one(c benchkit.Command) func(string) []benchkit.Command {
+	return func(string) []benchkit.Command { return []benchkit.Command{c} }
+}
+
+// measure runs every step -rounds times, interleaved, and returns one row
+// per step and -j.
+func (e *env) measure(ctx context.Context, src *source) ([]*row, error) {
+	if e.s3 == nil && e.cfg.steps["s3"] {
+		fmt.Fprintf(os.Stderr, "%s: s3 rows skipped: %s\n", src.label, e.s3Skip)
+	}
+	// Warm the cache the same way for every tool: one untimed full read.
+	if r := benchkit.Run(ctx, "warm-up", benchkit.Cmd(e.self, "rawcopy", e.srv.ConnString(src.db), "2"), nil); r.Err != nil {
+		return nil, r.Err
+	}
+	var rows []*row
+	byKey := map[string]*row{}
+	for round := 1; round <= e.cfg.rounds; round++ {
+		for ji, jobs := range e.cfg.jobs {
+			for _, s := range e.steps(src, jobs, ji == 0) {
+				id := fmt.Sprintf("%s/%d", s.key, jobs)
+				r := byKey[id]
+				if r == nil {
+					r = &row{dataset: src, step: s, jobs: jobs}
+					byKey[id] = r
+					rows = append(rows, r)
+				}
+				verify := e.cfg.verify == "all" || (e.cfg.verify == "first" && round == 1 && ji == 0)
+				if err := e.once(ctx, src, r, round, verify); err != nil {
+					return rows, err
+				}
+			}
+		}
+	}
+	for _, r := range rows {
+		for _, p := range r.step.peers {
+			if peer := byKey[fmt.Sprintf("%s/%d", p, r.jobs)]; peer != nil {
+				r.peers = append(r.peers, peer)
+			}
+		}
+	}
+	return rows, nil
+}
+
+// once runs a row's step one time: into a fresh database when it restores,
+// after a checkpoint so that it does not pay for the step before.
+func (e *env) once(ctx context.Context, src *source, r *row, round int, verify bool) error {
+	dst := src.db + "_copy"
+	if r.step.target {
+		if err := e.createDB(ctx, dst); err != nil {
+			return err
+		}
+	}
+	if err := e.checkpoint(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%s: round %d: %s...\n", src.label, round, r.step.name)
+	cctx, cancel := context.WithTimeout(ctx, e.cfg.timeout)
+	defer cancel()
+	cmds := r.step.cmds(dst)
+	var res benchkit.Result
+	if len(cmds) == 2 {
+		res, _, _ = benchkit.Pipeline(cctx, r.step.name, cmds[0], cmds[1])
+	} else {
+		res = benchkit.Run(cctx, r.step.name, cmds[0], nil)
+	}
+	if res.Err == nil && r.step.output != "" {
+		size, err := benchkit.DiskSize(r.step.output)
+		if err != nil {
+			return err
+		}
+		res.Size = size
+	}
+	fmt.Fprintf(os.Stderr, "%s: round %d: %s: %.1f s\n", src.label, round, r.step.name, res.Wall.Seconds())
+	r.results = append(r.results, res)
+	if res.Err == nil && r.step.target && verify && src.rows != nil {
+		start := time.Now()
+		if d := e.verify(ctx, src, dst); d != "" {
+			r.differs = d
+		}
+		r.verified++
+		fmt.Fprintf(os.Stderr, "%s: %s verified in %s\n", src.label, r.step.name, time.Since(start).Round(time.Second))
+	}
+	if r.step.target {
+		return e.dropDB(ctx, dst)
+	}
+	return nil
+}
