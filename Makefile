@@ -2,7 +2,7 @@
 GO ?= go
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all build deps deps-demo test test-matrix demo vet fmt clean bench bench-quick bench-deps bench-crypt
+.PHONY: all build deps deps-demo test test-matrix demo vet fmt clean bench bench-quick bench-deps bench-crypt bench-scale bench-pack
 
 all: build
 
@@ -66,5 +66,18 @@ bench-crypt: deps
 bench-deps: deps
 	@scripts/ensure-bench-deps.sh
 
+# Seed 000's datasets at its size (pgbench -s 1000: about 12 GiB, one table
+# and 30 partitions) through every pgsprint path beside the peers, rounds
+# interleaved (docs/BENCHMARKS.md, "At 12 GiB"). Knobs: SCALE (default
+# 1000), JOBS, ROUNDS, BENCH_FLAGS (e.g. -dsn 'host=... port=...' -keep).
+bench-scale: deps
+	$(GO) run ./bench/scale $(if $(SCALE),-scale $(SCALE)) $(if $(JOBS),-j $(JOBS)) $(if $(ROUNDS),-rounds $(ROUNDS)) $(BENCH_FLAGS)
+
+# The bench pack for a many-core machine with nothing installed:
+# dist/bench-pack.tar.xz (static pgsprint, the runner, PostgreSQL 18 with
+# pgbench, run.sh). Unpack it there and run bench-pack/run.sh.
+bench-pack:
+	@scripts/bench-pack.sh dist
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

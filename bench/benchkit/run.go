@@ -156,13 +156,16 @@ func Pipeline(ctx context.Context, name string, a, b Command) (Result, Result, R
 	}
 	pw.Close()
 	pr.Close()
+	stopA, stopB := sampleOwnRSS(ca.Process.Pid, &ra.OwnRSS), sampleOwnRSS(cb.Process.Pid, &rb.OwnRSS)
 	errA := ca.Wait()
+	stopA()
 	ra.Wall = time.Since(start)
 	errB := cb.Wait()
+	stopB()
 	rb.Wall = time.Since(start)
 	usage(&ra, ca.ProcessState)
 	usage(&rb, cb.ProcessState)
-	whole := Result{Name: name, Wall: rb.Wall, CPU: ra.CPU + rb.CPU, MaxRSS: max(ra.MaxRSS, rb.MaxRSS), Machine: machineBusy() - busy}
+	whole := Result{Name: name, Wall: rb.Wall, CPU: ra.CPU + rb.CPU, MaxRSS: max(ra.MaxRSS, rb.MaxRSS), OwnRSS: max(ra.OwnRSS, rb.OwnRSS), Machine: machineBusy() - busy}
 	if errA != nil {
 		whole.Err = fmt.Errorf("%s: writer: %v: %s", name, errA, lastLine(ea.String()))
 	} else if errB != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os/exec"
 	"syscall"
 )
 
@@ -17,9 +18,9 @@ const walReserve = 10 << 30
 // need is the disk a run takes at most, in bytes: the sources it builds
 // (all of them when they are kept), one restored copy at a time, the
 // archives of one dataset (pgsprint's, pg_dump -Fd's and -Fc's, the S3
-// server's copy and a pgcopydb work directory, each at most half the
-// database: pgbench's rows compress well, and no tool stores its indexes),
-// and the WAL.
+// server's copy and a pgcopydb work directory, each taken as a quarter of
+// the database: no tool stores its indexes, and pgbench's rows compress
+// tenfold), and the WAL.
 func need(c config, building bool) int64 {
 	db := int64(c.scale) * bytesPerScale
 	sources := int64(0)
@@ -29,7 +30,10 @@ func need(c config, building bool) int64 {
 			sources = db * int64(len(c.datasets))
 		}
 	}
-	archives := db / 2 * int64(countSteps(c, "dump", "pgdump-fd", "pgdump-fc", "s3", "pgcopydb"))
+	archives := db / 4 * int64(countSteps(c, "dump", "pgdump-fd", "pgdump-fc", "s3"))
+	if c.steps["pgcopydb"] && pgcopydbInstalled() {
+		archives += db / 4
+	}
 	return sources + db + archives + walReserve
 }
 
@@ -55,4 +59,10 @@ func checkDisk(dir string, need int64) error {
 			dir, float64(need)/(1<<30), float64(free)/(1<<30))
 	}
 	return nil
+}
+
+// pgcopydbInstalled says whether the pgcopydb rows will run.
+func pgcopydbInstalled() bool {
+	_, err := exec.LookPath("pgcopydb")
+	return err == nil
 }

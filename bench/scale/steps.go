@@ -70,7 +70,7 @@ func (e *env) steps(src *source, jobs int, first bool) []step {
 			return []benchkit.Command{benchkit.Cmd("sh", "-c", `"$0" -j "$1" -d "$2" "$3" && exec "$4" --analyze-only --quiet -j "$1" -d "$2"`,
 				bin("pg_restore"), j, e.srv.ConnString(dst), dir, bin("vacuumdb"))}
 		}})
-	add(step{key: "pipe", name: "pgsprint dump | restore -j" + j, target: true, peers: []string{"pgdump-fd", "pgrestore"},
+	add(step{key: "pipe", name: "pgsprint dump -j" + j + " → pipe → restore", target: true, peers: []string{"pgdump-fd", "pgrestore"},
 		cmds: func(dst string) []benchkit.Command {
 			return []benchkit.Command{
 				pgsprint("pipe-dump", "dump", "-j", j, "-f", "-", "-d", conn),

