@@ -24,6 +24,7 @@ type row struct {
 	peers    []*row // what the step replaces, at the same -j
 	verified int    // rounds whose target was compared with the source
 	differs  string // the first difference a comparison found
+	etas     []etaCheck
 }
 
 // spread is a figure's minimum, median and maximum over the rounds.
@@ -137,6 +138,11 @@ func printTable(w io.Writer, src *source, rows []*row) {
 		if wall, ok := r.against(wallOf); ok {
 			mach, _ := r.against(machineOf)
 			fmt.Fprintf(w, "- %s against %s: %.2fx the speed, %.2fx the machine CPU\n", r.step.name, r.peerName(), wall, 1/mach)
+		}
+	}
+	for _, r := range rows {
+		for i, c := range r.etas {
+			fmt.Fprintf(w, "- ETA of %s, run %d: %s\n", r.step.name, i+1, c)
 		}
 	}
 	for _, s := range seedsFor(src, rows) {

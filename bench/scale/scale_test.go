@@ -2,7 +2,10 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -116,4 +119,36 @@ func must(s spread, ok bool) spread {
 		return spread{math.NaN(), math.NaN(), math.NaN()}
 	}
 	return s
+}
+
+func TestCheckETA(t *testing.T) {
+	// 100 bytes moved at 1 byte a second from 10 s (the first 10 s were
+	// pre-data), then 20 s of indexes: a run of 130 s.
+	var log strings.Builder
+	for el := 10; el <= 110; el += 10 {
+		fmt.Fprintf(&log, `{"event":"progress","state":{"elapsed_s":%d,"bytes":%d,"bytes_total":100}}`+"\n", el, el-10)
+	}
+	log.WriteString(`{"event":"summary"}` + "\nnot json\n")
+	path := filepath.Join(t.TempDir(), "log")
+	if err := os.WriteFile(path, []byte(log.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := checkETA(path, 130)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At 30 s (nearest a quarter of 130 s): 20 bytes in 30 s, 80 left:
+	// ETA 120 s where 100 s were left.
+	if c.at[0] != 30 || c.said[0] != 120 {
+		t.Errorf("first quarter: at %v said %v, want 30 and 120", c.at[0], c.said[0])
+	}
+	if c.at[2] != 100 || math.Abs(c.said[2]-10*100/90.0) > 1e-9 {
+		t.Errorf("third quarter: at %v said %v", c.at[2], c.said[2])
+	}
+	if c.dataDone != 110 {
+		t.Errorf("data done at %v, want 110", c.dataDone)
+	}
+	if s := c.String(); !strings.Contains(s, "at 30 s: ETA 120 s, 100 s left") || !strings.Contains(s, "data all in at 110 s of 130 s") {
+		t.Errorf("String: %s", s)
+	}
 }

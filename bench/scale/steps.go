@@ -24,19 +24,22 @@ type step struct {
 	// peers are the steps (keys at the same -j) this one replaces: its
 	// ratios are taken against their medians added up.
 	peers []string
+	// etaLog is the JSON progress log of the pgsprint whose ETA is
+	// checked against the run's real end, or "".
+	etaLog string
 }
 
 // steps are the commands of one round at -j jobs, in the order they run.
 // Restores read the archives that the dumps before them in the round
 // wrote.
-func (e *env) steps(src *source, jobs int, first bool) []step {
+func (e *env) steps(src *source, jobs, round int, first bool) []step {
 	j := strconv.Itoa(jobs)
 	conn := e.srv.ConnString(src.db)
 	bin := func(name string) string { return filepath.Join(e.srv.BinDir(), name) }
 	file := filepath.Join(e.work, "pgsprint.pgs")
 	dir := filepath.Join(e.work, "pgdump.dir")
 	log := func(what string) string {
-		return filepath.Join(e.cfg.out, fmt.Sprintf("%s-%s-j%s.log", src.key, what, j))
+		return filepath.Join(e.cfg.out, fmt.Sprintf("%s-%s-j%s-r%d.log", src.key, what, j, round))
 	}
 	// pgsprint's rows log JSON progress events: what the ETA said along
 	// the way, against when the command really ended.
@@ -52,7 +55,7 @@ func (e *env) steps(src *source, jobs int, first bool) []step {
 	}
 	add(step{key: "raw", name: "raw COPY limit -j" + j,
 		cmds: one(benchkit.Cmd(e.self, "rawcopy", conn, j))})
-	add(step{key: "dump", name: "pgsprint dump -j" + j, output: file, peers: []string{"raw"},
+	add(step{key: "dump", name: "pgsprint dump -j" + j, output: file, peers: []string{"raw"}, etaLog: log("dump"),
 		cmds: one(pgsprint("dump", "dump", "-j", j, "-f", file, "-d", conn))})
 	add(step{key: "pgdump-fd", name: "pg_dump -Fd -j" + j, output: dir,
 		cmds: one(benchkit.Cmd("sh", "-c", `rm -rf "$1" && exec "$0" -Fd -j "$2" -f "$1" -d "$3"`, bin("pg_dump"), dir, j, conn))})
@@ -61,7 +64,7 @@ func (e *env) steps(src *source, jobs int, first bool) []step {
 		add(step{key: "pgdump-fc", name: "pg_dump -Fc", output: fc,
 			cmds: one(benchkit.Cmd(bin("pg_dump"), "-Fc", "-f", fc, "-d", conn))})
 	}
-	add(step{key: "restore", name: "pgsprint restore -j" + j, target: true, peers: []string{"pgrestore"},
+	add(step{key: "restore", name: "pgsprint restore -j" + j, target: true, peers: []string{"pgrestore"}, etaLog: log("restore"),
 		cmds: func(dst string) []benchkit.Command {
 			return []benchkit.Command{pgsprint("restore", "restore", "-j", j, "-f", file, "-d", e.srv.ConnString(dst))}
 		}})
@@ -70,7 +73,7 @@ func (e *env) steps(src *source, jobs int, first bool) []step {
 			return []benchkit.Command{benchkit.Cmd("sh", "-c", `"$0" -j "$1" -d "$2" "$3" && exec "$4" --analyze-only --quiet -j "$1" -d "$2"`,
 				bin("pg_restore"), j, e.srv.ConnString(dst), dir, bin("vacuumdb"))}
 		}})
-	add(step{key: "pipe", name: "pgsprint dump -j" + j + " → pipe → restore", target: true, peers: []string{"pgdump-fd", "pgrestore"},
+	add(step{key: "pipe", name: "pgsprint dump -j" + j + " → pipe → restore", target: true, peers: []string{"pgdump-fd", "pgrestore"}, etaLog: log("pipe-restore"),
 		cmds: func(dst string) []benchkit.Command {
 			return []benchkit.Command{
 				pgsprint("pipe-dump", "dump", "-j", j, "-f", "-", "-d", conn),
@@ -87,7 +90,7 @@ func (e *env) steps(src *source, jobs int, first bool) []step {
 					"--table-jobs", j, "--index-jobs", j, "--split-tables-larger-than", "100MB", "--dir", work, "--restart")}
 			}})
 	}
-	add(step{key: "clone", name: "pgsprint clone -j" + j, target: true, peers: clonePeers,
+	add(step{key: "clone", name: "pgsprint clone -j" + j, target: true, peers: clonePeers, etaLog: log("clone"),
 		cmds: func(dst string) []benchkit.Command {
 			return []benchkit.Command{pgsprint("clone", "clone", "-j", j, "--source", conn, "--target", e.srv.ConnString(dst))}
 		}})
@@ -124,7 +127,7 @@ func (e *env) measure(ctx context.Context, src *source) ([]*row, error) {
 	byKey := map[string]*row{}
 	for round := 1; round <= e.cfg.rounds; round++ {
 		for ji, jobs := range e.cfg.jobs {
-			for _, s := range e.steps(src, jobs, ji == 0) {
+			for _, s := range e.steps(src, jobs, round, ji == 0) {
 				id := fmt.Sprintf("%s/%d", s.key, jobs)
 				r := byKey[id]
 				if r == nil {
@@ -180,6 +183,11 @@ func (e *env) once(ctx context.Context, src *source, r *row, round int, verify b
 	}
 	fmt.Fprintf(os.Stderr, "%s: round %d: %s: %.1f s\n", src.label, round, r.step.name, res.Wall.Seconds())
 	r.results = append(r.results, res)
+	if res.Err == nil && r.step.etaLog != "" {
+		if c, err := checkETA(r.step.etaLog, res.Wall.Seconds()); err == nil {
+			r.etas = append(r.etas, c)
+		}
+	}
 	if res.Err == nil && r.step.target && verify && src.rows != nil {
 		start := time.Now()
 		if d := e.verify(ctx, src, dst); d != "" {
