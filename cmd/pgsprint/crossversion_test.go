@@ -44,21 +44,6 @@ func matrix(versions []int, full bool) []versionPair {
 	return pairs
 }
 
-// versionsOrSkip returns the versions the cross-version tests use, skipping
-// (or failing, under make test) when fewer than min are installed.
-func versionsOrSkip(t *testing.T, min int) []int {
-	t.Helper()
-	vs := pgtest.Versions()
-	if len(vs) < min {
-		msg := fmt.Sprintf("need %d PostgreSQL major versions, have %v (scripts/install-pg-versions.sh installs more)", min, vs)
-		if os.Getenv(pgtest.EnvRequire) != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return vs
-}
-
 // TestCrossVersion dumps the torture database from one major version and
 // restores it into another: the archive must load into a newer server, with
 // pgsprint picking pg_dump for the source and pg_restore for the target by

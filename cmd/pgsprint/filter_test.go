@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -88,12 +87,4 @@ func TestDumpFilters(t *testing.T) {
 			}
 		})
 	}
-}
-
-// fmtID quotes an identifier as pg_dump prints it: only when needed.
-func fmtID(s string) string {
-	if regexp.MustCompile(`^[a-z_][a-z0-9_]*$`).MatchString(s) {
-		return s
-	}
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }

@@ -10,70 +10,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
-
-// runPipeline runs the commands as cmd1 | cmd2 | ... and returns each
-// one's result. An element starting with "pgsprint" runs the binary.
-func runPipeline(t *testing.T, cmds ...[]string) []result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	procs := make([]*exec.Cmd, len(cmds))
-	stderrs := make([]bytes.Buffer, len(cmds))
-	var last bytes.Buffer
-	var prev *os.File
-	for i, args := range cmds {
-		name := args[0]
-		if name == "pgsprint" {
-			name = binary
-		}
-		c := exec.CommandContext(ctx, name, args[1:]...)
-		c.Stderr = &stderrs[i]
-		if prev != nil {
-			c.Stdin = prev
-		}
-		if i < len(cmds)-1 {
-			r, pw, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.Stdout = pw
-			defer r.Close()
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pw.Close()
-			if prev != nil {
-				prev.Close()
-			}
-			prev = r
-		} else {
-			c.Stdout = &last
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if prev != nil {
-				prev.Close()
-			}
-		}
-		procs[i] = c
-	}
-	out := make([]result, len(cmds))
-	for i, c := range procs {
-		err := c.Wait()
-		out[i].stderr = stderrs[i].String()
-		if ee, ok := err.(*exec.ExitError); ok {
-			out[i].code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("%v: %v", cmds[i], err)
-		}
-	}
-	out[len(out)-1].stdout = last.String()
-	return out
-}
 
 // TestPipeAndCloneTorture moves the torture database without a file: dump
 // -f - | restore -f - (directly, and through cat with fewer restore

@@ -38,20 +38,6 @@ func progressDB(t *testing.T) (*pgtest.Cluster, string) {
 	return c, "src"
 }
 
-// events parses --progress=json output: every line must be one JSON object.
-func events(t *testing.T, stderr string) []progress.Event {
-	t.Helper()
-	var evs []progress.Event
-	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
-		var e progress.Event
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatalf("progress line is not JSON: %q: %v", line, err)
-		}
-		evs = append(evs, e)
-	}
-	return evs
-}
-
 // TestProgress: progress lines when stderr is not a terminal, JSON events
 // that parse and add up, the summary on stderr and in --summary-json, and
 // silence with -q.
@@ -219,8 +205,6 @@ func testBarsInTmux(t *testing.T, c *pgtest.Cluster, src string) {
 		}
 	}
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // TestVersion: --version, -V and `version` name pgsprint's version and the
 // pg_dump it found.

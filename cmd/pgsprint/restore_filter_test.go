@@ -8,10 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgsprint/pgsprint/internal/compare"
-	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
@@ -242,19 +239,6 @@ func sameRelations(t *testing.T, c *pgtest.Cluster, src, db string, rels ...stri
 	requireData(t, src, c.ConnString(db), rels...)
 }
 
-// requireData compares the row hashes of the named relations (as quoted
-// qualified names, or plain ones pg_dump-style) on both sides.
-func requireData(t *testing.T, a, b string, rels ...string) {
-	t.Helper()
-	fa, fb := pgtest.Fingerprint(t, a), pgtest.Fingerprint(t, b)
-	for _, rel := range rels {
-		key := fingerprintKey(rel)
-		if fa[key] == "" || fa[key] != fb[key] {
-			t.Errorf("%s: source %q, restored %q", rel, fa[key], fb[key])
-		}
-	}
-}
-
 // onlyRelations fails unless db's user tables, views and sequences are
 // exactly rels (plus pgsprint's own nothing: the journal must be gone).
 func onlyRelations(t *testing.T, conn string, rels ...string) {
@@ -276,24 +260,6 @@ func onlyRelations(t *testing.T, conn string, rels ...string) {
 	}
 }
 
-// userObjects describes every object anyone created in the database at
-// conn (pg.UserObjects, the restore's own emptiness check, which sees the
-// journal schema too), up to 20, e.g. "sequence public.t1_id_seq".
-func userObjects(t *testing.T, conn string) []string {
-	t.Helper()
-	ctx := context.Background()
-	cn, err := pgx.Connect(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cn.Close(ctx)
-	_, objs, err := pg.UserObjects(ctx, cn, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return objs
-}
-
 // fingerprintKey turns app.orders or a quoted name into the fingerprint's
 // format('%I.%I') key.
 func fingerprintKey(rel string) string {
@@ -302,22 +268,6 @@ func fingerprintKey(rel string) string {
 	}
 	schema, name, _ := strings.Cut(rel, ".")
 	return fmtID(schema) + "." + fmtID(name)
-}
-
-// scalar runs a query returning one value, as text.
-func scalar(t *testing.T, conn, sql string) string {
-	t.Helper()
-	ctx := context.Background()
-	cn, err := pgx.Connect(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cn.Close(ctx)
-	var v string
-	if err := cn.QueryRow(ctx, "SELECT ("+sql+")::text").Scan(&v); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return v
 }
 
 // TestRestoreSelectionTorture restores the torture schema without some

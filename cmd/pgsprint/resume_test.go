@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -160,34 +158,6 @@ func requireSkipped(t *testing.T, r result, n int, mark string) {
 	}
 }
 
-// requireNoJournal fails if pgsprint's journal outlived a completed run.
-func requireNoJournal(t *testing.T, target *pgx.Conn) {
-	t.Helper()
-	var journal bool
-	if err := target.QueryRow(context.Background(), "SELECT to_regnamespace('pgsprint_journal') IS NOT NULL").Scan(&journal); err != nil {
-		t.Fatal(err)
-	}
-	if journal {
-		t.Error("the journal schema outlived a completed run")
-	}
-}
-
-// killLoop returns how many kill-and-resume iterations to run (n, or the
-// environment variable iterVar) and a random source whose seed is logged
-// and can be replayed with PGSPRINT_RESUME_SEED.
-func killLoop(t *testing.T, iterVar string, n int) (int, *rand.Rand) {
-	t.Helper()
-	if v, err := strconv.Atoi(os.Getenv(iterVar)); err == nil && v > 0 {
-		n = v
-	}
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("PGSPRINT_RESUME_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (PGSPRINT_RESUME_SEED replays it)", seed)
-	return n, rand.New(rand.NewPCG(seed, 0))
-}
-
 func killAt(t *testing.T, target *pgx.Conn, kp killPoint, rng *rand.Rand, args ...string) bool {
 	t.Helper()
 	cmd, stderr := startPgsprint(t, args...)
@@ -221,13 +191,6 @@ func finished(t *testing.T, cmd *exec.Cmd, stderr string) bool {
 		t.Fatalf("restore failed before it could be killed: %s", stderr)
 	}
 	return false
-}
-
-// journalHas reports whether the target's journal has a step like pattern.
-func journalHas(target *pgx.Conn, pattern string) bool {
-	var ok bool
-	err := target.QueryRow(context.Background(), `SELECT EXISTS (SELECT FROM pgsprint_journal.steps WHERE step LIKE $1)`, pattern).Scan(&ok)
-	return err == nil && ok
 }
 
 // journalSteps counts the journal's rows but the mark that the target was

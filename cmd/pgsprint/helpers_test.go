@@ -1,0 +1,375 @@
+package main
+
+// Helpers shared by this package's tests: running the binary, waiting for
+// it and reading its errors, querying the server, and the checks that many
+// tests make.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/progress"
+)
+
+// result is one finished run of the binary.
+type result struct {
+	code   int
+	stdout string
+	stderr string
+}
+
+// pgsprint runs the binary with args and extra environment variables.
+func pgsprint(t testing.TB, env []string, args ...string) result {
+	t.Helper()
+	return pgsprintStdin(t, env, nil, args...)
+}
+
+// pgsprintStdin is pgsprint with stdin (nil: none) as standard input.
+func pgsprintStdin(t testing.TB, env []string, stdin io.Reader, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = stdin
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run pgsprint %v: %v", args, err)
+	}
+	return r
+}
+
+// mustPgsprint runs the binary and fails the test unless it exits 0.
+func mustPgsprint(t testing.TB, args ...string) result {
+	t.Helper()
+	r := pgsprint(t, nil, args...)
+	if r.code != 0 {
+		t.Fatalf("pgsprint %s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
+	}
+	return r
+}
+
+// noTempFiles fails if the temporary directory dir (a run's TMPDIR)
+// holds anything: every exit pgsprint survives removes its temporary files.
+func noTempFiles(t testing.TB, dir string) {
+	t.Helper()
+	noPartialFiles(t, dir)
+}
+
+// noPartialFiles fails if dir holds anything but the names in keep: a failed
+// dump must leave no half-written archive behind.
+func noPartialFiles(t testing.TB, dir string, keep ...string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		found := false
+		for _, k := range keep {
+			found = found || e.Name() == k
+		}
+		if !found {
+			t.Errorf("unexpected file left in %s: %s", dir, e.Name())
+		}
+	}
+}
+
+// startPgsprint starts the binary in the background.
+func startPgsprint(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	return startPgsprintEnv(t, nil, args...)
+}
+
+// startPgsprintEnv is startPgsprint with extra environment variables.
+func startPgsprintEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, &stderr
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		return cmd.ProcessState.ExitCode()
+	case <-time.After(time.Minute):
+		t.Fatal("pgsprint did not exit within a minute")
+		return -1
+	}
+}
+
+// waitForCopy returns the pid of a pgsprint backend running a query like
+// pattern, once one does.
+func waitForCopy(t *testing.T, admin *pgx.Conn, pattern string) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var pid int
+		err := admin.QueryRow(context.Background(), `SELECT pid FROM pg_stat_activity
+			WHERE application_name = 'pgsprint' AND state = 'active' AND query LIKE $1 LIMIT 1`, pattern).Scan(&pid)
+		if err == nil {
+			return pid
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no pgsprint COPY seen on the server")
+	return 0
+}
+
+// noSessionsLeft fails if pgsprint sessions (an open snapshot transaction
+// above all) outlive the process for more than a few seconds.
+func noSessionsLeft(t *testing.T, admin *pgx.Conn) {
+	t.Helper()
+	var n int
+	for range 50 {
+		if err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgsprint'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("%d pgsprint sessions still on the server after the process ended", n)
+}
+
+func checkOneError(t *testing.T, code, wantCode int, stderr, sub string) {
+	t.Helper()
+	t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
+	if code != wantCode {
+		t.Errorf("exit code %d, want %d; stderr:\n%s", code, wantCode, stderr)
+	}
+	// Progress lines (stderr is not a terminal) may come before the error,
+	// and so may the warning naming a killed run's temporary file that
+	// this run removed.
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if !progressLine.MatchString(l) && !staleRemoved.MatchString(l) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "pgsprint: error: ") {
+		t.Errorf("want exactly one error line, got:\n%s", stderr)
+	}
+	if !strings.Contains(strings.ToLower(stderr), strings.ToLower(sub)) {
+		t.Errorf("error does not mention %q:\n%s", sub, stderr)
+	}
+}
+
+// scalar runs a query returning one value, as text.
+func scalar(t *testing.T, conn, sql string) string {
+	t.Helper()
+	ctx := context.Background()
+	cn, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cn.Close(ctx)
+	var v string
+	if err := cn.QueryRow(ctx, "SELECT ("+sql+")::text").Scan(&v); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return v
+}
+
+// requireData compares the row hashes of the named relations (as quoted
+// qualified names, or plain ones pg_dump-style) on both sides.
+func requireData(t *testing.T, a, b string, rels ...string) {
+	t.Helper()
+	fa, fb := pgtest.Fingerprint(t, a), pgtest.Fingerprint(t, b)
+	for _, rel := range rels {
+		key := fingerprintKey(rel)
+		if fa[key] == "" || fa[key] != fb[key] {
+			t.Errorf("%s: source %q, restored %q", rel, fa[key], fb[key])
+		}
+	}
+}
+
+// userObjects describes every object anyone created in the database at
+// conn (pg.UserObjects, the restore's own emptiness check, which sees the
+// journal schema too), up to 20, e.g. "sequence public.t1_id_seq".
+func userObjects(t *testing.T, conn string) []string {
+	t.Helper()
+	ctx := context.Background()
+	cn, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cn.Close(ctx)
+	_, objs, err := pg.UserObjects(ctx, cn, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// killLoop returns how many kill-and-resume iterations to run (n, or the
+// environment variable iterVar) and a random source whose seed is logged
+// and can be replayed with PGSPRINT_RESUME_SEED.
+func killLoop(t *testing.T, iterVar string, n int) (int, *rand.Rand) {
+	t.Helper()
+	if v, err := strconv.Atoi(os.Getenv(iterVar)); err == nil && v > 0 {
+		n = v
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("PGSPRINT_RESUME_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (PGSPRINT_RESUME_SEED replays it)", seed)
+	return n, rand.New(rand.NewPCG(seed, 0))
+}
+
+// requireNoJournal fails if pgsprint's journal outlived a completed run.
+func requireNoJournal(t *testing.T, target *pgx.Conn) {
+	t.Helper()
+	var journal bool
+	if err := target.QueryRow(context.Background(), "SELECT to_regnamespace('pgsprint_journal') IS NOT NULL").Scan(&journal); err != nil {
+		t.Fatal(err)
+	}
+	if journal {
+		t.Error("the journal schema outlived a completed run")
+	}
+}
+
+// journalHas reports whether the target's journal has a step like pattern.
+func journalHas(target *pgx.Conn, pattern string) bool {
+	var ok bool
+	err := target.QueryRow(context.Background(), `SELECT EXISTS (SELECT FROM pgsprint_journal.steps WHERE step LIKE $1)`, pattern).Scan(&ok)
+	return err == nil && ok
+}
+
+// runPipeline runs the commands as cmd1 | cmd2 | ... and returns each
+// one's result. An element starting with "pgsprint" runs the binary.
+func runPipeline(t *testing.T, cmds ...[]string) []result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	procs := make([]*exec.Cmd, len(cmds))
+	stderrs := make([]bytes.Buffer, len(cmds))
+	var last bytes.Buffer
+	var prev *os.File
+	for i, args := range cmds {
+		name := args[0]
+		if name == "pgsprint" {
+			name = binary
+		}
+		c := exec.CommandContext(ctx, name, args[1:]...)
+		c.Stderr = &stderrs[i]
+		if prev != nil {
+			c.Stdin = prev
+		}
+		if i < len(cmds)-1 {
+			r, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Stdout = pw
+			defer r.Close()
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pw.Close()
+			if prev != nil {
+				prev.Close()
+			}
+			prev = r
+		} else {
+			c.Stdout = &last
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if prev != nil {
+				prev.Close()
+			}
+		}
+		procs[i] = c
+	}
+	out := make([]result, len(cmds))
+	for i, c := range procs {
+		err := c.Wait()
+		out[i].stderr = stderrs[i].String()
+		if ee, ok := err.(*exec.ExitError); ok {
+			out[i].code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("%v: %v", cmds[i], err)
+		}
+	}
+	out[len(out)-1].stdout = last.String()
+	return out
+}
+
+// versionsOrSkip returns the versions the cross-version tests use, skipping
+// (or failing, under make test) when fewer than min are installed.
+func versionsOrSkip(t *testing.T, min int) []int {
+	t.Helper()
+	vs := pgtest.Versions()
+	if len(vs) < min {
+		msg := fmt.Sprintf("need %d PostgreSQL major versions, have %v (scripts/install-pg-versions.sh installs more)", min, vs)
+		if os.Getenv(pgtest.EnvRequire) != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return vs
+}
+
+// events parses --progress=json output: every line must be one JSON object.
+func events(t *testing.T, stderr string) []progress.Event {
+	t.Helper()
+	var evs []progress.Event
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		var e progress.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("progress line is not JSON: %q: %v", line, err)
+		}
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// fmtID quotes an identifier as pg_dump prints it: only when needed.
+func fmtID(s string) string {
+	if regexp.MustCompile(`^[a-z_][a-z0-9_]*$`).MatchString(s) {
+		return s
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// progressLine matches a progress line such as "restore 5.001s: data and indexes, ...".
+// staleRemoved is the warning of a run that removed a killed run's
+// temporary file (internal/tempfile.Sweep).
+var staleRemoved = regexp.MustCompile(`level=WARN msg="removed a stale temporary file left by a killed run" file=\S+ pid=[0-9]+$`)
+
+var progressLine = regexp.MustCompile(`^(dump|restore) [0-9.]+(ms|s|m[0-9.]*s|h[0-9hm.]*s): `)
