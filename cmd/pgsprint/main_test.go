@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
 // binary is the pgsprint built once for every test in this package: the
@@ -24,6 +26,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if err := pgtest.CloseShared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

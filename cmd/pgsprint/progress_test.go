@@ -11,16 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
 // progressDB makes a small database whose dump and restore take long
 // enough for a few progress lines at a 50ms interval.
-func progressDB(t *testing.T) (*pgtest.Cluster, string) {
+func progressDB(t *testing.T) (*sharedCluster, string) {
 	t.Helper()
 	ctx := context.Background()
-	c := pgtest.New(t)
+	c := shared(t)
 	if err := c.CreateDB(ctx, "src"); err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +41,7 @@ func progressDB(t *testing.T) (*pgtest.Cluster, string) {
 // that parse and add up, the summary on stderr and in --summary-json, and
 // silence with -q.
 func TestProgress(t *testing.T) {
+	t.Parallel()
 	c, src := progressDB(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "p.pgs")
@@ -159,7 +159,7 @@ func TestProgress(t *testing.T) {
 
 // testBarsInTmux runs a dump in a tmux pane, as on a terminal, and checks
 // the bars it leaves on the screen with the summary below them.
-func testBarsInTmux(t *testing.T, c *pgtest.Cluster, src string) {
+func testBarsInTmux(t *testing.T, c dbServer, src string) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed")
 	}
@@ -209,6 +209,7 @@ func testBarsInTmux(t *testing.T, c *pgtest.Cluster, src string) {
 // TestVersion: --version, -V and `version` name pgsprint's version and the
 // pg_dump it found.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--version"}, {"-V"}, {"version"}} {
 		r := mustPgsprint(t, args...)
 		if !strings.HasPrefix(r.stdout, "pgsprint ") || !strings.Contains(r.stdout, "pg_dump") {

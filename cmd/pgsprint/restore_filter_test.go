@@ -49,8 +49,9 @@ const weirdTable = "\"we\"\"ird\nsch\".\"t; drop\""
 // restored relations' schema (pg_dump -t on both sides) and rows (content
 // hashes) against the source, and that nothing else was created.
 func TestRestoreSelection(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t)
+	c := shared(t)
 	if err := c.CreateDB(ctx, "src"); err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +229,7 @@ func TestRestoreSelection(t *testing.T) {
 // sameRelations compares, between the source and database db, what
 // pg_dump says of each relation (with its indexes, constraints, triggers)
 // and the relation's rows.
-func sameRelations(t *testing.T, c *pgtest.Cluster, src, db string, rels ...string) {
+func sameRelations(t *testing.T, c dbServer, src, db string, rels ...string) {
 	t.Helper()
 	for _, rel := range rels {
 		want := pgtest.SchemaDump(t, c.BinDir(), src, "-t", rel)
@@ -276,12 +277,10 @@ func fingerprintKey(rel string) string {
 // same -T patterns: schema text equal, every other table's rows and every
 // large object equal.
 func TestRestoreSelectionTorture(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t)
-	if err := c.CreateDB(ctx, "src"); err != nil {
-		t.Fatal(err)
-	}
-	pgtest.LoadTorture(t, c, "src")
+	c := shared(t)
+	c.TortureDB("src")
 	file := filepath.Join(t.TempDir(), "torture.pgs")
 	mustPgsprint(t, "dump", "-d", c.ConnString("src"), "-f", file, "-q")
 	if err := c.CreateDB(ctx, "dst"); err != nil {

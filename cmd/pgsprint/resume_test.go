@@ -44,11 +44,13 @@ ANALYZE;`
 // (pre-data, data, indexes, constraints and the rest), resumes them (killing
 // some resumes again), and requires the target to equal the source, schema
 // and data (pg_dump --schema-only text, every table's row count and
-// content hash, sequences), with no journal left. PGSPRINT_RESUME_ITERATIONS runs more
-// iterations than CI's four; PGSPRINT_RESUME_SEED replays one run.
+// content hash, sequences), with no journal left. `make test` runs four
+// iterations (each phase once), `make test-long` twelve;
+// PGSPRINT_RESUME_ITERATIONS runs more; PGSPRINT_RESUME_SEED replays one run.
 func TestResume(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t)
+	c := shared(t)
 	if err := c.CreateDB(ctx, "src"); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func TestResume(t *testing.T) {
 
 	srcData := pgtest.Fingerprint(t, c.ConnString("src"))
 	srcSchema := pgtest.SchemaDump(t, c.BinDir(), c.ConnString("src"))
-	iterations, rng := killLoop(t, "PGSPRINT_RESUME_ITERATIONS", 4)
+	iterations, rng := killLoop(t, "PGSPRINT_RESUME_ITERATIONS", repeat(4, 12))
 	phases := []killPoint{
 		{"pre-data", "", 300 * time.Millisecond},
 		{"data", "pre-data", 800 * time.Millisecond},
