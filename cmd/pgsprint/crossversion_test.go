@@ -50,6 +50,7 @@ func matrix(versions []int, full bool) []versionPair {
 // itself. Both sides are compared with the newest pg_dump installed, which
 // prints what legitimately differs between versions the same way on both.
 func TestCrossVersion(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	versions := versionsOrSkip(t, 2)
 	full := os.Getenv(envMatrix) == "full"
@@ -139,6 +140,7 @@ func TestCrossVersion(t *testing.T) {
 // are taken there, and the restored copy must hold the primary's torture
 // data exactly and a bank whose accounts agree with its ledger (one instant).
 func TestDumpFromStandby(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	versions := versionsOrSkip(t, 1)
 	if os.Getenv(envMatrix) != "full" {

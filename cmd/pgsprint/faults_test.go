@@ -23,6 +23,7 @@ import (
 // meaningful exit code, leave no file that looks like an archive, and leave
 // no pgsprint session behind on the server.
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := pgtest.New(t)
 	if err := c.CreateDB(ctx, "big"); err != nil {
