@@ -34,9 +34,10 @@ type templateDir struct {
 
 // template returns the template data directory of binDir (already
 // resolved), making it when no test process made it before: templates are
-// kept in the temporary directory, named after the installation (its
-// postgres binary's path, size and time) and the server's OS user, so the
-// packages `go test ./...` runs at once share them, and later runs too.
+// kept in the temporary directory (pgsprint-templates-UID), named after the
+// installation (its postgres binary's path, size and time) and the
+// server's OS user, so the packages `go test ./...` runs at once share
+// them, and later runs too.
 func template(ctx context.Context, binDir string) (string, error) {
 	templates.Lock()
 	if templates.dirs == nil {
@@ -71,7 +72,7 @@ func makeTemplate(ctx context.Context, binDir string) (string, error) {
 	if len(base) > 60 {
 		base = "/tmp"
 	}
-	parent := filepath.Join(base, "pgsprint-templates")
+	parent := filepath.Join(base, fmt.Sprintf("pgsprint-templates-%d", os.Geteuid()))
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", fmt.Errorf("pgtest: %w", err)
 	}
