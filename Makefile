@@ -2,7 +2,7 @@
 GO ?= go
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all build deps deps-demo test test-matrix demo vet fmt clean bench bench-quick bench-deps bench-crypt bench-scale bench-pack
+.PHONY: all build deps deps-demo test test-long test-matrix demo vet fmt clean bench bench-quick bench-deps bench-crypt bench-scale bench-pack
 
 all: build
 
@@ -29,6 +29,12 @@ TEST_PG_VERSIONS ?= 13,15,18
 # Unit tests and integration tests against throwaway PostgreSQL clusters.
 test: deps vet
 	PGSPRINT_TEST_REQUIRE_PG=1 PGSPRINT_TEST_PG_VERSIONS=$(TEST_PG_VERSIONS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# Everything `make test` runs, plus the slow repetitions it runs once
+# (kill iterations: build tag `long`) and the full version matrix of every
+# installed major (below).
+test-long: deps vet
+	PGSPRINT_TEST_REQUIRE_PG=1 PGSPRINT_TEST_PG_MATRIX=full $(GO) test -tags long -count=1 -timeout 60m ./...
 
 # Every installed major version: each loads the torture schema, every pair
 # (source <= target) round-trips, and each is dumped from a standby.

@@ -22,6 +22,7 @@ import (
 // error line, a non-zero exit code that says what kind of failure it was,
 // and no archive left behind that could pass for a complete one.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := pgtest.New(t)
 	for _, db := range []string{"small", "busy"} {
@@ -296,6 +297,7 @@ func waitForLockWait(t *testing.T, c *pgtest.Cluster, holder uint32) {
 // names the failing statement and suggests -O and -x, with no program
 // prefix printed twice; with -O -x it succeeds.
 func TestRestoreAsNonOwner(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := pgtest.New(t)
 	if err := c.CreateDB(ctx, "owned"); err != nil {

@@ -69,8 +69,9 @@ INSERT INTO generated (id, a) SELECT s, s FROM generate_series(1, 20000) s;
 // --chunk-size), by ctid and by key, and restores: row counts and content
 // hashes must be identical for every staleness case above.
 func TestChunkedRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t)
+	c := shared(t)
 	const src = "chunked"
 	if err := c.CreateDB(ctx, src); err != nil {
 		t.Fatal(err)

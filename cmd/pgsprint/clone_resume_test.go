@@ -27,10 +27,12 @@ import (
 // in a fresh snapshot, or with a fresh plan, would visibly differ.
 //
 // Every run, the first one included, passes --resume: on a target with no
-// journal it is an ordinary clone, so a script can always pass it. CI runs
-// two iterations; PGSPRINT_CLONE_RESUME_ITERATIONS runs more and
+// journal it is an ordinary clone, so a script can always pass it. `make
+// test` runs two iterations (each kill point once), `make test-long` six;
+// PGSPRINT_CLONE_RESUME_ITERATIONS runs more and
 // PGSPRINT_RESUME_SEED replays one run.
 func TestCloneResume(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := pgtest.New(t)
 	if err := c.CreateDB(ctx, "src"); err != nil {
@@ -59,7 +61,7 @@ func TestCloneResume(t *testing.T) {
 	dropSequences(asOf) // not transactional: read at planning time, not in the snapshot
 	srcSchema := pgtest.SchemaDump(t, c.BinDir(), src)
 
-	iterations, rng := killLoop(t, "PGSPRINT_CLONE_RESUME_ITERATIONS", 2)
+	iterations, rng := killLoop(t, "PGSPRINT_CLONE_RESUME_ITERATIONS", repeat(2, 6))
 	points := []killPoint{
 		{"data", "pre-data", 700 * time.Millisecond},
 		{"indexes", "%index %", 300 * time.Millisecond},

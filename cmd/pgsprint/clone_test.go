@@ -11,6 +11,7 @@ import (
 // account must agree with the ledger, i.e. all tables come from one
 // instant of the source.
 func TestCloneConsistencyUnderWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newBank(t, 300000)
 	bank := startTransfers(t, c.ConnString("bank"), 3)

@@ -10,6 +10,7 @@ import (
 // TestConsistencyUnderWrites dumps while transfers run (bank_test.go): the
 // restored copy must be the bank at one instant.
 func TestConsistencyUnderWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newBank(t, 1500000)
 	bank := startTransfers(t, c.ConnString("bank"), 4)

@@ -44,27 +44,13 @@ func matrix(versions []int, full bool) []versionPair {
 	return pairs
 }
 
-// versionsOrSkip returns the versions the cross-version tests use, skipping
-// (or failing, under make test) when fewer than min are installed.
-func versionsOrSkip(t *testing.T, min int) []int {
-	t.Helper()
-	vs := pgtest.Versions()
-	if len(vs) < min {
-		msg := fmt.Sprintf("need %d PostgreSQL major versions, have %v (scripts/install-pg-versions.sh installs more)", min, vs)
-		if os.Getenv(pgtest.EnvRequire) != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return vs
-}
-
 // TestCrossVersion dumps the torture database from one major version and
 // restores it into another: the archive must load into a newer server, with
 // pgsprint picking pg_dump for the source and pg_restore for the target by
 // itself. Both sides are compared with the newest pg_dump installed, which
 // prints what legitimately differs between versions the same way on both.
 func TestCrossVersion(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	versions := versionsOrSkip(t, 2)
 	full := os.Getenv(envMatrix) == "full"
@@ -154,6 +140,7 @@ func TestCrossVersion(t *testing.T) {
 // are taken there, and the restored copy must hold the primary's torture
 // data exactly and a bank whose accounts agree with its ledger (one instant).
 func TestDumpFromStandby(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	versions := versionsOrSkip(t, 1)
 	if os.Getenv(envMatrix) != "full" {

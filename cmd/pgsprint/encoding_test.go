@@ -127,6 +127,7 @@ func requireNoReplacement(t *testing.T, what, s string) {
 // in UTF8 cannot go into UTF8 (pg_restore cannot either): the restore is
 // refused up front, and its clone goes into SQL_ASCII.
 func TestEncodingMatrix(t *testing.T) {
+	t.Parallel()
 	c := pgtest.New(t)
 	runEncodingMatrix(t, c, c, true)
 }
@@ -236,6 +237,7 @@ func requireEncodingRefusal(t *testing.T, r result, from, to string) {
 // sources on the oldest other major version installed, restored into
 // PostgreSQL 15.
 func TestEncodingMatrixOtherVersion(t *testing.T) {
+	t.Parallel()
 	versions := versionsOrSkip(t, 2)
 	other := versions[0]
 	if other == 15 {
@@ -254,6 +256,7 @@ func TestEncodingMatrixOtherVersion(t *testing.T) {
 // the LATIN1 archive, and has compare find one changed accented
 // character across encodings.
 func TestEncodingConversions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := pgtest.New(t)
 	dir := t.TempDir()

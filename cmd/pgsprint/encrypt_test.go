@@ -38,13 +38,11 @@ func writeIdentity(t *testing.T, dir, name string) (path, public, secret string)
 // checks the structure and says so; a passphrase works alone; a damaged
 // frame is refused and named. No secret appears in any output.
 func TestEncryptTorture(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t)
+	c := shared(t)
 	const src = "src crypt"
-	if err := c.CreateDB(ctx, src); err != nil {
-		t.Fatal(err)
-	}
-	pgtest.LoadTorture(t, c, src)
+	c.TortureDB(src)
 	if err := c.Exec(ctx, src, `CREATE TABLE public.secret_payroll_xyz (who text); INSERT INTO public.secret_payroll_xyz VALUES ('zebracorn-4711')`); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,6 +23,7 @@ import (
 // meaningful exit code, leave no file that looks like an archive, and leave
 // no pgsprint session behind on the server.
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := pgtest.New(t)
 	if err := c.CreateDB(ctx, "big"); err != nil {
@@ -287,101 +287,3 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 		noPartialFiles(t, dir, "again.pgs")
 	})
 }
-
-// startPgsprint starts the binary in the background.
-func startPgsprint(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
-	t.Helper()
-	return startPgsprintEnv(t, nil, args...)
-}
-
-// startPgsprintEnv is startPgsprint with extra environment variables.
-func startPgsprintEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
-	return cmd, &stderr
-}
-
-func waitExit(t *testing.T, cmd *exec.Cmd) int {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-		return cmd.ProcessState.ExitCode()
-	case <-time.After(time.Minute):
-		t.Fatal("pgsprint did not exit within a minute")
-		return -1
-	}
-}
-
-// waitForCopy returns the pid of a pgsprint backend running a query like
-// pattern, once one does.
-func waitForCopy(t *testing.T, admin *pgx.Conn, pattern string) int {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		var pid int
-		err := admin.QueryRow(context.Background(), `SELECT pid FROM pg_stat_activity
-			WHERE application_name = 'pgsprint' AND state = 'active' AND query LIKE $1 LIMIT 1`, pattern).Scan(&pid)
-		if err == nil {
-			return pid
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("no pgsprint COPY seen on the server")
-	return 0
-}
-
-// noSessionsLeft fails if pgsprint sessions (an open snapshot transaction
-// above all) outlive the process for more than a few seconds.
-func noSessionsLeft(t *testing.T, admin *pgx.Conn) {
-	t.Helper()
-	var n int
-	for range 50 {
-		if err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgsprint'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Errorf("%d pgsprint sessions still on the server after the process ended", n)
-}
-
-func checkOneError(t *testing.T, code, wantCode int, stderr, sub string) {
-	t.Helper()
-	t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
-	if code != wantCode {
-		t.Errorf("exit code %d, want %d; stderr:\n%s", code, wantCode, stderr)
-	}
-	// Progress lines (stderr is not a terminal) may come before the error,
-	// and so may the warning naming a killed run's temporary file that
-	// this run removed.
-	var lines []string
-	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
-		if !progressLine.MatchString(l) && !staleRemoved.MatchString(l) {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) != 1 || !strings.HasPrefix(lines[0], "pgsprint: error: ") {
-		t.Errorf("want exactly one error line, got:\n%s", stderr)
-	}
-	if !strings.Contains(strings.ToLower(stderr), strings.ToLower(sub)) {
-		t.Errorf("error does not mention %q:\n%s", sub, stderr)
-	}
-}
-
-// progressLine matches a progress line such as "restore 5.001s: data and indexes, ...".
-// staleRemoved is the warning of a run that removed a killed run's
-// temporary file (internal/tempfile.Sweep).
-var staleRemoved = regexp.MustCompile(`level=WARN msg="removed a stale temporary file left by a killed run" file=\S+ pid=[0-9]+$`)
-
-var progressLine = regexp.MustCompile(`^(dump|restore) [0-9.]+(ms|s|m[0-9.]*s|h[0-9hm.]*s): `)

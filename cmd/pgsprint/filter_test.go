@@ -5,20 +5,18 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
 // TestDumpFilters: -n/-N/-t/-T select exactly the tables pg_dump selects
 // with the same patterns, hostile names included, and
 // --exclude-table-data keeps a table's definition but not its rows.
 func TestDumpFilters(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t)
+	c := shared(t)
 	if err := c.CreateDB(ctx, "f"); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +44,7 @@ func TestDumpFilters(t *testing.T) {
 		{"-N", "app", "-N", `"we.ird"`},
 		{"-n", "*p*"},
 		{"-n", "app", "--exclude-table-data", "app.orders"},
-		{"-t", "f.app.order*"},
+		{"-t", c.Name("f") + ".app.order*"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			file := filepath.Join(dir, string(rune('a'+i))+".pgs")
@@ -88,12 +86,4 @@ func TestDumpFilters(t *testing.T) {
 			}
 		})
 	}
-}
-
-// fmtID quotes an identifier as pg_dump prints it: only when needed.
-func fmtID(s string) string {
-	if regexp.MustCompile(`^[a-z_][a-z0-9_]*$`).MatchString(s) {
-		return s
-	}
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }

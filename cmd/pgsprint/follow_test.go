@@ -67,6 +67,7 @@ func startPgbench(t *testing.T, binDir, conn string) (stop func()) {
 // the replication may be left. Scale 2 keeps it within seconds in CI;
 // PGSPRINT_FOLLOW_SCALE measures the downtime at another scale.
 func TestFollowPgbench(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	sc, dc := newFollowPair(t, "", "")
 	for _, c := range []*pgtest.Cluster{sc, dc} {
@@ -168,6 +169,7 @@ func lastLine(s string) string {
 // and publication, a clone killed (SIGKILL) leaves them, and status
 // reports them with the command that drops them.
 func TestFollowKeylessAndAbort(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	sc, dc := newFollowPair(t, "", "")
 	if err := sc.CreateDB(ctx, "app"); err != nil {
@@ -313,6 +315,7 @@ func waitForSlot(t *testing.T, conn, slot string) {
 // TestFollowCrossVersion follows a source of the oldest installed major
 // from a target of the newest (13 → 18, the upgrade this is for).
 func TestFollowCrossVersion(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	versions := versionsOrSkip(t, 2)
 	oldBin, err := pgtest.BinDirFor(versions[0])
@@ -390,6 +393,7 @@ func TestFollowCrossVersion(t *testing.T) {
 // TestFollowUsage: options that cannot work are usage errors before any
 // connection, and a password is never printed.
 func TestFollowUsage(t *testing.T) {
+	t.Parallel()
 	src := "host=127.0.0.1 port=1 user=u dbname=s sslmode=disable"
 	dst := "host=127.0.0.1 port=1 user=u dbname=d sslmode=disable"
 	for _, tc := range []struct {

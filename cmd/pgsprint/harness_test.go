@@ -16,6 +16,7 @@ import (
 // neither the testing package, nor internal/pgtest, nor the torture SQL it
 // embeds may be linked into the product.
 func TestDemoBinaryHasNoHarness(t *testing.T) {
+	t.Parallel()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command on PATH")

@@ -8,15 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
 // TestInspect covers the commands that read without writing: list, verify
 // and compare, on a sound archive and on damaged or different inputs.
 func TestInspect(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t)
+	c := shared(t)
 	for _, db := range []string{"src", "dst"} {
 		if err := c.CreateDB(ctx, db); err != nil {
 			t.Fatal(err)
@@ -47,7 +46,7 @@ CREATE TABLE other (x int); INSERT INTO other VALUES (1), (2), (3);`)
 		for _, tb := range l.Tables {
 			rows[tb.Schema+"."+tb.Name] = tb.Rows
 		}
-		if rows[`Odd "s".t`] != 54321 || rows["public.other"] != 3 || l.Manifest.Database != "src" {
+		if rows[`Odd "s".t`] != 54321 || rows["public.other"] != 3 || l.Manifest.Database != c.Name("src") {
 			t.Errorf("list --json: rows %v, database %q", rows, l.Manifest.Database)
 		}
 	})

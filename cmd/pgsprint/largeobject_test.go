@@ -39,6 +39,7 @@ END $$;
 // contents, owner, privileges (in order) and comment: from a file, from a
 // pipe, and again with --clean over the first restore.
 func TestLargeObjectBatches(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := pgtest.New(t)
 	if err := c.CreateDB(ctx, "src"); err != nil {

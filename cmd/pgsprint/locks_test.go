@@ -33,6 +33,7 @@ const manyTables = 1100
 // --schema-only one per table, each reader one); the archive restores
 // (table count, and the rows of every 10th table, compared).
 func TestManyTablesFewLockSlots(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := pgtest.New(t, pgtest.Options{Settings: map[string]string{
 		"max_locks_per_transaction": "64", "max_connections": "10", "max_worker_processes": "2",
@@ -153,9 +154,12 @@ var ddlKinds = []struct{ name, sql string }{
 // the table and either the statement's session (a lock conflict) or what
 // happened to the table since the snapshot (truncated, dropped...).
 // Either way the statement completes, no pgsprint session (or lock) is
-// left and a failed dump leaves no file. PGSPRINT_DDL_ITERATIONS runs more
-// than 12 iterations; the log's seed replays a run (PGSPRINT_RESUME_SEED).
+// left and a failed dump leaves no file. `make test` runs each statement
+// once under dump and once under clone (8 iterations), `make test-long`
+// 24; PGSPRINT_DDL_ITERATIONS runs more; the log's seed replays a run
+// (PGSPRINT_RESUME_SEED).
 func TestDDLNeverHangs(t *testing.T) {
+	t.Parallel()
 	// The victim is above the dump's small-table size (1 MiB), so that it
 	// is read on its own, in chunks, over a window the statement can hit:
 	// batched with the small tables, 8 runs could all miss it.
@@ -175,7 +179,7 @@ func TestDDLNeverHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close(ctx)
-	n, rng := killLoop(t, "PGSPRINT_DDL_ITERATIONS", 12)
+	n, rng := killLoop(t, "PGSPRINT_DDL_ITERATIONS", repeat(2*len(ddlKinds), 24))
 	conflicts, changed, successes := 0, 0, 0
 	for i := range n {
 		kind := ddlKinds[i%len(ddlKinds)]
@@ -287,6 +291,7 @@ func TestDDLNeverHangs(t *testing.T) {
 // its own locks forever; it is refused before anything is read or written,
 // however the two are named (a socket and TCP, here).
 func TestCloneIntoItself(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := pgtest.New(t)
 	if err := c.CreateDB(ctx, "selfc"); err != nil {
@@ -322,6 +327,7 @@ func TestCloneIntoItself(t *testing.T) {
 // commits (after pg_dump, whose lock it waits for if pg_dump still runs),
 // and only then is the pipe read, and the reader goes on to the victim.
 func TestTableChangedAfterSnapshot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := pgtest.New(t)
 	if err := c.CreateDB(ctx, "chg"); err != nil {

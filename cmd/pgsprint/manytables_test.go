@@ -21,8 +21,9 @@ const smallTables = 2000
 // pgtest.SmallTables) at default server settings, where per-table costs
 // add up: pg_dump's schema and every table's rows must come back equal.
 func TestRoundTripManySmallTables(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t)
+	c := shared(t)
 	for _, db := range []string{"small", "back"} {
 		if err := c.CreateDB(ctx, db); err != nil {
 			t.Fatal(err)

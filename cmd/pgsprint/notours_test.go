@@ -52,6 +52,7 @@ func newNotOurs(t *testing.T) (c *pgtest.Cluster, src, file string) {
 // The script cut inside a COPY block (pgsprint killed) and inside pre-data
 // commits nothing either. The undamaged archive still loads exactly.
 func TestToSQLAllOrNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, src, good := newNotOurs(t)
 	archive, err := os.ReadFile(good)
@@ -159,6 +160,7 @@ func TestToSQLAllOrNothing(t *testing.T) {
 // replaced with --clean only. A partial restore refuses the sequences and
 // schemas it would create, and still loads next to unrelated objects.
 func TestRestoreNeverTouchesOthers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, src, file := newNotOurs(t)
 	for i, tc := range []struct {
@@ -255,6 +257,7 @@ func TestRestoreNeverTouchesOthers(t *testing.T) {
 // older pgsprint, whose check counted only tables, left it: the reported
 // case) --resume drops nothing and says why.
 func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, src, file := newNotOurs(t)
 	for _, tc := range []struct {
@@ -318,6 +321,7 @@ func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
 // pre-data is not journaled, and --resume (the role back) drops what was
 // created and finishes equal to the source.
 func TestPreDataSplitFailureStopsAll(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, _, _ := newNotOurs(t)
 	if err := c.CreateDB(ctx, "wide"); err != nil {

@@ -67,6 +67,7 @@ func createdTables(script string) []string {
 // flags make their own. Closed pipes, compare -h and the size counters
 // use the same cluster and archive.
 func TestPgFlags(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := pg17(t)
 	if err := c.CreateDB(ctx, "src"); err != nil {
@@ -396,6 +397,7 @@ func TestPgFlags(t *testing.T) {
 // own --filter selects from the same file, hostile names included, for
 // dump, clone and restore.
 func TestFilterFileMatchesPgDump17(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := pg17(t)
 	if err := c.CreateDB(ctx, "f"); err != nil {
@@ -478,6 +480,7 @@ func TestFilterFileMatchesPgDump17(t *testing.T) {
 // something else, for pgsprint stop with exit 2 and the reason, never
 // "unknown flag"; -h is never help.
 func TestPgFlagsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -10,70 +10,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
-
-// runPipeline runs the commands as cmd1 | cmd2 | ... and returns each
-// one's result. An element starting with "pgsprint" runs the binary.
-func runPipeline(t *testing.T, cmds ...[]string) []result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	procs := make([]*exec.Cmd, len(cmds))
-	stderrs := make([]bytes.Buffer, len(cmds))
-	var last bytes.Buffer
-	var prev *os.File
-	for i, args := range cmds {
-		name := args[0]
-		if name == "pgsprint" {
-			name = binary
-		}
-		c := exec.CommandContext(ctx, name, args[1:]...)
-		c.Stderr = &stderrs[i]
-		if prev != nil {
-			c.Stdin = prev
-		}
-		if i < len(cmds)-1 {
-			r, pw, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.Stdout = pw
-			defer r.Close()
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pw.Close()
-			if prev != nil {
-				prev.Close()
-			}
-			prev = r
-		} else {
-			c.Stdout = &last
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if prev != nil {
-				prev.Close()
-			}
-		}
-		procs[i] = c
-	}
-	out := make([]result, len(cmds))
-	for i, c := range procs {
-		err := c.Wait()
-		out[i].stderr = stderrs[i].String()
-		if ee, ok := err.(*exec.ExitError); ok {
-			out[i].code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("%v: %v", cmds[i], err)
-		}
-	}
-	out[len(out)-1].stdout = last.String()
-	return out
-}
 
 // TestPipeAndCloneTorture moves the torture database without a file: dump
 // -f - | restore -f - (directly, and through cat with fewer restore
@@ -82,13 +21,9 @@ func runPipeline(t *testing.T, cmds ...[]string) []result {
 // text, row hashes and constraint validity must be identical each time.
 // One cluster and one torture load serve every case.
 func TestPipeAndCloneTorture(t *testing.T) {
-	ctx := context.Background()
-	c := pgtest.New(t)
-	const src = `src "pipe" ünï`
-	if err := c.CreateDB(ctx, src); err != nil {
-		t.Fatal(err)
-	}
-	pgtest.LoadTorture(t, c, src)
+	t.Parallel()
+	c := pgtest.Shared(t)
+	src := pgtest.TortureDB(t, c, `src "pipe" ünï`)
 	spill := t.TempDir()
 	same := func(t *testing.T, dst string) {
 		t.Helper()
@@ -106,10 +41,7 @@ func TestPipeAndCloneTorture(t *testing.T) {
 		{"pipe through cat, more dump workers than restore connections", "4", "1", true, "64kB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dst := "dst " + tc.name
-			if err := c.CreateDB(ctx, dst); err != nil {
-				t.Fatal(err)
-			}
+			dst := pgtest.DB(t, c, "dst "+tc.name)
 			cmds := [][]string{{"pgsprint", "dump", "-q", "-f", "-", "-j", tc.dumpJ, "--chunk-size", tc.chunkSize, "-d", c.ConnString(src)}}
 			if tc.throughCat {
 				cmds = append(cmds, []string{"cat"})
@@ -126,12 +58,10 @@ func TestPipeAndCloneTorture(t *testing.T) {
 			}
 		})
 	}
+	clone := pgtest.DB(t, c, "clone")
 	t.Run("clone in chunks", func(t *testing.T) {
-		if err := c.CreateDB(ctx, "clone"); err != nil {
-			t.Fatal(err)
-		}
-		r := mustPgsprint(t, "clone", "-v", "--progress", "none", "--source", c.ConnString(src), "--target", c.ConnString("clone"), "-j", "3", "--chunk-size", "64kB")
-		same(t, "clone")
+		r := mustPgsprint(t, "clone", "-v", "--progress", "none", "--source", c.ConnString(src), "--target", c.ConnString(clone), "-j", "3", "--chunk-size", "64kB")
+		same(t, clone)
 		// One major version on both sides: tables of built-in types go in
 		// binary, the others (enums, domains, composites...) in text, and
 		// both kinds came back identical above.
@@ -141,19 +71,17 @@ func TestPipeAndCloneTorture(t *testing.T) {
 		}
 	})
 	t.Run("clone in text", func(t *testing.T) {
-		if err := c.CreateDB(ctx, "clone text"); err != nil {
-			t.Fatal(err)
-		}
-		mustPgsprint(t, "clone", "-q", "--text-copy", "--source", c.ConnString(src), "--target", c.ConnString("clone text"), "-j", "2", "--chunk-size", "64kB")
-		same(t, "clone text")
+		cloneText := pgtest.DB(t, c, "clone text")
+		mustPgsprint(t, "clone", "-q", "--text-copy", "--source", c.ConnString(src), "--target", c.ConnString(cloneText), "-j", "2", "--chunk-size", "64kB")
+		same(t, cloneText)
 	})
 	t.Run("clone unsplit with --clean", func(t *testing.T) {
-		r := pgsprint(t, nil, "clone", "--source", c.ConnString(src), "--target", c.ConnString("clone"))
+		r := pgsprint(t, nil, "clone", "--source", c.ConnString(src), "--target", c.ConnString(clone))
 		if r.code == 0 || !strings.Contains(r.stderr, "not empty") {
 			t.Fatalf("clone into a non-empty target: exit %d: %s", r.code, r.stderr)
 		}
-		mustPgsprint(t, "clone", "-q", "--clean", "--source", c.ConnString(src), "--target", c.ConnString("clone"), "-j", "1", "--chunk-size", "0")
-		same(t, "clone")
+		mustPgsprint(t, "clone", "-q", "--clean", "--source", c.ConnString(src), "--target", c.ConnString(clone), "-j", "1", "--chunk-size", "0")
+		same(t, clone)
 	})
 	t.Run("clone usage", func(t *testing.T) {
 		if r := pgsprint(t, nil, "clone", "--source", c.ConnString(src)); r.code != exitUsage {
@@ -166,19 +94,18 @@ func TestPipeAndCloneTorture(t *testing.T) {
 // with one clear line and a non-zero exit, and the partly restored target
 // is left for --clean.
 func TestPipeBroken(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t)
-	if err := c.CreateDB(ctx, "src"); err != nil {
-		t.Fatal(err)
-	}
-	err := c.Exec(ctx, "src", `CREATE TABLE big (i int PRIMARY KEY, pad text);
+	c := pgtest.Shared(t)
+	src := pgtest.DB(t, c, "src")
+	err := c.Exec(ctx, src, `CREATE TABLE big (i int PRIMARY KEY, pad text);
 		INSERT INTO big SELECT i, md5(i::text) || md5((-i)::text) FROM generate_series(1, 100000) i;
 		CREATE TABLE small AS SELECT i FROM generate_series(1, 1000) i; ANALYZE`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	full := filepath.Join(t.TempDir(), "full.pgs")
-	mustPgsprint(t, "dump", "-q", "-Z", "none", "-j", "2", "--chunk-size", "4MB", "-f", full, "-d", c.ConnString("src"))
+	mustPgsprint(t, "dump", "-q", "-Z", "none", "-j", "2", "--chunk-size", "4MB", "-f", full, "-d", c.ConnString(src))
 	data, err := os.ReadFile(full)
 	if err != nil {
 		t.Fatal(err)
@@ -205,10 +132,7 @@ func TestPipeBroken(t *testing.T) {
 		{"before the trailer", len(data) - 10, "incomplete"},
 	} {
 		t.Run("bytes cut "+cut.name, func(t *testing.T) {
-			dst := "cut " + cut.name
-			if err := c.CreateDB(ctx, dst); err != nil {
-				t.Fatal(err)
-			}
+			dst := pgtest.DB(t, c, "cut "+cut.name)
 			cmd := exec.Command(binary, "restore", "-q", "-f", "-", "-j", "2", "-d", c.ConnString(dst))
 			cmd.Stdin = bytes.NewReader(data[:cut.at])
 			var stderr bytes.Buffer
@@ -226,21 +150,19 @@ func TestPipeBroken(t *testing.T) {
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("restore --clean after a cut pipe: %v: %s", err, out)
 				}
-				pgtest.RequireSameData(t, c.ConnString("src"), c.ConnString(dst))
+				pgtest.RequireSameData(t, c.ConnString(src), c.ConnString(dst))
 			}
 		})
 	}
 
 	t.Run("writer killed", func(t *testing.T) {
-		if err := c.CreateDB(ctx, "killed"); err != nil {
-			t.Fatal(err)
-		}
-		d := exec.Command(binary, "dump", "-q", "-Z", "none", "-j", "2", "--chunk-size", "4MB", "-f", "-", "-d", c.ConnString("src"))
+		killed := pgtest.DB(t, c, "killed")
+		d := exec.Command(binary, "dump", "-q", "-Z", "none", "-j", "2", "--chunk-size", "4MB", "-f", "-", "-d", c.ConnString(src))
 		dout, err := d.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := exec.Command(binary, "restore", "-q", "-f", "-", "-j", "2", "-d", c.ConnString("killed"))
+		r := exec.Command(binary, "restore", "-q", "-f", "-", "-j", "2", "-d", c.ConnString(killed))
 		rin, err := r.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -271,7 +193,7 @@ func TestPipeBroken(t *testing.T) {
 	})
 
 	t.Run("reader killed", func(t *testing.T) {
-		d := exec.Command(binary, "dump", "-q", "-Z", "none", "-j", "2", "-f", "-", "-d", c.ConnString("src"))
+		d := exec.Command(binary, "dump", "-q", "-Z", "none", "-j", "2", "-f", "-", "-d", c.ConnString(src))
 		pr, pw, err := os.Pipe()
 		if err != nil {
 			t.Fatal(err)

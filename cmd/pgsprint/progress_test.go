@@ -11,16 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
 // progressDB makes a small database whose dump and restore take long
 // enough for a few progress lines at a 50ms interval.
-func progressDB(t *testing.T) (*pgtest.Cluster, string) {
+func progressDB(t *testing.T) (*sharedCluster, string) {
 	t.Helper()
 	ctx := context.Background()
-	c := pgtest.New(t)
+	c := shared(t)
 	if err := c.CreateDB(ctx, "src"); err != nil {
 		t.Fatal(err)
 	}
@@ -38,24 +37,11 @@ func progressDB(t *testing.T) (*pgtest.Cluster, string) {
 	return c, "src"
 }
 
-// events parses --progress=json output: every line must be one JSON object.
-func events(t *testing.T, stderr string) []progress.Event {
-	t.Helper()
-	var evs []progress.Event
-	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
-		var e progress.Event
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatalf("progress line is not JSON: %q: %v", line, err)
-		}
-		evs = append(evs, e)
-	}
-	return evs
-}
-
 // TestProgress: progress lines when stderr is not a terminal, JSON events
 // that parse and add up, the summary on stderr and in --summary-json, and
 // silence with -q.
 func TestProgress(t *testing.T) {
+	t.Parallel()
 	c, src := progressDB(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "p.pgs")
@@ -173,7 +159,7 @@ func TestProgress(t *testing.T) {
 
 // testBarsInTmux runs a dump in a tmux pane, as on a terminal, and checks
 // the bars it leaves on the screen with the summary below them.
-func testBarsInTmux(t *testing.T, c *pgtest.Cluster, src string) {
+func testBarsInTmux(t *testing.T, c dbServer, src string) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed")
 	}
@@ -220,11 +206,10 @@ func testBarsInTmux(t *testing.T, c *pgtest.Cluster, src string) {
 	}
 }
 
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
 // TestVersion: --version, -V and `version` name pgsprint's version and the
 // pg_dump it found.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--version"}, {"-V"}, {"version"}} {
 		r := mustPgsprint(t, args...)
 		if !strings.HasPrefix(r.stdout, "pgsprint ") || !strings.Contains(r.stdout, "pg_dump") {

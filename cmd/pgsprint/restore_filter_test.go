@@ -8,10 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgsprint/pgsprint/internal/compare"
-	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
@@ -52,8 +49,9 @@ const weirdTable = "\"we\"\"ird\nsch\".\"t; drop\""
 // restored relations' schema (pg_dump -t on both sides) and rows (content
 // hashes) against the source, and that nothing else was created.
 func TestRestoreSelection(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t)
+	c := shared(t)
 	if err := c.CreateDB(ctx, "src"); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +229,7 @@ func TestRestoreSelection(t *testing.T) {
 // sameRelations compares, between the source and database db, what
 // pg_dump says of each relation (with its indexes, constraints, triggers)
 // and the relation's rows.
-func sameRelations(t *testing.T, c *pgtest.Cluster, src, db string, rels ...string) {
+func sameRelations(t *testing.T, c dbServer, src, db string, rels ...string) {
 	t.Helper()
 	for _, rel := range rels {
 		want := pgtest.SchemaDump(t, c.BinDir(), src, "-t", rel)
@@ -240,19 +238,6 @@ func sameRelations(t *testing.T, c *pgtest.Cluster, src, db string, rels ...stri
 		}
 	}
 	requireData(t, src, c.ConnString(db), rels...)
-}
-
-// requireData compares the row hashes of the named relations (as quoted
-// qualified names, or plain ones pg_dump-style) on both sides.
-func requireData(t *testing.T, a, b string, rels ...string) {
-	t.Helper()
-	fa, fb := pgtest.Fingerprint(t, a), pgtest.Fingerprint(t, b)
-	for _, rel := range rels {
-		key := fingerprintKey(rel)
-		if fa[key] == "" || fa[key] != fb[key] {
-			t.Errorf("%s: source %q, restored %q", rel, fa[key], fb[key])
-		}
-	}
 }
 
 // onlyRelations fails unless db's user tables, views and sequences are
@@ -276,24 +261,6 @@ func onlyRelations(t *testing.T, conn string, rels ...string) {
 	}
 }
 
-// userObjects describes every object anyone created in the database at
-// conn (pg.UserObjects, the restore's own emptiness check, which sees the
-// journal schema too), up to 20, e.g. "sequence public.t1_id_seq".
-func userObjects(t *testing.T, conn string) []string {
-	t.Helper()
-	ctx := context.Background()
-	cn, err := pgx.Connect(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cn.Close(ctx)
-	_, objs, err := pg.UserObjects(ctx, cn, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return objs
-}
-
 // fingerprintKey turns app.orders or a quoted name into the fingerprint's
 // format('%I.%I') key.
 func fingerprintKey(rel string) string {
@@ -304,34 +271,16 @@ func fingerprintKey(rel string) string {
 	return fmtID(schema) + "." + fmtID(name)
 }
 
-// scalar runs a query returning one value, as text.
-func scalar(t *testing.T, conn, sql string) string {
-	t.Helper()
-	ctx := context.Background()
-	cn, err := pgx.Connect(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cn.Close(ctx)
-	var v string
-	if err := cn.QueryRow(ctx, "SELECT ("+sql+")::text").Scan(&v); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return v
-}
-
 // TestRestoreSelectionTorture restores the torture schema without some
 // tables (one of them a partition, whose indexes are attached to the
 // parent's) and checks the result against pg_dump's own selection with the
 // same -T patterns: schema text equal, every other table's rows and every
 // large object equal.
 func TestRestoreSelectionTorture(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t)
-	if err := c.CreateDB(ctx, "src"); err != nil {
-		t.Fatal(err)
-	}
-	pgtest.LoadTorture(t, c, "src")
+	c := shared(t)
+	c.TortureDB("src")
 	file := filepath.Join(t.TempDir(), "torture.pgs")
 	mustPgsprint(t, "dump", "-d", c.ConnString("src"), "-f", file, "-q")
 	if err := c.CreateDB(ctx, "dst"); err != nil {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,11 +44,13 @@ ANALYZE;`
 // (pre-data, data, indexes, constraints and the rest), resumes them (killing
 // some resumes again), and requires the target to equal the source, schema
 // and data (pg_dump --schema-only text, every table's row count and
-// content hash, sequences), with no journal left. PGSPRINT_RESUME_ITERATIONS runs more
-// iterations than CI's four; PGSPRINT_RESUME_SEED replays one run.
+// content hash, sequences), with no journal left. `make test` runs four
+// iterations (each phase once), `make test-long` twelve;
+// PGSPRINT_RESUME_ITERATIONS runs more; PGSPRINT_RESUME_SEED replays one run.
 func TestResume(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t)
+	c := shared(t)
 	if err := c.CreateDB(ctx, "src"); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestResume(t *testing.T) {
 
 	srcData := pgtest.Fingerprint(t, c.ConnString("src"))
 	srcSchema := pgtest.SchemaDump(t, c.BinDir(), c.ConnString("src"))
-	iterations, rng := killLoop(t, "PGSPRINT_RESUME_ITERATIONS", 4)
+	iterations, rng := killLoop(t, "PGSPRINT_RESUME_ITERATIONS", repeat(4, 12))
 	phases := []killPoint{
 		{"pre-data", "", 300 * time.Millisecond},
 		{"data", "pre-data", 800 * time.Millisecond},
@@ -160,34 +160,6 @@ func requireSkipped(t *testing.T, r result, n int, mark string) {
 	}
 }
 
-// requireNoJournal fails if pgsprint's journal outlived a completed run.
-func requireNoJournal(t *testing.T, target *pgx.Conn) {
-	t.Helper()
-	var journal bool
-	if err := target.QueryRow(context.Background(), "SELECT to_regnamespace('pgsprint_journal') IS NOT NULL").Scan(&journal); err != nil {
-		t.Fatal(err)
-	}
-	if journal {
-		t.Error("the journal schema outlived a completed run")
-	}
-}
-
-// killLoop returns how many kill-and-resume iterations to run (n, or the
-// environment variable iterVar) and a random source whose seed is logged
-// and can be replayed with PGSPRINT_RESUME_SEED.
-func killLoop(t *testing.T, iterVar string, n int) (int, *rand.Rand) {
-	t.Helper()
-	if v, err := strconv.Atoi(os.Getenv(iterVar)); err == nil && v > 0 {
-		n = v
-	}
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("PGSPRINT_RESUME_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (PGSPRINT_RESUME_SEED replays it)", seed)
-	return n, rand.New(rand.NewPCG(seed, 0))
-}
-
 func killAt(t *testing.T, target *pgx.Conn, kp killPoint, rng *rand.Rand, args ...string) bool {
 	t.Helper()
 	cmd, stderr := startPgsprint(t, args...)
@@ -221,13 +193,6 @@ func finished(t *testing.T, cmd *exec.Cmd, stderr string) bool {
 		t.Fatalf("restore failed before it could be killed: %s", stderr)
 	}
 	return false
-}
-
-// journalHas reports whether the target's journal has a step like pattern.
-func journalHas(target *pgx.Conn, pattern string) bool {
-	var ok bool
-	err := target.QueryRow(context.Background(), `SELECT EXISTS (SELECT FROM pgsprint_journal.steps WHERE step LIKE $1)`, pattern).Scan(&ok)
-	return err == nil && ok
 }
 
 // journalSteps counts the journal's rows but the mark that the target was

@@ -25,14 +25,12 @@ import (
 // schema and row hashes equal each time; an existing object is kept
 // without --overwrite.
 func TestS3RoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := remotetest.StartS3(t)
-	c := pgtest.New(t)
+	c := shared(t)
 	const src = "s3 src"
-	if err := c.CreateDB(ctx, src); err != nil {
-		t.Fatal(err)
-	}
-	pgtest.LoadTorture(t, c, src)
+	c.TortureDB(src)
 	bucket := srv.Bucket(t)
 	env := srv.Env(srv.Endpoint)
 	loc := "s3://" + bucket + "/nightly/torture.pgs"
@@ -136,9 +134,10 @@ func TestS3RoundTrip(t *testing.T) {
 // right exit code, and never prints the secret; a damaged object is
 // refused; a dump that fails leaves nothing behind.
 func TestS3Faults(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := remotetest.StartS3(t)
-	c := pgtest.New(t)
+	c := shared(t)
 	const src = "faults"
 	if err := c.CreateDB(ctx, src); err != nil {
 		t.Fatal(err)
@@ -219,9 +218,10 @@ func TestS3Faults(t *testing.T) {
 // until the server is back); a server back within the retries costs
 // nothing: the dump completes, exact.
 func TestS3DumpInterrupted(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := remotetest.StartS3(t)
-	c := pgtest.New(t)
+	c := shared(t)
 	const src = "interrupted"
 	if err := c.CreateDB(ctx, src); err != nil {
 		t.Fatal(err)
@@ -293,9 +293,10 @@ func TestS3DumpInterrupted(t *testing.T) {
 // finished by --resume from the same object, exactly: schema and data
 // equal to the source, no journal left.
 func TestS3Resume(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := remotetest.StartS3(t)
-	c := pgtest.New(t)
+	c := shared(t)
 	if err := c.CreateDB(ctx, "src"); err != nil {
 		t.Fatal(err)
 	}

@@ -91,6 +91,7 @@ func readSummary(t *testing.T, path string) progress.Summary {
 // every database, done by the killed run or by itself. Each time the
 // globals, schemas and row hashes must equal the source's.
 func TestServerPipeProgressResume(t *testing.T) {
+	t.Parallel()
 	src := pgtest.New(t)
 	loadPipeServer(t, src)
 	dir := t.TempDir()

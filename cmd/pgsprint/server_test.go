@@ -80,6 +80,7 @@ func loadServer(t *testing.T, c *pgtest.Cluster, ts string) {
 }
 
 func TestDumpAllRestoreAll(t *testing.T) {
+	t.Parallel()
 	src := pgtest.New(t)
 	ts := pgtest.TablespaceDir(t)
 	loadServer(t, src, ts)
@@ -377,6 +378,7 @@ func withoutLines(s, word string) string {
 // the oldest installed major and restored into the newest, compared with
 // the newest pg_dumpall and pg_dump on both sides.
 func TestDumpAllCrossVersion(t *testing.T) {
+	t.Parallel()
 	versions := versionsOrSkip(t, 2)
 	oldest, newest := versions[0], versions[len(versions)-1]
 	oldBin, err := pgtest.BinDirFor(oldest)

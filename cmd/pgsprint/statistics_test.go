@@ -32,6 +32,7 @@ ANALYZE;
 // whose data is left out gets no statistics; --no-statistics analyzes
 // everything; an older target is analyzed too.
 func TestRestoreStatistics(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	bin18, err := pgtest.BinDirFor(18)
 	if err != nil {

@@ -7,15 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
 // TestDumpToStdout: with -f - (or no -f) the archive goes to standard
 // output, and is the same archive a file would hold.
 func TestDumpToStdout(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t)
+	c := shared(t)
 	if err := c.CreateDB(ctx, "src"); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 // and pg_restore too, and watches every process's command line meanwhile:
 // the password must appear in none of them, nor in the archive.
 func TestTLSAndSecrets(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tl := pgtest.NewTLS(t)
 	c := pgtest.New(t, pgtest.Options{Settings: tl.Settings()})

@@ -22,8 +22,9 @@ import (
 // list edited from pg_restore -l of the embedded schema (no data entries)
 // loads the data of the tables it keeps.
 func TestRestoreUseList(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t)
+	c := shared(t)
 	if err := c.CreateDB(ctx, "src"); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func keepSchemaLines(edited, schemaList string) string {
 
 // pgRestoreList restores the schema archive's entries a list keeps into
 // database db with pg_restore -L.
-func pgRestoreList(t *testing.T, c *pgtest.Cluster, db, schemaFile, list string) {
+func pgRestoreList(t *testing.T, c dbServer, db, schemaFile, list string) {
 	t.Helper()
 	listFile := filepath.Join(t.TempDir(), "pg.list")
 	if err := os.WriteFile(listFile, []byte(list), 0o644); err != nil {

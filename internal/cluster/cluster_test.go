@@ -3,11 +3,14 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
@@ -97,5 +100,49 @@ func TestBinDirForMissing(t *testing.T) {
 	_, err := cluster.BinDirFor(7)
 	if !errors.Is(err, cluster.ErrNoBinaries) || !strings.Contains(err.Error(), "PostgreSQL 7 is not installed") {
 		t.Fatalf("BinDirFor(7) error = %v", err)
+	}
+}
+
+// TestTemplate makes a template data directory, checks that a second
+// InitTemplate to the same place fails with fs.ErrExist (the race two test
+// processes may run), and starts two clusters copied from it: each its own
+// server on its own port, with the superuser's TCP password, and what one
+// creates absent from the other and from the template.
+func TestTemplate(t *testing.T) {
+	pgtest.RequireBinaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "template")
+	if err := cluster.InitTemplate(ctx, "", dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.InitTemplate(ctx, "", dir); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second InitTemplate into %s: err = %v, want fs.ErrExist", dir, err)
+	}
+	var cs [2]*cluster.Cluster
+	for i := range cs {
+		c, err := cluster.Start(ctx, cluster.Options{Template: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		cs[i] = c
+	}
+	if cs[0].Port() == cs[1].Port() || cs[0].Version() == 0 || cs[0].Version() != cs[1].Version() {
+		t.Fatalf("ports %d and %d, versions %d and %d", cs[0].Port(), cs[1].Port(), cs[0].Version(), cs[1].Version())
+	}
+	if err := cs[0].CreateDB(ctx, "only_here"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs[1].Exec(ctx, "only_here", "SELECT 1"); err == nil {
+		t.Error("a database created in one copy of the template exists in the other")
+	}
+	conn, err := pgx.Connect(ctx, cs[1].TCPConnString("postgres", cluster.SuperuserName)+" password="+cluster.SuperuserPassword)
+	if err != nil {
+		t.Fatalf("TCP login with the superuser's password: %v", err)
+	}
+	conn.Close(ctx)
+	if _, err := os.Stat(filepath.Join(dir, "postmaster.pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the template holds a postmaster.pid: err = %v", err)
 	}
 }

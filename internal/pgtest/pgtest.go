@@ -90,7 +90,7 @@ func New(t testing.TB, opts ...Options) *Cluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, o)
+	c, err := startFromTemplate(ctx, o)
 	if err != nil {
 		skipIfNoBinaries(t, err)
 		t.Fatalf("pgtest: starting cluster: %v", err)
@@ -101,6 +101,20 @@ func New(t testing.TB, opts ...Options) *Cluster {
 		}
 	})
 	return c
+}
+
+// startFromTemplate starts a cluster copied from its installation's
+// template data directory (see template).
+func startFromTemplate(ctx context.Context, o Options) (*Cluster, error) {
+	binDir, err := cluster.FindBinDir(o.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	o.BinDir = binDir
+	if o.Template, err = template(ctx, binDir); err != nil {
+		return nil, err
+	}
+	return cluster.Start(ctx, o)
 }
 
 // NewStandby starts a streaming hot standby of primary for a test (see

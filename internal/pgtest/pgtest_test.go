@@ -132,6 +132,28 @@ func TestTortureRoundTripHarness(t *testing.T) {
 	RequireSameSchema(t, c.BinDir(), connA, connB)
 	RequireSameData(t, connA, connB)
 
+	// A torture database copied from the cluster's template (TortureDB,
+	// twice: the second copies the template the first loaded) is a load.
+	t.Run("torture_copies", func(t *testing.T) {
+		var copies []string
+		t.Run("copy", func(t *testing.T) {
+			for range 2 {
+				db := TortureDB(t, c, "torture copy")
+				RequireSameSchema(t, c.BinDir(), connA, c.ConnString(db))
+				RequireSameData(t, connA, c.ConnString(db))
+				copies = append(copies, db)
+			}
+		})
+		if len(copies) != 2 || copies[0] == copies[1] {
+			t.Fatalf("TortureDB made %q", copies)
+		}
+		for _, db := range copies { // dropped when the subtest ended
+			if err := c.Exec(ctx, db, "SELECT 1"); err == nil {
+				t.Errorf("database %q outlived its test", db)
+			}
+		}
+	})
+
 	// Now break B in three small ways and make sure each is noticed.
 	if err := c.Exec(ctx, dbB, `
 		UPDATE "ünï côdé"."tâblé ñame" SET "t" = 't1 changed' WHERE "col ""with"" quotes" = 1;

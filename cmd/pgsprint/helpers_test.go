@@ -1,0 +1,463 @@
+package main
+
+// Helpers shared by this package's tests: running the binary, waiting for
+// it and reading its errors, querying the server, and the checks that many
+// tests make.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/progress"
+)
+
+// result is one finished run of the binary.
+type result struct {
+	code   int
+	stdout string
+	stderr string
+}
+
+// pgsprint runs the binary with args and extra environment variables.
+func pgsprint(t testing.TB, env []string, args ...string) result {
+	t.Helper()
+	return pgsprintStdin(t, env, nil, args...)
+}
+
+// pgsprintStdin is pgsprint with stdin (nil: none) as standard input.
+func pgsprintStdin(t testing.TB, env []string, stdin io.Reader, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = stdin
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run pgsprint %v: %v", args, err)
+	}
+	return r
+}
+
+// mustPgsprint runs the binary and fails the test unless it exits 0.
+func mustPgsprint(t testing.TB, args ...string) result {
+	t.Helper()
+	r := pgsprint(t, nil, args...)
+	if r.code != 0 {
+		t.Fatalf("pgsprint %s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
+	}
+	return r
+}
+
+// noTempFiles fails if the temporary directory dir (a run's TMPDIR)
+// holds anything: every exit pgsprint survives removes its temporary files.
+func noTempFiles(t testing.TB, dir string) {
+	t.Helper()
+	noPartialFiles(t, dir)
+}
+
+// noPartialFiles fails if dir holds anything but the names in keep: a failed
+// dump must leave no half-written archive behind.
+func noPartialFiles(t testing.TB, dir string, keep ...string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		found := false
+		for _, k := range keep {
+			found = found || e.Name() == k
+		}
+		if !found {
+			t.Errorf("unexpected file left in %s: %s", dir, e.Name())
+		}
+	}
+}
+
+// startPgsprint starts the binary in the background.
+func startPgsprint(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	return startPgsprintEnv(t, nil, args...)
+}
+
+// startPgsprintEnv is startPgsprint with extra environment variables.
+func startPgsprintEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, &stderr
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		return cmd.ProcessState.ExitCode()
+	case <-time.After(time.Minute):
+		t.Fatal("pgsprint did not exit within a minute")
+		return -1
+	}
+}
+
+// waitForCopy returns the pid of a pgsprint backend running a query like
+// pattern, once one does.
+func waitForCopy(t *testing.T, admin *pgx.Conn, pattern string) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var pid int
+		err := admin.QueryRow(context.Background(), `SELECT pid FROM pg_stat_activity
+			WHERE application_name = 'pgsprint' AND state = 'active' AND query LIKE $1 LIMIT 1`, pattern).Scan(&pid)
+		if err == nil {
+			return pid
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no pgsprint COPY seen on the server")
+	return 0
+}
+
+// noSessionsLeft fails if pgsprint sessions (an open snapshot transaction
+// above all) outlive the process for more than a few seconds.
+func noSessionsLeft(t *testing.T, admin *pgx.Conn) {
+	t.Helper()
+	var n int
+	for range 50 {
+		if err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgsprint'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("%d pgsprint sessions still on the server after the process ended", n)
+}
+
+func checkOneError(t *testing.T, code, wantCode int, stderr, sub string) {
+	t.Helper()
+	t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
+	if code != wantCode {
+		t.Errorf("exit code %d, want %d; stderr:\n%s", code, wantCode, stderr)
+	}
+	// Progress lines (stderr is not a terminal) may come before the error,
+	// and so may the warning naming a killed run's temporary file that
+	// this run removed.
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if !progressLine.MatchString(l) && !staleRemoved.MatchString(l) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "pgsprint: error: ") {
+		t.Errorf("want exactly one error line, got:\n%s", stderr)
+	}
+	if !strings.Contains(strings.ToLower(stderr), strings.ToLower(sub)) {
+		t.Errorf("error does not mention %q:\n%s", sub, stderr)
+	}
+}
+
+// scalar runs a query returning one value, as text.
+func scalar(t *testing.T, conn, sql string) string {
+	t.Helper()
+	ctx := context.Background()
+	cn, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cn.Close(ctx)
+	var v string
+	if err := cn.QueryRow(ctx, "SELECT ("+sql+")::text").Scan(&v); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return v
+}
+
+// requireData compares the row hashes of the named relations (as quoted
+// qualified names, or plain ones pg_dump-style) on both sides.
+func requireData(t *testing.T, a, b string, rels ...string) {
+	t.Helper()
+	fa, fb := pgtest.Fingerprint(t, a), pgtest.Fingerprint(t, b)
+	for _, rel := range rels {
+		key := fingerprintKey(rel)
+		if fa[key] == "" || fa[key] != fb[key] {
+			t.Errorf("%s: source %q, restored %q", rel, fa[key], fb[key])
+		}
+	}
+}
+
+// userObjects describes every object anyone created in the database at
+// conn (pg.UserObjects, the restore's own emptiness check, which sees the
+// journal schema too), up to 20, e.g. "sequence public.t1_id_seq".
+func userObjects(t *testing.T, conn string) []string {
+	t.Helper()
+	ctx := context.Background()
+	cn, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cn.Close(ctx)
+	_, objs, err := pg.UserObjects(ctx, cn, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// killLoop returns how many kill-and-resume iterations to run (n, or the
+// environment variable iterVar) and a random source whose seed is logged
+// and can be replayed with PGSPRINT_RESUME_SEED.
+func killLoop(t *testing.T, iterVar string, n int) (int, *rand.Rand) {
+	t.Helper()
+	if v, err := strconv.Atoi(os.Getenv(iterVar)); err == nil && v > 0 {
+		n = v
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("PGSPRINT_RESUME_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (PGSPRINT_RESUME_SEED replays it)", seed)
+	return n, rand.New(rand.NewPCG(seed, 0))
+}
+
+// requireNoJournal fails if pgsprint's journal outlived a completed run.
+func requireNoJournal(t *testing.T, target *pgx.Conn) {
+	t.Helper()
+	var journal bool
+	if err := target.QueryRow(context.Background(), "SELECT to_regnamespace('pgsprint_journal') IS NOT NULL").Scan(&journal); err != nil {
+		t.Fatal(err)
+	}
+	if journal {
+		t.Error("the journal schema outlived a completed run")
+	}
+}
+
+// journalHas reports whether the target's journal has a step like pattern.
+func journalHas(target *pgx.Conn, pattern string) bool {
+	var ok bool
+	err := target.QueryRow(context.Background(), `SELECT EXISTS (SELECT FROM pgsprint_journal.steps WHERE step LIKE $1)`, pattern).Scan(&ok)
+	return err == nil && ok
+}
+
+// runPipeline runs the commands as cmd1 | cmd2 | ... and returns each
+// one's result. An element starting with "pgsprint" runs the binary.
+func runPipeline(t *testing.T, cmds ...[]string) []result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	procs := make([]*exec.Cmd, len(cmds))
+	stderrs := make([]bytes.Buffer, len(cmds))
+	var last bytes.Buffer
+	var prev *os.File
+	for i, args := range cmds {
+		name := args[0]
+		if name == "pgsprint" {
+			name = binary
+		}
+		c := exec.CommandContext(ctx, name, args[1:]...)
+		c.Stderr = &stderrs[i]
+		if prev != nil {
+			c.Stdin = prev
+		}
+		if i < len(cmds)-1 {
+			r, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Stdout = pw
+			defer r.Close()
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pw.Close()
+			if prev != nil {
+				prev.Close()
+			}
+			prev = r
+		} else {
+			c.Stdout = &last
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if prev != nil {
+				prev.Close()
+			}
+		}
+		procs[i] = c
+	}
+	out := make([]result, len(cmds))
+	for i, c := range procs {
+		err := c.Wait()
+		out[i].stderr = stderrs[i].String()
+		if ee, ok := err.(*exec.ExitError); ok {
+			out[i].code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("%v: %v", cmds[i], err)
+		}
+	}
+	out[len(out)-1].stdout = last.String()
+	return out
+}
+
+// versionsOrSkip returns the versions the cross-version tests use, skipping
+// (or failing, under make test) when fewer than min are installed.
+func versionsOrSkip(t *testing.T, min int) []int {
+	t.Helper()
+	vs := pgtest.Versions()
+	if len(vs) < min {
+		msg := fmt.Sprintf("need %d PostgreSQL major versions, have %v (scripts/install-pg-versions.sh installs more)", min, vs)
+		if os.Getenv(pgtest.EnvRequire) != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return vs
+}
+
+// events parses --progress=json output: every line must be one JSON object.
+func events(t *testing.T, stderr string) []progress.Event {
+	t.Helper()
+	var evs []progress.Event
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		var e progress.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("progress line is not JSON: %q: %v", line, err)
+		}
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// fmtID quotes an identifier as pg_dump prints it: only when needed.
+func fmtID(s string) string {
+	if regexp.MustCompile(`^[a-z_][a-z0-9_]*$`).MatchString(s) {
+		return s
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// progressLine matches a progress line such as "restore 5.001s: data and indexes, ...".
+// staleRemoved is the warning of a run that removed a killed run's
+// temporary file (internal/tempfile.Sweep).
+var staleRemoved = regexp.MustCompile(`level=WARN msg="removed a stale temporary file left by a killed run" file=\S+ pid=[0-9]+$`)
+
+var progressLine = regexp.MustCompile(`^(dump|restore) [0-9.]+(ms|s|m[0-9.]*s|h[0-9hm.]*s): `)
+
+// sharedCluster is one test's view of the package's shared cluster
+// (pgtest.Shared): the databases it names are its own, made unique by a
+// suffix (Name), created by CreateDB or TortureDB and dropped when the
+// test ends, so that tests sharing one server can run in parallel. Tests
+// that change anything server-wide (settings, roles, restarts) start
+// their own cluster with pgtest.New instead.
+type sharedCluster struct {
+	*pgtest.Cluster
+	t      testing.TB
+	suffix string
+}
+
+// sharedDBs numbers the tests that use the shared cluster.
+var sharedDBs atomic.Int64
+
+// shared returns the test's view of the shared cluster.
+func shared(t testing.TB) *sharedCluster {
+	t.Helper()
+	return &sharedCluster{Cluster: pgtest.Shared(t), t: t, suffix: fmt.Sprintf("_%d", sharedDBs.Add(1))}
+}
+
+// Name is the real name of the test's database db ("postgres" and the
+// templates are the server's own).
+func (s *sharedCluster) Name(db string) string {
+	switch db {
+	case "postgres", "template0", "template1":
+		return db
+	}
+	return db + s.suffix
+}
+
+// ConnString reaches the test's database db over the unix socket.
+func (s *sharedCluster) ConnString(db string) string { return s.Cluster.ConnString(s.Name(db)) }
+
+// TCPConnString reaches the test's database db over TCP as user.
+func (s *sharedCluster) TCPConnString(db, user string) string {
+	return s.Cluster.TCPConnString(s.Name(db), user)
+}
+
+// CreateDB creates the test's database db, dropped when the test ends.
+func (s *sharedCluster) CreateDB(ctx context.Context, db string) error {
+	if err := s.Cluster.CreateDB(ctx, s.Name(db)); err != nil {
+		return err
+	}
+	s.dropAtEnd(db)
+	return nil
+}
+
+// TortureDB creates the test's database db holding the torture schema
+// (pgtest.CopyTorture), dropped when the test ends.
+func (s *sharedCluster) TortureDB(db string) {
+	s.t.Helper()
+	pgtest.CopyTorture(s.t, s.Cluster, s.Name(db))
+	s.dropAtEnd(db)
+}
+
+func (s *sharedCluster) dropAtEnd(db string) {
+	name := s.Name(db)
+	s.t.Cleanup(func() { pgtest.DropDB(s.t, s.Cluster, name) })
+}
+
+// Exec runs sql in the test's database db (see pgtest.Cluster.Exec).
+func (s *sharedCluster) Exec(ctx context.Context, db, sql string) error {
+	return s.Cluster.Exec(ctx, s.Name(db), sql)
+}
+
+// ExecPsql runs script with psql in the test's database db.
+func (s *sharedCluster) ExecPsql(ctx context.Context, db, script string) error {
+	return s.Cluster.ExecPsql(ctx, s.Name(db), script)
+}
+
+// dbServer is what the helpers need of a cluster: a *pgtest.Cluster, or a
+// test's *sharedCluster (whose database names are the test's own).
+type dbServer interface {
+	ConnString(db string) string
+	BinDir() string
+}
+
+// repeat is how many times a repeated test runs its cases: n under `make
+// test`, every case once; nLong under `make test-long` (-tags long).
+func repeat(n, nLong int) int {
+	if long {
+		return nLong
+	}
+	return n
+}

@@ -1,0 +1,7 @@
+//go:build long
+
+package main
+
+// long is set by `go test -tags long` (make test-long): the slow
+// repetitions (more kill iterations) run in full.
+const long = true

@@ -1,0 +1,135 @@
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgsprint/pgsprint/internal/pg"
+)
+
+// shared is the cluster of this test process that tests share (Shared):
+// started by the first test that asks, stopped by CloseShared.
+var shared struct {
+	once sync.Once
+	c    *Cluster
+	err  error
+	dbs  atomic.Int64 // databases made by DB, for unique names
+}
+
+// Shared returns the test process's shared cluster, at default settings
+// and the default PostgreSQL, started on first use. Tests that share it
+// must change nothing server-wide (settings, roles other than the torture
+// schema's, killed or restarted servers; those start their own with New),
+// and work in databases of their own (DB), so that they can run in
+// parallel. The package's TestMain must call CloseShared after m.Run.
+func Shared(t testing.TB) *Cluster {
+	t.Helper()
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		shared.c, shared.err = startFromTemplate(ctx, Options{})
+	})
+	if shared.err != nil {
+		skipIfNoBinaries(t, shared.err)
+		t.Fatalf("pgtest: starting the shared cluster: %v", shared.err)
+	}
+	return shared.c
+}
+
+// CloseShared stops the shared cluster, if one was started; TestMain calls
+// it once every test has run.
+func CloseShared() error {
+	if shared.c == nil {
+		return nil
+	}
+	return shared.c.Close()
+}
+
+// DB creates a new empty database on c for the test, named name followed
+// by a number unique in this process (name's odd characters kept), and
+// drops it when the test ends; it returns the name.
+func DB(t testing.TB, c *Cluster, name string) string {
+	t.Helper()
+	db := fmt.Sprintf("%s_%d", name, shared.dbs.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.CreateDB(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { DropDB(t, c, db) })
+	return db
+}
+
+// DropDB drops database db of c, if it exists, terminating its sessions.
+func DropDB(t testing.TB, c *Cluster, db string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Exec(ctx, "postgres", "DROP DATABASE IF EXISTS "+pg.Ident(db)+" WITH (FORCE)"); err != nil {
+		t.Errorf("pgtest: dropping database %q: %v", db, err)
+	}
+}
+
+// tortureTemplates holds, per cluster, the database the torture schema is
+// loaded into once, for TortureDB to copy.
+var tortureTemplates struct {
+	sync.Mutex
+	byCluster map[*Cluster]*tortureTemplate
+}
+
+type tortureTemplate struct {
+	once sync.Once
+	err  error
+}
+
+// tortureTemplateDB is the database of a cluster that holds the torture
+// schema for TortureDB; nothing connects to it once loaded (CREATE
+// DATABASE ... TEMPLATE needs it idle).
+const tortureTemplateDB = "pgtest torture template"
+
+// TortureDB makes a database holding the torture schema on c, as DB
+// names one, and drops it when the test ends. It returns the name.
+func TortureDB(t testing.TB, c *Cluster, name string) string {
+	t.Helper()
+	db := fmt.Sprintf("%s_%d", name, shared.dbs.Add(1))
+	CopyTorture(t, c, db)
+	t.Cleanup(func() { DropDB(t, c, db) })
+	return db
+}
+
+// CopyTorture creates database db on c holding the torture schema: a copy
+// (CREATE DATABASE ... TEMPLATE) of a database of c loaded once, by the
+// first test that asks, instead of one LoadTorture per test.
+func CopyTorture(t testing.TB, c *Cluster, db string) {
+	t.Helper()
+	tortureTemplates.Lock()
+	if tortureTemplates.byCluster == nil {
+		tortureTemplates.byCluster = map[*Cluster]*tortureTemplate{}
+	}
+	tt := tortureTemplates.byCluster[c]
+	if tt == nil {
+		tt = &tortureTemplate{}
+		tortureTemplates.byCluster[c] = tt
+	}
+	tortureTemplates.Unlock()
+	tt.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if tt.err = c.CreateDB(ctx, tortureTemplateDB); tt.err == nil {
+			tt.err = c.ExecPsql(ctx, tortureTemplateDB, tortureSQL)
+		}
+	})
+	if tt.err != nil {
+		t.Fatalf("pgtest: loading the torture schema: %v", tt.err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// Copies may run at once: each takes a share lock on the template.
+	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+pg.Ident(db)+" TEMPLATE "+pg.Ident(tortureTemplateDB)); err != nil {
+		t.Fatalf("pgtest: copying the torture database: %v", err)
+	}
+}
