@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
@@ -90,4 +92,40 @@ func RawCopy(ctx context.Context, connString string, jobs int, split plan.Option
 		})
 	}
 	return g.Wait()
+}
+
+// RawCopySubcommand is the hidden subcommand a benchmark program measures
+// as the raw limit's own process: "PROGRAM rawcopy CONNSTRING JOBS
+// [CHUNKSIZE]". Called first in main, it runs that and exits when args
+// ask for it, and returns otherwise.
+func RawCopySubcommand(ctx context.Context, args []string) {
+	if len(args) < 2 || args[1] != "rawcopy" {
+		return
+	}
+	if err := rawCopyMain(ctx, args[2:]); err != nil {
+		fmt.Fprintln(os.Stderr, "rawcopy:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// RawCopyArgs are the arguments after the program that run RawCopy as
+// RawCopySubcommand reads them.
+func RawCopyArgs(connString string, jobs int, chunkSize int64) []string {
+	return []string{"rawcopy", connString, strconv.Itoa(jobs), strconv.FormatInt(chunkSize, 10)}
+}
+
+func rawCopyMain(ctx context.Context, args []string) error {
+	if len(args) != 3 {
+		return fmt.Errorf("usage: rawcopy CONNSTRING JOBS CHUNKSIZE")
+	}
+	jobs, err := strconv.Atoi(args[1])
+	if err != nil {
+		return err
+	}
+	size, err := strconv.ParseInt(args[2], 10, 64)
+	if err != nil {
+		return err
+	}
+	return RawCopy(ctx, args[0], jobs, plan.Options{ChunkSize: size, Method: plan.Auto})
 }

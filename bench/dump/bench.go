@@ -35,7 +35,7 @@ func (b *bench) runAll(ctx context.Context) error {
 		return benchkit.Cmd(append(args, extra...)...)
 	}
 	raw := func(jobs int) benchkit.Command {
-		return benchkit.Cmd(b.bins.self, "rawcopy", conn, strconv.Itoa(jobs), chunk)
+		return benchkit.Cmd(append([]string{b.bins.self}, benchkit.RawCopyArgs(conn, jobs, b.cfg.chunkSize)...)...)
 	}
 
 	// Warm the cache the same way for everyone: one untimed full read.

@@ -45,13 +45,7 @@ type config struct {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if len(os.Args) > 1 && os.Args[1] == "rawcopy" {
-		if err := rawCopyMain(ctx, os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "rawcopy:", err)
-			os.Exit(1)
-		}
-		return
-	}
+	benchkit.RawCopySubcommand(ctx, os.Args)
 	var c config
 	var jobs, codecs string
 	flag.IntVar(&c.scale, "scale", 100, "pgbench scale factor (100: one 1.3 GB table)")
@@ -80,23 +74,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench/dump:", err)
 		os.Exit(1)
 	}
-}
-
-// rawCopyMain is the hidden subcommand the benchmark measures as its own
-// process: rawcopy CONNSTRING JOBS CHUNKSIZE.
-func rawCopyMain(ctx context.Context, args []string) error {
-	if len(args) != 3 {
-		return fmt.Errorf("usage: rawcopy CONNSTRING JOBS CHUNKSIZE")
-	}
-	jobs, err := strconv.Atoi(args[1])
-	if err != nil {
-		return err
-	}
-	size, err := strconv.ParseInt(args[2], 10, 64)
-	if err != nil {
-		return err
-	}
-	return benchkit.RawCopy(ctx, args[0], jobs, plan.Options{ChunkSize: size, Method: plan.Auto})
 }
 
 func run(ctx context.Context, c config) error {

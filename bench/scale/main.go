@@ -33,7 +33,6 @@ import (
 	"time"
 
 	"github.com/pgsprint/pgsprint/bench/benchkit"
-	"github.com/pgsprint/pgsprint/internal/plan"
 )
 
 // config is the benchmark's command line.
@@ -59,13 +58,7 @@ var allSteps = []string{"raw", "dump", "pgdump-fd", "pgdump-fc", "restore", "pgr
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if len(os.Args) > 1 && os.Args[1] == "rawcopy" {
-		if err := rawCopyMain(ctx, os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "rawcopy:", err)
-			os.Exit(1)
-		}
-		return
-	}
+	benchkit.RawCopySubcommand(ctx, os.Args)
 	c, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/scale:", err)
@@ -128,19 +121,6 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("nothing to run")
 	}
 	return c, nil
-}
-
-// rawCopyMain is the hidden subcommand measured as the raw limit's own
-// process: rawcopy CONNSTRING JOBS.
-func rawCopyMain(ctx context.Context, args []string) error {
-	if len(args) != 2 {
-		return fmt.Errorf("usage: rawcopy CONNSTRING JOBS")
-	}
-	jobs, err := strconv.Atoi(args[1])
-	if err != nil {
-		return err
-	}
-	return benchkit.RawCopy(ctx, args[0], jobs, plan.Options{ChunkSize: plan.DefaultChunkSize, Method: plan.Auto})
 }
 
 func run(ctx context.Context, c config) error {
