@@ -204,9 +204,7 @@ func (s *schemaArchive) command(ctx context.Context, name string, args ...string
 			kept = append(kept, a)
 		}
 	}
-	cmd := exec.CommandContext(ctx, name, kept...)
-	dieWithParent(cmd)
-	return cmd
+	return pgbin.Command(ctx, name, kept...)
 }
 
 // pgRestoreCmd is pg_restore with args, after the flags that leave kinds

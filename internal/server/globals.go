@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -31,7 +30,7 @@ func readGlobals(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig, tools
 	if !readable {
 		args = append(args, "--no-role-passwords")
 	}
-	cmd := exec.CommandContext(ctx, tools.PgDumpall(), args...)
+	cmd := pgbin.Command(ctx, tools.PgDumpall(), args...)
 	cmd.Env = append(os.Environ(), env...)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 
@@ -93,7 +92,7 @@ func createDatabase(ctx context.Context, src archive.Source, out io.Writer, o Sc
 	}
 	defer os.Remove(schema)
 	// The database's own entries, which pg_restore lists with --create only.
-	toc, err := exec.CommandContext(ctx, tools.PgRestore(), "--list", "--create", schema).Output()
+	toc, err := pgbin.Command(ctx, tools.PgRestore(), "--list", "--create", schema).Output()
 	if err != nil {
 		return fmt.Errorf("pg_restore --list: %w", err)
 	}
@@ -122,7 +121,7 @@ func createDatabase(ctx context.Context, src archive.Source, out io.Writer, o Sc
 	if o.NoACL {
 		args = append(args, "--no-privileges")
 	}
-	cmd := exec.CommandContext(ctx, tools.PgRestore(), append(args, schema)...)
+	cmd := pgbin.Command(ctx, tools.PgRestore(), append(args, schema)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
@@ -280,7 +279,7 @@ func pgRestore(ctx context.Context, tools pgbin.Tools, schema string, w io.Write
 		// pg_restore_relation_stats): ANALYZE after loading it.
 		args = append(args, "--no-statistics")
 	}
-	cmd := exec.CommandContext(ctx, tools.PgRestore(), append(append([]string{"--file=-"}, args...), schema)...)
+	cmd := pgbin.Command(ctx, tools.PgRestore(), append(append([]string{"--file=-"}, args...), schema)...)
 	cmd.Stdout = w
 	var stderr pg.StderrBuffer
 	cmd.Stderr = &stderr
