@@ -33,7 +33,7 @@ func (s *Session) Schema(ctx context.Context, w io.Writer) error {
 	if s.early != nil {
 		err = s.early.writeTo(ctx, w)
 	} else {
-		err = s.runPgDump(ctx, w)
+		err = s.runPgDump(ctx, w, int64(len(s.pgDumpLocks())))
 	}
 	return s.explainLockTimeout(ctx, err)
 }
@@ -62,8 +62,14 @@ func (s *Session) explainLockTimeout(ctx context.Context, err error) error {
 }
 
 // runPgDump runs pg_dump --schema-only in the session's snapshot, writing
-// its custom archive to w.
-func (s *Session) runPgDump(ctx context.Context, w io.Writer) error {
+// its custom archive to w, once the locks of its tables (how many it will
+// lock) fit in the run's lock budget.
+func (s *Session) runPgDump(ctx context.Context, w io.Writer, tables int64) error {
+	release, err := s.locks.acquire(ctx, tables)
+	if err != nil {
+		return err
+	}
+	defer release()
 	dsn, env := pg.ChildConn(s.source)
 	enc := "UTF8"
 	if s.srv.Encoding == "SQL_ASCII" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/clone"
+	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
@@ -80,6 +81,10 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	locks, err := dump.NewLockBudget(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
 	all, err := listDatabases(ctx, conn)
 	if err != nil {
 		return nil, err
@@ -119,7 +124,7 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: opts.Clean && exists, Create: true, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 				MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Split: opts.Split, Filter: opts.Filter, Version: opts.Version,
 				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, NoStatistics: opts.NoStatistics, Logger: opts.Logger.With("database", name),
-				Progress: rep, Installed: installed}
+				Progress: rep, Installed: installed, Locks: locks}
 			if name == "postgres" {
 				// Every server has one: cloned into, as restore --all does.
 				co.Target = opts.Target.Copy()

@@ -96,6 +96,10 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	locks, err := dump.NewLockBudget(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
 	all, err := listDatabases(ctx, conn)
 	if err != nil {
 		return nil, err
@@ -135,7 +139,7 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 		cfg.Database = d.name
 		sess, err := dump.Begin(ctx, dump.SessionOptions{Source: cfg, Jobs: opts.Jobs, BlockSize: opts.BlockSize, Split: opts.Split,
 			Version: opts.Version, Filter: opts.Filter, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics, Logger: log,
-			Installed: installed})
+			Installed: installed, Locks: locks})
 		if err != nil {
 			return nil, fmt.Errorf("database %s: %w", pg.Ident(d.name), err)
 		}
