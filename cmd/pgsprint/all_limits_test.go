@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
@@ -125,4 +127,63 @@ func pgsprintEnv(t *testing.T, env []string, args ...string) result {
 		t.Fatalf("pgsprint %s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
 	}
 	return r
+}
+
+// TestCloneAllCleanKilled: clone --all --clean over a target that holds
+// the source's databases (with an object of its own in each, which the
+// copy must not keep), killed with SIGKILL at random points once its
+// globals are in, then again while resuming, then finished with --resume:
+// every database is there, equal to the source's, none of the target's own
+// objects is left, and no journal either.
+func TestCloneAllCleanKilled(t *testing.T) {
+	ctx := context.Background()
+	src := pgtest.New(t)
+	loadPipeServer(t, src)
+	dst := pgtest.New(t)
+	args := []string{"clone", "--all", "--source", src.ConnString("postgres"), "--target", dst.ConnString("postgres"), "-j", "2", "--chunk-size", "256kB"}
+	mustPgsprint(t, args...)
+	// Not in postgres, which every server has: --clean drops the
+	// archive's objects there, not the database (as pg_dumpall --clean).
+	cleaned := []string{"notes", "shop"}
+	for _, db := range cleaned {
+		if err := dst.Exec(ctx, db, "CREATE TABLE stale_target_table (x int)"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := pgx.Connect(ctx, dst.ConnString("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	_, rng := killLoop(t, "", 1)
+	run := append(args, "--clean")
+	done := false
+	for i := 0; i < 3 && !done; i++ {
+		cmd, exited := startUntilGlobals(t, conn, run...)
+		select {
+		case <-exited:
+			t.Logf("run %d finished before the kill", i)
+		case <-time.After(time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))):
+			cmd.Process.Kill()
+			<-exited
+			t.Logf("run %d killed", i)
+		}
+		done = cmd.ProcessState.Success()
+		run = append(args, "--resume")
+	}
+	if !done {
+		t.Log(mustPgsprint(t, run...).stderr)
+	}
+	if markerRole(conn) {
+		t.Error("the whole-server journal outlived the completed clone")
+	}
+	if err := dst.Exec(ctx, "postgres", "DROP TABLE IF EXISTS stale_target_table"); err != nil {
+		t.Fatal(err)
+	}
+	requireSameServer(t, src, dst)
+	for _, db := range cleaned {
+		if got := scalar(t, dst.ConnString(db), "SELECT count(*) FROM pg_class WHERE relname = 'stale_target_table'"); got != "0" {
+			t.Errorf("database %s keeps the target's own table", db)
+		}
+	}
 }
