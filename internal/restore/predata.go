@@ -171,8 +171,28 @@ func (p *preData) create(ctx context.Context, id string) error {
 			p.target = p.opts.Target
 		}
 	}
-	if err := p.restoreSchema(ctx, p.opts.Target, created); err != nil {
+	via, dropVia, err := p.createVia(ctx)
+	if err != nil {
 		return err
+	}
+	defer dropVia()
+	if via == p.opts.Target {
+		if err := p.restoreSchema(ctx, via, created); err != nil {
+			return err
+		}
+	} else {
+		if err := p.createConverted(ctx, via, created); err != nil {
+			return err
+		}
+		// The database and its own entries are in: the rest as into
+		// an existing database.
+		saved := p.opts
+		p.opts.Create, p.opts.Clean = false, false
+		err := p.restoreSchema(ctx, created, nil)
+		p.opts = saved
+		if err != nil {
+			return err
+		}
 	}
 	p.target = created
 	conn, err := pg.Connect(ctx, created)
