@@ -12,7 +12,6 @@ import (
 
 	"filippo.io/age"
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/codec"
@@ -135,45 +134,16 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// runWorkers runs pg_dump for the schema beside N data workers, all in the
-// one snapshot. The first error cancels everything.
+// runWorkers is RunPool for one session: pg_dump for the schema beside N
+// data workers, all in the one snapshot.
 func runWorkers(ctx context.Context, opts Options, w *archive.Writer, sess *Session, work []unit, res *Result) error {
-	m := sess.Manifest
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		return dumpSchema(gctx, sess, w.Stream(archive.KindSchema, m.SchemaStream), opts.BlockSize)
-	})
-
-	units := make(chan unit)
-	g.Go(func() error {
-		defer close(units)
-		for _, u := range work {
-			select {
-			case units <- u:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
-	rows := make([]int64, opts.Jobs)
-	for i := 0; i < opts.Jobs; i++ {
-		g.Go(func() error {
-			n, err := worker(gctx, opts, w, sess, units)
-			rows[i] = n
-			return err
-		})
+	units := make([]Unit, len(work))
+	for i, u := range work {
+		units[i] = Unit{sess: sess, u: u}
 	}
-	if err := g.Wait(); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("dump interrupted: %w", context.Cause(ctx))
-		}
-		return err
-	}
-	for _, n := range rows {
-		res.Rows += n
-	}
-	return nil
+	rows, err := RunPool(ctx, opts, w, []*Session{sess}, units, false)
+	res.Rows += rows
+	return err
 }
 
 // planOf is the work a dump expects, from the catalog's estimates.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/codec"
@@ -179,9 +178,11 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	if err := writeGlobals(w, globals, opts.BlockSize); err != nil {
 		return nil, err
 	}
-	if err := runShared(ctx, opts, w, sessions, units, res); err != nil {
+	rows, err := dump.RunPool(ctx, dump.Options{Jobs: opts.Jobs, BlockSize: opts.BlockSize, Progress: opts.Progress}, w, sessions, units, true)
+	if err != nil {
 		return nil, err
 	}
+	res.Rows = rows
 	opts.Progress.Phase("finish")
 	if err := w.Close(); err != nil {
 		return nil, fmt.Errorf("write archive footer: %w", err)
@@ -207,64 +208,6 @@ func writeGlobals(w *archive.Writer, script []byte, blockSize int) error {
 	}
 	if err := bw.Close(); err != nil {
 		return fmt.Errorf("write globals: %w", err)
-	}
-	return nil
-}
-
-// runShared runs every session's pg_dump (at most Jobs at once) beside
-// Jobs data workers that take the units of every database, largest first.
-// The first error cancels everything.
-func runShared(ctx context.Context, opts DumpOptions, w *archive.Writer, sessions []*dump.Session, units []dump.Unit, res *DumpResult) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		sg, sctx := errgroup.WithContext(gctx)
-		sg.SetLimit(opts.Jobs)
-		for _, s := range sessions {
-			sg.Go(func() error {
-				if err := s.WriteSchema(sctx, w, opts.BlockSize); err != nil {
-					return fmt.Errorf("database %s: %w", pg.Ident(s.Manifest.Database), err)
-				}
-				return nil
-			})
-		}
-		return sg.Wait()
-	})
-	work := make(chan dump.Unit)
-	g.Go(func() error {
-		defer close(work)
-		for _, u := range units {
-			select {
-			case work <- u:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
-	rows := make([]int64, opts.Jobs)
-	dopts := dump.Options{BlockSize: opts.BlockSize, Progress: opts.Progress}
-	for i := range opts.Jobs {
-		g.Go(func() error {
-			k := dump.NewWorker(dopts, w)
-			defer k.Close(gctx)
-			for u := range work {
-				n, err := k.Dump(gctx, u)
-				rows[i] += n
-				if err != nil {
-					return fmt.Errorf("database %s: %w", pg.Ident(u.Session().Manifest.Database), err)
-				}
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("dump interrupted: %w", context.Cause(ctx))
-		}
-		return err
-	}
-	for _, n := range rows {
-		res.Rows += n
 	}
 	return nil
 }
