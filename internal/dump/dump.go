@@ -60,6 +60,23 @@ type Options struct {
 	Overwrite bool
 }
 
+// WithDefaults is opts with what was left out filled in: one job, the
+// default block size, a logger and a progress reporter that discard. A
+// dump of one database and of a whole server start from it alike.
+func (opts Options) WithDefaults() Options {
+	opts.Jobs = max(opts.Jobs, 1)
+	if opts.BlockSize <= 0 {
+		opts.BlockSize = DefaultBlockSize
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Progress == nil {
+		opts.Progress = progress.Nop{}
+	}
+	return opts
+}
+
 // Result summarises a finished dump.
 type Result struct {
 	Tables       int
@@ -77,19 +94,8 @@ type Result struct {
 // trailer): what is at opts.File is always a complete archive.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	start := time.Now()
-	if opts.Jobs < 1 {
-		opts.Jobs = 1
-	}
-	if opts.BlockSize <= 0 {
-		opts.BlockSize = DefaultBlockSize
-	}
+	opts = opts.WithDefaults()
 	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if opts.Progress == nil {
-		opts.Progress = progress.Nop{}
-	}
 	opts.Progress.Phase("catalog")
 
 	sess, err := Begin(ctx, SessionOptions{EarlySchema: true, Source: opts.Source, Jobs: opts.Jobs, BlockSize: opts.BlockSize, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics,

@@ -83,13 +83,7 @@ func (s *Session) WriteSchema(ctx context.Context, w *archive.Writer, blockSize 
 // cancels everything: pg_dumps are killed, readers closed. It returns the
 // rows copied. perDatabase names the database in errors.
 func RunPool(ctx context.Context, opts Options, w *archive.Writer, sessions []*Session, units []Unit, perDatabase bool) (int64, error) {
-	opts.Jobs = max(opts.Jobs, 1)
-	if opts.BlockSize <= 0 {
-		opts.BlockSize = DefaultBlockSize
-	}
-	if opts.Progress == nil {
-		opts.Progress = progress.Nop{}
-	}
+	opts = opts.WithDefaults()
 	in := func(s *Session, err error) error {
 		if !perDatabase {
 			return err

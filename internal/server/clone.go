@@ -11,10 +11,8 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/clone"
-	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
@@ -67,32 +65,12 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	conn, err := pg.Connect(ctx, opts.Source)
+	src, err := openSource(ctx, opts.Source, opts.ExcludeDatabases)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	srv, err := pg.ReadServer(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	installed := pgbin.Installed(ctx) // once, not twice per database
-	tools, err := pgbin.FindIn(installed, srv.Major())
-	if err != nil {
-		return nil, err
-	}
-	locks, err := dump.NewLockBudget(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	all, err := listDatabases(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	dbs, skipped, err := chooseDatabases(all, opts.ExcludeDatabases)
-	if err != nil {
-		return nil, err
-	}
+	defer src.close(ctx)
+	conn, installed, tools, locks, dbs, skipped := src.conn, src.installed, src.tools, src.locks, src.dbs, src.skipped
 	for _, d := range skipped {
 		opts.Logger.Info("database skipped", "database", d.Name, "reason", d.Reason)
 	}

@@ -2,52 +2,25 @@ package server
 
 import (
 	"context"
-	"filippo.io/age"
 	"fmt"
-	"github.com/pgsprint/pgsprint/internal/store/location"
-	"io"
-	"log/slog"
 	"sort"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgsprint/pgsprint/internal/archive"
-	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
-	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/pgbin"
-	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
-// DumpOptions configure a whole-server dump.
+// DumpOptions configure a whole-server dump: a one-database dump's
+// options, said once (Source reaches the database the others are listed
+// from, and every database is read through the same settings; Filter
+// applies in each; Jobs workers are shared by every database's data;
+// Snapshot does not apply), and the databases to leave out.
 type DumpOptions struct {
-	// Source connects to the server, to the database the other ones are
-	// listed from (every database is then read through the same settings).
-	Source *pgx.ConnConfig
-	File   string    // archive path; "-" for Stdout
-	Stdout io.Writer // where File "-" writes
-	// Location reaches File in object storage; Overwrite replaces an
-	// existing object there (dump.Options).
-	Location  location.Options
-	Overwrite bool
-	// Recipients, when given, encrypt the archive to them.
-	Recipients []age.Recipient
-	Jobs       int // workers shared by every database's data
-	Codec      codec.Codec
-	BlockSize  int
-	Split      plan.Options
-	Version    string
-	// Filter applies in every database, as pg_dump's in each.
-	Filter          filter.Options
-	LockWaitTimeout string
-	NoStatistics    bool
+	dump.Options
 	// ExcludeDatabases are pg_dumpall --exclude-database patterns.
 	ExcludeDatabases []string
-	Logger           *slog.Logger
-	Progress         progress.Reporter
 }
 
 // DumpResult summarises a whole-server dump.
@@ -69,44 +42,15 @@ type DumpResult struct {
 // worker busy.
 func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	start := time.Now()
-	opts.Jobs = max(opts.Jobs, 1)
-	if opts.BlockSize <= 0 {
-		opts.BlockSize = dump.DefaultBlockSize
-	}
+	opts.Options = opts.WithDefaults()
 	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if opts.Progress == nil {
-		opts.Progress = progress.Nop{}
-	}
 	opts.Progress.Phase("catalog")
-	conn, err := pg.Connect(ctx, opts.Source)
+	src, err := openSource(ctx, opts.Source, opts.ExcludeDatabases)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	srv, err := pg.ReadServer(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	installed := pgbin.Installed(ctx) // once, not once per database
-	tools, err := pgbin.FindIn(installed, srv.Major())
-	if err != nil {
-		return nil, err
-	}
-	locks, err := dump.NewLockBudget(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	all, err := listDatabases(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	dbs, skipped, err := chooseDatabases(all, opts.ExcludeDatabases)
-	if err != nil {
-		return nil, err
-	}
+	defer src.close(ctx)
+	conn, srv, installed, tools, locks, dbs, skipped := src.conn, src.srv, src.installed, src.tools, src.locks, src.dbs, src.skipped
 	if len(dbs) == 0 {
 		return nil, fmt.Errorf("no database to dump on %s: every one is a template, refuses connections or is excluded", pg.Describe(opts.Source))
 	}
@@ -166,7 +110,7 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	opts.Progress.Begin(p)
 	opts.Progress.Phase("data")
 
-	out, err := dump.OpenOutput(ctx, dump.Options{File: opts.File, Stdout: opts.Stdout, Location: opts.Location, Overwrite: opts.Overwrite}, p)
+	out, err := dump.OpenOutput(ctx, opts.Options, p)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +122,7 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	if err := writeGlobals(w, globals, opts.BlockSize); err != nil {
 		return nil, err
 	}
-	rows, err := dump.RunPool(ctx, dump.Options{Jobs: opts.Jobs, BlockSize: opts.BlockSize, Progress: opts.Progress}, w, sessions, units, true)
+	rows, err := dump.RunPool(ctx, opts.Options, w, sessions, units, true)
 	if err != nil {
 		return nil, err
 	}
