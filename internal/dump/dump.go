@@ -109,16 +109,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	opts.Progress.Begin(planned)
 	opts.Progress.Phase("data")
 
-	out, err := createOutput(ctx, opts, planned)
+	out, w, err := CreateArchive(ctx, opts, m, planned)
 	if err != nil {
 		return nil, err
 	}
 	defer out.Abort()
-
-	w, err := archive.NewWriter(out, m, opts.Codec, opts.Recipients...)
-	if err != nil {
-		return nil, fmt.Errorf("write archive header: %w", err)
-	}
 
 	res := &Result{Tables: len(m.Tables), Chunks: len(m.Chunks), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences)}
 	if err := runWorkers(ctx, opts, w, sess, planUnits(m, sess.sizes), res); err != nil {
@@ -132,7 +127,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := sess.Commit(ctx); err != nil {
 		return nil, err
 	}
-	if err := out.commit(ctx); err != nil {
+	if err := out.Commit(ctx); err != nil {
 		return nil, err
 	}
 	res.RawBytes, res.StoredBytes = w.DataBytes()

@@ -200,6 +200,23 @@ func OpenOutput(ctx context.Context, opts Options, plan progress.Plan) (Output, 
 	return outputCommitter{out}, nil
 }
 
+// CreateArchive starts the archive at opts.File (OpenOutput) with m's
+// header, encrypted to opts.Recipients if any: what a dump of one database
+// and of a whole server write into. The caller Aborts the output unless it
+// Commits it; on error nothing is left at the location.
+func CreateArchive(ctx context.Context, opts Options, m *archive.Manifest, plan progress.Plan) (Output, *archive.Writer, error) {
+	out, err := OpenOutput(ctx, opts, plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := archive.NewWriter(out, m, opts.Codec, opts.Recipients...)
+	if err != nil {
+		out.Abort()
+		return nil, nil, fmt.Errorf("write archive header: %w", err)
+	}
+	return out, w, nil
+}
+
 // outputCommitter gives an output the Commit of the Output interface.
 type outputCommitter struct{ *output }
 

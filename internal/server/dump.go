@@ -110,15 +110,11 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	opts.Progress.Begin(p)
 	opts.Progress.Phase("data")
 
-	out, err := dump.OpenOutput(ctx, opts.Options, p)
+	out, w, err := dump.CreateArchive(ctx, opts.Options, top, p)
 	if err != nil {
 		return nil, err
 	}
 	defer out.Abort()
-	w, err := archive.NewWriter(out, top, opts.Codec, opts.Recipients...)
-	if err != nil {
-		return nil, fmt.Errorf("write archive header: %w", err)
-	}
 	if err := writeGlobals(w, globals, opts.BlockSize); err != nil {
 		return nil, err
 	}
