@@ -117,7 +117,20 @@ func (p *preData) createConverted(ctx context.Context, via, created *pgx.ConnCon
 		}
 		return fmt.Errorf("pg_restore --create --file: %w", err)
 	}
-	before, after := splitAtConnect(string(script))
+	parts, err := toc.SplitScript(string(script))
+	if err != nil {
+		return fmt.Errorf("read pg_restore --create's script: %w", err)
+	}
+	var before, after []toc.Statement
+	connected := false
+	for _, part := range parts {
+		if connected {
+			after = append(after, part.Statements...)
+		} else {
+			before = append(before, part.Statements...)
+		}
+		connected = connected || strings.HasPrefix(part.Meta, `\connect`)
+	}
 	if err := runEach(ctx, via, before); err != nil {
 		return err
 	}
@@ -135,31 +148,10 @@ func databaseDesc(desc string) bool {
 	return false
 }
 
-// splitAtConnect cuts a pg_restore script at its \connect to the created
-// database, leaving psql's meta-commands out.
-func splitAtConnect(script string) (before, after string) {
-	var b, a strings.Builder
-	cur := &b
-	for _, line := range strings.SplitAfter(script, "\n") {
-		switch {
-		case strings.HasPrefix(line, `\connect`):
-			cur = &a
-		case strings.HasPrefix(line, `\`):
-		default:
-			cur.WriteString(line)
-		}
-	}
-	return b.String(), a.String()
-}
-
-// runEach runs a script's statements one at a time on a connection to
-// cfg, as psql would (CREATE and DROP DATABASE cannot run in the implicit
-// transaction of a multi-statement query).
-func runEach(ctx context.Context, cfg *pgx.ConnConfig, script string) error {
-	stmts, err := toc.Statements(script)
-	if err != nil {
-		return err
-	}
+// runEach runs statements one at a time on a connection to cfg, as psql
+// would (CREATE and DROP DATABASE cannot run in the implicit transaction
+// of a multi-statement query).
+func runEach(ctx context.Context, cfg *pgx.ConnConfig, stmts []toc.Statement) error {
 	conn, err := pg.Connect(ctx, cfg)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
 // readGlobals runs pg_dumpall --globals-only against the server cfg
@@ -47,7 +48,9 @@ func readGlobals(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig, tools
 // globalStmt is one statement of the globals script and what it is about.
 type globalStmt struct {
 	sql        string
-	role       string // CREATE/ALTER/COMMENT ON/SECURITY LABEL ON ROLE: that role
+	toks       []token // sql's tokens (tokensOf)
+	err        error   // what could not be read of it
+	role       string  // CREATE/ALTER/COMMENT ON/SECURITY LABEL ON ROLE: that role
 	createRole bool
 	tablespace string // a statement about this tablespace
 	create     *tablespaceDef
@@ -61,46 +64,62 @@ type tablespaceDef struct {
 
 // parseGlobals classifies the statements of a globals script.
 func parseGlobals(script string) ([]globalStmt, error) {
+	parts, err := toc.SplitScript(script)
+	if err != nil {
+		return nil, fmt.Errorf("read globals: %w", err)
+	}
 	var out []globalStmt
-	for _, s := range splitStatements(script) {
-		g := globalStmt{sql: s}
-		ts := tokens(s, 12)
-		switch {
-		case words(ts, "create", "role") && len(ts) > 2:
-			g.role, g.createRole = ts[2].text, true
-		case (words(ts, "alter", "role") || words(ts, "alter", "user")) && len(ts) > 2:
-			g.role = ts[2].text
-		case words(ts, "comment", "on", "role") && len(ts) > 3:
-			g.role = ts[3].text
-		case words(ts, "create", "tablespace"):
-			def, err := parseTablespace(ts)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %.80s", err, s)
+	for _, p := range parts {
+		for _, st := range p.Statements {
+			g := classify(st)
+			if g.err != nil {
+				return nil, g.err
 			}
-			g.tablespace, g.create = def.name, def
-		case words(ts, "alter", "tablespace") && len(ts) > 2:
-			g.tablespace = ts[2].text
-		case words(ts, "comment", "on", "tablespace") && len(ts) > 3:
-			g.tablespace = ts[3].text
-		case words(ts, "security", "label"):
-			for i := 2; i+2 < len(ts); i++ {
-				if words(ts[i:], "on", "role") {
-					g.role = ts[i+2].text
-				} else if words(ts[i:], "on", "tablespace") {
-					g.tablespace = ts[i+2].text
-				}
-			}
-		case words(ts, "grant") || words(ts, "revoke"):
-			for i := 1; i+2 < len(ts); i++ {
-				if words(ts[i:], "on", "tablespace") {
-					g.tablespace, g.privilege = ts[i+2].text, true
-					break
-				}
-			}
+			out = append(out, g)
 		}
-		out = append(out, g)
 	}
 	return out, nil
+}
+
+// classify says what a statement of the globals is about.
+func classify(st toc.Statement) globalStmt {
+	ts := tokensOf(st)
+	g := globalStmt{sql: strings.TrimSuffix(st.Text, ";"), toks: ts}
+	switch {
+	case words(ts, "create", "role") && len(ts) > 2:
+		g.role, g.createRole = ts[2].text, true
+	case (words(ts, "alter", "role") || words(ts, "alter", "user")) && len(ts) > 2:
+		g.role = ts[2].text
+	case words(ts, "comment", "on", "role") && len(ts) > 3:
+		g.role = ts[3].text
+	case words(ts, "create", "tablespace"):
+		def, err := parseTablespace(ts)
+		if err != nil {
+			g.err = fmt.Errorf("%w: %.80s", err, st.Text)
+			break
+		}
+		g.tablespace, g.create = def.name, def
+	case words(ts, "alter", "tablespace") && len(ts) > 2:
+		g.tablespace = ts[2].text
+	case words(ts, "comment", "on", "tablespace") && len(ts) > 3:
+		g.tablespace = ts[3].text
+	case words(ts, "security", "label"):
+		for i := 2; i+2 < len(ts); i++ {
+			if words(ts[i:], "on", "role") {
+				g.role = ts[i+2].text
+			} else if words(ts[i:], "on", "tablespace") {
+				g.tablespace = ts[i+2].text
+			}
+		}
+	case words(ts, "grant") || words(ts, "revoke"):
+		for i := 1; i+2 < len(ts); i++ {
+			if words(ts[i:], "on", "tablespace") {
+				g.tablespace, g.privilege = ts[i+2].text, true
+				break
+			}
+		}
+	}
+	return g
 }
 
 // parseTablespace reads CREATE TABLESPACE name [OWNER role] LOCATION 'dir'.
@@ -304,7 +323,7 @@ var roleAttributes = []struct{ word, column string }{
 // comment. Nothing when they agree, or g is another statement (CREATE
 // ROLE; memberships are granted).
 func keptDiff(ctx context.Context, tx pgx.Tx, g globalStmt) ([]string, error) {
-	ts := tokens(g.sql, 256)
+	ts := g.toks
 	switch {
 	case words(ts, "alter", "role") && len(ts) > 3 && words(ts[3:], "with"):
 		return attributeDiff(ctx, tx, g.role, ts[4:])
