@@ -12,6 +12,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/sqlscript"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
@@ -80,17 +81,11 @@ var databaseEntry = regexp.MustCompile(`^\d+; \d+ \d+ (DATABASE|DATABASE PROPERT
 // database's objects: CREATE DATABASE with its encoding and locale, its
 // owner, privileges, comment and settings, and the \connect to it.
 func createDatabase(ctx context.Context, src archive.Source, out io.Writer, o ScriptOptions) error {
-	var major int
-	fmt.Sscanf(src.Manifest().PgDumpVersion, "%d", &major)
-	tools, err := pgbin.Find(ctx, major)
+	tools, schema, cleanup, err := restore.SchemaFile(ctx, src)
 	if err != nil {
 		return err
 	}
-	schema, err := archive.ExtractSchema(src)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(schema)
+	defer cleanup()
 	// The database's own entries, which pg_restore lists with --create only.
 	toc, err := pgbin.Command(ctx, tools.PgRestore(), "--list", "--create", schema).Output()
 	if err != nil {
