@@ -255,9 +255,9 @@ func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs
 	}
 	// --clean replaces a database the target has; one it lacks is just
 	// created (pg_restore --clean --create would fail on DROP DATABASE).
-	ro := restore.Options{Target: opts.Target, Source: src, Jobs: jobs, Create: true, Clean: opts.Clean && exists, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
-		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, NoStatistics: opts.NoStatistics, Filter: opts.Filter,
-		Logger: opts.Logger.With("database", name), Progress: rep, Installed: opts.installed}
+	ro := opts.databaseOptions(src, jobs, rep)
+	ro.Create, ro.Clean, ro.Resume = true, opts.Clean && exists, false
+	ro.Logger = opts.Logger.With("database", name)
 	cfg := opts.Target.Copy()
 	cfg.Database = name
 	if name == "postgres" {
@@ -282,15 +282,23 @@ func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs
 	return restore.Run(ctx, ro)
 }
 
+// databaseOptions are the options of the restore of one database of the
+// archive, built in this one place from the whole-server restore's: as
+// given (--database: Create, Clean and Resume as the user said), which a
+// restore of every database then adjusts for each.
+func (opts RestoreOptions) databaseOptions(src archive.Source, jobs int, rep progress.Reporter) restore.Options {
+	return restore.Options{Target: opts.Target, Source: src, Jobs: jobs, Create: opts.Create, Clean: opts.Clean, Resume: opts.Resume,
+		NoOwner: opts.NoOwner, NoACL: opts.NoACL, MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze,
+		NoStatistics: opts.NoStatistics, Filter: opts.Filter, Logger: opts.Logger, Progress: rep, Installed: opts.installed}
+}
+
 // restoreOne restores one database of a server archive (--database).
 func restoreOne(ctx context.Context, opts RestoreOptions, start time.Time) (*RestoreResult, error) {
 	src, err := archive.OpenDatabase(opts.Source, opts.Database)
 	if err != nil {
 		return nil, err
 	}
-	r, err := restore.Run(ctx, restore.Options{Target: opts.Target, Source: src, Jobs: opts.Jobs, Create: opts.Create, Clean: opts.Clean, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
-		Resume: opts.Resume, MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, NoStatistics: opts.NoStatistics, Filter: opts.Filter, Logger: opts.Logger,
-		Progress: opts.Progress})
+	r, err := restore.Run(ctx, opts.databaseOptions(src, opts.Jobs, opts.Progress))
 	if err != nil {
 		return nil, err
 	}
