@@ -187,3 +187,55 @@ func TestCloneAllCleanKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestAllFailsClean: a clone --all and a dump --all whose pg_dump cannot
+// lock a table (another session holds it ACCESS EXCLUSIVE beyond
+// --lock-wait-timeout) fail in one line, exit 1, without a panic, and
+// leave no temporary file and no pg_dump (nor any session of theirs) on
+// the source.
+func TestAllFailsClean(t *testing.T) {
+	ctx := context.Background()
+	src := pgtest.New(t)
+	loadPipeServer(t, src)
+	dst := pgtest.New(t)
+	holder, err := pgx.Connect(ctx, src.ConnString("shop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	if _, err := holder.Exec(ctx, "BEGIN; LOCK TABLE orders IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, src.ConnString("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	for _, args := range [][]string{
+		{"clone", "--all", "--clean", "--source", src.ConnString("postgres"), "--target", dst.ConnString("postgres"), "-j", "2", "--lock-wait-timeout", "300ms"},
+		{"dump", "--all", "-d", src.ConnString("postgres"), "-f", filepath.Join(t.TempDir(), "all.pgs"), "-j", "2", "--lock-wait-timeout", "300ms"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			tmp := t.TempDir()
+			r := pgsprint(t, []string{"TMPDIR=" + tmp}, args...)
+			t.Log(r.stderr)
+			if r.code != 1 || strings.Contains(r.stderr, "panic") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+				t.Errorf("exit %d, want 1 and one line:\n%s", r.code, r.stderr)
+			}
+			noTempFiles(t, tmp)
+			// A backend ends a moment after its client has gone.
+			var left int
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name IN ('pgsprint', 'pg_dump') AND pid <> pg_backend_pid()`).Scan(&left); err != nil {
+					t.Fatal(err)
+				}
+				if left == 0 || time.Now().After(deadline) {
+					break
+				}
+			}
+			if left != 0 {
+				t.Errorf("%d sessions of the failed run left on the source", left)
+			}
+		})
+	}
+}
