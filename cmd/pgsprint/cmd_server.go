@@ -51,11 +51,7 @@ func (a *allDumpFlags) run(ctx context.Context, conn connFlags, o dump.Options, 
 	if conn.DSN == "" {
 		o.Source.Database = "postgres"
 	}
-	res, err := server.Dump(ctx, server.DumpOptions{
-		Source: o.Source, File: o.File, Stdout: o.Stdout, Location: o.Location, Overwrite: o.Overwrite, Recipients: o.Recipients, Jobs: o.Jobs, Codec: o.Codec, BlockSize: o.BlockSize, Split: o.Split,
-		Version: o.Version, Filter: o.Filter, LockWaitTimeout: o.LockWaitTimeout, NoStatistics: o.NoStatistics,
-		ExcludeDatabases: a.exclude, Logger: o.Logger, Progress: o.Progress,
-	})
+	res, err := server.Dump(ctx, server.DumpOptions{Options: o, ExcludeDatabases: a.exclude})
 	if err != nil {
 		return nil, err
 	}

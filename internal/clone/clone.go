@@ -79,6 +79,9 @@ type Options struct {
 	// (pgbin.Installed), for clone --all, which clones many databases;
 	// nil looks for them.
 	Installed []pgbin.Tools
+	// Locks is dump.SessionOptions.Locks: the source server's lock table,
+	// shared with the other databases clone --all copies at once.
+	Locks *dump.LockBudget
 }
 
 // Run clones the source database into the target, which must hold no
@@ -135,7 +138,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	dumped := filter.Options{Objects: opts.Filter.Objects, Extensions: opts.Filter.Extensions, ExcludeExtensions: opts.Filter.ExcludeExtensions}
 	sess, err := dump.Begin(ctx, dump.SessionOptions{EarlySchema: true, BinaryForMajor: binaryFor, Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock, Filter: dumped,
 		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger,
-		NoStatistics: opts.NoStatistics, Installed: opts.Installed})
+		NoStatistics: opts.NoStatistics, Installed: opts.Installed, Locks: opts.Locks})
 	if err != nil {
 		return nil, explainSnapshot(err, opts)
 	}

@@ -161,7 +161,7 @@ func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, 
 		ServerVersion:    srv.Version,
 		ServerVersionNum: srv.VersionNum,
 		PgDumpVersion:    tools.Version,
-		Database:         srv.Database,
+		Database:         databaseName(srv, opts.Source),
 		Encoding:         srv.Encoding,
 		CopyEncoding:     srv.Encoding,
 		Snapshot:         snap.ID,
@@ -206,4 +206,18 @@ func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, 
 	}
 	m.Compact()
 	return m, sizes
+}
+
+// databaseName is the name of the database a session reads, byte for byte
+// as the caller connected to it (the server matches a connection's
+// database name by its bytes), or else as current_database() says. Read
+// through the session itself, a database whose encoding is not UTF8 shows
+// its name (bytes in the shared catalog, often UTF8 written from another
+// database) converted from its own encoding: "dbé" in a LATIN1 database
+// reads "dbÃ©", which names no database.
+func databaseName(srv pg.Server, source *pgx.ConnConfig) string {
+	if source != nil && source.Database != "" {
+		return source.Database
+	}
+	return srv.Database
 }

@@ -12,7 +12,6 @@ import (
 
 	"filippo.io/age"
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/codec"
@@ -61,6 +60,23 @@ type Options struct {
 	Overwrite bool
 }
 
+// WithDefaults is opts with what was left out filled in: one job, the
+// default block size, a logger and a progress reporter that discard. A
+// dump of one database and of a whole server start from it alike.
+func (opts Options) WithDefaults() Options {
+	opts.Jobs = max(opts.Jobs, 1)
+	if opts.BlockSize <= 0 {
+		opts.BlockSize = DefaultBlockSize
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Progress == nil {
+		opts.Progress = progress.Nop{}
+	}
+	return opts
+}
+
 // Result summarises a finished dump.
 type Result struct {
 	Tables       int
@@ -78,19 +94,8 @@ type Result struct {
 // trailer): what is at opts.File is always a complete archive.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	start := time.Now()
-	if opts.Jobs < 1 {
-		opts.Jobs = 1
-	}
-	if opts.BlockSize <= 0 {
-		opts.BlockSize = DefaultBlockSize
-	}
+	opts = opts.WithDefaults()
 	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if opts.Progress == nil {
-		opts.Progress = progress.Nop{}
-	}
 	opts.Progress.Phase("catalog")
 
 	sess, err := Begin(ctx, SessionOptions{EarlySchema: true, Source: opts.Source, Jobs: opts.Jobs, BlockSize: opts.BlockSize, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics,
@@ -104,16 +109,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	opts.Progress.Begin(planned)
 	opts.Progress.Phase("data")
 
-	out, err := createOutput(ctx, opts, planned)
+	out, w, err := CreateArchive(ctx, opts, m, planned)
 	if err != nil {
 		return nil, err
 	}
 	defer out.Abort()
-
-	w, err := archive.NewWriter(out, m, opts.Codec, opts.Recipients...)
-	if err != nil {
-		return nil, fmt.Errorf("write archive header: %w", err)
-	}
 
 	res := &Result{Tables: len(m.Tables), Chunks: len(m.Chunks), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences)}
 	if err := runWorkers(ctx, opts, w, sess, planUnits(m, sess.sizes), res); err != nil {
@@ -127,7 +127,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := sess.Commit(ctx); err != nil {
 		return nil, err
 	}
-	if err := out.commit(ctx); err != nil {
+	if err := out.Commit(ctx); err != nil {
 		return nil, err
 	}
 	res.RawBytes, res.StoredBytes = w.DataBytes()
@@ -135,45 +135,16 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// runWorkers runs pg_dump for the schema beside N data workers, all in the
-// one snapshot. The first error cancels everything.
+// runWorkers is RunPool for one session: pg_dump for the schema beside N
+// data workers, all in the one snapshot.
 func runWorkers(ctx context.Context, opts Options, w *archive.Writer, sess *Session, work []unit, res *Result) error {
-	m := sess.Manifest
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		return dumpSchema(gctx, sess, w.Stream(archive.KindSchema, m.SchemaStream), opts.BlockSize)
-	})
-
-	units := make(chan unit)
-	g.Go(func() error {
-		defer close(units)
-		for _, u := range work {
-			select {
-			case units <- u:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
-	rows := make([]int64, opts.Jobs)
-	for i := 0; i < opts.Jobs; i++ {
-		g.Go(func() error {
-			n, err := worker(gctx, opts, w, sess, units)
-			rows[i] = n
-			return err
-		})
+	units := make([]Unit, len(work))
+	for i, u := range work {
+		units[i] = Unit{sess: sess, u: u}
 	}
-	if err := g.Wait(); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("dump interrupted: %w", context.Cause(ctx))
-		}
-		return err
-	}
-	for _, n := range rows {
-		res.Rows += n
-	}
-	return nil
+	rows, err := RunPool(ctx, opts, w, []*Session{sess}, units, false)
+	res.Rows += rows
+	return err
 }
 
 // planOf is the work a dump expects, from the catalog's estimates.

@@ -26,6 +26,16 @@ type earlySchema struct {
 
 // startSchema starts pg_dump for s in the background.
 func (s *Session) startSchema(ctx context.Context) error {
+	var tables int64
+	if s.locks != nil {
+		// Counted now, on the leader, which the catalog queries
+		// need next.
+		n, err := s.countLocked(ctx)
+		if err != nil {
+			return err
+		}
+		tables = n
+	}
 	f, err := tempfile.Create("", tempfile.Schema)
 	if err != nil {
 		return fmt.Errorf("create a temporary file for pg_dump's schema: %w", err)
@@ -37,7 +47,7 @@ func (s *Session) startSchema(ctx context.Context) error {
 	e := &earlySchema{file: f, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(e.done)
-		e.err = s.runPgDump(ctx, f)
+		e.err = s.runPgDump(ctx, f, tables)
 	}()
 	s.early = e
 	return nil

@@ -3,13 +3,14 @@ package dump
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 )
 
 // Schema writes `pg_dump --schema-only -Fc` of the session's snapshot to
@@ -28,15 +29,47 @@ import (
 // A new session started pg_dump beside its catalog queries (earlySchema):
 // Schema then waits for it and copies what it wrote.
 func (s *Session) Schema(ctx context.Context, w io.Writer) error {
+	var err error
 	if s.early != nil {
-		return s.early.writeTo(ctx, w)
+		err = s.early.writeTo(ctx, w)
+	} else {
+		err = s.runPgDump(ctx, w, int64(len(s.pgDumpLocks())))
 	}
-	return s.runPgDump(ctx, w)
+	return s.explainLockTimeout(ctx, err)
+}
+
+// lockTimeoutError is pg_dump's failure to lock a table within
+// --lock-wait-timeout, before Schema names whoever is in the way.
+type lockTimeoutError struct{ err error }
+
+func (e *lockTimeoutError) Error() string { return e.err.Error() }
+func (e *lockTimeoutError) Unwrap() error { return e.err }
+
+// explainLockTimeout names the session in the way of a pg_dump that could
+// not lock a table in time, if it still is. It runs in Schema's caller,
+// never beside Begin: the early pg_dump may fail while the leader still
+// reads the catalog (a connection serves one query at a time) and before
+// the manifest, which lists the tables pg_dump locks, exists.
+func (s *Session) explainLockTimeout(ctx context.Context, err error) error {
+	var lt *lockTimeoutError
+	if !errors.As(err, &lt) || s.Manifest == nil || ctx.Err() != nil {
+		return err
+	}
+	if conflict := pg.Blocked(ctx, s.leader, s.pgDumpLocks()); conflict.Blocker != nil {
+		return fmt.Errorf("pg_dump --schema-only: could not lock a table within --lock-wait-timeout (%s): %w", s.lockWait, conflict)
+	}
+	return err
 }
 
 // runPgDump runs pg_dump --schema-only in the session's snapshot, writing
-// its custom archive to w.
-func (s *Session) runPgDump(ctx context.Context, w io.Writer) error {
+// its custom archive to w, once the locks of its tables (how many it will
+// lock) fit in the run's lock budget.
+func (s *Session) runPgDump(ctx context.Context, w io.Writer, tables int64) error {
+	release, err := s.locks.acquire(ctx, tables)
+	if err != nil {
+		return err
+	}
+	defer release()
 	dsn, env := pg.ChildConn(s.source)
 	enc := "UTF8"
 	if s.srv.Encoding == "SQL_ASCII" {
@@ -47,7 +80,7 @@ func (s *Session) runPgDump(ctx context.Context, w io.Writer) error {
 		args = append(args, "--lock-wait-timeout="+s.lockWait)
 	}
 	args = append(append(args, "--snapshot="+s.snap.ID, "--dbname="+dsn), s.filter.PgDumpArgs()...)
-	cmd := exec.CommandContext(ctx, s.tools.PgDump(), args...)
+	cmd := pgbin.Command(ctx, s.tools.PgDump(), args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stdout = w
@@ -62,14 +95,13 @@ func (s *Session) runPgDump(ctx context.Context, w io.Writer) error {
 			// the snapshot and pg_dump's lock.
 			return fmt.Errorf("pg_dump --schema-only: a table was dropped or renamed by another session after the snapshot was taken, before pg_dump could lock it (%s): run again", pg.ToolError(stderr.Bytes(), err))
 		}
+		err := fmt.Errorf("pg_dump --schema-only: %s", pg.ToolError(stderr.Bytes(), err))
 		if lockFailed {
-			// --lock-wait-timeout expired: name whoever is in the way,
-			// if they still are.
-			if conflict := pg.Blocked(ctx, s.leader, s.pgDumpLocks()); conflict.Blocker != nil {
-				return fmt.Errorf("pg_dump --schema-only: could not lock a table within --lock-wait-timeout (%s): %w", s.lockWait, conflict)
-			}
+			// --lock-wait-timeout expired: Schema names whoever is in
+			// the way, if they still are.
+			return &lockTimeoutError{err}
 		}
-		return fmt.Errorf("pg_dump --schema-only: %s", pg.ToolError(stderr.Bytes(), err))
+		return err
 	}
 	return nil
 }

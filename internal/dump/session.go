@@ -59,7 +59,11 @@ type SessionOptions struct {
 	// database before reading any, leaves it off so as not to run a
 	// pg_dump per database at once.
 	EarlySchema bool
-	Logger      *slog.Logger
+	// Locks, when set, is the lock table of the source server shared with
+	// the run's other sessions (dump --all, clone --all): pg_dump starts
+	// only once its locks fit beside theirs.
+	Locks  *LockBudget
+	Logger *slog.Logger
 }
 
 // Session is one consistent view of the source, shared by dump and clone
@@ -83,6 +87,7 @@ type Session struct {
 	// then one per large object.
 	Manifest *archive.Manifest
 	sizes    map[uint32]int64
+	locks    *LockBudget  // SessionOptions.Locks
 	early    *earlySchema // pg_dump started beside the catalog queries; nil on a resumed plan
 }
 
@@ -98,7 +103,7 @@ func Begin(ctx context.Context, opts SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{leader: leader, source: opts.Source, filter: opts.Filter, lockWait: opts.LockWaitTimeout, noStat: opts.NoStatistics}
+	s := &Session{leader: leader, source: opts.Source, filter: opts.Filter, lockWait: opts.LockWaitTimeout, noStat: opts.NoStatistics, locks: opts.Locks}
 	if err := s.begin(ctx, opts, log); err != nil {
 		s.Close(ctx)
 		return nil, err

@@ -339,7 +339,7 @@ func TestEarlySchema(t *testing.T) {
 	if !bytes.Equal(early.Bytes(), again.Bytes()) {
 		t.Fatal("the early schema differs when copied out twice")
 	}
-	if err := sess.runPgDump(ctx, &late); err != nil {
+	if err := sess.runPgDump(ctx, &late, 0); err != nil {
 		t.Fatal(err)
 	}
 	list := func(b []byte) string {

@@ -2,10 +2,14 @@ package dump
 
 import (
 	"context"
-	"github.com/pgsprint/pgsprint/internal/progress"
+	"fmt"
 	"io"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
 // This file lets a caller run the work of several sessions (one per
@@ -71,6 +75,73 @@ func (s *Session) WriteSchema(ctx context.Context, w *archive.Writer, blockSize 
 	return dumpSchema(ctx, s, w.Stream(archive.KindSchema, s.Manifest.SchemaStream), blockSize)
 }
 
+// RunPool is the one worker pool of every dump, of one database (Run) or
+// of several (a whole-server dump): each session's pg_dump --schema-only
+// (at most opts.Jobs at once, each also waiting for its locks to fit the
+// sessions' LockBudget) beside opts.Jobs data Workers taking units in the
+// order given (largest first), whatever their session. The first error
+// cancels everything: pg_dumps are killed, readers closed. It returns the
+// rows copied. perDatabase names the database in errors.
+func RunPool(ctx context.Context, opts Options, w *archive.Writer, sessions []*Session, units []Unit, perDatabase bool) (int64, error) {
+	opts = opts.WithDefaults()
+	in := func(s *Session, err error) error {
+		if !perDatabase {
+			return err
+		}
+		return fmt.Errorf("database %s: %w", pg.Ident(s.Manifest.Database), err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		sg, sctx := errgroup.WithContext(gctx)
+		sg.SetLimit(opts.Jobs)
+		for _, s := range sessions {
+			sg.Go(func() error {
+				if err := s.WriteSchema(sctx, w, opts.BlockSize); err != nil {
+					return in(s, err)
+				}
+				return nil
+			})
+		}
+		return sg.Wait()
+	})
+	work := make(chan Unit)
+	g.Go(func() error {
+		defer close(work)
+		for _, u := range units {
+			select {
+			case work <- u:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	rows := make([]int64, opts.Jobs)
+	for i := range opts.Jobs {
+		g.Go(func() error {
+			k := NewWorker(opts, w)
+			defer k.Close(gctx)
+			for u := range work {
+				n, err := k.Dump(gctx, u)
+				rows[i] += n
+				if err != nil {
+					return in(u.sess, err)
+				}
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	var total int64
+	for _, n := range rows {
+		total += n
+	}
+	if err != nil && ctx.Err() != nil {
+		return total, fmt.Errorf("dump interrupted: %w", context.Cause(ctx))
+	}
+	return total, err
+}
+
 // Worker dumps units of any session on one connection at a time: a
 // reader in the snapshot of the session of the unit it was last given,
 // replaced when a unit of another session comes.
@@ -127,6 +198,23 @@ func OpenOutput(ctx context.Context, opts Options, plan progress.Plan) (Output, 
 		return nil, err
 	}
 	return outputCommitter{out}, nil
+}
+
+// CreateArchive starts the archive at opts.File (OpenOutput) with m's
+// header, encrypted to opts.Recipients if any: what a dump of one database
+// and of a whole server write into. The caller Aborts the output unless it
+// Commits it; on error nothing is left at the location.
+func CreateArchive(ctx context.Context, opts Options, m *archive.Manifest, plan progress.Plan) (Output, *archive.Writer, error) {
+	out, err := OpenOutput(ctx, opts, plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := archive.NewWriter(out, m, opts.Codec, opts.Recipients...)
+	if err != nil {
+		out.Abort()
+		return nil, nil, fmt.Errorf("write archive header: %w", err)
+	}
+	return out, w, nil
 }
 
 // outputCommitter gives an output the Commit of the Output interface.

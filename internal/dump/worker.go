@@ -93,26 +93,6 @@ func batchSmallTables(us []unit) []unit {
 	return out
 }
 
-// worker imports the snapshot on its own connection and dumps units until
-// the channel closes. It returns the rows it copied.
-func worker(ctx context.Context, opts Options, w *archive.Writer, sess *Session, units <-chan unit) (int64, error) {
-	m := sess.Manifest
-	r, err := sess.OpenReader(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer r.Close(ctx)
-	var rows int64
-	for u := range units {
-		n, err := dumpUnit(ctx, opts, w, m, r, u)
-		rows += n
-		if err != nil {
-			return rows, err
-		}
-	}
-	return rows, nil
-}
-
 // dumpUnit dumps one unit of m on reader r, returning the rows copied.
 func dumpUnit(ctx context.Context, opts Options, w *archive.Writer, m *archive.Manifest, r *Reader, u unit) (int64, error) {
 	switch {

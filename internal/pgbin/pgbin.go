@@ -155,3 +155,14 @@ func Newest(ctx context.Context) (Tools, error) {
 	}
 	return all[len(all)-1], nil
 }
+
+// Command is exec.CommandContext for a PostgreSQL client program (pg_dump,
+// pg_dumpall, pg_restore, psql) that must not outlive pgsprint: killed with
+// its context, and by the kernel when pgsprint dies (DieWithParent), so
+// that a failed or killed run leaves no pg_dump holding a snapshot's locks
+// and no pg_restore racing a resumed run.
+func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	DieWithParent(cmd)
+	return cmd
+}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -171,8 +170,28 @@ func (p *preData) create(ctx context.Context, id string) error {
 			p.target = p.opts.Target
 		}
 	}
-	if err := p.restoreSchema(ctx, p.opts.Target, created); err != nil {
+	via, dropVia, err := p.createVia(ctx)
+	if err != nil {
 		return err
+	}
+	defer dropVia()
+	if via == p.opts.Target {
+		if err := p.restoreSchema(ctx, via, created); err != nil {
+			return err
+		}
+	} else {
+		if err := p.createConverted(ctx, via, created); err != nil {
+			return err
+		}
+		// The database and its own entries are in: the rest as into
+		// an existing database.
+		saved := p.opts
+		p.opts.Create, p.opts.Clean = false, false
+		err := p.restoreSchema(ctx, created, nil)
+		p.opts = saved
+		if err != nil {
+			return err
+		}
 	}
 	p.target = created
 	conn, err := pg.Connect(ctx, created)
@@ -196,12 +215,12 @@ func (p *preData) savedManifest() *archive.Manifest {
 }
 
 // rereadJournal waits for the sessions of the interrupted run to end
-// (waitForOrphans), then reads the journal again: a killed pgsprint's
+// (journal.WaitForOrphans), then reads the journal again: a killed pgsprint's
 // backend goes on with the query it was sent, and a task's query is its
 // whole transaction, journal row and COMMIT included (engine.inTx), so
 // steps may have been committed since the journal was first read.
 func (p *preData) rereadJournal(ctx context.Context, conn *pgx.Conn, id string) (*journal.Journal, error) {
-	if err := waitForOrphans(ctx, conn, p.log); err != nil {
+	if err := journal.WaitForOrphans(ctx, conn, journal.ThisDatabase, p.log); err != nil {
 		return nil, err
 	}
 	found, err := journal.Read(ctx, conn)
@@ -236,40 +255,6 @@ func (p *preData) checkJournal(found, id string) error {
 			p.target.Database, found, id)
 	}
 	return nil
-}
-
-// waitForOrphans waits until no session of an interrupted run is still
-// working in the target. A killed pgsprint leaves its server backends
-// running their last statement (a CREATE INDEX can take minutes); each ends
-// by rolling back once it finds its client gone, but until then it holds
-// locks, and a resumed run must not race it.
-func waitForOrphans(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
-	const q = `SELECT count(*) FROM pg_catalog.pg_stat_activity
-		WHERE datname = pg_catalog.current_database() AND pid <> pg_catalog.pg_backend_pid()
-		AND application_name IN ('pgsprint', 'pg_restore', 'psql') AND state IS DISTINCT FROM 'idle'`
-	deadline := time.Now().Add(10 * time.Minute)
-	logged := false
-	for {
-		var n int
-		if err := conn.QueryRow(ctx, q).Scan(&n); err != nil {
-			return fmt.Errorf("look for sessions of the interrupted restore: %w", err)
-		}
-		if n == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return errors.New("sessions of the interrupted restore (or another pgsprint) are still busy in the target after 10 minutes; is another restore running?")
-		}
-		if !logged {
-			log.Info("waiting for sessions of the interrupted restore to end", "sessions", n)
-			logged = true
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // refuseNonEmpty stops a restore into a database that already holds

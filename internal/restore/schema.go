@@ -38,21 +38,33 @@ func newSchemaArchive(tools pgbin.Tools, file string, m *archive.Manifest, opts 
 	return &schemaArchive{tools: tools, file: file, opts: opts, withStats: majorOf(m.PgDumpVersion) >= 18 && tools.Major >= 18}
 }
 
+// SchemaFile is ar's schema (pg_dump's custom archive) in a private
+// temporary file, with the client programs that read it (at least as new
+// as the pg_dump that wrote it): what everything that reads a schema
+// without a target starts from (restore -l, --to-sql of one database or of
+// a whole server). cleanup removes the file.
+func SchemaFile(ctx context.Context, ar archive.Source) (tools pgbin.Tools, file string, cleanup func(), err error) {
+	tools, err = pgbin.Find(ctx, majorOf(ar.Manifest().PgDumpVersion))
+	if err != nil {
+		return pgbin.Tools{}, "", nil, err
+	}
+	file, err = archive.ExtractSchema(ar)
+	if err != nil {
+		return pgbin.Tools{}, "", nil, err
+	}
+	return tools, file, func() { os.Remove(file) }, nil
+}
+
 // offlineSchema is the schema archive of ar without a target, for reading
 // its table of contents (restore -l, --to-sql's selection); cleanup
 // removes the file.
 func offlineSchema(ctx context.Context, ar archive.Source, opts Options) (*schemaArchive, func(), error) {
-	m := ar.Manifest()
-	tools, err := pgbin.Find(ctx, majorOf(m.PgDumpVersion))
-	if err != nil {
-		return nil, nil, err
-	}
-	file, err := archive.ExtractSchema(ar)
+	tools, file, cleanup, err := SchemaFile(ctx, ar)
 	if err != nil {
 		return nil, nil, err
 	}
 	// Offline readers never print statistics: no flag for them.
-	return &schemaArchive{tools: tools, file: file, opts: opts}, func() { os.Remove(file) }, nil
+	return &schemaArchive{tools: tools, file: file, opts: opts}, cleanup, nil
 }
 
 // preDataTransactionSize is how many archive entries pg_restore 17 and
@@ -204,9 +216,7 @@ func (s *schemaArchive) command(ctx context.Context, name string, args ...string
 			kept = append(kept, a)
 		}
 	}
-	cmd := exec.CommandContext(ctx, name, kept...)
-	dieWithParent(cmd)
-	return cmd
+	return pgbin.Command(ctx, name, kept...)
 }
 
 // pgRestoreCmd is pg_restore with args, after the flags that leave kinds

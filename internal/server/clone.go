@@ -13,7 +13,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
@@ -66,28 +65,12 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	conn, err := pg.Connect(ctx, opts.Source)
+	src, err := openSource(ctx, opts.Source, opts.ExcludeDatabases)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	srv, err := pg.ReadServer(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	installed := pgbin.Installed(ctx) // once, not twice per database
-	tools, err := pgbin.FindIn(installed, srv.Major())
-	if err != nil {
-		return nil, err
-	}
-	all, err := listDatabases(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	dbs, skipped, err := chooseDatabases(all, opts.ExcludeDatabases)
-	if err != nil {
-		return nil, err
-	}
+	defer src.close(ctx)
+	conn, installed, tools, locks, dbs, skipped := src.conn, src.installed, src.tools, src.locks, src.dbs, src.skipped
 	for _, d := range skipped {
 		opts.Logger.Info("database skipped", "database", d.Name, "reason", d.Reason)
 	}
@@ -119,7 +102,7 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: opts.Clean && exists, Create: true, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 				MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Split: opts.Split, Filter: opts.Filter, Version: opts.Version,
 				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, NoStatistics: opts.NoStatistics, Logger: opts.Logger.With("database", name),
-				Progress: rep, Installed: installed}
+				Progress: rep, Installed: installed, Locks: locks}
 			if name == "postgres" {
 				// Every server has one: cloned into, as restore --all does.
 				co.Target = opts.Target.Copy()

@@ -2,53 +2,25 @@ package server
 
 import (
 	"context"
-	"filippo.io/age"
 	"fmt"
-	"github.com/pgsprint/pgsprint/internal/store/location"
-	"io"
-	"log/slog"
 	"sort"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
-
 	"github.com/pgsprint/pgsprint/internal/archive"
-	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
-	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/pgbin"
-	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
-// DumpOptions configure a whole-server dump.
+// DumpOptions configure a whole-server dump: a one-database dump's
+// options, said once (Source reaches the database the others are listed
+// from, and every database is read through the same settings; Filter
+// applies in each; Jobs workers are shared by every database's data;
+// Snapshot does not apply), and the databases to leave out.
 type DumpOptions struct {
-	// Source connects to the server, to the database the other ones are
-	// listed from (every database is then read through the same settings).
-	Source *pgx.ConnConfig
-	File   string    // archive path; "-" for Stdout
-	Stdout io.Writer // where File "-" writes
-	// Location reaches File in object storage; Overwrite replaces an
-	// existing object there (dump.Options).
-	Location  location.Options
-	Overwrite bool
-	// Recipients, when given, encrypt the archive to them.
-	Recipients []age.Recipient
-	Jobs       int // workers shared by every database's data
-	Codec      codec.Codec
-	BlockSize  int
-	Split      plan.Options
-	Version    string
-	// Filter applies in every database, as pg_dump's in each.
-	Filter          filter.Options
-	LockWaitTimeout string
-	NoStatistics    bool
+	dump.Options
 	// ExcludeDatabases are pg_dumpall --exclude-database patterns.
 	ExcludeDatabases []string
-	Logger           *slog.Logger
-	Progress         progress.Reporter
 }
 
 // DumpResult summarises a whole-server dump.
@@ -70,40 +42,15 @@ type DumpResult struct {
 // worker busy.
 func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	start := time.Now()
-	opts.Jobs = max(opts.Jobs, 1)
-	if opts.BlockSize <= 0 {
-		opts.BlockSize = dump.DefaultBlockSize
-	}
+	opts.Options = opts.WithDefaults()
 	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if opts.Progress == nil {
-		opts.Progress = progress.Nop{}
-	}
 	opts.Progress.Phase("catalog")
-	conn, err := pg.Connect(ctx, opts.Source)
+	src, err := openSource(ctx, opts.Source, opts.ExcludeDatabases)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	srv, err := pg.ReadServer(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	installed := pgbin.Installed(ctx) // once, not once per database
-	tools, err := pgbin.FindIn(installed, srv.Major())
-	if err != nil {
-		return nil, err
-	}
-	all, err := listDatabases(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	dbs, skipped, err := chooseDatabases(all, opts.ExcludeDatabases)
-	if err != nil {
-		return nil, err
-	}
+	defer src.close(ctx)
+	conn, srv, installed, tools, locks, dbs, skipped := src.conn, src.srv, src.installed, src.tools, src.locks, src.dbs, src.skipped
 	if len(dbs) == 0 {
 		return nil, fmt.Errorf("no database to dump on %s: every one is a template, refuses connections or is excluded", pg.Describe(opts.Source))
 	}
@@ -135,7 +82,7 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 		cfg.Database = d.name
 		sess, err := dump.Begin(ctx, dump.SessionOptions{Source: cfg, Jobs: opts.Jobs, BlockSize: opts.BlockSize, Split: opts.Split,
 			Version: opts.Version, Filter: opts.Filter, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics, Logger: log,
-			Installed: installed})
+			Installed: installed, Locks: locks})
 		if err != nil {
 			return nil, fmt.Errorf("database %s: %w", pg.Ident(d.name), err)
 		}
@@ -163,21 +110,19 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	opts.Progress.Begin(p)
 	opts.Progress.Phase("data")
 
-	out, err := dump.OpenOutput(ctx, dump.Options{File: opts.File, Stdout: opts.Stdout, Location: opts.Location, Overwrite: opts.Overwrite}, p)
+	out, w, err := dump.CreateArchive(ctx, opts.Options, top, p)
 	if err != nil {
 		return nil, err
 	}
 	defer out.Abort()
-	w, err := archive.NewWriter(out, top, opts.Codec, opts.Recipients...)
-	if err != nil {
-		return nil, fmt.Errorf("write archive header: %w", err)
-	}
 	if err := writeGlobals(w, globals, opts.BlockSize); err != nil {
 		return nil, err
 	}
-	if err := runShared(ctx, opts, w, sessions, units, res); err != nil {
+	rows, err := dump.RunPool(ctx, opts.Options, w, sessions, units, true)
+	if err != nil {
 		return nil, err
 	}
+	res.Rows = rows
 	opts.Progress.Phase("finish")
 	if err := w.Close(); err != nil {
 		return nil, fmt.Errorf("write archive footer: %w", err)
@@ -203,64 +148,6 @@ func writeGlobals(w *archive.Writer, script []byte, blockSize int) error {
 	}
 	if err := bw.Close(); err != nil {
 		return fmt.Errorf("write globals: %w", err)
-	}
-	return nil
-}
-
-// runShared runs every session's pg_dump (at most Jobs at once) beside
-// Jobs data workers that take the units of every database, largest first.
-// The first error cancels everything.
-func runShared(ctx context.Context, opts DumpOptions, w *archive.Writer, sessions []*dump.Session, units []dump.Unit, res *DumpResult) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		sg, sctx := errgroup.WithContext(gctx)
-		sg.SetLimit(opts.Jobs)
-		for _, s := range sessions {
-			sg.Go(func() error {
-				if err := s.WriteSchema(sctx, w, opts.BlockSize); err != nil {
-					return fmt.Errorf("database %s: %w", pg.Ident(s.Manifest.Database), err)
-				}
-				return nil
-			})
-		}
-		return sg.Wait()
-	})
-	work := make(chan dump.Unit)
-	g.Go(func() error {
-		defer close(work)
-		for _, u := range units {
-			select {
-			case work <- u:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
-	rows := make([]int64, opts.Jobs)
-	dopts := dump.Options{BlockSize: opts.BlockSize, Progress: opts.Progress}
-	for i := range opts.Jobs {
-		g.Go(func() error {
-			k := dump.NewWorker(dopts, w)
-			defer k.Close(gctx)
-			for u := range work {
-				n, err := k.Dump(gctx, u)
-				rows[i] += n
-				if err != nil {
-					return fmt.Errorf("database %s: %w", pg.Ident(u.Session().Manifest.Database), err)
-				}
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("dump interrupted: %w", context.Cause(ctx))
-		}
-		return err
-	}
-	for _, n := range rows {
-		res.Rows += n
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
 // readGlobals runs pg_dumpall --globals-only against the server cfg
@@ -31,7 +32,7 @@ func readGlobals(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig, tools
 	if !readable {
 		args = append(args, "--no-role-passwords")
 	}
-	cmd := exec.CommandContext(ctx, tools.PgDumpall(), args...)
+	cmd := pgbin.Command(ctx, tools.PgDumpall(), args...)
 	cmd.Env = append(os.Environ(), env...)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
@@ -47,7 +48,9 @@ func readGlobals(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig, tools
 // globalStmt is one statement of the globals script and what it is about.
 type globalStmt struct {
 	sql        string
-	role       string // CREATE/ALTER/COMMENT ON/SECURITY LABEL ON ROLE: that role
+	toks       []token // sql's tokens (tokensOf)
+	err        error   // what could not be read of it
+	role       string  // CREATE/ALTER/COMMENT ON/SECURITY LABEL ON ROLE: that role
 	createRole bool
 	tablespace string // a statement about this tablespace
 	create     *tablespaceDef
@@ -61,46 +64,62 @@ type tablespaceDef struct {
 
 // parseGlobals classifies the statements of a globals script.
 func parseGlobals(script string) ([]globalStmt, error) {
+	parts, err := toc.SplitScript(script)
+	if err != nil {
+		return nil, fmt.Errorf("read globals: %w", err)
+	}
 	var out []globalStmt
-	for _, s := range splitStatements(script) {
-		g := globalStmt{sql: s}
-		ts := tokens(s, 12)
-		switch {
-		case words(ts, "create", "role") && len(ts) > 2:
-			g.role, g.createRole = ts[2].text, true
-		case (words(ts, "alter", "role") || words(ts, "alter", "user")) && len(ts) > 2:
-			g.role = ts[2].text
-		case words(ts, "comment", "on", "role") && len(ts) > 3:
-			g.role = ts[3].text
-		case words(ts, "create", "tablespace"):
-			def, err := parseTablespace(ts)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %.80s", err, s)
+	for _, p := range parts {
+		for _, st := range p.Statements {
+			g := classify(st)
+			if g.err != nil {
+				return nil, g.err
 			}
-			g.tablespace, g.create = def.name, def
-		case words(ts, "alter", "tablespace") && len(ts) > 2:
-			g.tablespace = ts[2].text
-		case words(ts, "comment", "on", "tablespace") && len(ts) > 3:
-			g.tablespace = ts[3].text
-		case words(ts, "security", "label"):
-			for i := 2; i+2 < len(ts); i++ {
-				if words(ts[i:], "on", "role") {
-					g.role = ts[i+2].text
-				} else if words(ts[i:], "on", "tablespace") {
-					g.tablespace = ts[i+2].text
-				}
-			}
-		case words(ts, "grant") || words(ts, "revoke"):
-			for i := 1; i+2 < len(ts); i++ {
-				if words(ts[i:], "on", "tablespace") {
-					g.tablespace, g.privilege = ts[i+2].text, true
-					break
-				}
-			}
+			out = append(out, g)
 		}
-		out = append(out, g)
 	}
 	return out, nil
+}
+
+// classify says what a statement of the globals is about.
+func classify(st toc.Statement) globalStmt {
+	ts := tokensOf(st)
+	g := globalStmt{sql: strings.TrimSuffix(st.Text, ";"), toks: ts}
+	switch {
+	case words(ts, "create", "role") && len(ts) > 2:
+		g.role, g.createRole = ts[2].text, true
+	case (words(ts, "alter", "role") || words(ts, "alter", "user")) && len(ts) > 2:
+		g.role = ts[2].text
+	case words(ts, "comment", "on", "role") && len(ts) > 3:
+		g.role = ts[3].text
+	case words(ts, "create", "tablespace"):
+		def, err := parseTablespace(ts)
+		if err != nil {
+			g.err = fmt.Errorf("%w: %.80s", err, st.Text)
+			break
+		}
+		g.tablespace, g.create = def.name, def
+	case words(ts, "alter", "tablespace") && len(ts) > 2:
+		g.tablespace = ts[2].text
+	case words(ts, "comment", "on", "tablespace") && len(ts) > 3:
+		g.tablespace = ts[3].text
+	case words(ts, "security", "label"):
+		for i := 2; i+2 < len(ts); i++ {
+			if words(ts[i:], "on", "role") {
+				g.role = ts[i+2].text
+			} else if words(ts[i:], "on", "tablespace") {
+				g.tablespace = ts[i+2].text
+			}
+		}
+	case words(ts, "grant") || words(ts, "revoke"):
+		for i := 1; i+2 < len(ts); i++ {
+			if words(ts[i:], "on", "tablespace") {
+				g.tablespace, g.privilege = ts[i+2].text, true
+				break
+			}
+		}
+	}
+	return g
 }
 
 // parseTablespace reads CREATE TABLESPACE name [OWNER role] LOCATION 'dir'.
@@ -136,9 +155,11 @@ type GlobalsOptions struct {
 type GlobalsReport struct {
 	Roles     int      // roles created
 	KeptRoles []string // roles the target had: kept as they are
-	// DifferentRoles says, for kept roles whose attributes differ from
-	// the archive's, how (e.g. `alice: LOGIN in the archive, NOLOGIN on
-	// the target`): they are not changed.
+	// DifferentRoles says, for each kept role that differs from the
+	// archive's, how, attribute by attribute, settings, comment and
+	// password included (e.g. `alice: LOGIN in the archive, NOLOGIN on
+	// the target, setting work_mem = 8MB in the archive not applied`):
+	// none of it is changed. A password is never printed.
 	DifferentRoles  []string
 	Tablespaces     int      // tablespaces created
 	KeptTablespaces []string // tablespaces the target had (their location is theirs)
@@ -185,6 +206,7 @@ func applyGlobals(ctx context.Context, conn *pgx.Conn, script string, opts Globa
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	kept := map[string]bool{}
+	diffs := map[string][]string{} // kept role: how the archive's differs
 	for _, g := range stmts {
 		sql := g.sql
 		switch {
@@ -193,11 +215,11 @@ func applyGlobals(ctx context.Context, conn *pgx.Conn, script string, opts Globa
 				kept[g.role] = true
 				rep.KeptRoles = append(rep.KeptRoles, g.role)
 			}
-			if diff, err := roleDiff(ctx, tx, g); err != nil {
+			d, err := keptDiff(ctx, tx, g)
+			if err != nil {
 				return nil, err
-			} else if diff != "" {
-				rep.DifferentRoles = append(rep.DifferentRoles, diff)
 			}
+			diffs[g.role] = append(diffs[g.role], d...)
 			continue
 		case g.tablespace != "" && opts.NoTablespaces, g.privilege && opts.NoACL:
 			continue
@@ -211,6 +233,11 @@ func applyGlobals(ctx context.Context, conn *pgx.Conn, script string, opts Globa
 		}
 		if _, err := tx.Exec(ctx, sql); err != nil {
 			return nil, fmt.Errorf("restore globals: %.100s: %w", redact(oneLine(sql)), err)
+		}
+	}
+	for _, r := range rep.KeptRoles {
+		if len(diffs[r]) > 0 {
+			rep.DifferentRoles = append(rep.DifferentRoles, r+": "+strings.Join(diffs[r], ", "))
 		}
 	}
 	if opts.Journal != nil {
@@ -289,50 +316,163 @@ var roleAttributes = []struct{ word, column string }{
 	{"login", "rolcanlogin"}, {"replication", "rolreplication"}, {"bypassrls", "rolbypassrls"},
 }
 
-// roleDiff compares the attributes an ALTER ROLE ... WITH of a role the
-// target already has would set with the target's, and says how they
-// differ ("" if they do not, or g sets none).
-func roleDiff(ctx context.Context, tx pgx.Tx, g globalStmt) (string, error) {
-	ts := tokens(g.sql, 64)
-	if !words(ts, "alter", "role") || len(ts) < 4 || !words(ts[3:], "with") {
-		return "", nil
+// keptDiff says how g, a statement of the archive about a role the target
+// already has (and keeps as it is), differs from that role: each attribute
+// ALTER ROLE ... WITH sets (CONNECTION LIMIT, VALID UNTIL and the password
+// included, the password never printed), each ALTER ROLE ... SET, the
+// comment. Nothing when they agree, or g is another statement (CREATE
+// ROLE; memberships are granted).
+func keptDiff(ctx context.Context, tx pgx.Tx, g globalStmt) ([]string, error) {
+	ts := g.toks
+	switch {
+	case words(ts, "alter", "role") && len(ts) > 3 && words(ts[3:], "with"):
+		return attributeDiff(ctx, tx, g.role, ts[4:])
+	case words(ts, "alter", "role") && len(ts) > 3 && words(ts[3:], "set"):
+		return settingDiff(ctx, tx, g.role, ts[4:])
+	case words(ts, "comment", "on", "role") && len(ts) > 5 && words(ts[4:], "is"):
+		var same bool
+		if err := tx.QueryRow(ctx, `SELECT pg_catalog.shobj_description(oid, 'pg_authid') IS NOT DISTINCT FROM $2
+			FROM pg_catalog.pg_roles WHERE rolname = $1`, g.role, commentOf(ts[5])).Scan(&same); err != nil {
+			return nil, fmt.Errorf("read role %s: %w", pg.Ident(g.role), err)
+		}
+		if !same {
+			return []string{"its comment in the archive not applied"}, nil
+		}
 	}
-	want := map[string]bool{}
-	for _, t := range ts[4:] {
+	return nil, nil
+}
+
+// commentOf is COMMENT ... IS's value: nil for NULL.
+func commentOf(t token) any {
+	if !t.literal && t.text == "null" {
+		return nil
+	}
+	return t.text
+}
+
+// attributeDiff compares the attributes of ALTER ROLE ... WITH (ts, the
+// words after WITH) with the target's role.
+func attributeDiff(ctx context.Context, tx pgx.Tx, role string, ts []token) ([]string, error) {
+	var have struct {
+		flags      map[string]bool
+		connLimit  int
+		validUntil *string
+	}
+	have.flags = map[string]bool{}
+	var b [7]bool
+	if err := tx.QueryRow(ctx, `SELECT rolsuper, rolinherit, rolcreaterole, rolcreatedb, rolcanlogin, rolreplication, rolbypassrls,
+		rolconnlimit, rolvaliduntil::text FROM pg_catalog.pg_roles WHERE rolname = $1`, role).
+		Scan(&b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &have.connLimit, &have.validUntil); err != nil {
+		return nil, fmt.Errorf("read role %s: %w", pg.Ident(role), err)
+	}
+	for i, a := range roleAttributes {
+		have.flags[a.word] = b[i]
+	}
+	upper := func(a string, on bool) string {
+		if on {
+			return strings.ToUpper(a)
+		}
+		return "NO" + strings.ToUpper(a)
+	}
+	var diffs []string
+	for i := 0; i < len(ts); i++ {
+		t := ts[i]
 		if t.quoted || t.literal {
 			continue
 		}
 		for _, a := range roleAttributes {
-			switch t.text {
-			case a.word:
-				want[a.word] = true
-			case "no" + a.word:
-				want[a.word] = false
+			if t.text != a.word && t.text != "no"+a.word {
+				continue
+			}
+			if want := t.text == a.word; want != have.flags[a.word] {
+				diffs = append(diffs, fmt.Sprintf("%s in the archive, %s on the target", upper(a.word, want), upper(a.word, have.flags[a.word])))
+			}
+		}
+		switch {
+		case words(ts[i:], "connection", "limit") && i+2 < len(ts):
+			want := ts[i+2].text
+			if i+3 < len(ts) && want == "-" {
+				want += ts[i+3].text
+			}
+			if want != strconv.Itoa(have.connLimit) {
+				diffs = append(diffs, fmt.Sprintf("CONNECTION LIMIT %s in the archive, %d on the target", want, have.connLimit))
+			}
+		case words(ts[i:], "valid", "until") && i+2 < len(ts) && ts[i+2].literal:
+			var same bool
+			if err := tx.QueryRow(ctx, "SELECT $1::timestamptz IS NOT DISTINCT FROM $2::timestamptz", ts[i+2].text, have.validUntil).Scan(&same); err != nil {
+				return nil, fmt.Errorf("role %s: VALID UNTIL %s: %w", pg.Ident(role), ts[i+2].text, err)
+			}
+			if !same {
+				target := "none"
+				if have.validUntil != nil {
+					target = *have.validUntil
+				}
+				diffs = append(diffs, fmt.Sprintf("VALID UNTIL %s in the archive, %s on the target", ts[i+2].text, target))
+			}
+		case words(ts[i:], "password") && i+1 < len(ts):
+			d, err := passwordDiff(ctx, tx, role, ts[i+1])
+			if err != nil {
+				return nil, err
+			}
+			if d != "" {
+				diffs = append(diffs, d)
 			}
 		}
 	}
-	var diffs []string
-	for _, a := range roleAttributes {
-		w, ok := want[a.word]
-		if !ok {
+	return diffs, nil
+}
+
+// passwordDiff compares the archive's password of role (a literal, or
+// NULL) with the target's, without ever saying what either is. A target
+// whose pg_authid this user cannot read is said so.
+func passwordDiff(ctx context.Context, tx pgx.Tx, role string, want token) (string, error) {
+	var readable bool
+	if err := tx.QueryRow(ctx, "SELECT pg_catalog.has_table_privilege('pg_catalog.pg_authid', 'SELECT')").Scan(&readable); err != nil {
+		return "", fmt.Errorf("read role %s: %w", pg.Ident(role), err)
+	}
+	if !readable {
+		return "password in the archive not applied (the target's cannot be read to compare)", nil
+	}
+	var have *string
+	if err := tx.QueryRow(ctx, "SELECT rolpassword FROM pg_catalog.pg_authid WHERE rolname = $1", role).Scan(&have); err != nil {
+		return "", fmt.Errorf("read role %s: %w", pg.Ident(role), err)
+	}
+	switch {
+	case !want.literal && want.text == "null":
+		if have != nil {
+			return "no password in the archive, one on the target", nil
+		}
+	case have == nil:
+		return "password in the archive not applied (none on the target)", nil
+	case *have != want.text:
+		return "password in the archive not applied (the target's differs)", nil
+	}
+	return "", nil
+}
+
+// settingDiff compares ALTER ROLE ... SET name TO value (ts, the words
+// after SET) with the role's own settings on the target (those of no
+// database in particular): pg_db_role_setting holds it as "name=value",
+// a list's items joined by ", ".
+func settingDiff(ctx context.Context, tx pgx.Tx, role string, ts []token) ([]string, error) {
+	if len(ts) < 3 || (ts[1].text != "to" && ts[1].text != "=") {
+		return nil, nil
+	}
+	var vals []string
+	for _, t := range ts[2:] {
+		if t.text == "," && !t.literal && !t.quoted {
 			continue
 		}
-		var have bool
-		if err := tx.QueryRow(ctx, "SELECT "+a.column+" FROM pg_catalog.pg_roles WHERE rolname = $1", g.role).Scan(&have); err != nil {
-			return "", fmt.Errorf("read role %s: %w", pg.Ident(g.role), err)
-		}
-		if have != w {
-			word := func(b bool) string {
-				if b {
-					return strings.ToUpper(a.word)
-				}
-				return "NO" + strings.ToUpper(a.word)
-			}
-			diffs = append(diffs, fmt.Sprintf("%s in the archive, %s on the target", word(w), word(have)))
-		}
+		vals = append(vals, t.text)
 	}
-	if len(diffs) == 0 {
-		return "", nil
+	want := ts[0].text + "=" + strings.Join(vals, ", ")
+	var same bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s JOIN pg_catalog.pg_roles r ON r.oid = s.setrole
+		WHERE r.rolname = $1 AND s.setdatabase = 0 AND $2 = ANY (s.setconfig))`, role, want).Scan(&same); err != nil {
+		return nil, fmt.Errorf("read the settings of role %s: %w", pg.Ident(role), err)
 	}
-	return g.role + ": " + strings.Join(diffs, ", "), nil
+	if same {
+		return nil, nil
+	}
+	return []string{fmt.Sprintf("setting %s = %s in the archive not applied", ts[0].text, strings.Join(vals, ", "))}, nil
 }

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"io"
@@ -13,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
@@ -73,18 +70,6 @@ type DatabaseResult struct {
 	*restore.Result
 }
 
-// markerRole is the server-wide journal of a whole-server restore: a role
-// (roles are shared by every database and transactional) created in the
-// globals' transaction, whose comment records the archive and the
-// databases finished, and dropped when the restore is complete.
-const markerRole = "pgsprint_restore_journal"
-
-// serverJournal is the marker role's comment.
-type serverJournal struct {
-	Archive string   `json:"archive"`
-	Done    []string `json:"done"`
-}
-
 // Restore restores a whole-server archive: the globals, then every
 // database, created as pg_restore --create creates it (the database
 // postgres, which every server has, is restored into), several at once.
@@ -123,7 +108,7 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 
 // build is what a whole-server restore or clone does on the target: the
 // globals, then each database (one), several at once within jobs
-// connections, with the server journal (markerRole) that lets --resume
+// connections, with the server journal (journal.ServerRole) that lets --resume
 // finish it.
 type build struct {
 	target        *pgx.ConnConfig // the database to connect to first
@@ -151,7 +136,7 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	id := b.id
-	j, err := readServerJournal(ctx, conn)
+	j, err := journal.ReadServer(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +159,7 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	if j != nil {
 		// A killed run's sessions may still be busy (a CREATE DATABASE,
 		// an index build): what exists is known only once they are gone.
-		if err := waitForOrphans(ctx, conn, b.log); err != nil {
+		if err := journal.WaitForOrphans(ctx, conn, journal.WholeServer, b.log); err != nil {
 			return nil, err
 		}
 	}
@@ -191,21 +176,18 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	}
 	res := &RestoreResult{}
 	if j == nil {
-		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+pg.Ident(markerRole)); err != nil {
-			return nil, fmt.Errorf("drop the journal of an earlier whole-server restore: %w", err)
+		if err := journal.DiscardServer(ctx, conn); err != nil {
+			return nil, err
 		}
 		b.progress.Phase("globals")
 		script, err := b.globals()
 		if err != nil {
 			return nil, fmt.Errorf("read globals: %w", err)
 		}
-		j = &serverJournal{Archive: id}
 		gopts := b.gopts
-		gopts.Journal = func(ctx context.Context, tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "CREATE ROLE "+pg.Ident(markerRole)+" NOLOGIN"); err != nil {
-				return fmt.Errorf("create the whole-server restore's journal (role %s): %w", markerRole, err)
-			}
-			return writeServerJournal(ctx, tx, j)
+		gopts.Journal = func(ctx context.Context, tx pgx.Tx) (err error) {
+			j, err = journal.CreateServer(ctx, tx, id)
+			return err
 		}
 		res.Globals, err = applyGlobals(ctx, conn, script, gopts)
 		if err != nil {
@@ -234,9 +216,8 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		j.Done = append(j.Done, d.Name)
 		// Under mu, so the first connection's only user.
-		if err := writeServerJournal(gctx, conn, j); err != nil {
+		if err := j.Finish(gctx, conn, d.Name); err != nil {
 			return err
 		}
 		res.Databases = append(res.Databases, DatabaseResult{Name: d.Name, Result: r})
@@ -253,8 +234,8 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 			return nil, err
 		}
 	}
-	if _, err := conn.Exec(ctx, "DROP ROLE "+pg.Ident(markerRole)); err != nil {
-		return nil, fmt.Errorf("drop the whole-server restore's journal (role %s): %w", markerRole, err)
+	if err := journal.DropServer(ctx, conn); err != nil {
+		return nil, err
 	}
 	sort.Slice(res.Databases, func(a, b int) bool { return res.Databases[a].Name < res.Databases[b].Name })
 	return res, nil
@@ -274,9 +255,9 @@ func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs
 	}
 	// --clean replaces a database the target has; one it lacks is just
 	// created (pg_restore --clean --create would fail on DROP DATABASE).
-	ro := restore.Options{Target: opts.Target, Source: src, Jobs: jobs, Create: true, Clean: opts.Clean && exists, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
-		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, NoStatistics: opts.NoStatistics, Filter: opts.Filter,
-		Logger: opts.Logger.With("database", name), Progress: rep, Installed: opts.installed}
+	ro := opts.databaseOptions(src, jobs, rep)
+	ro.Create, ro.Clean, ro.Resume = true, opts.Clean && exists, false
+	ro.Logger = opts.Logger.With("database", name)
 	cfg := opts.Target.Copy()
 	cfg.Database = name
 	if name == "postgres" {
@@ -285,12 +266,12 @@ func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs
 		ro.Target, ro.Create = cfg, false
 	}
 	if resuming && exists {
-		journal, err := hasJournal(ctx, cfg)
+		found, err := journal.Exists(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
 		switch {
-		case journal:
+		case found:
 			ro.Resume = true
 		case !ro.Create:
 			ro.Clean = true // what is there is this restore's: drop it and start again
@@ -301,15 +282,23 @@ func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs
 	return restore.Run(ctx, ro)
 }
 
+// databaseOptions are the options of the restore of one database of the
+// archive, built in this one place from the whole-server restore's: as
+// given (--database: Create, Clean and Resume as the user said), which a
+// restore of every database then adjusts for each.
+func (opts RestoreOptions) databaseOptions(src archive.Source, jobs int, rep progress.Reporter) restore.Options {
+	return restore.Options{Target: opts.Target, Source: src, Jobs: jobs, Create: opts.Create, Clean: opts.Clean, Resume: opts.Resume,
+		NoOwner: opts.NoOwner, NoACL: opts.NoACL, MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze,
+		NoStatistics: opts.NoStatistics, Filter: opts.Filter, Logger: opts.Logger, Progress: rep, Installed: opts.installed}
+}
+
 // restoreOne restores one database of a server archive (--database).
 func restoreOne(ctx context.Context, opts RestoreOptions, start time.Time) (*RestoreResult, error) {
 	src, err := archive.OpenDatabase(opts.Source, opts.Database)
 	if err != nil {
 		return nil, err
 	}
-	r, err := restore.Run(ctx, restore.Options{Target: opts.Target, Source: src, Jobs: opts.Jobs, Create: opts.Create, Clean: opts.Clean, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
-		Resume: opts.Resume, MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, NoStatistics: opts.NoStatistics, Filter: opts.Filter, Logger: opts.Logger,
-		Progress: opts.Progress})
+	r, err := restore.Run(ctx, opts.databaseOptions(src, opts.Jobs, opts.Progress))
 	if err != nil {
 		return nil, err
 	}
@@ -354,84 +343,4 @@ func readAll(src archive.Source, id uint32) (string, error) {
 	defer r.Close()
 	b, err := io.ReadAll(r)
 	return string(b), err
-}
-
-// readServerJournal reads the marker role's comment, or nil.
-func readServerJournal(ctx context.Context, conn *pgx.Conn) (*serverJournal, error) {
-	var text *string
-	err := conn.QueryRow(ctx, `SELECT pg_catalog.shobj_description(oid, 'pg_authid') FROM pg_catalog.pg_roles WHERE rolname = $1`, markerRole).Scan(&text)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the whole-server restore's journal: %w", err)
-	}
-	j := &serverJournal{}
-	if text == nil || json.Unmarshal([]byte(*text), j) != nil {
-		return nil, fmt.Errorf("role %s exists on the target but is not a pgsprint journal: drop it, or restore into another server", markerRole)
-	}
-	return j, nil
-}
-
-// execer runs a statement: a connection or a transaction.
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-// writeServerJournal records j in the marker role's comment.
-func writeServerJournal(ctx context.Context, x execer, j *serverJournal) error {
-	b, err := json.Marshal(j)
-	if err != nil {
-		return err
-	}
-	if _, err := x.Exec(ctx, "COMMENT ON ROLE "+pg.Ident(markerRole)+" IS "+pg.Literal(string(b))); err != nil {
-		return fmt.Errorf("record the whole-server restore's progress: %w", err)
-	}
-	return nil
-}
-
-// hasJournal says whether database cfg holds a restore journal.
-func hasJournal(ctx context.Context, cfg *pgx.ConnConfig) (bool, error) {
-	conn, err := pg.Connect(ctx, cfg)
-	if err != nil {
-		return false, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var found bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)", journal.Schema).Scan(&found); err != nil {
-		return false, fmt.Errorf("look for a restore journal: %w", err)
-	}
-	return found, nil
-}
-
-// waitForOrphans waits until no session of an interrupted run is busy on
-// any database of the target server: a killed pgsprint's server backends
-// (and those of its pg_restore children) finish their last statement
-// before they notice their client is gone, and a resumed run must not race
-// them (restore.Run waits in the same way inside one database).
-func waitForOrphans(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
-	const q = `SELECT count(*) FROM pg_catalog.pg_stat_activity
-		WHERE pid <> pg_catalog.pg_backend_pid() AND datname IS NOT NULL
-		AND application_name IN ('pgsprint', 'pg_restore', 'psql') AND state IS DISTINCT FROM 'idle'`
-	deadline := time.Now().Add(10 * time.Minute)
-	for logged := false; ; logged = true {
-		var n int
-		if err := conn.QueryRow(ctx, q).Scan(&n); err != nil {
-			return fmt.Errorf("look for sessions of the interrupted restore: %w", err)
-		}
-		if n == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return errors.New("sessions of the interrupted restore (or another pgsprint) are still busy on the target server after 10 minutes; is another restore running?")
-		}
-		if !logged {
-			log.Info("waiting for sessions of the interrupted restore to end", "sessions", n)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/sqlscript"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
@@ -81,19 +81,13 @@ var databaseEntry = regexp.MustCompile(`^\d+; \d+ \d+ (DATABASE|DATABASE PROPERT
 // database's objects: CREATE DATABASE with its encoding and locale, its
 // owner, privileges, comment and settings, and the \connect to it.
 func createDatabase(ctx context.Context, src archive.Source, out io.Writer, o ScriptOptions) error {
-	var major int
-	fmt.Sscanf(src.Manifest().PgDumpVersion, "%d", &major)
-	tools, err := pgbin.Find(ctx, major)
+	tools, schema, cleanup, err := restore.SchemaFile(ctx, src)
 	if err != nil {
 		return err
 	}
-	schema, err := archive.ExtractSchema(src)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(schema)
+	defer cleanup()
 	// The database's own entries, which pg_restore lists with --create only.
-	toc, err := exec.CommandContext(ctx, tools.PgRestore(), "--list", "--create", schema).Output()
+	toc, err := pgbin.Command(ctx, tools.PgRestore(), "--list", "--create", schema).Output()
 	if err != nil {
 		return fmt.Errorf("pg_restore --list: %w", err)
 	}
@@ -122,7 +116,7 @@ func createDatabase(ctx context.Context, src archive.Source, out io.Writer, o Sc
 	if o.NoACL {
 		args = append(args, "--no-privileges")
 	}
-	cmd := exec.CommandContext(ctx, tools.PgRestore(), append(args, schema)...)
+	cmd := pgbin.Command(ctx, tools.PgRestore(), append(args, schema)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -22,8 +22,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"strings"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
@@ -58,15 +56,11 @@ func Write(ctx context.Context, ar archive.Source, out io.Writer, o Options) err
 	if o.Selection != nil {
 		m = o.Selection.Manifest
 	}
-	tools, err := pgbin.Find(ctx, majorOf(m.PgDumpVersion))
+	tools, schema, cleanup, err := restore.SchemaFile(ctx, ar)
 	if err != nil {
 		return err
 	}
-	schema, err := archive.ExtractSchema(ar)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(schema)
+	defer cleanup()
 	w := bufio.NewWriterSize(out, 1<<20)
 	fmt.Fprintf(w, "--\n-- pgsprint %s script: one transaction, committed at its end only if\n"+
 		"-- pgsprint read and checked the whole archive. Load it with psql.\n--\n\n"+
@@ -280,7 +274,7 @@ func pgRestore(ctx context.Context, tools pgbin.Tools, schema string, w io.Write
 		// pg_restore_relation_stats): ANALYZE after loading it.
 		args = append(args, "--no-statistics")
 	}
-	cmd := exec.CommandContext(ctx, tools.PgRestore(), append(append([]string{"--file=-"}, args...), schema)...)
+	cmd := pgbin.Command(ctx, tools.PgRestore(), append(append([]string{"--file=-"}, args...), schema)...)
 	cmd.Stdout = w
 	var stderr pg.StderrBuffer
 	cmd.Stderr = &stderr
@@ -288,10 +282,4 @@ func pgRestore(ctx context.Context, tools pgbin.Tools, schema string, w io.Write
 		return fmt.Errorf("pg_restore: %s", pg.ToolError(stderr.Bytes(), err))
 	}
 	return nil
-}
-
-func majorOf(version string) int {
-	var major int
-	fmt.Sscanf(version, "%d", &major)
-	return major
 }

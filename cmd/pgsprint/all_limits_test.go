@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/compare"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+)
+
+// limitTables is how many tables each of TestAllWithinLockTable's two
+// big databases holds. Its source server has a small lock table
+// (limitSettings: max_locks_per_transaction = 32, max_connections = 20, no
+// prepared transactions: 640 slots by the formula, about 1,600 before
+// "out of shared memory" once the shared memory's slack is used): one
+// database's pg_dump, which holds a lock per table to its end, fits; two
+// at once do not. It is the same shape as two databases of 10,000 tables
+// at default settings (6,400 slots by the formula), scaled down by the
+// lock table so that the test takes seconds, not minutes.
+const limitTables = 600
+
+// limitSettings is the small lock table of limitTables.
+var limitSettings = map[string]string{
+	"max_locks_per_transaction": "32", "max_connections": "20", "max_prepared_transactions": "0",
+	"max_worker_processes": "2", "max_wal_senders": "0", "autovacuum": "off",
+}
+
+// createLimitTables creates n tables (primary key, one more index, a few
+// rows) in db, 100 per transaction: creating a table locks it too.
+func createLimitTables(t *testing.T, c *pgtest.Cluster, db string, n int) {
+	t.Helper()
+	for i := 0; i < n; i += 100 {
+		if err := c.Exec(context.Background(), db, fmt.Sprintf(`DO $$ BEGIN FOR i IN %d..%d LOOP
+			EXECUTE format('CREATE TABLE public.t%%1$s (id int PRIMARY KEY, v int); CREATE INDEX ON public.t%%1$s (v);
+				INSERT INTO public.t%%1$s SELECT g, g * %%1$s FROM generate_series(1, %%2$s) g', i, 1 + i %% 5);
+		END LOOP; END $$`, i, min(i+100, n)-1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestAllWithinLockTable: databases whose pg_dumps would together hold
+// more locks than the source server's lock table take turns, so that dump
+// --all and clone --all succeed wherever pg_dumpall does (each database's
+// pg_dump alone). Two big databases and a few small ones on a server with
+// a small lock table (limitSettings); pg_dumpall must succeed there, or
+// the test proves nothing. The copies are compared with the source:
+// schema through pg_dump on both sides, and every table's rows.
+func TestAllWithinLockTable(t *testing.T) {
+	ctx := context.Background()
+	src := pgtest.New(t, pgtest.Options{Settings: limitSettings})
+	dbs := []string{"many_a", "many_r", "small1", "small2", "postgres"}
+	for _, db := range dbs[:4] {
+		if err := src.CreateDB(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	began := time.Now()
+	createLimitTables(t, src, "many_a", limitTables)
+	createLimitTables(t, src, "many_r", limitTables)
+	createLimitTables(t, src, "small1", 3)
+	createLimitTables(t, src, "small2", 5)
+	t.Logf("%d tables created in %v", 2*limitTables+8, time.Since(began))
+	bin := src.BinDir()
+	dir := t.TempDir()
+	if out, err := exec.Command(filepath.Join(bin, "pg_dumpall"), "-f", filepath.Join(dir, "all.sql"), "-d", src.ConnString("postgres")).CombinedOutput(); err != nil {
+		t.Fatalf("pg_dumpall fails on this server, so the test proves nothing: %v\n%s", err, out)
+	}
+	wantSchema, wantData := map[string]string{}, map[string]map[string]string{}
+	for _, db := range dbs {
+		wantSchema[db] = pgtest.SchemaDump(t, bin, src.ConnString(db), "--create")
+		wantData[db] = pgtest.Fingerprint(t, src.ConnString(db))
+	}
+	same := func(t *testing.T, target *pgtest.Cluster) {
+		t.Helper()
+		for _, db := range dbs {
+			if d := compare.SchemaDiff(wantSchema[db], pgtest.SchemaDump(t, bin, target.ConnString(db), "--create")); d != "" {
+				t.Errorf("database %s: schemas differ:\n%s", db, d)
+			}
+			if d := compare.FingerprintDiff(wantData[db], pgtest.Fingerprint(t, target.ConnString(db))); len(d) > 0 {
+				t.Errorf("database %s: data differs (%d keys):\n%s", db, len(d), strings.Join(d[:min(len(d), 10)], "\n"))
+			}
+		}
+	}
+
+	t.Run("dump-restore", func(t *testing.T) {
+		tmp := t.TempDir()
+		file := filepath.Join(dir, "server.pgs")
+		began := time.Now()
+		r := pgsprintEnv(t, []string{"TMPDIR=" + tmp}, "dump", "--all", "-d", src.ConnString("postgres"), "-f", file, "-j", "2")
+		t.Logf("dump --all in %v", time.Since(began))
+		noTempFiles(t, tmp)
+		dst := pgtest.New(t)
+		began = time.Now()
+		mustPgsprint(t, "restore", "--all", "-f", file, "-d", dst.ConnString("postgres"), "-j", "2")
+		t.Logf("restore --all in %v\n%s", time.Since(began), r.stderr)
+		same(t, dst)
+	})
+
+	t.Run("clone", func(t *testing.T) {
+		tmp := t.TempDir()
+		dst := pgtest.New(t)
+		// --clean replaces what the target has of the source's.
+		if err := dst.CreateDB(ctx, "many_a"); err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		r := pgsprintEnv(t, []string{"TMPDIR=" + tmp}, "clone", "--all", "--clean", "--source", src.ConnString("postgres"), "--target", dst.ConnString("postgres"), "-j", "2")
+		t.Logf("clone --all in %v\n%s", time.Since(began), r.stderr)
+		noTempFiles(t, tmp)
+		same(t, dst)
+	})
+}
+
+// pgsprintEnv is mustPgsprint with extra environment variables.
+func pgsprintEnv(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	r := pgsprint(t, env, args...)
+	if r.code != 0 {
+		t.Fatalf("pgsprint %s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
+	}
+	return r
+}
+
+// TestCloneAllCleanKilled: clone --all --clean over a target that holds
+// the source's databases (with an object of its own in each, which the
+// copy must not keep), killed with SIGKILL at random points once its
+// globals are in, then again while resuming, then finished with --resume:
+// every database is there, equal to the source's, none of the target's own
+// objects is left, and no journal either.
+func TestCloneAllCleanKilled(t *testing.T) {
+	ctx := context.Background()
+	src := pgtest.New(t)
+	loadPipeServer(t, src)
+	dst := pgtest.New(t)
+	args := []string{"clone", "--all", "--source", src.ConnString("postgres"), "--target", dst.ConnString("postgres"), "-j", "2", "--chunk-size", "256kB"}
+	mustPgsprint(t, args...)
+	// Not in postgres, which every server has: --clean drops the
+	// archive's objects there, not the database (as pg_dumpall --clean).
+	cleaned := []string{"notes", "shop"}
+	for _, db := range cleaned {
+		if err := dst.Exec(ctx, db, "CREATE TABLE stale_target_table (x int)"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := pgx.Connect(ctx, dst.ConnString("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	_, rng := killLoop(t, "", 1)
+	run := append(args, "--clean")
+	done := false
+	for i := 0; i < 3 && !done; i++ {
+		cmd, exited := startUntilGlobals(t, conn, run...)
+		select {
+		case <-exited:
+			t.Logf("run %d finished before the kill", i)
+		case <-time.After(time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))):
+			cmd.Process.Kill()
+			<-exited
+			t.Logf("run %d killed", i)
+		}
+		done = cmd.ProcessState.Success()
+		run = append(args, "--resume")
+	}
+	if !done {
+		t.Log(mustPgsprint(t, run...).stderr)
+	}
+	if markerRole(conn) {
+		t.Error("the whole-server journal outlived the completed clone")
+	}
+	if err := dst.Exec(ctx, "postgres", "DROP TABLE IF EXISTS stale_target_table"); err != nil {
+		t.Fatal(err)
+	}
+	requireSameServer(t, src, dst)
+	for _, db := range cleaned {
+		if got := scalar(t, dst.ConnString(db), "SELECT count(*) FROM pg_class WHERE relname = 'stale_target_table'"); got != "0" {
+			t.Errorf("database %s keeps the target's own table", db)
+		}
+	}
+}
+
+// TestAllFailsClean: a clone --all and a dump --all whose pg_dump cannot
+// lock a table (another session holds it ACCESS EXCLUSIVE beyond
+// --lock-wait-timeout) fail in one line, exit 1, without a panic, and
+// leave no temporary file and no pg_dump (nor any session of theirs) on
+// the source.
+func TestAllFailsClean(t *testing.T) {
+	ctx := context.Background()
+	src := pgtest.New(t)
+	loadPipeServer(t, src)
+	dst := pgtest.New(t)
+	holder, err := pgx.Connect(ctx, src.ConnString("shop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	if _, err := holder.Exec(ctx, "BEGIN; LOCK TABLE orders IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, src.ConnString("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	for _, args := range [][]string{
+		{"clone", "--all", "--clean", "--source", src.ConnString("postgres"), "--target", dst.ConnString("postgres"), "-j", "2", "--lock-wait-timeout", "300ms"},
+		{"dump", "--all", "-d", src.ConnString("postgres"), "-f", filepath.Join(t.TempDir(), "all.pgs"), "-j", "2", "--lock-wait-timeout", "300ms"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			tmp := t.TempDir()
+			r := pgsprint(t, []string{"TMPDIR=" + tmp}, args...)
+			t.Log(r.stderr)
+			if r.code != 1 || strings.Contains(r.stderr, "panic") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+				t.Errorf("exit %d, want 1 and one line:\n%s", r.code, r.stderr)
+			}
+			noTempFiles(t, tmp)
+			// A backend ends a moment after its client has gone.
+			var left int
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name IN ('pgsprint', 'pg_dump') AND pid <> pg_backend_pid()`).Scan(&left); err != nil {
+					t.Fatal(err)
+				}
+				if left == 0 || time.Now().After(deadline) {
+					break
+				}
+			}
+			if left != 0 {
+				t.Errorf("%d sessions of the failed run left on the source", left)
+			}
+		})
+	}
+}
