@@ -22,15 +22,17 @@ type etaCheck struct {
 type progressEvent struct {
 	Event string `json:"event"`
 	State *struct {
-		Elapsed    float64 `json:"elapsed_s"`
-		Bytes      int64   `json:"bytes"`
+		Elapsed     float64 `json:"elapsed_s"`
+		DataElapsed float64 `json:"data_elapsed_s"`
+		Bytes       int64   `json:"bytes"`
 		BytesTotal int64   `json:"bytes_total"`
 	} `json:"state"`
 }
 
 // checkETA reads the progress events of log and measures them against
 // wall. The ETA is recomputed with the formula the display uses
-// (progress.etaOf: bytes left at the average rate since the start).
+// (progress.etaOf: bytes left at the average rate since the first data
+// bytes; logs of builds before data_elapsed_s: since the start).
 func checkETA(log string, wall float64) (etaCheck, error) {
 	c := etaCheck{wall: wall, said: [3]float64{-1, -1, -1}, dataDone: -1}
 	f, err := os.Open(log)
@@ -48,9 +50,13 @@ func checkETA(log string, wall float64) (etaCheck, error) {
 			continue
 		}
 		s := ev.State
+		over := s.DataElapsed
+		if over == 0 {
+			over = s.Elapsed
+		}
 		eta := -1.0
-		if s.Bytes > 0 && s.Elapsed > 0 && s.BytesTotal > s.Bytes {
-			eta = float64(s.BytesTotal-s.Bytes) / (float64(s.Bytes) / s.Elapsed)
+		if s.Bytes > 0 && over > 0 && s.BytesTotal > s.Bytes {
+			eta = float64(s.BytesTotal-s.Bytes) / (float64(s.Bytes) / over)
 		}
 		if s.BytesTotal > 0 && s.Bytes >= s.BytesTotal && c.dataDone < 0 {
 			c.dataDone = s.Elapsed

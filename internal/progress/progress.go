@@ -98,6 +98,10 @@ type Tracker struct {
 	begin time.Time
 	bytes atomic.Int64
 	rows  atomic.Int64
+	// firstData is when the first data bytes arrived, in nanoseconds
+	// since begin (0 before): the rate and the ETA are taken from then,
+	// not from a start that a long catalog read or pre-data preceded.
+	firstData atomic.Int64
 
 	mu        sync.Mutex
 	plan      Plan
@@ -197,6 +201,9 @@ func (t *Tracker) Start(w Work) {
 
 // Add implements Reporter.
 func (t *Tracker) Add(bytes, rows int64) {
+	if bytes > 0 && t.firstData.Load() == 0 {
+		t.firstData.CompareAndSwap(0, max(int64(time.Since(t.begin)), 1))
+	}
 	t.bytes.Add(bytes)
 	t.rows.Add(rows)
 }
@@ -243,18 +250,21 @@ func (w Work) label() string {
 
 // State is a snapshot of a run in progress.
 type State struct {
-	Op         string   `json:"op"`
-	Phase      string   `json:"phase"`
-	Elapsed    float64  `json:"elapsed_s"`
-	Bytes      int64    `json:"bytes"`
-	BytesTotal int64    `json:"bytes_total"`
-	Rows       int64    `json:"rows"`
-	RowsTotal  int64    `json:"rows_total"`
-	Chunks     int      `json:"chunks_done"`
-	ChunksAll  int      `json:"chunks_total"`
-	Steps      int      `json:"steps_done"`
-	StepsAll   int      `json:"steps_total"`
-	InFlight   []string `json:"in_flight"`
+	Op      string  `json:"op"`
+	Phase   string  `json:"phase"`
+	Elapsed float64 `json:"elapsed_s"`
+	// DataElapsed is the time since the first data bytes arrived (0
+	// before): what the rate and the ETA are measured over.
+	DataElapsed float64  `json:"data_elapsed_s,omitempty"`
+	Bytes       int64    `json:"bytes"`
+	BytesTotal  int64    `json:"bytes_total"`
+	Rows        int64    `json:"rows"`
+	RowsTotal   int64    `json:"rows_total"`
+	Chunks      int      `json:"chunks_done"`
+	ChunksAll   int      `json:"chunks_total"`
+	Steps       int      `json:"steps_done"`
+	StepsAll    int      `json:"steps_total"`
+	InFlight    []string `json:"in_flight"`
 }
 
 // State returns the run's state now.
@@ -265,10 +275,14 @@ func (t *Tracker) State() State {
 }
 
 func (t *Tracker) state() State {
-	s := State{Op: t.plan.Op, Phase: t.phase, Elapsed: time.Since(t.begin).Seconds(),
+	elapsed := time.Since(t.begin)
+	s := State{Op: t.plan.Op, Phase: t.phase, Elapsed: elapsed.Seconds(),
 		Bytes: t.bytes.Load(), BytesTotal: t.plan.Bytes, Rows: t.rows.Load(), RowsTotal: t.plan.Rows,
 		Chunks: t.chunks, ChunksAll: t.plan.Chunks, Steps: t.stepsDone, StepsAll: t.steps,
 		InFlight: []string{}}
+	if first := t.firstData.Load(); first > 0 {
+		s.DataElapsed = (elapsed - time.Duration(first)).Seconds()
+	}
 	if t.plan.Estimated {
 		if t.plan.Bytes > 0 {
 			s.BytesTotal = max(t.plan.Bytes+t.replanned, s.Bytes)

@@ -52,7 +52,10 @@ func TestTrackerState(t *testing.T) {
 	s := tr.State()
 	want := State{Op: "restore", Phase: "data", Bytes: 1000, BytesTotal: 1000, Rows: 30, RowsTotal: 30,
 		Chunks: 3, ChunksAll: 3, Steps: 1, StepsAll: 2, InFlight: []string{}}
-	s.Elapsed = 0
+	if s.DataElapsed <= 0 || s.DataElapsed > s.Elapsed {
+		t.Errorf("data elapsed %v of %v", s.DataElapsed, s.Elapsed)
+	}
+	s.Elapsed, s.DataElapsed = 0, 0
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("final state %+v, want %+v", s, want)
 	}
@@ -102,14 +105,19 @@ func TestLine(t *testing.T) {
 		s    State
 		want string
 	}{
-		{"dump estimate", State{Op: "dump", Phase: "data", Elapsed: 2, Bytes: 1 << 20, BytesTotal: 4 << 20, Rows: 12345, Chunks: 1, ChunksAll: 4, InFlight: []string{"a"}},
+		{"dump estimate", State{Op: "dump", Phase: "data", Elapsed: 2, DataElapsed: 2, Bytes: 1 << 20, BytesTotal: 4 << 20, Rows: 12345, Chunks: 1, ChunksAll: 4, InFlight: []string{"a"}},
 			"dump 2s: data, 1.0 MiB of ~4.0 MiB (25%), 12,345 rows, 512.0 KiB/s, ETA 6s, chunks 1/4, in flight: a"},
-		{"restore steps, many in flight", State{Op: "restore", Phase: "post-data", Elapsed: 1, Bytes: 100, BytesTotal: 100, Rows: 3, Chunks: 2, ChunksAll: 2, Steps: 1, StepsAll: 3,
+		// 90 s of catalog and pre-data moved nothing: the rate and the
+		// ETA are the data's own (at 12 GiB and 100,000 tables the early
+		// ETA was otherwise several times too long).
+		{"data after a long pre-data", State{Op: "restore", Phase: "data", Elapsed: 100, DataElapsed: 10, Bytes: 1 << 20, BytesTotal: 4 << 20, Chunks: 1, ChunksAll: 4},
+			"restore 1m40s: data, 1.0 MiB of 4.0 MiB (25%), 0 rows, 102.4 KiB/s, ETA 30s, chunks 1/4"},
+		{"restore steps, many in flight", State{Op: "restore", Phase: "post-data", Elapsed: 1, DataElapsed: 1, Bytes: 100, BytesTotal: 100, Rows: 3, Chunks: 2, ChunksAll: 2, Steps: 1, StepsAll: 3,
 			InFlight: []string{"a", "b", "c", "d", "e", "f"}},
 			"restore 1s: post-data, 100 B of 100 B (100%), 3 rows, 100 B/s, chunks 2/2, indexes/constraints 1/3, in flight: a, b, c, d and 2 more"},
 		{"no plan, nothing moved", State{Op: "dump", Phase: "schema"},
 			"dump 0s: schema, 0 B, 0 rows, chunks 0/0"},
-		{"estimate exceeded", State{Op: "dump", Phase: "data", Elapsed: 1, Bytes: 300, BytesTotal: 100},
+		{"estimate exceeded", State{Op: "dump", Phase: "data", Elapsed: 1, DataElapsed: 1, Bytes: 300, BytesTotal: 100},
 			"dump 1s: data, 300 B of ~100 B (100%), 0 rows, 300 B/s, chunks 0/0"},
 	} {
 		if got := Line(tc.s); got != tc.want {
@@ -475,5 +483,22 @@ func TestEstimatedTotal(t *testing.T) {
 				t.Errorf("line at the end: %s", Line(s))
 			}
 		})
+	}
+}
+
+// TestDataElapsed checks that the data's clock starts at its first bytes:
+// not at the run's start, and not at an Add of rows alone.
+func TestDataElapsed(t *testing.T) {
+	tr := NewTracker("restore")
+	time.Sleep(30 * time.Millisecond)
+	tr.Add(0, 5)
+	if s := tr.State(); s.DataElapsed != 0 {
+		t.Fatalf("data elapsed %v before any byte", s.DataElapsed)
+	}
+	tr.Add(100, 1)
+	time.Sleep(10 * time.Millisecond)
+	s := tr.State()
+	if s.DataElapsed <= 0 || s.DataElapsed > s.Elapsed-0.025 {
+		t.Fatalf("data elapsed %v of %v: should start at the first bytes, 30 ms in", s.DataElapsed, s.Elapsed)
 	}
 }

@@ -168,11 +168,15 @@ func approx(s State) string {
 	return ""
 }
 
+// rateOf is the data bytes per second since the first of them arrived:
+// a dump's catalog and a restore's pre-data, which move no data, would
+// otherwise make the rate look slower, and the ETA longer, than the data
+// will take (at 100,000 tables pre-data alone takes minutes).
 func rateOf(s State) float64 {
-	if s.Elapsed <= 0 {
+	if s.DataElapsed <= 0 {
 		return 0
 	}
-	return float64(s.Bytes) / s.Elapsed
+	return float64(s.Bytes) / s.DataElapsed
 }
 
 func etaOf(s State) string {
