@@ -25,7 +25,7 @@ type progressEvent struct {
 		Elapsed     float64 `json:"elapsed_s"`
 		DataElapsed float64 `json:"data_elapsed_s"`
 		Bytes       int64   `json:"bytes"`
-		BytesTotal int64   `json:"bytes_total"`
+		BytesTotal  int64   `json:"bytes_total"`
 	} `json:"state"`
 }
 
