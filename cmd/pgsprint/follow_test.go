@@ -285,6 +285,7 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 		waitForSlot(t, src, "pgsprint_killed")
 		cmd.Process.Kill()
 		waitExit(t, cmd)
+		waitForSlotInactive(t, src, "pgsprint_killed")
 		st := pgsprint(t, nil, "follow", "status", "--source", src, "--target", dst)
 		if st.code != 1 || !strings.Contains(st.stdout, "SELECT pg_drop_replication_slot('pgsprint_killed'); DROP PUBLICATION \"pgsprint_killed\"") {
 			t.Fatalf("status after a killed clone, exit %d:\n%s%s", st.code, st.stdout, st.stderr)
@@ -302,14 +303,28 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 // waitForSlot waits until the source has the (persistent) slot.
 func waitForSlot(t *testing.T, conn, slot string) {
 	t.Helper()
+	waitForSlotWhere(t, conn, slot, "confirmed_flush_lsn IS NOT NULL", "no slot %s on the source within 30s")
+}
+
+// waitForSlotInactive waits until no walsender holds slot: a killed
+// pgsprint's replication connection ends when the server notices, which
+// on a loaded machine is not at once, and only inactive slots are
+// leftovers.
+func waitForSlotInactive(t *testing.T, conn, slot string) {
+	t.Helper()
+	waitForSlotWhere(t, conn, slot, "NOT active", "slot %s still active on the source after 30s")
+}
+
+func waitForSlotWhere(t *testing.T, conn, slot, cond, failure string) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if scalar(t, conn, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '"+slot+"' AND confirmed_flush_lsn IS NOT NULL") == "1" {
+		if scalar(t, conn, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '"+slot+"' AND "+cond) == "1" {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("no slot %s on the source within 30s", slot)
+	t.Fatalf(failure, slot)
 }
 
 // TestFollowCrossVersion follows a source of the oldest installed major
