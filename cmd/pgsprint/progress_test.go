@@ -119,6 +119,36 @@ func TestProgress(t *testing.T) {
 		}
 	})
 
+	t.Run("json clone", func(t *testing.T) {
+		// A live source has no totals until its COPYs end: the plan
+		// carries the catalog's estimate, so that progress shows a size
+		// and an ETA (a 12 GiB clone showed neither for 4 minutes).
+		if err := c.CreateDB(context.Background(), "clone_dst"); err != nil {
+			t.Fatal(err)
+		}
+		r := mustPgsprint(t, "clone", "--source", c.ConnString(src), "--target", c.ConnString("clone_dst"), "-j", "2",
+			"--chunk-size", "2MB", "--progress=json", "--progress-interval", "20ms")
+		var plan *progress.Plan
+		var last *progress.State
+		for _, e := range events(t, r.stderr) {
+			if e.Event == "start" {
+				plan = e.Plan
+			}
+			if e.Event == "progress" && e.State != nil {
+				last = e.State
+			}
+		}
+		if plan == nil || plan.Op != "clone" || !plan.Estimated || plan.Bytes < 10<<20 || plan.Rows < 250000 {
+			t.Fatalf("clone's plan %+v: want an estimate of about 300,000 rows and tens of MB", plan)
+		}
+		if last == nil || last.BytesTotal == 0 {
+			t.Errorf("last progress state %+v: no total", last)
+		}
+		if last != nil && last.Chunks == last.ChunksAll && last.BytesTotal != last.Bytes {
+			t.Errorf("every chunk done, total %d is not the %d bytes moved", last.BytesTotal, last.Bytes)
+		}
+	})
+
 	t.Run("list from stdin", func(t *testing.T) {
 		want := mustPgsprint(t, "list", "--json", file).stdout
 		for _, args := range [][]string{{"list", "--json", "-"}, {"list", "-"}} {

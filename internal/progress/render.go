@@ -160,9 +160,10 @@ func bytesOf(s State) string {
 	return fmt.Sprintf("%s of %s%s (%d%%)", Bytes(s.Bytes), approx(s), Bytes(s.BytesTotal), min(100, 100*s.Bytes/s.BytesTotal))
 }
 
-// approx marks a dump's totals as estimates.
+// approx marks a dump's and a clone's totals as estimates (the catalog's
+// sizes; a restore reads its archive's exact ones).
 func approx(s State) string {
-	if s.Op == "dump" {
+	if s.Op == "dump" || s.Op == "clone" {
 		return "~"
 	}
 	return ""

@@ -91,6 +91,23 @@ func (d *dataStage) planOf(g *schedule.Graph) (progress.Plan, int) {
 			steps++
 		}
 	}
+	if d.opts.Source != nil {
+		// A live source has no totals until its COPYs end: the catalog's
+		// estimates, as a dump shows them, so that a 12 GiB clone has a
+		// size to go by and an ETA (it had neither). Every chunk done,
+		// the tracker takes what moved as the total.
+		p.Estimated = true
+		for _, c := range d.m.Chunks {
+			p.Bytes += c.Size
+		}
+		for _, t := range d.m.Tables {
+			p.Rows += t.Rows
+		}
+		for _, lo := range d.m.LargeObjects {
+			p.Bytes += lo.Size
+		}
+		return p, steps
+	}
 	for _, c := range d.m.Chunks {
 		if info, ok := d.l.ar.Stream(c.Stream); ok {
 			p.Bytes += info.RawBytes
