@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
 // etaCheck is what a pgsprint run's progress said about its end, read
@@ -18,21 +20,9 @@ type etaCheck struct {
 	dataDone float64    // elapsed s at which the bytes reached their total (-1: never seen)
 }
 
-// progressEvent is the part of a JSON progress event the check reads.
-type progressEvent struct {
-	Event string `json:"event"`
-	State *struct {
-		Elapsed     float64 `json:"elapsed_s"`
-		DataElapsed float64 `json:"data_elapsed_s"`
-		Bytes       int64   `json:"bytes"`
-		BytesTotal  int64   `json:"bytes_total"`
-	} `json:"state"`
-}
-
 // checkETA reads the progress events of log and measures them against
-// wall. The ETA is recomputed with the formula the display uses
-// (progress.etaOf: bytes left at the average rate since the first data
-// bytes; logs of builds before data_elapsed_s: since the start).
+// wall. The ETA is the display's own (progress.Remaining); in logs of
+// builds before data_elapsed_s the rate is taken from the start.
 func checkETA(log string, wall float64) (etaCheck, error) {
 	c := etaCheck{wall: wall, said: [3]float64{-1, -1, -1}, dataDone: -1}
 	f, err := os.Open(log)
@@ -45,18 +35,17 @@ func checkETA(log string, wall float64) (etaCheck, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
-		var ev progressEvent
+		var ev progress.Event
 		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Event != "progress" || ev.State == nil {
 			continue
 		}
-		s := ev.State
-		over := s.DataElapsed
-		if over == 0 {
-			over = s.Elapsed
+		s := *ev.State
+		if s.DataElapsed == 0 {
+			s.DataElapsed = s.Elapsed
 		}
 		eta := -1.0
-		if s.Bytes > 0 && over > 0 && s.BytesTotal > s.Bytes {
-			eta = float64(s.BytesTotal-s.Bytes) / (float64(s.Bytes) / over)
+		if d, ok := progress.Remaining(s); ok {
+			eta = d.Seconds()
 		}
 		if s.BytesTotal > 0 && s.Bytes >= s.BytesTotal && c.dataDone < 0 {
 			c.dataDone = s.Elapsed

@@ -181,15 +181,22 @@ func rateOf(s State) float64 {
 }
 
 func etaOf(s State) string {
-	rate := rateOf(s)
-	if rate <= 0 || s.BytesTotal <= s.Bytes || s.Bytes == 0 {
-		return ""
-	}
-	eta := time.Duration(float64(s.BytesTotal-s.Bytes) / rate * float64(time.Second))
-	if eta < time.Second {
+	eta, ok := Remaining(s)
+	if !ok || eta < time.Second {
 		return ""
 	}
 	return eta.Round(time.Second).String()
+}
+
+// Remaining is the time the data still needs at the rate it has moved
+// so far, as the ETA shows it; ok is false when there is no rate yet or
+// no bytes left. The benchmarks check it against a run's real end.
+func Remaining(s State) (eta time.Duration, ok bool) {
+	rate := rateOf(s)
+	if rate <= 0 || s.BytesTotal <= s.Bytes || s.Bytes == 0 {
+		return 0, false
+	}
+	return time.Duration(float64(s.BytesTotal-s.Bytes) / rate * float64(time.Second)), true
 }
 
 func inFlight(names []string, n int) string {
