@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsprint/pgsprint/internal/clone"
@@ -146,7 +147,7 @@ starts the whole copy over.`,
 	return cmd
 }
 
-func runClone(ctx context.Context, o cloneOptions) (err error) {
+func runClone(ctx context.Context, o cloneOptions) error {
 	if o.source == "" || o.target == "" {
 		return usageError{fmt.Errorf("both --source and --target are required")}
 	}
@@ -187,16 +188,21 @@ func runClone(ctx context.Context, o cloneOptions) (err error) {
 	if o.all.all {
 		return runCloneAll(ctx, o, src, dst, method)
 	}
-	// --follow: a publication and a slot whose exported snapshot the
-	// clone reads in; removed if the clone fails (see cmd_follow.go).
-	fol, conninfo, err := startFollow(ctx, o, src, dst)
+	fo, err := o.follow.options(o, src, dst)
 	if err != nil {
 		return err
 	}
-	if fol != nil {
-		o.snapshot = fol.Snapshot
-		defer func() { err = subscribeFollow(ctx, o, fol, conninfo, dst, err) }()
+	if fo != nil {
+		return runCloneFollow(ctx, o, fo, func(ctx context.Context, snapshot string) error {
+			o.snapshot = snapshot
+			return cloneOne(ctx, o, src, dst, method)
+		})
 	}
+	return cloneOne(ctx, o, src, dst, method)
+}
+
+// cloneOne is clone of one database, with its progress and summary.
+func cloneOne(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, method plan.Method) error {
 	w, err := o.progress.start("clone", o.log)
 	if err != nil {
 		return err
