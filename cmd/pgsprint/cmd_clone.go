@@ -13,6 +13,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/server"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -229,4 +230,32 @@ func cloneOne(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, met
 		fmt.Fprintf(o.log.summaryOut(), "  resumed: %d steps were already done by the interrupted run\n", res.Resumed)
 	}
 	return nil
+}
+
+// runCloneAll is clone --all.
+func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, method plan.Method) error {
+	switch {
+	case o.filter.DataOnly:
+		return usageError{fmt.Errorf("clone --all creates every database: it does not take --data-only")}
+	case o.follow.on:
+		return usageError{fmt.Errorf("clone --all does not take --follow: follow one database at a time")}
+	}
+	w, err := o.progress.start("clone", o.log)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
+	res, err := server.Clone(ctx, server.CloneOptions{
+		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, NoOwner: o.noOwner, NoACL: o.noACL, Filter: o.filter,
+		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, NoStatistics: o.noStats,
+		Split: plan.Options{ChunkSize: int64(o.chunkSize), Method: method}, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
+		ExcludeDatabases: o.all.exclude, Resume: o.resume, Version: version, Logger: o.log.logger(), Progress: w.reporter,
+	})
+	if errors.Is(err, server.ErrSameServer) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	return w.finishServer(o.log, res, pg.Describe(dst), "cloned")
 }
