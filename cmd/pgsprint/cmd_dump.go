@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
@@ -140,8 +139,8 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	if o.file == "" {
 		o.file = "-" // like pg_dump: no -f means standard output
 	}
-	if o.file == "-" && term.IsTerminal(int(os.Stdout.Fd())) {
-		return usageError{fmt.Errorf("refusing to write a binary archive to a terminal: use -f FILE, or redirect or pipe standard output")}
+	if err := notTerminal(o.file, os.Stdout); err != nil {
+		return err
 	}
 	if err := o.store.check(); err != nil {
 		return err

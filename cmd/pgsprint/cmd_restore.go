@@ -14,7 +14,6 @@ import (
 	"filippo.io/age"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
@@ -257,6 +256,9 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.file == "" {
 		return usageError{fmt.Errorf("no archive file given: use -f FILE")}
 	}
+	if err := notTerminal(o.file, os.Stdin); err != nil {
+		return err
+	}
 	ids, err := o.keys.identities()
 	if err != nil {
 		return err
@@ -292,9 +294,6 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	}
 	if o.noTrig && !o.filter.DataOnly {
 		return usageError{fmt.Errorf("--disable-triggers applies to --data-only restores only")}
-	}
-	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
-		return usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
 	}
 	cfg, err := o.conn.config(ctx)
 	if err != nil {
@@ -377,9 +376,6 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 // manifest's order: an archive on standard input is first copied whole
 // into --spill-dir.
 func openWhole(ctx context.Context, o restoreOptions) (*archive.Opened, error) {
-	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
-		return nil, usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
-	}
 	return openArchive(ctx, o.file, o.store.options(os.Stdin, nil, nil), archive.OpenOptions{Access: archive.Ordered, SpillDir: o.spillDir, Identities: o.ids})
 }
 
@@ -460,9 +456,6 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 	}
 	if o.conn.DSN == "" {
 		cfg.Database = "postgres"
-	}
-	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
-		return usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
 	}
 	// From a pipe, a Demux: each database restores as its streams arrive
 	// (those not read yet wait in --spill-dir), while the dump still runs.
