@@ -3,7 +3,6 @@ package follow
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,23 +70,18 @@ func TestCloneRefused(t *testing.T) {
 			if tc.on != nil {
 				on = tc.on
 			}
-			srcDB, dstDB := "src_"+strconv.Itoa(i), "dst_"+strconv.Itoa(i)
-			src, dst := pair(t, on, srcDB, dstDB, sourceSQL)
-			n, err := Names{}.Resolve(dstDB)
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := newCase(t, on, i, sourceSQL)
+			src, dst, n := o.Source, o.Target, o.Names
 			if tc.srcSetup != "" {
 				exec(t, src, strings.ReplaceAll(tc.srcSetup, "NAME", n.Slot))
 			}
 			if tc.dstSetup != "" {
 				exec(t, dst, strings.ReplaceAll(tc.dstSetup, "NAME", n.Slot))
 			}
-			o := Options{Source: src, Target: dst, Names: n}
 			if tc.opts != nil {
 				tc.opts(&o)
 			}
-			_, err = Clone(ctx, o, func(context.Context, string) error {
+			_, err := Clone(ctx, o, func(context.Context, string) error {
 				t.Error("copy ran despite the refusal")
 				return nil
 			})
@@ -154,19 +148,14 @@ func TestCloneCopyFails(t *testing.T) {
 			if tc.all { // FOR ALL TABLES needs no keyless and no unlogged table
 				setup += "; DROP TABLE nokey, scratch"
 			}
-			dstDB := "dst_" + strconv.Itoa(i)
-			src, dst := pair(t, c, "src_"+strconv.Itoa(i), dstDB, setup)
-			n, err := Names{}.Resolve(dstDB)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o := Options{Source: src, Target: dst, Names: n}
+			o := newCase(t, c, i, setup)
+			src, dst, n := o.Source, o.Target, o.Names
 			if tc.opts != nil {
 				tc.opts(&o)
 			}
 			failed := errors.New("copy failed")
 			ran := false
-			_, err = Clone(ctx, o, func(ctx context.Context, snapshot string) error {
+			_, err := Clone(ctx, o, func(ctx context.Context, snapshot string) error {
 				ran = true
 				if v := scalar(t, src, "SELECT plugin::text || ' ' || slot_type FROM pg_replication_slots WHERE slot_name = $1", n.Slot); v != "pgoutput logical" {
 					t.Errorf("slot %s while copying: %q, want pgoutput logical", n.Slot, v)
@@ -212,24 +201,19 @@ func TestCloneCopyFails(t *testing.T) {
 }
 
 // inSnapshot runs sql in a transaction that imports snapshot.
-func inSnapshot(t *testing.T, cfg *pgx.ConnConfig, snapshot, sql string) string {
+func inSnapshot(t *testing.T, cfg *pgx.ConnConfig, snapshot, sql string) (v string) {
 	t.Helper()
-	ctx := context.Background()
-	var v string
-	conn, err := pg.Connect(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	err = pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT "+pg.Literal(snapshot)); err != nil {
-			return err
+	withConn(t, cfg, func(ctx context.Context, conn *pgx.Conn) {
+		err := pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT "+pg.Literal(snapshot)); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, sql).Scan(&v)
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return tx.QueryRow(ctx, sql).Scan(&v)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return v
 }
 
@@ -259,13 +243,8 @@ func TestCloneCatchUp(t *testing.T) {
 			before: `INSERT INTO keyed VALUES (3000, 'new')`, after: `TRUNCATE keyed; INSERT INTO keyed VALUES (1, 'only')`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dstDB := "dst_" + strconv.Itoa(i)
-			src, dst := pair(t, c, "src_"+strconv.Itoa(i), dstDB, sourceSQL)
-			n, err := Names{}.Resolve(dstDB)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o := Options{Source: src, Target: dst, Names: n}
+			o := newCase(t, c, i, sourceSQL)
+			src, dst, n := o.Source, o.Target, o.Names
 			tc.opts(&o)
 			s, err := Clone(ctx, o, func(ctx context.Context, snapshot string) error {
 				exec(t, src, tc.before)

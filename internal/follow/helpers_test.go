@@ -2,6 +2,7 @@ package follow
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -25,22 +26,26 @@ func newLogical(t *testing.T) *pgtest.Cluster {
 	}})
 }
 
-// pair creates databases src and dst on c, runs setup in src, and returns
-// their configurations.
-func pair(t *testing.T, c *pgtest.Cluster, src, dst, setup string) (*pgx.ConnConfig, *pgx.ConnConfig) {
+// newCase creates databases src_<i> and dst_<i> on c, runs setup in the
+// source, and returns the options of a follow from one to the other,
+// under the default names.
+func newCase(t *testing.T, c *pgtest.Cluster, i int, setup string) Options {
 	t.Helper()
 	ctx := context.Background()
-	for _, db := range []string{src, dst} {
+	srcDB, dstDB := "src_"+strconv.Itoa(i), "dst_"+strconv.Itoa(i)
+	for _, db := range []string{srcDB, dstDB} {
 		if err := c.CreateDB(ctx, db); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if setup != "" {
-		if err := c.Exec(ctx, src, setup); err != nil {
-			t.Fatal(err)
-		}
+	if err := c.Exec(ctx, srcDB, setup); err != nil {
+		t.Fatal(err)
 	}
-	return config(t, c.ConnString(src)), config(t, c.ConnString(dst))
+	n, err := Names{}.Resolve(dstDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{Source: config(t, c.ConnString(srcDB)), Target: config(t, c.ConnString(dstDB)), Names: n}
 }
 
 func config(t *testing.T, conn string) *pgx.ConnConfig {
@@ -52,8 +57,8 @@ func config(t *testing.T, conn string) *pgx.ConnConfig {
 	return cfg
 }
 
-// query returns the first column of every row of sql, as text.
-func query(t *testing.T, cfg *pgx.ConnConfig, sql string, args ...any) []string {
+// withConn runs f on a connection to cfg, closed when f returns.
+func withConn(t *testing.T, cfg *pgx.ConnConfig, f func(ctx context.Context, conn *pgx.Conn)) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pg.Connect(ctx, cfg)
@@ -61,14 +66,21 @@ func query(t *testing.T, cfg *pgx.ConnConfig, sql string, args ...any) []string 
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, sql, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	f(ctx, conn)
+}
+
+// query returns the first column of every row of sql, as text.
+func query(t *testing.T, cfg *pgx.ConnConfig, sql string, args ...any) (out []string) {
+	t.Helper()
+	withConn(t, cfg, func(ctx context.Context, conn *pgx.Conn) {
+		rows, err := conn.Query(ctx, sql, args...)
+		if err == nil {
+			out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	})
 	return out
 }
 
@@ -84,15 +96,11 @@ func scalar(t *testing.T, cfg *pgx.ConnConfig, sql string, args ...any) string {
 
 func exec(t *testing.T, cfg *pgx.ConnConfig, sql string) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pg.Connect(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	withConn(t, cfg, func(ctx context.Context, conn *pgx.Conn) {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	})
 }
 
 // nothingLeft fails unless the source has no slot nor publication, and
