@@ -143,11 +143,16 @@ func run(ctx context.Context, c config) error {
 		}
 		printTable(os.Stdout, src, rows)
 		all = append(all, rows...)
+		// After each dataset: a run cut short (a lent machine's time
+		// runs out) keeps the datasets it finished.
+		if err := writeResults(c.out, all); err != nil {
+			return err
+		}
 		if err := env.finish(ctx, src); err != nil {
 			return err
 		}
 	}
-	return writeResults(c.out, all)
+	return nil
 }
 
 func machineLine() string {
