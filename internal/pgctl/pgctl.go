@@ -1,4 +1,4 @@
-// Package cluster starts and stops throwaway PostgreSQL servers in
+// Package pgctl starts and stops throwaway PostgreSQL servers in
 // temporary directories, from the installed binaries: initdb and pg_ctl run
 // as the OS user "postgres" when the caller is root (initdb refuses root).
 //
@@ -6,7 +6,7 @@
 // data, and the test harness internal/pgtest, which wraps it for testing.TB.
 // It must not import "testing", so that the pgsprint binary does not link
 // the test harness.
-package cluster
+package pgctl
 
 import (
 	"bytes"
@@ -47,7 +47,7 @@ const EnvBinDir = "PGSPRINT_TEST_PG_BIN"
 // ErrNoBinaries is returned (wrapped) when no PostgreSQL installation can be
 // found, so that callers can tell "not installed" from a broken install:
 // pgtest turns it into a skip, the demo into advice to install PostgreSQL.
-var ErrNoBinaries = errors.New("cluster: no PostgreSQL binaries found")
+var ErrNoBinaries = errors.New("pgctl: no PostgreSQL binaries found")
 
 // Options configures Start. The zero value is a sensible default.
 type Options struct {
@@ -96,7 +96,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	for key := range opts.Settings {
 		if !isConfName(key) {
-			return nil, fmt.Errorf("cluster: invalid setting name %q", key)
+			return nil, fmt.Errorf("pgctl: invalid setting name %q", key)
 		}
 	}
 	c, err := newCluster(binDir)
@@ -134,7 +134,7 @@ func newCluster(binDir string) (*Cluster, error) {
 	}
 	dir, err := os.MkdirTemp(base, "pgtest-")
 	if err != nil {
-		return nil, fmt.Errorf("cluster: creating temp dir: %w", err)
+		return nil, fmt.Errorf("pgctl: creating temp dir: %w", err)
 	}
 	c := &Cluster{
 		binDir:  binDir,
@@ -145,15 +145,15 @@ func newCluster(binDir string) (*Cluster, error) {
 		cred:    cred,
 	}
 	if err := os.Mkdir(c.sockDir, 0o755); err != nil {
-		return nil, errors.Join(fmt.Errorf("cluster: creating socket dir: %w", err), os.RemoveAll(dir))
+		return nil, errors.Join(fmt.Errorf("pgctl: creating socket dir: %w", err), os.RemoveAll(dir))
 	}
 	if err := os.Chmod(c.dir, 0o755); err != nil {
-		return nil, errors.Join(fmt.Errorf("cluster: chmod %s: %w", c.dir, err), os.RemoveAll(dir))
+		return nil, errors.Join(fmt.Errorf("pgctl: chmod %s: %w", c.dir, err), os.RemoveAll(dir))
 	}
 	if c.cred != nil {
 		for _, d := range []string{c.dir, c.sockDir} {
 			if err := os.Chown(d, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
-				return nil, errors.Join(fmt.Errorf("cluster: chown %s to the postgres user: %w", d, err), os.RemoveAll(dir))
+				return nil, errors.Join(fmt.Errorf("pgctl: chown %s to the postgres user: %w", d, err), os.RemoveAll(dir))
 			}
 		}
 	}
@@ -179,7 +179,7 @@ func InitTemplate(ctx context.Context, binDir, dir string) error {
 	err = c.initdb(ctx)
 	if err == nil {
 		if rerr := os.Rename(c.dataDir, dir); rerr != nil {
-			err = fmt.Errorf("cluster: template %s: %w", dir, rerr)
+			err = fmt.Errorf("pgctl: template %s: %w", dir, rerr)
 		}
 	}
 	return errors.Join(err, c.Close())
@@ -190,7 +190,7 @@ func InitTemplate(ctx context.Context, binDir, dir string) error {
 func (c *Cluster) copyTemplate(ctx context.Context, template string) error {
 	out, err := exec.CommandContext(ctx, "cp", "-a", "--", template, c.dataDir).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("cluster: copying template %s: %w\n%s", template, err, out)
+		return fmt.Errorf("pgctl: copying template %s: %w\n%s", template, err, out)
 	}
 	return c.readVersion()
 }
@@ -200,11 +200,11 @@ func (c *Cluster) copyTemplate(ctx context.Context, template string) error {
 func (c *Cluster) initdb(ctx context.Context) error {
 	pwFile := filepath.Join(c.dir, "pwfile")
 	if err := os.WriteFile(pwFile, []byte(SuperuserPassword+"\n"), 0o600); err != nil {
-		return fmt.Errorf("cluster: writing password file: %w", err)
+		return fmt.Errorf("pgctl: writing password file: %w", err)
 	}
 	if c.cred != nil {
 		if err := os.Chown(pwFile, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
-			return fmt.Errorf("cluster: chown password file: %w", err)
+			return fmt.Errorf("pgctl: chown password file: %w", err)
 		}
 	}
 
@@ -219,14 +219,14 @@ func (c *Cluster) initdb(ctx context.Context) error {
 			break
 		}
 		if err := os.RemoveAll(c.dataDir); err != nil {
-			return fmt.Errorf("cluster: removing failed data dir: %w", err)
+			return fmt.Errorf("pgctl: removing failed data dir: %w", err)
 		}
 	}
 	if initErr != nil {
-		return fmt.Errorf("cluster: initdb: %w", initErr)
+		return fmt.Errorf("pgctl: initdb: %w", initErr)
 	}
 	if err := os.Remove(pwFile); err != nil {
-		return fmt.Errorf("cluster: removing password file: %w", err)
+		return fmt.Errorf("pgctl: removing password file: %w", err)
 	}
 	hba := "# written by pgtest\n" +
 		"local all all trust\n" +
@@ -243,10 +243,10 @@ func (c *Cluster) initdb(ctx context.Context) error {
 func (c *Cluster) readVersion() error {
 	ver, err := os.ReadFile(filepath.Join(c.dataDir, "PG_VERSION"))
 	if err != nil {
-		return fmt.Errorf("cluster: reading PG_VERSION: %w", err)
+		return fmt.Errorf("pgctl: reading PG_VERSION: %w", err)
 	}
 	if c.version, err = strconv.Atoi(strings.TrimSpace(string(ver))); err != nil {
-		return fmt.Errorf("cluster: parsing PG_VERSION %q: %w", ver, err)
+		return fmt.Errorf("pgctl: parsing PG_VERSION %q: %w", ver, err)
 	}
 	return nil
 }
@@ -271,14 +271,14 @@ func (c *Cluster) listenAndStart(ctx context.Context, settings map[string]string
 		if attempt == 0 && include {
 			f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
 			if err != nil {
-				return fmt.Errorf("cluster: opening postgresql.conf: %w", err)
+				return fmt.Errorf("pgctl: opening postgresql.conf: %w", err)
 			}
 			_, werr := f.WriteString("\ninclude 'pgtest.conf'\n")
 			if cerr := f.Close(); werr == nil {
 				werr = cerr
 			}
 			if werr != nil {
-				return fmt.Errorf("cluster: appending to postgresql.conf: %w", werr)
+				return fmt.Errorf("pgctl: appending to postgresql.conf: %w", werr)
 			}
 		}
 		startErr = c.run(ctx, filepath.Join(c.binDir, "pg_ctl"),
@@ -290,7 +290,7 @@ func (c *Cluster) listenAndStart(ctx context.Context, settings map[string]string
 			break
 		}
 	}
-	return fmt.Errorf("cluster: pg_ctl start: %w\nserver log:\n%s", startErr, c.logTail())
+	return fmt.Errorf("pgctl: pg_ctl start: %w\nserver log:\n%s", startErr, c.logTail())
 }
 
 // config renders the harness's postgresql.conf additions: speed over safety,
@@ -335,11 +335,11 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		lastErr = err
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster: waiting for server: %w", ctx.Err())
+			return fmt.Errorf("pgctl: waiting for server: %w", ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("cluster: server does not accept connections: %w\nserver log:\n%s", lastErr, c.logTail())
+	return fmt.Errorf("pgctl: server does not accept connections: %w\nserver log:\n%s", lastErr, c.logTail())
 }
 
 // Close stops the server with an immediate shutdown (the data is thrown away,
@@ -353,11 +353,11 @@ func (c *Cluster) Close() error {
 			err := c.run(ctx, filepath.Join(c.binDir, "pg_ctl"), "stop", "-w", "-m", "immediate", "-D", c.dataDir)
 			cancel()
 			if err != nil {
-				errs = append(errs, fmt.Errorf("cluster: pg_ctl stop: %w", err))
+				errs = append(errs, fmt.Errorf("pgctl: pg_ctl stop: %w", err))
 			}
 		}
 		if err := os.RemoveAll(c.dir); err != nil {
-			errs = append(errs, fmt.Errorf("cluster: removing %s: %w", c.dir, err))
+			errs = append(errs, fmt.Errorf("pgctl: removing %s: %w", c.dir, err))
 		}
 		c.closeErr = errors.Join(errs...)
 	})
@@ -370,7 +370,7 @@ func (c *Cluster) Close() error {
 // port and socket, usable by later tests.
 func (c *Cluster) Restart(ctx context.Context) error {
 	if err := c.run(ctx, filepath.Join(c.binDir, "pg_ctl"), "restart", "-w", "-t", "60", "-m", "fast", "-D", c.dataDir, "-l", c.logFile); err != nil {
-		return fmt.Errorf("cluster: pg_ctl restart: %w\nserver log:\n%s", err, c.logTail())
+		return fmt.Errorf("pgctl: pg_ctl restart: %w\nserver log:\n%s", err, c.logTail())
 	}
 	return c.waitReady(ctx)
 }
@@ -423,11 +423,11 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 // user, which refuses to read configuration it cannot access.
 func (c *Cluster) writeOwned(path, content string) error {
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		return fmt.Errorf("cluster: writing %s: %w", path, err)
+		return fmt.Errorf("pgctl: writing %s: %w", path, err)
 	}
 	if c.cred != nil {
 		if err := os.Chown(path, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
-			return fmt.Errorf("cluster: chown %s: %w", path, err)
+			return fmt.Errorf("pgctl: chown %s: %w", path, err)
 		}
 	}
 	return nil
@@ -451,15 +451,15 @@ func ServerCredential() (*syscall.Credential, error) {
 	}
 	u, err := user.Lookup("postgres")
 	if err != nil {
-		return nil, fmt.Errorf("cluster: running as root, and initdb refuses root, but there is no OS user \"postgres\": %w", err)
+		return nil, fmt.Errorf("pgctl: running as root, and initdb refuses root, but there is no OS user \"postgres\": %w", err)
 	}
 	uid, err := strconv.ParseUint(u.Uid, 10, 32)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: parsing uid %q of user postgres: %w", u.Uid, err)
+		return nil, fmt.Errorf("pgctl: parsing uid %q of user postgres: %w", u.Uid, err)
 	}
 	gid, err := strconv.ParseUint(u.Gid, 10, 32)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: parsing gid %q of user postgres: %w", u.Gid, err)
+		return nil, fmt.Errorf("pgctl: parsing gid %q of user postgres: %w", u.Gid, err)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
@@ -495,11 +495,11 @@ func serverEnv() []string {
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, fmt.Errorf("cluster: finding a free port: %w", err)
+		return 0, fmt.Errorf("pgctl: finding a free port: %w", err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	if err := l.Close(); err != nil {
-		return 0, fmt.Errorf("cluster: releasing probe port: %w", err)
+		return 0, fmt.Errorf("pgctl: releasing probe port: %w", err)
 	}
 	return port, nil
 }
