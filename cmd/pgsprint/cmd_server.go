@@ -17,11 +17,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
-	"github.com/pgsprint/pgsprint/internal/server"
 	"github.com/pgsprint/pgsprint/internal/sqlscript"
 )
 
@@ -51,7 +51,7 @@ func (a *allDumpFlags) run(ctx context.Context, conn connFlags, o dump.Options, 
 	if conn.DSN == "" {
 		o.Source.Database = "postgres"
 	}
-	res, err := server.Dump(ctx, server.DumpOptions{Options: o, ExcludeDatabases: a.exclude})
+	res, err := cluster.Dump(ctx, cluster.DumpOptions{Options: o, ExcludeDatabases: a.exclude})
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer w.stop()
-	res, err := server.Restore(ctx, server.RestoreOptions{
+	res, err := cluster.Restore(ctx, cluster.RestoreOptions{
 		Target: cfg, Source: f.Source, Where: f.String(), Jobs: o.jobs, Database: o.all.database, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, Resume: o.resume, Filter: o.filter, MaintenanceWorkMem: o.mwm,
 		NoAnalyze: o.noAnalyze, NoStatistics: o.noStats, Logger: o.log.logger(), Progress: w.reporter,
@@ -137,7 +137,7 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 // finishServer ends a whole-server run: the summary of every database
 // (serverSummary) as --summary-json and the JSON progress stream have it,
 // and for people its totals and a line per database.
-func (w *watch) finishServer(l logFlags, res *server.RestoreResult, target, verb string) error {
+func (w *watch) finishServer(l logFlags, res *cluster.RestoreResult, target, verb string) error {
 	err := w.finish(serverSummary(w.tracker, res, target))
 	printServerResult(w.textOut(l), res, verb)
 	return err
@@ -154,7 +154,7 @@ func (w *watch) textOut(l logFlags) io.Writer {
 
 // serverSummary is the end-of-run summary of restore --all and clone
 // --all: their totals, the globals, and each database with its phases.
-func serverSummary(t *progress.Tracker, res *server.RestoreResult, target string) progress.Summary {
+func serverSummary(t *progress.Tracker, res *cluster.RestoreResult, target string) progress.Summary {
 	s := t.Summary()
 	s.Target, s.WallSeconds, s.Phases = target, res.Elapsed.Seconds(), nil
 	s.Tables, s.Chunks, s.Rows, s.Sequences, s.LargeObj = 0, 0, 0, 0, 0
@@ -180,7 +180,7 @@ func serverSummary(t *progress.Tracker, res *server.RestoreResult, target string
 }
 
 // printServerResult is the summary of restore --all and clone --all.
-func printServerResult(out io.Writer, res *server.RestoreResult, verb string) {
+func printServerResult(out io.Writer, res *cluster.RestoreResult, verb string) {
 	if g := res.Globals; g != nil {
 		fmt.Fprintf(out, "globals: %d roles and %d tablespaces created", g.Roles, g.Tablespaces)
 		if len(g.KeptRoles) > 0 {
@@ -235,7 +235,7 @@ func listServer(ar *archive.Opened, m *archive.Manifest, streams []archive.Strea
 		if err != nil {
 			return fmt.Errorf("read globals: %w", err)
 		}
-		if l.Roles, l.Tablespaces, err = server.GlobalsObjects(string(b)); err != nil {
+		if l.Roles, l.Tablespaces, err = cluster.GlobalsObjects(string(b)); err != nil {
 			return err
 		}
 	}
@@ -311,13 +311,13 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 		return err
 	}
 	defer w.stop()
-	res, err := server.Clone(ctx, server.CloneOptions{
+	res, err := cluster.Clone(ctx, cluster.CloneOptions{
 		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, NoOwner: o.noOwner, NoACL: o.noACL, Filter: o.filter,
 		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, NoStatistics: o.noStats,
 		Split: plan.Options{ChunkSize: int64(o.chunkSize), Method: method}, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		ExcludeDatabases: o.all.exclude, Resume: o.resume, Version: version, Logger: o.log.logger(), Progress: w.reporter,
 	})
-	if errors.Is(err, server.ErrSameServer) {
+	if errors.Is(err, cluster.ErrSameServer) {
 		return usageError{err}
 	}
 	if err != nil {
@@ -332,7 +332,7 @@ func writeServerSQL(ctx context.Context, o restoreOptions, ar *archive.Reader, o
 		return usageError{fmt.Errorf("--to-sql --all writes the whole server: it does not take -n/-N/-t/-T, --schema-only, --data-only, -L or --database")}
 	}
 	out := &pipeOut{w: os.Stdout}
-	return out.result(server.WriteScript(ctx, ar, out, server.ScriptOptions{Options: opts, NoTablespaces: o.filter.Objects.NoTablespaces}))
+	return out.result(cluster.WriteScript(ctx, ar, out, cluster.ScriptOptions{Options: opts, NoTablespaces: o.filter.Objects.NoTablespaces}))
 }
 
 // wholeReader is the Reader of an archive opened whole (openWhole: random

@@ -1,10 +1,10 @@
-// Package server copies a whole PostgreSQL server: its globals (roles,
+// Package cluster copies a whole PostgreSQL server: its globals (roles,
 // memberships, role settings, tablespaces, as pg_dumpall --globals-only
 // writes them) and every database, each through the one-database dump
 // and restore pipelines (internal/dump, internal/restore), in one archive
 // (format version 4: docs/FORMAT.md) whose workers are shared across
 // databases.
-package server
+package cluster
 
 import (
 	"context"
