@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/filter"
-	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/store/location"
 )
@@ -34,7 +34,7 @@ type Options struct {
 	Codec     codec.Codec
 	BlockSize int
 	// Split says which tables are cut into chunks, and how.
-	Split   plan.Options
+	Split   chunk.Options
 	Version string // pgsprint's version, recorded in the manifest
 	Logger  *slog.Logger
 	// Filter selects schemas and tables as pg_dump's -n/-N/-t/-T do; the
