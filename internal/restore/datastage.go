@@ -123,7 +123,7 @@ func (d *dataStage) buildGraph(ctx context.Context, post *postData, refs map[str
 		case chunksOf[c.Table] == 1 && c.Where == "" && !d.sel.dataOnly:
 			// The table's only load, in a table this restore created:
 			// ACCESS EXCLUSIVE for the tasks fused into it
-			// (PlanOptions.FuseBytes), FREEZE only where it pays.
+			// (PostDataOptions.FuseBytes), FREEZE only where it pays.
 			lock = []schedule.Lock{{Key: key, Mode: schedule.AccessExclusive}}
 			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: size,
 				Locks: lock, Table: key, Data: &load{chunk: c, freeze: freezes(size)}}))
@@ -156,11 +156,11 @@ func (d *dataStage) buildGraph(ctx context.Context, post *postData, refs map[str
 		// No step of its own: each object records its own (loadLargeObjects).
 		g.Add(&schedule.Task{Name: name, Kind: schedule.Data, Cost: sizes[i], Data: &load{los: los}})
 	}
-	plan := schedule.PlanOptions{Tables: tables, Analyze: !d.opts.NoAnalyze, Statistics: d.stats.tables,
+	plan := schedule.PostDataOptions{Tables: tables, Analyze: !d.opts.NoAnalyze, Statistics: d.stats.tables,
 		SmallBytes: fuseMaxBytes, Done: d.target.j.IsDone}
 	if d.m.Encoding == "UTF8" {
 		// Small tables' tasks are fused into their loads as they are
-		// planned (schedule.PlanOptions.FuseBytes). A fused task's SQL is sent
+		// planned (schedule.PostDataOptions.FuseBytes). A fused task's SQL is sent
 		// in the load's session, whose client_encoding (UTF8) must be the
 		// script's (the archive's).
 		plan.FuseBytes = fuseMaxBytes
@@ -187,7 +187,7 @@ const freezeMinBytes = 128 << 10
 func freezes(size int64) bool { return size >= freezeMinBytes }
 
 // fuseMaxBytes is the largest table whose indexes, constraints and ANALYZE
-// run in its load's transaction (schedule.PlanOptions.FuseBytes): for a small
+// run in its load's transaction (schedule.PostDataOptions.FuseBytes): for a small
 // table they take less than the round trips and commits they would cost
 // apart, and nothing is lost by not building them beside other work.
 const fuseMaxBytes = 1 << 20

@@ -10,7 +10,7 @@ import (
 )
 
 // Fused is a task merged into a small table's load as the post-data plan
-// is made (PlanOptions.FuseBytes): the executor runs its statements after
+// is made (PostDataOptions.FuseBytes): the executor runs its statements after
 // the load, in the load's transaction, and records its journal step there
 // too. With 100,000 tables four of them per table were most of a
 // restore's memory, so a Fused keeps only what its name, journal step and

@@ -67,7 +67,7 @@ func TestPlanSmallForeignKeys(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			done := func(step string) bool { return slices.Contains(tc.done, step) }
-			g, _, _ := planWith(t, 1, AccessExclusive, PlanOptions{SmallBytes: tc.small, Done: done})
+			g, _, _ := planWith(t, 1, AccessExclusive, PostDataOptions{SmallBytes: tc.small, Done: done})
 			for fk, want := range tc.want {
 				add := g.Tasks[find(t, g, "foreign key "+fk)]
 				validate := slices.ContainsFunc(g.Tasks, func(tk *Task) bool { return tk.Name == "validate "+fk })
@@ -99,7 +99,7 @@ func TestPlanSmallForeignKeys(t *testing.T) {
 // table's stay apart, and so do the foreign keys, which depend on the
 // loads their tables' fused tasks joined.
 func TestFuseAnalyzeOfTablesWithForeignKeys(t *testing.T) {
-	f, _, _ := planWith(t, 1, AccessExclusive, PlanOptions{Analyze: true, SmallBytes: 250, FuseBytes: 250})
+	f, _, _ := planWith(t, 1, AccessExclusive, PostDataOptions{Analyze: true, SmallBytes: 250, FuseBytes: 250})
 	if err := f.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +142,8 @@ func TestFuseAnalyzeOfTablesWithForeignKeys(t *testing.T) {
 // the task planned apart has (the journal of a run that did not fuse it
 // is read by one that does).
 func TestFusedTask(t *testing.T) {
-	apart, _, _ := planWith(t, 1, AccessExclusive, PlanOptions{Analyze: true, SmallBytes: 250})
-	fused, _, _ := planWith(t, 1, AccessExclusive, PlanOptions{Analyze: true, SmallBytes: 250, FuseBytes: 250})
+	apart, _, _ := planWith(t, 1, AccessExclusive, PostDataOptions{Analyze: true, SmallBytes: 250})
+	fused, _, _ := planWith(t, 1, AccessExclusive, PostDataOptions{Analyze: true, SmallBytes: 250, FuseBytes: 250})
 	n := 0
 	for _, l := range fused.Tasks {
 		for i := range l.Then {

@@ -106,7 +106,7 @@ type Task struct {
 	Entries []int    // dump IDs pg_restore restores (Kind Rest)
 	Table   string   // lock key of the table (Data, Analyze)
 	Data    any      // caller's payload (Data tasks)
-	// Then are tasks merged into this one (PlanOptions.FuseBytes): run after
+	// Then are tasks merged into this one (PostDataOptions.FuseBytes): run after
 	// it, in its transaction, on its connection.
 	Then []Fused
 }

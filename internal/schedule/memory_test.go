@@ -15,7 +15,7 @@ import (
 // pgtest.SmallTables (a primary key, a secondary index, every third a
 // foreign key to the table before it) and the plan options of a restore
 // loading each by one task of 300 bytes, into g.
-func smallTables(t testing.TB, n int, g *Graph) (*toc.Script, PlanOptions) {
+func smallTables(t testing.TB, n int, g *Graph) (*toc.Script, PostDataOptions) {
 	var b strings.Builder
 	var ids []int
 	b.WriteString("SET statement_timeout = 0;\nSELECT pg_catalog.set_config('search_path', '', false);\n\nSET default_tablespace = '';\n\n")
@@ -51,7 +51,7 @@ func smallTables(t testing.TB, n int, g *Graph) (*toc.Script, PlanOptions) {
 			Locks: []Lock{{key, AccessExclusive}}, Table: key})
 		tables[key] = TableFacts{Loads: []int{l}, Size: 300}
 	}
-	return script, PlanOptions{Tables: tables, Analyze: true, SmallBytes: 1 << 20}
+	return script, PostDataOptions{Tables: tables, Analyze: true, SmallBytes: 1 << 20}
 }
 
 // describe renders a graph's tasks with their dependencies, locks and
@@ -86,7 +86,7 @@ func TestFuseWhilePlanning(t *testing.T) {
 	g := &Graph{}
 	script, opts := smallTables(t, 30, g)
 	opts.FuseBytes = 1 << 20
-	if _, err := PlanPostData(g, script, opts); err != nil {
+	if _, err := AddPostData(g, script, opts); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Validate(); err != nil {
@@ -135,7 +135,7 @@ func TestSmallTablesPlanMemory(t *testing.T) {
 	script, opts := smallTables(t, n, g)
 	opts.FuseBytes = 1 << 20
 	before := heaptest.Live()
-	if _, err := PlanPostData(g, script, opts); err != nil {
+	if _, err := AddPostData(g, script, opts); err != nil {
 		t.Fatal(err)
 	}
 	per := (heaptest.Live() - before) / n

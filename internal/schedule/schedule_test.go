@@ -100,13 +100,13 @@ func fkSchema() (script string, ids []int) {
 // plan builds the graph of fkSchema with two load tasks per table.
 func plan(t *testing.T) (*Graph, map[string][]int, int) {
 	t.Helper()
-	return planWith(t, 2, RowExclusive, PlanOptions{Analyze: true})
+	return planWith(t, 2, RowExclusive, PostDataOptions{Analyze: true})
 }
 
 // planWith builds the graph of fkSchema with loadsPer load tasks per table
 // taking lock mode, tables a, b and c of 100, 200 and 300 bytes, and opts
 // (their Tables set here).
-func planWith(t *testing.T, loadsPer int, mode LockMode, opts PlanOptions) (*Graph, map[string][]int, int) {
+func planWith(t *testing.T, loadsPer int, mode LockMode, opts PostDataOptions) (*Graph, map[string][]int, int) {
 	t.Helper()
 	text, ids := fkSchema()
 	script, err := toc.ParseScript(text, ids)
@@ -125,7 +125,7 @@ func planWith(t *testing.T, loadsPer int, mode LockMode, opts PlanOptions) (*Gra
 		tables[key] = TableFacts{Loads: loads[name], Size: int64(100 * (i + 1))}
 	}
 	opts.Tables = tables
-	rest, err := PlanPostData(g, script, opts)
+	rest, err := AddPostData(g, script, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestPlanSkipsAnalyzeWithStatistics(t *testing.T) {
 	g := &Graph{}
 	tables := oneLoadEach(g, 1, RowExclusive)
 	stats := map[string]bool{TableKey("public", "b"): true}
-	if _, err := PlanPostData(g, script, PlanOptions{Tables: tables, Analyze: true, Statistics: stats}); err != nil {
+	if _, err := AddPostData(g, script, PostDataOptions{Tables: tables, Analyze: true, Statistics: stats}); err != nil {
 		t.Fatal(err)
 	}
 	var analyzed []string

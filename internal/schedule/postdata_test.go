@@ -22,7 +22,7 @@ func TestPlanEntriesInOneReading(t *testing.T) {
 	g := &Graph{}
 	key := TableKey("public", "a")
 	load := g.Add(&Task{Name: "load a", Kind: Data, Cost: 10 << 20, Table: key, Locks: []Lock{{key, AccessExclusive}}})
-	rest, err := PlanPostData(g, script, PlanOptions{Tables: map[string]TableFacts{key: {Loads: []int{load}, Size: 10 << 20}}})
+	rest, err := AddPostData(g, script, PostDataOptions{Tables: map[string]TableFacts{key: {Loads: []int{load}, Size: 10 << 20}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,14 +39,14 @@ func TestPlanEntriesInOneReading(t *testing.T) {
 	}
 }
 
-// TestAbandonPostDataPlan: a plan abandoned half way (its script could not
+// TestAbandonPostData: a plan abandoned half way (its script could not
 // be read to the end) leaves the graph as it found it: no task of its own,
 // nothing fused into the loads.
-func TestAbandonPostDataPlan(t *testing.T) {
+func TestAbandonPostData(t *testing.T) {
 	script, ids := parsedFKSchema(t)
 	g := &Graph{}
 	tables := oneLoadEach(g, 100, AccessExclusive)
-	pp := NewPostDataPlan(g, ids, PlanOptions{Tables: tables, Analyze: true, FuseBytes: 1 << 20})
+	pp := NewPostData(g, ids, PostDataOptions{Tables: tables, Analyze: true, FuseBytes: 1 << 20})
 	for i := range script.Entries[:8] {
 		pp.Add(&script.Entries[i])
 	}
@@ -76,7 +76,7 @@ func TestPlanIndexAttach(t *testing.T) {
 	g := &Graph{}
 	p1 := TableKey("public", "p1")
 	load := g.Add(&Task{Name: "load p1", Kind: Data, Cost: 10 << 20, Table: p1, Locks: []Lock{{p1, RowExclusive}}})
-	if _, err := PlanPostData(g, script, PlanOptions{Tables: map[string]TableFacts{p1: {Loads: []int{load}, Size: 10 << 20}}}); err != nil {
+	if _, err := AddPostData(g, script, PostDataOptions{Tables: map[string]TableFacts{p1: {Loads: []int{load}, Size: 10 << 20}}}); err != nil {
 		t.Fatal(err)
 	}
 	at := g.Tasks[find(t, g, "attach p1_v_idx")]

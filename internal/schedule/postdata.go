@@ -14,8 +14,8 @@ type TableFacts struct {
 	Size  int64 // bytes of data, the cost estimate of its indexes
 }
 
-// PlanOptions configure the post-data plan.
-type PlanOptions struct {
+// PostDataOptions configure the post-data plan.
+type PostDataOptions struct {
 	// Tables maps TableKey(schema, name) to the table's load tasks; a table
 	// not in it (partitioned parent, materialized view) has no rows to wait
 	// for.
@@ -105,7 +105,7 @@ func (es *entries) set(id, last int, table string) {
 
 type planner struct {
 	g    *Graph
-	opts PlanOptions
+	opts PostDataOptions
 	// byID is every entry of the script, planned or not yet.
 	byID *entries
 	// byTable lists the index and constraint tasks of each table, which
@@ -123,21 +123,21 @@ type planner struct {
 	lastSettings *[]string
 }
 
-// PostDataPlan lays out post-data entries as they are read: each entry of
+// PostData lays out post-data entries as they are read: each entry of
 // pg_restore's script becomes tasks (or is left to pg_restore) as soon as
 // it comes, and only its task ids stay, so that the entries of 100,000
 // tables, which weigh more than the plan made of them, are never all held.
-type PostDataPlan struct {
+type PostData struct {
 	p *planner
 }
 
-// NewPostDataPlan starts the post-data plan of a script whose entries are
+// NewPostData starts the post-data plan of a script whose entries are
 // ids (pg_restore --list's order, which is the script's), adding its tasks
 // to g.
-func NewPostDataPlan(g *Graph, ids []int, opts PlanOptions) *PostDataPlan {
+func NewPostData(g *Graph, ids []int, opts PostDataOptions) *PostData {
 	p := &planner{g: g, opts: opts, byID: newEntries(ids), byTable: map[string][]int{},
 		touched: map[string][]int{}, firstTask: len(g.Tasks)}
-	return &PostDataPlan{p: p}
+	return &PostData{p: p}
 }
 
 // Add plans the script's next entry: its tasks, which depend on the tasks
@@ -146,7 +146,7 @@ func NewPostDataPlan(g *Graph, ids []int, opts PlanOptions) *PostDataPlan {
 // depends on an entry left to pg_restore, or on one of the script not yet
 // planned, is left to pg_restore too, which runs after every task of the
 // plan and in pg_dump's order.
-func (pp *PostDataPlan) Add(e *toc.Entry) {
+func (pp *PostData) Add(e *toc.Entry) {
 	p := pp.p
 	it := &item{e: e}
 	p.classify(it)
@@ -181,7 +181,7 @@ func (pp *PostDataPlan) Add(e *toc.Entry) {
 // Abandon takes out of the graph everything the plan added to it, for a
 // caller that cannot finish it (the script could not be read to its end)
 // and leaves all of post-data to pg_restore instead.
-func (pp *PostDataPlan) Abandon() {
+func (pp *PostData) Abandon() {
 	p := pp.p
 	clear(p.g.Tasks[p.firstTask:])
 	p.g.Tasks = p.g.Tasks[:p.firstTask]
@@ -196,7 +196,7 @@ func (pp *PostDataPlan) Abandon() {
 // Finish adds the task that hands every entry left over to pg_restore, in
 // pg_dump's order, and the ANALYZE tasks, and returns the index of the
 // former.
-func (pp *PostDataPlan) Finish() int {
+func (pp *PostData) Finish() int {
 	p, opts, g := pp.p, pp.p.opts, pp.p.g
 	pp.p = nil
 	rest := &Task{Name: fmt.Sprintf("pg_restore of %d other post-data entries", len(p.restIDs)), Step: "rest of post-data", Kind: Rest,
@@ -237,7 +237,7 @@ func (pp *PostDataPlan) Finish() int {
 	return restID
 }
 
-// PlanPostData adds the post-data entries of script to g: indexes,
+// AddPostData adds the post-data entries of script to g: indexes,
 // PRIMARY KEY and UNIQUE constraints (built as unique indexes, then
 // attached), foreign keys (added NOT VALID, then validated; between two
 // small tables added checked at once), partition index
@@ -245,13 +245,13 @@ func (pp *PostDataPlan) Finish() int {
 // entry to pg_restore in pg_dump's order. It returns the index of that
 // final task. Any entry whose shape it does not recognise is left to
 // pg_restore, as is everything that depends on such an entry. It is
-// PostDataPlan for a script already read whole.
-func PlanPostData(g *Graph, script *toc.Script, opts PlanOptions) (int, error) {
+// PostData for a script already read whole.
+func AddPostData(g *Graph, script *toc.Script, opts PostDataOptions) (int, error) {
 	ids := make([]int, len(script.Entries))
 	for i, e := range script.Entries {
 		ids[i] = e.ID
 	}
-	pp := NewPostDataPlan(g, ids, opts)
+	pp := NewPostData(g, ids, opts)
 	for i := range script.Entries {
 		pp.Add(&script.Entries[i])
 	}
