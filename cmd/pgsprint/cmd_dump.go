@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
@@ -110,7 +111,7 @@ server. One connection per database holds its snapshot until the end; the
 	fs.StringVarP(&o.file, "file", "f", "", `archive file to write, or s3://bucket/key; "-" or none for standard output`)
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers")
 	fs.StringVarP(&o.compress, "compress", "Z", defaultCompression, "compression: zstd, lz4, gzip or none, with an optional :LEVEL")
-	fs.IntVar(&o.blockSize, "block-size", dump.DefaultBlockSize, "raw bytes per compressed block")
+	fs.IntVar(&o.blockSize, "block-size", archive.DefaultBlockSize, "raw bytes per compressed block")
 	o.chunkSize = chunk.DefaultSize
 	fs.Var(&o.chunkSize, "chunk-size", "split tables larger than this into chunks of about this size, read in parallel (0: never split)")
 	fs.StringVar(&o.splitBy, "split-by", string(chunk.Auto), "how to split big tables: auto (ctid ranges on PostgreSQL 14+, else integer key ranges), ctid or key")

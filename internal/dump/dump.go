@@ -21,10 +21,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
-// DefaultBlockSize is the raw size of a data block: big enough for codecs
-// to work well, small enough that N workers' buffers stay a few MiB.
-const DefaultBlockSize = 1 << 20
-
 // Options configure one dump.
 type Options struct {
 	Source    *pgx.ConnConfig
@@ -66,7 +62,7 @@ type Options struct {
 func (opts Options) WithDefaults() Options {
 	opts.Jobs = max(opts.Jobs, 1)
 	if opts.BlockSize <= 0 {
-		opts.BlockSize = DefaultBlockSize
+		opts.BlockSize = archive.DefaultBlockSize
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
