@@ -67,7 +67,9 @@ INSERT INTO generated (id, a) SELECT s, s FROM generate_series(1, 20000) s;
 
 // TestChunkedRoundTrip dumps every table in many chunks (a tiny
 // --chunk-size), by ctid and by key, and restores: row counts and content
-// hashes must be identical for every staleness case above.
+// hashes must be identical for every staleness case above; the tables
+// smaller than a connection's share of the data are loaded whole and
+// frozen, the larger one in chunks on every connection.
 func TestChunkedRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -105,6 +107,26 @@ func TestChunkedRoundTrip(t *testing.T) {
 			mustPgsprint(t, "restore", "-f", file, "-d", c.ConnString(dst), "-j", "3", "-q")
 			pgtest.RequireSameSchema(t, c.BinDir(), c.ConnString(src), c.ConnString(dst))
 			pgtest.RequireSameData(t, c.ConnString(src), c.ConnString(dst))
+			// Every table but toasted holds less than a third of the data:
+			// each was loaded whole, its chunks in one transaction, so its
+			// rows were written frozen (COPY FREEZE sets its pages
+			// all-frozen). toasted holds more: its chunks were loaded
+			// apart, on all three connections.
+			if err := c.Exec(ctx, dst, "CREATE EXTENSION pg_visibility"); err != nil {
+				t.Fatal(err)
+			}
+			frozen := scalar(t, c.ConnString(dst), `SELECT coalesce(string_agg(c.relname, ' ' ORDER BY c.relname), '')
+				FROM pg_class c, pg_visibility_map_summary(c.oid) s
+				WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' AND pg_relation_size(c.oid) > 0
+				AND s.all_frozen = pg_relation_size(c.oid) / current_setting('block_size')::int8`)
+			want := "generated grew holes hot nocols nonhot shrank truncated"
+			if m == "key" {
+				// nocols has no key: one chunk, under freezeMinBytes.
+				want = "generated grew holes hot nonhot shrank truncated"
+			}
+			if frozen != want {
+				t.Errorf("tables written frozen: %q, want %q", frozen, want)
+			}
 		})
 	}
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/clone"
+	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
@@ -146,7 +148,7 @@ starts the whole copy over.`,
 	return cmd
 }
 
-func runClone(ctx context.Context, o cloneOptions) (err error) {
+func runClone(ctx context.Context, o cloneOptions) error {
 	if o.source == "" || o.target == "" {
 		return usageError{fmt.Errorf("both --source and --target are required")}
 	}
@@ -187,16 +189,21 @@ func runClone(ctx context.Context, o cloneOptions) (err error) {
 	if o.all.all {
 		return runCloneAll(ctx, o, src, dst, method)
 	}
-	// --follow: a publication and a slot whose exported snapshot the
-	// clone reads in; removed if the clone fails (see cmd_follow.go).
-	fol, conninfo, err := startFollow(ctx, o, src, dst)
+	fo, err := o.follow.options(o, src, dst)
 	if err != nil {
 		return err
 	}
-	if fol != nil {
-		o.snapshot = fol.Snapshot
-		defer func() { err = subscribeFollow(ctx, o, fol, conninfo, dst, err) }()
+	if fo != nil {
+		return runCloneFollow(ctx, o, fo, func(ctx context.Context, snapshot string) error {
+			o.snapshot = snapshot
+			return cloneOne(ctx, o, src, dst, method)
+		})
 	}
+	return cloneOne(ctx, o, src, dst, method)
+}
+
+// cloneOne is clone of one database, with its progress and summary.
+func cloneOne(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, method chunk.Method) error {
 	w, err := o.progress.start("clone", o.log)
 	if err != nil {
 		return err
@@ -223,4 +230,32 @@ func runClone(ctx context.Context, o cloneOptions) (err error) {
 		fmt.Fprintf(o.log.summaryOut(), "  resumed: %d steps were already done by the interrupted run\n", res.Resumed)
 	}
 	return nil
+}
+
+// runCloneAll is clone --all.
+func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, method chunk.Method) error {
+	switch {
+	case o.filter.DataOnly:
+		return usageError{fmt.Errorf("clone --all creates every database: it does not take --data-only")}
+	case o.follow.on:
+		return usageError{fmt.Errorf("clone --all does not take --follow: follow one database at a time")}
+	}
+	w, err := o.progress.start("clone", o.log)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
+	res, err := cluster.Clone(ctx, cluster.CloneOptions{
+		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, NoOwner: o.noOwner, NoACL: o.noACL, Filter: o.filter,
+		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, NoStatistics: o.noStats,
+		Split: chunk.Options{ChunkSize: int64(o.chunkSize), Method: method}, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
+		ExcludeDatabases: o.all.exclude, Resume: o.resume, Version: version, Logger: o.log.logger(), Progress: w.reporter,
+	})
+	if errors.Is(err, cluster.ErrSameServer) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	return w.finishServer(o.log, res, pg.Describe(dst), "cloned")
 }

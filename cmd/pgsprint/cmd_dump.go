@@ -3,15 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
+	"github.com/spf13/pflag"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/chunk"
+	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
@@ -137,8 +140,8 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	if o.file == "" {
 		o.file = "-" // like pg_dump: no -f means standard output
 	}
-	if o.file == "-" && term.IsTerminal(int(os.Stdout.Fd())) {
-		return usageError{fmt.Errorf("refusing to write a binary archive to a terminal: use -f FILE, or redirect or pipe standard output")}
+	if err := notTerminal(o.file, os.Stdout); err != nil {
+		return err
 	}
 	if err := o.store.check(); err != nil {
 		return err
@@ -198,7 +201,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	}
 	var res *dump.Result
 	if o.all.all {
-		res, err = o.all.run(ctx, o.conn, dopts, w.textOut(o.log))
+		res, err = runDumpAll(ctx, o.all, o.conn, dopts, w.textOut(o.log))
 	} else {
 		res, err = dump.Run(ctx, dopts)
 	}
@@ -214,4 +217,45 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	s.RawBytes, s.StoredBytes, s.Codec = res.RawBytes, res.StoredBytes, c.Name()
 	s.WallSeconds = res.Elapsed.Seconds()
 	return w.finish(s)
+}
+
+// allDumpFlags are dump's whole-server flags.
+type allDumpFlags struct {
+	all     bool
+	exclude []string
+}
+
+func (a *allDumpFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&a.all, "all", false, "dump the whole server: globals (roles, tablespaces) and every database, in one archive (see above)")
+	fs.StringArrayVar(&a.exclude, "exclude-database", nil, "with --all: do not dump databases matching this pattern (as pg_dumpall; repeatable)")
+}
+
+func (a *allDumpFlags) check(snapshot string) error {
+	switch {
+	case !a.all && len(a.exclude) > 0:
+		return usageError{fmt.Errorf("--exclude-database applies to --all only")}
+	case a.all && snapshot != "":
+		return usageError{fmt.Errorf("--all does not take --snapshot: each database is read in its own snapshot")}
+	}
+	return nil
+}
+
+// runDumpAll is dump --all, with the one-database dump's options.
+func runDumpAll(ctx context.Context, a allDumpFlags, conn connFlags, o dump.Options, out io.Writer) (*dump.Result, error) {
+	if conn.DSN == "" {
+		o.Source.Database = "postgres"
+	}
+	res, err := cluster.Dump(ctx, cluster.DumpOptions{Options: o, ExcludeDatabases: a.exclude})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "databases: %s\n", strings.Join(res.Databases, ", "))
+	if len(res.Skipped) > 0 {
+		var s []string
+		for _, d := range res.Skipped {
+			s = append(s, fmt.Sprintf("%s (%s)", d.Name, d.Reason))
+		}
+		fmt.Fprintf(out, "skipped: %s\n", strings.Join(s, ", "))
+	}
+	return &res.Result, nil
 }

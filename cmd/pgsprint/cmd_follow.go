@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,39 +37,48 @@ func (f *followFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.skipNoKey, "follow-skip-no-key", false, "with --follow: leave source tables without primary key or replica identity out of the publication: their changes are NOT followed")
 }
 
-// startFollow checks the follow options and creates the publication and
-// the slot whose exported snapshot the clone reads in; nil without
-// --follow.
-func startFollow(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig) (*follow.Started, string, error) {
-	f := o.follow
+// options checks the --follow flags against the clone's and builds the
+// follow's options; nil without --follow.
+func (f *followFlags) options(o cloneOptions, src, dst *pgx.ConnConfig) (*follow.Options, error) {
 	if !f.on {
 		if f.conninfo != "" || f.names != (follow.Names{}) || f.riFull || f.skipNoKey || f.wait {
-			return nil, "", usageError{fmt.Errorf("--follow-conninfo, --slot, --publication, --replica-identity-full, --follow-skip-no-key and --wait go with --follow")}
+			return nil, usageError{fmt.Errorf("--follow-conninfo, --slot, --publication, --replica-identity-full, --follow-skip-no-key and --wait go with --follow")}
 		}
-		return nil, "", nil
+		return nil, nil
 	}
 	switch {
 	case o.snapshot != "" || o.resume:
-		return nil, "", usageError{fmt.Errorf("--follow reads in the snapshot of the slot it creates: it does not take --snapshot or --resume")}
+		return nil, usageError{fmt.Errorf("--follow reads in the snapshot of the slot it creates: it does not take --snapshot or --resume")}
 	case o.filter.SchemaOnly:
-		return nil, "", usageError{fmt.Errorf("--follow copies rows: it does not take --schema-only")}
+		return nil, usageError{fmt.Errorf("--follow copies rows: it does not take --schema-only")}
 	case f.riFull && f.skipNoKey:
-		return nil, "", usageError{fmt.Errorf("choose one of --replica-identity-full and --follow-skip-no-key")}
-	}
-	conninfo := f.conninfo
-	if conninfo == "" {
-		if src.Password != "" {
-			return nil, "", usageError{fmt.Errorf("the source connection uses a password, which the subscription's connection string would store in the target's catalog: give --follow-conninfo (without a password when the target server's OS user has a .pgpass for the source)")}
-		}
-		conninfo = pg.Conninfo(src)
+		return nil, usageError{fmt.Errorf("choose one of --replica-identity-full and --follow-skip-no-key")}
 	}
 	names, err := f.names.Resolve(dst.Database)
 	if err != nil {
-		return nil, "", usageError{err}
+		return nil, usageError{err}
 	}
-	s, err := follow.Start(ctx, follow.StartOptions{Source: src, Target: dst, Names: names, Conninfo: conninfo, Filter: o.filter,
-		ReplicaIdentityFull: f.riFull, SkipNoKey: f.skipNoKey, Logger: o.log.logger()})
-	return s, conninfo, err
+	return &follow.Options{Source: src, Target: dst, Names: names, Conninfo: f.conninfo, Filter: o.filter,
+		ReplicaIdentityFull: f.riFull, SkipNoKey: f.skipNoKey, Logger: o.log.logger()}, nil
+}
+
+// runCloneFollow is clone --follow: the clone, copy, runs inside the
+// follow's lifecycle (follow.Clone), and the target follows the source
+// once it returns.
+func runCloneFollow(ctx context.Context, o cloneOptions, fo *follow.Options, copy func(ctx context.Context, snapshot string) error) error {
+	fol, err := follow.Clone(ctx, *fo, copy)
+	if errors.Is(err, follow.ErrConninfoPassword) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.log.summaryOut(), "  following: subscription %s on the target replays the source's changes from %s (slot %s, publication %s); see pgsprint follow status, then follow finish\n",
+		fol.Slot, fol.ConsistentPoint, fol.Slot, fol.Publication)
+	if o.follow.wait {
+		watchLag(ctx, fo.Source, fo.Target, fol.Names)
+	}
+	return nil
 }
 
 type followOptions struct {
@@ -314,56 +324,23 @@ func runFollowAbort(ctx context.Context, o followOptions, out io.Writer) error {
 	return nil
 }
 
-// subscribeFollow ends a clone --follow: when the clone failed (cloneErr),
-// the slot and the publication are dropped; when it succeeded, the
-// target's subscription is created on the slot.
-func subscribeFollow(ctx context.Context, o cloneOptions, fol *follow.Started, conninfo string, dst *pgx.ConnConfig, cloneErr error) error {
-	if cloneErr != nil {
-		if err := fol.Cancel(context.WithoutCancel(ctx)); err != nil {
-			return fmt.Errorf("%w; and removing the follow's slot and publication failed: %v: run pgsprint follow abort", cloneErr, err)
-		}
-		return cloneErr
-	}
-	src, err := pg.ConnOptions{DSN: o.source}.Config()
-	if err != nil {
-		return err
-	}
-	if err := fol.Subscribe(ctx, dst, conninfo, pg.Describe(src)); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.log.summaryOut(), "  following: subscription %s on the target replays the source's changes from %s (slot %s, publication %s); see pgsprint follow status, then follow finish\n",
-		fol.Slot, fol.ConsistentPoint, fol.Slot, fol.Publication)
-	if o.follow.wait {
-		watchLag(ctx, src, dst, fol.Names)
-	}
-	return nil
-}
-
 // watchLag prints the lag every few seconds until ctx ends (an interrupt
 // ends the watching, not the following: the run succeeded).
 func watchLag(ctx context.Context, src, dst *pgx.ConnConfig, names follow.Names) {
-	tick := time.NewTicker(3 * time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			fmt.Fprintln(os.Stderr, "  stopped watching; the target goes on following (pgsprint follow status, follow finish)")
-			return
-		case <-tick.C:
-		}
-		st, err := follow.ReadState(ctx, src, dst, names)
+	follow.Watch(ctx, src, dst, names, 3*time.Second, func(st *follow.State, err error) {
+		now := time.Now().Format(time.TimeOnly)
 		switch {
-		case ctx.Err() != nil:
 		case err != nil:
-			fmt.Fprintf(os.Stderr, "  %s lag: %v\n", time.Now().Format(time.TimeOnly), err)
+			fmt.Fprintf(os.Stderr, "  %s lag: %v\n", now, err)
 		case st.Sub == nil || st.Source == nil || !st.Source.Slot:
-			fmt.Fprintf(os.Stderr, "  %s the subscription or its slot is gone\n", time.Now().Format(time.TimeOnly))
+			fmt.Fprintf(os.Stderr, "  %s the subscription or its slot is gone\n", now)
 		default:
 			errs := ""
 			if st.Sub.ApplyErrors > 0 {
 				errs = fmt.Sprintf(", %d apply errors (see follow status)", st.Sub.ApplyErrors)
 			}
-			fmt.Fprintf(os.Stderr, "  %s lag: %d bytes%s\n", time.Now().Format(time.TimeOnly), st.Source.LagBytes, errs)
+			fmt.Fprintf(os.Stderr, "  %s lag: %d bytes%s\n", now, st.Source.LagBytes, errs)
 		}
-	}
+	})
+	fmt.Fprintln(os.Stderr, "  stopped watching; the target goes on following (pgsprint follow status, follow finish)")
 }

@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/store/location"
@@ -123,4 +125,74 @@ func openArchive(ctx context.Context, loc string, lo location.Options, o archive
 		return nil, err
 	}
 	return archive.OpenLocation(ctx, b, o)
+}
+
+// serverListing is the JSON form of `pgsprint list` of a whole-server
+// archive.
+type serverListing struct {
+	Manifest    *archive.Manifest         `json:"manifest"`
+	Databases   []archive.DatabaseSummary `json:"databases"`
+	Roles       []string                  `json:"roles,omitempty"`
+	Tablespaces []string                  `json:"tablespaces,omitempty"`
+	// DataRawBytes and DataStoredBytes are archive.DataTotals of every database.
+	DataRawBytes    int64 `json:"data_raw_bytes"`
+	DataStoredBytes int64 `json:"data_stored_bytes"`
+}
+
+// listServer is list of a whole-server archive: the globals' roles and
+// tablespaces (read from a file; a pipe's stream is gone once listed) and
+// each database's totals.
+func listServer(ar *archive.Opened, m *archive.Manifest, streams []archive.StreamInfo, o listOptions, out io.Writer) error {
+	l := serverListing{Manifest: m, Databases: archive.DatabaseSummaries(m, streams)}
+	l.DataRawBytes, l.DataStoredBytes = archive.DataTotals(streams)
+	r, random := ar.Source.(*archive.Reader)
+	if random && m.Globals != nil {
+		sr := r.OpenStream(m.Globals.Stream)
+		b, err := io.ReadAll(sr)
+		sr.Close()
+		if err != nil {
+			return fmt.Errorf("read globals: %w", err)
+		}
+		if l.Roles, l.Tablespaces, err = cluster.GlobalsObjects(string(b)); err != nil {
+			return err
+		}
+	}
+	if o.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(archive.MarkRaw(l))
+	}
+	fmt.Fprintf(out, "server:     PostgreSQL %s, %d databases (dump --all)\n", m.ServerVersion, len(m.Databases))
+	fmt.Fprintf(out, "written by: pgsprint %s with pg_dump %s, format %d\n", m.ToolVersion, m.PgDumpVersion, m.FormatVersion)
+	fmt.Fprintf(out, "codec:      %s level %d, %s blocks\n", m.Codec, m.Level, progress.Bytes(int64(m.BlockSize)))
+	if random {
+		fmt.Fprintf(out, "roles:      %s\n", orNone(l.Roles))
+		fmt.Fprintf(out, "tablespaces: %s\n", orNone(l.Tablespaces))
+	}
+	if g := m.Globals; g != nil {
+		if g.NoRolePasswords {
+			fmt.Fprintln(out, "passwords:  not dumped (pg_authid was not readable)")
+		}
+		for _, d := range g.Skipped {
+			fmt.Fprintf(out, "skipped:    %s (%s)\n", d.Name, d.Reason)
+		}
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\ndatabase\tsize\tencoding\ttables\trows\traw\tstored\tchunks\t")
+	for _, d := range l.Databases {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t\n", d.Name, progress.Bytes(d.SizeBytes), d.Encoding, len(d.Tables), d.Rows,
+			progress.Bytes(d.RawBytes), progress.Bytes(d.StoredBytes), d.Chunks)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\ndata:       %s raw, %s stored (tables and large objects of every database)\n", progress.Bytes(l.DataRawBytes), progress.Bytes(l.DataStoredBytes))
+	return nil
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

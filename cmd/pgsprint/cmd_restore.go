@@ -3,18 +3,22 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"filippo.io/age"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/sqlscript"
@@ -252,6 +256,9 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.file == "" {
 		return usageError{fmt.Errorf("no archive file given: use -f FILE")}
 	}
+	if err := notTerminal(o.file, os.Stdin); err != nil {
+		return err
+	}
 	ids, err := o.keys.identities()
 	if err != nil {
 		return err
@@ -287,9 +294,6 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	}
 	if o.noTrig && !o.filter.DataOnly {
 		return usageError{fmt.Errorf("--disable-triggers applies to --data-only restores only")}
-	}
-	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
-		return usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
 	}
 	cfg, err := o.conn.config(ctx)
 	if err != nil {
@@ -372,9 +376,6 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 // manifest's order: an archive on standard input is first copied whole
 // into --spill-dir.
 func openWhole(ctx context.Context, o restoreOptions) (*archive.Opened, error) {
-	if o.file == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
-		return nil, usageError{fmt.Errorf("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
-	}
 	return openArchive(ctx, o.file, o.store.options(os.Stdin, nil, nil), archive.OpenOptions{Access: archive.Ordered, SpillDir: o.spillDir, Identities: o.ids})
 }
 
@@ -416,4 +417,138 @@ func restoreSummary(t *progress.Tracker, res *restore.Result) progress.Summary {
 		s.Slowest = append(s.Slowest, progress.Step{Name: it.Name, Seconds: it.Elapsed.Seconds()})
 	}
 	return s
+}
+
+// allRestoreFlags are restore's whole-server flags.
+type allRestoreFlags struct {
+	all      bool
+	database string
+}
+
+func (a *allRestoreFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&a.all, "all", false, "restore a whole-server archive (dump --all): globals, then every database (see above)")
+	fs.StringVar(&a.database, "database", "", "restore only this database of a whole-server archive (into -d, or with --create under its own name)")
+}
+
+// runRestoreAll is restore --all and restore --database.
+func runRestoreAll(ctx context.Context, o restoreOptions) error {
+	switch {
+	case o.all.all && o.all.database != "":
+		return usageError{fmt.Errorf("--all restores every database: it does not take --database")}
+	case o.list.use != "":
+		return usageError{fmt.Errorf("-L/--use-list does not combine with --all or --database")}
+	case o.all.all && o.create:
+		return usageError{fmt.Errorf("--all always creates the archive's databases: it does not take --create")}
+	case o.all.all && (o.filter.DataOnly || o.noTrig):
+		return usageError{fmt.Errorf("--all does not take --data-only or --disable-triggers")}
+	case o.all.database != "" && o.conn.DSN == "" && !o.create:
+		return usageError{fmt.Errorf("no target database given: use -d TARGET, or --create to create %q", o.all.database)}
+	}
+	if err := checkJobs(o.jobs); err != nil {
+		return err
+	}
+	if err := o.filter.Check(); err != nil {
+		return usageError{err}
+	}
+	cfg, err := o.conn.config(ctx)
+	if err != nil {
+		return err
+	}
+	if o.conn.DSN == "" {
+		cfg.Database = "postgres"
+	}
+	// From a pipe, a Demux: each database restores as its streams arrive
+	// (those not read yet wait in --spill-dir), while the dump still runs.
+	f, err := openArchive(ctx, o.file, o.store.options(os.Stdin, nil, nil), archive.OpenOptions{Access: archive.Parallel, SpillDir: o.spillDir, Identities: o.ids})
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w, err := o.progress.start("restore", o.log)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
+	res, err := cluster.Restore(ctx, cluster.RestoreOptions{
+		Target: cfg, Source: f.Source, Where: f.String(), Jobs: o.jobs, Database: o.all.database, Create: o.create, Clean: o.clean,
+		NoOwner: o.noOwner, NoACL: o.noACL, Resume: o.resume, Filter: o.filter, MaintenanceWorkMem: o.mwm,
+		NoAnalyze: o.noAnalyze, NoStatistics: o.noStats, Logger: o.log.logger(), Progress: w.reporter,
+	})
+	if err != nil {
+		return err
+	}
+	target := pg.Describe(cfg)
+	if o.all.database != "" {
+		target = strconv.Quote(o.all.database)
+	}
+	return w.finishServer(o.log, res, target, "restored")
+}
+
+// printServerResult is the summary of restore --all and clone --all.
+func printServerResult(out io.Writer, res *cluster.RestoreResult, verb string) {
+	if g := res.Globals; g != nil {
+		fmt.Fprintf(out, "globals: %d roles and %d tablespaces created", g.Roles, g.Tablespaces)
+		if len(g.KeptRoles) > 0 {
+			fmt.Fprintf(out, "; kept as they are on the target: role %s", strings.Join(g.KeptRoles, ", "))
+		}
+		if len(g.DifferentRoles) > 0 {
+			fmt.Fprintf(out, "; attributes not changed: %s", strings.Join(g.DifferentRoles, "; "))
+		}
+		if len(g.KeptTablespaces) > 0 {
+			fmt.Fprintf(out, "; existing tablespace %s (its location is the target's)", strings.Join(g.KeptTablespaces, ", "))
+		}
+		fmt.Fprintln(out)
+	}
+	for _, d := range res.Databases {
+		if d.Skipped {
+			fmt.Fprintf(out, "database %s: %s by the interrupted run\n", d.Name, verb)
+			continue
+		}
+		fmt.Fprintf(out, "database %s: %d tables, %d rows, %d sequences, %d large objects in %s",
+			d.Name, d.Tables, d.Rows, d.Sequences, d.LargeObjects, d.Elapsed.Round(time.Millisecond))
+		if d.Resumed > 0 {
+			fmt.Fprintf(out, " (resumed: %d steps were already done)", d.Resumed)
+		}
+		fmt.Fprintln(out)
+	}
+	fmt.Fprintf(out, "%s %d databases in %s\n", verb, len(res.Databases), res.Elapsed.Round(time.Millisecond))
+}
+
+// databaseView is what -l and --to-sql read: a one-database archive, or
+// the database --database names in a whole-server archive.
+func databaseView(ar *archive.Reader, a allRestoreFlags) (archive.Source, error) {
+	m := ar.Manifest()
+	switch {
+	case a.all:
+		return nil, usageError{fmt.Errorf("-l lists one database at a time: use --database NAME instead of --all")}
+	case a.database != "":
+		return archive.OpenDatabase(ar, a.database)
+	case m.IsServer():
+		var names []string
+		for _, d := range m.Databases {
+			names = append(names, d.Name)
+		}
+		return nil, fmt.Errorf("the archive holds a whole server (dump --all): give --database NAME to list or script one of its databases (%s)", strings.Join(names, ", "))
+	}
+	return ar, nil
+}
+
+// writeServerSQL is restore --to-sql --all.
+func writeServerSQL(ctx context.Context, o restoreOptions, ar *archive.Reader, opts sqlscript.Options) error {
+	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.list.use != "" || o.all.database != "" {
+		return usageError{fmt.Errorf("--to-sql --all writes the whole server: it does not take -n/-N/-t/-T, --schema-only, --data-only, -L or --database")}
+	}
+	out := &pipeOut{w: os.Stdout}
+	return out.result(cluster.WriteScript(ctx, ar, out, cluster.ScriptOptions{Options: opts, NoTablespaces: o.filter.Objects.NoTablespaces}))
+}
+
+// wholeReader is the Reader of an archive opened whole (openWhole: random
+// access, or spooled from a pipe), which a whole-server archive's
+// per-database views need.
+func wholeReader(f *archive.Opened) (*archive.Reader, error) {
+	r, ok := f.Source.(*archive.Reader)
+	if !ok {
+		return nil, fmt.Errorf("archive on %s: cannot be read by random access", f)
+	}
+	return r, nil
 }

@@ -4,8 +4,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"syscall"
+
+	"golang.org/x/term"
 )
+
+// notTerminal refuses -f - (file) when the archive would be read from or
+// written to a terminal (f, standard input or output): a binary archive is
+// neither typed nor shown, and a restore would wait for input forever.
+func notTerminal(file string, f *os.File) error {
+	if file != "-" || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	if f == os.Stdout {
+		return usageError{errors.New("refusing to write a binary archive to a terminal: use -f FILE, or redirect or pipe standard output")}
+	}
+	return usageError{errors.New("refusing to read a binary archive from a terminal: pipe or redirect an archive into -f -")}
+}
 
 // exitClosedPipe is the status of a listing whose reader closed the pipe
 // early (pgsprint list x.pgs | head): 128 + SIGPIPE, what a shell reports

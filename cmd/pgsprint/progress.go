@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"time"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
@@ -77,4 +79,49 @@ func (w *watch) finish(s progress.Summary) error {
 		return s.WriteJSON(w.flags.summaryJSON)
 	}
 	return nil
+}
+
+// finishServer ends a whole-server run: the summary of every database
+// (serverSummary) as --summary-json and the JSON progress stream have it,
+// and for people its totals and a line per database.
+func (w *watch) finishServer(l logFlags, res *cluster.RestoreResult, target, verb string) error {
+	err := w.finish(serverSummary(w.tracker, res, target))
+	printServerResult(w.textOut(l), res, verb)
+	return err
+}
+
+// textOut is where a run's summary lines for people go: nowhere with -q,
+// nor with --progress=json, whose every line is one JSON event.
+func (w *watch) textOut(l logFlags) io.Writer {
+	if w.flags.mode == string(progress.JSON) {
+		return io.Discard
+	}
+	return l.summaryOut()
+}
+
+// serverSummary is the end-of-run summary of restore --all and clone
+// --all: their totals, the globals, and each database with its phases.
+func serverSummary(t *progress.Tracker, res *cluster.RestoreResult, target string) progress.Summary {
+	s := t.Summary()
+	s.Target, s.WallSeconds, s.Phases = target, res.Elapsed.Seconds(), nil
+	s.Tables, s.Chunks, s.Rows, s.Sequences, s.LargeObj = 0, 0, 0, 0, 0
+	if g := res.Globals; g != nil {
+		s.Globals = &progress.GlobalsSummary{Roles: g.Roles, Tablespaces: g.Tablespaces, KeptRoles: g.KeptRoles}
+	}
+	s.Databases = []progress.DatabaseSummary{}
+	for _, d := range res.Databases {
+		if d.Skipped {
+			s.Databases = append(s.Databases, progress.DatabaseSummary{Name: d.Name, Done: true})
+			continue
+		}
+		one := restoreSummary(t, d.Result)
+		s.Tables += d.Tables
+		s.Chunks += d.Chunks
+		s.Rows += d.Rows
+		s.Sequences += d.Sequences
+		s.LargeObj += d.LargeObjects
+		s.Databases = append(s.Databases, progress.DatabaseSummary{Name: d.Name, WallSeconds: one.WallSeconds, Tables: d.Tables, Chunks: d.Chunks,
+			Rows: d.Rows, Sequences: d.Sequences, LargeObj: d.LargeObjects, Resumed: d.Resumed, Phases: one.Phases})
+	}
+	return s
 }

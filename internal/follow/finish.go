@@ -12,17 +12,17 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
-// Subscribe hands the clone over to the target's own logical replication:
+// subscribe hands the clone over to the target's own logical replication:
 // it releases the exported snapshot (the clone has read everything) and
 // creates, on the target, a subscription on the slot that copies nothing
-// and starts at once. conninfo is how the target server reaches the
-// source; source names the source in the subscription's comment.
+// and starts at once, through the connection string start settled on;
+// the subscription's comment names the source.
 //
 // If the subscription cannot be created, the slot and publication are
 // kept (the clone is complete, and the slot holds every change since):
 // the error says how to create the subscription by hand or abort.
-func (s *Started) Subscribe(ctx context.Context, dst *pgx.ConnConfig, conninfo, source string) error {
-	s.Release(ctx)
+func (s *Started) subscribe(ctx context.Context, dst *pgx.ConnConfig) error {
+	s.release(ctx)
 	conn, err := pg.Connect(ctx, dst)
 	if err != nil {
 		return err
@@ -35,12 +35,12 @@ func (s *Started) Subscribe(ctx context.Context, dst *pgx.ConnConfig, conninfo, 
 	}
 	create := "CREATE SUBSCRIPTION " + pg.Ident(s.Slot) + " CONNECTION %s PUBLICATION " + pg.Ident(s.Publication) +
 		" WITH (copy_data = false, create_slot = false, slot_name = " + pg.Literal(s.Slot) + ", enabled = true)"
-	if _, err := conn.Exec(ctx, fmt.Sprintf(create, pg.Literal(conninfo))); err != nil {
+	if _, err := conn.Exec(ctx, fmt.Sprintf(create, pg.Literal(s.conninfo))); err != nil {
 		return fmt.Errorf("create subscription %s on the target: %w; the clone is complete and slot %s and publication %s are kept on the source (the slot holds WAL): create the subscription on the target yourself with a connection string its server can use: %s, or remove them: pgsprint follow abort",
 			s.Slot, err, s.Slot, s.Publication, fmt.Sprintf(create, "'...'"))
 	}
 	if _, err := conn.Exec(ctx, "COMMENT ON SUBSCRIPTION "+pg.Ident(s.Slot)+" IS "+
-		pg.Literal(fmt.Sprintf("%s: slot %s, publication %s on %s", commentPrefix, s.Slot, s.Publication, source))); err != nil {
+		pg.Literal(fmt.Sprintf("%s: slot %s, publication %s on %s", commentPrefix, s.Slot, s.Publication, pg.Describe(s.src)))); err != nil {
 		return fmt.Errorf("comment on subscription %s: %w", s.Slot, err)
 	}
 	return nil

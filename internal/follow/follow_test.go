@@ -1,6 +1,9 @@
 package follow
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestNamesResolve(t *testing.T) {
 	for _, tc := range []struct {
@@ -13,7 +16,7 @@ func TestNamesResolve(t *testing.T) {
 		{db: "My-DB é", want: Names{Slot: "pgsprint_my_db__", Publication: "pgsprint_my_db__"}},
 		{db: "app", in: Names{Slot: "s1", Publication: "Pub One"}, want: Names{Slot: "s1", Publication: "Pub One"}},
 		{db: "app", in: Names{Slot: "Bad-Slot"}, fails: true},
-		{db: string(make([]byte, 100)), want: Names{Slot: "pgsprint_" + string(repeat('_', 54)), Publication: "pgsprint_" + string(repeat('_', 54))}},
+		{db: string(make([]byte, 100)), want: Names{Slot: "pgsprint_" + strings.Repeat("_", 54), Publication: "pgsprint_" + strings.Repeat("_", 54)}},
 	} {
 		got, err := tc.in.Resolve(tc.db)
 		if (err != nil) != tc.fails {
@@ -24,12 +27,4 @@ func TestNamesResolve(t *testing.T) {
 			t.Errorf("Resolve(%q, %+v) = %+v, want %+v", tc.db, tc.in, got, tc.want)
 		}
 	}
-}
-
-func repeat(b byte, n int) []byte {
-	s := make([]byte, n)
-	for i := range s {
-		s[i] = b
-	}
-	return s
 }

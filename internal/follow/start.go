@@ -16,14 +16,16 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
-// StartOptions configure the source side of a follow, created before the
-// clone reads the source.
-type StartOptions struct {
+// Options configure a follow (Clone): the source side, created before the
+// clone reads the source, and the subscription on the target after it.
+type Options struct {
 	Source *pgx.ConnConfig
 	Target *pgx.ConnConfig
 	Names  Names
-	// Conninfo is how the target server reaches the source: checked
-	// before anything is copied.
+	// Conninfo is how the target server reaches the source, stored in
+	// the subscription: checked before anything is copied. Empty: the
+	// source's host, port, user and database (pg.Conninfo), refused with
+	// ErrConninfoPassword when the source connection uses a password.
 	Conninfo string
 	// Filter is the clone's selection: the publication holds the tables
 	// whose rows the clone copies.
@@ -50,19 +52,26 @@ type Started struct {
 	// Identity lists the tables set to REPLICA IDENTITY FULL.
 	Identity []string
 
-	src  *pgx.ConnConfig
-	repl *pgconn.PgConn
-	log  *slog.Logger
+	conninfo string // how the target server reaches the source
+	src      *pgx.ConnConfig
+	repl     *pgconn.PgConn
+	log      *slog.Logger
 }
 
-// Start checks every requirement, then creates the publication and the
+// start checks every requirement, then creates the publication and the
 // slot with an exported snapshot. The snapshot lives while the replication
-// connection stays open and idle: call Release once the clone has read
-// everything, Cancel to remove what Start created.
-func Start(ctx context.Context, o StartOptions) (*Started, error) {
+// connection stays open and idle: call release once the clone has read
+// everything, cancel to remove what start created.
+func start(ctx context.Context, o Options) (*Started, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if o.Conninfo == "" {
+		if o.Source.Password != "" {
+			return nil, ErrConninfoPassword
+		}
+		o.Conninfo = pg.Conninfo(o.Source)
 	}
 	if err := checkTarget(ctx, o.Target, o.Names); err != nil {
 		return nil, err
@@ -90,7 +99,7 @@ func Start(ctx context.Context, o StartOptions) (*Started, error) {
 	if err := probeReach(ctx, conn, o.Target, o.Names, o.Conninfo); err != nil {
 		return nil, err
 	}
-	s := &Started{Names: o.Names, src: o.Source, log: log}
+	s := &Started{Names: o.Names, conninfo: o.Conninfo, src: o.Source, log: log}
 	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if o.ReplicaIdentityFull {
 			for _, t := range keyless {
@@ -111,7 +120,7 @@ func Start(ctx context.Context, o StartOptions) (*Started, error) {
 		s.Identity = keyless
 	}
 	if err := s.createSlot(ctx); err != nil {
-		cleanup := s.Cancel(context.WithoutCancel(ctx))
+		cleanup := s.cancel(context.WithoutCancel(ctx))
 		return nil, errors.Join(err, cleanup)
 	}
 	log.Info("follow: slot created", "slot", s.Slot, "publication", s.Publication, "consistent point", s.ConsistentPoint, "snapshot", s.Snapshot)
@@ -120,7 +129,7 @@ func Start(ctx context.Context, o StartOptions) (*Started, error) {
 
 // choose returns the publication's table clause and the keyless tables
 // (quoted), refusing them unless the options say what to do.
-func (o StartOptions) choose(req requirements, tables []table, log *slog.Logger) (string, []string, error) {
+func (o Options) choose(req requirements, tables []table, log *slog.Logger) (string, []string, error) {
 	var keyless, list []string
 	skipped := false
 	for _, t := range tables {
@@ -177,18 +186,18 @@ func (s *Started) createSlot(ctx context.Context) error {
 	return nil
 }
 
-// Release closes the replication connection, and with it the exported
+// release closes the replication connection, and with it the exported
 // snapshot: the slot stays. Call it once the clone has read everything.
-func (s *Started) Release(ctx context.Context) {
+func (s *Started) release(ctx context.Context) {
 	if s.repl != nil {
 		s.repl.Close(context.WithoutCancel(ctx))
 		s.repl = nil
 	}
 }
 
-// Cancel removes what Start created on the source: the slot, the
+// cancel removes what start created on the source: the slot, the
 // publication, and the REPLICA IDENTITY FULL it set (back to DEFAULT).
-func (s *Started) Cancel(ctx context.Context) error {
+func (s *Started) cancel(ctx context.Context) error {
 	var errs []error
 	if s.repl != nil {
 		// The slot belongs to this connection: dropping it there
@@ -196,7 +205,7 @@ func (s *Started) Cancel(ctx context.Context) error {
 		if err := pglogrepl.DropReplicationSlot(ctx, s.repl, s.Slot, pglogrepl.DropReplicationSlotOptions{}); err == nil {
 			s.Slot = ""
 		}
-		s.Release(ctx)
+		s.release(ctx)
 	}
 	conn, err := pg.Connect(ctx, s.src)
 	if err != nil {

@@ -85,7 +85,7 @@ func readSubscription(ctx context.Context, conn *pgx.Conn, name string) (*Subscr
 	var pid *int32
 	var received, latest *string
 	var latestTime *time.Time
-	err := conn.QueryRow(ctx, `SELECT s.subenabled, coalesce(pg_catalog.shobj_description(s.oid, 'pg_subscription'), ''),
+	err := conn.QueryRow(ctx, `SELECT s.subenabled, coalesce(pg_catalog.obj_description(s.oid, 'pg_subscription'), ''),
 		st.pid, st.received_lsn::text, st.latest_end_lsn::text, st.latest_end_time
 		FROM pg_catalog.pg_subscription s
 		LEFT JOIN pg_catalog.pg_stat_subscription st ON st.subid = s.oid AND st.relid IS NULL

@@ -24,6 +24,7 @@ type loader struct {
 	opts    Options
 	ar      archive.Source    // the source, counting for progress
 	indexed bool              // ar knew all its streams before any was read
+	demuxed bool              // ar is a pipe's streams taken apart as they arrive
 	m       *archive.Manifest // the selection's
 	target  *pgx.ConnConfig
 	j       *journal.Journal
@@ -72,9 +73,11 @@ func copyIn(t archive.Table, c *archive.Chunk, enc string) pg.Copy {
 
 // load is the payload of a data task.
 type load struct {
-	chunk  *archive.Chunk
+	// chunks is one chunk, or every chunk of a table, loaded in one
+	// transaction (a whole-table load: dataStage.wholeTable).
+	chunks []*archive.Chunk
 	los    []*archive.LargeObject // a batch of large objects (loadLargeObjects)
-	freeze bool                   // the table's only chunk: TRUNCATE + COPY FREEZE
+	freeze bool                   // the table's only load: TRUNCATE + COPY FREEZE
 	split  *splitLoad             // one of several connections sharing the chunk
 }
 
@@ -82,33 +85,45 @@ type load struct {
 // object): stream numbers are fixed by the archive.
 func chunkStep(stream uint32) string { return fmt.Sprintf("load stream %d", stream) }
 
-// loadChunk streams one chunk's blocks, checked and decompressed, into COPY,
-// in one transaction that also records the chunk in the journal: it commits
-// with every row and its journal row, or not at all. The row count the
-// server reports must equal the one the dump recorded before it commits.
+// loadChunks streams chunks of one table, blocks checked and decompressed,
+// into COPY, one COPY per chunk, in one transaction that also records each
+// chunk in the journal: it commits with every row and its journal rows, or
+// not at all. The row count the server reports for each chunk must equal
+// the one the dump recorded before it commits.
 //
 // With freeze, the table was created by this restore and this is its only
-// chunk: TRUNCATE in the same transaction lets COPY FREEZE write rows
+// load: TRUNCATE in the same transaction lets COPY FREEZE write rows
 // already frozen and visible to all, so nothing has to set hint bits or
 // freeze them later (and it wipes whatever an interrupted run left). If
 // TRUNCATE is not allowed (the table belongs to another role), it loads as
 // usual.
 //
-// then is run after the COPY in the same transaction, before its COMMIT
+// then is run after the COPYs in the same transaction, before its COMMIT
 // (a small table's fused index, constraint and ANALYZE tasks with their
 // journal steps: engine.fusedSQL).
-func (r *loader) loadChunk(ctx context.Context, conn *pgx.Conn, c *archive.Chunk, freeze bool, then tail) (int64, error) {
-	name := r.tableName(c)
-	s := r.ar.OpenStream(c.Stream)
-	defer s.Close()
-	stmt := copyIn(r.m.Tables[c.Table], c, r.m.DataEncoding())
-	check := func(n int64) error { return r.checkRows(c, n) }
-	n, err := r.copyInTx(ctx, conn, name, stmt, s, check, freeze, chunkStep(c.Stream), then)
+func (r *loader) loadChunks(ctx context.Context, conn *pgx.Conn, cs []*archive.Chunk, freeze bool, then tail) (int64, error) {
+	name := r.tableName(cs[0])
+	enc := r.m.DataEncoding()
+	current := cs[0].Stream // the stream being loaded, for the error
+	pieces := make([]piece, len(cs))
+	for i, c := range cs {
+		pieces[i] = piece{
+			stmt: copyIn(r.m.Tables[c.Table], c, enc),
+			open: func() io.ReadCloser {
+				current = c.Stream
+				return r.ar.OpenStream(c.Stream)
+			},
+			check: func(n int64) error { return r.checkRows(c, n) },
+			step:  chunkStep(c.Stream),
+		}
+	}
+	n, err := r.copyInTx(ctx, conn, name, pieces, freeze, then)
 	if err == errNoFreeze {
-		n, err = r.copyInTx(ctx, conn, name, stmt, s, check, false, chunkStep(c.Stream), then)
+		// Refused before any stream was opened: they are all unread.
+		n, err = r.copyInTx(ctx, conn, name, pieces, false, then)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("restore table %s (stream %d): %w", name, c.Stream, pg.ExplainLost(err))
+		return 0, fmt.Errorf("restore table %s (stream %d): %w", name, current, pg.ExplainLost(err))
 	}
 	return n, nil
 }
@@ -160,23 +175,35 @@ type tail struct {
 // errNoFreeze says TRUNCATE was refused, so COPY FREEZE cannot be used.
 var errNoFreeze = errors.New("no privilege to truncate")
 
-// copyInTx runs [TRUNCATE +] COPY + journal row in one transaction, with
-// the statement stmt (FREEZE is added when freezing). check
-// sees the loaded row count before COMMIT: it is called only after the
-// stream has been read to its end, when a pipe's totals are known too.
-func (r *loader) copyInTx(ctx context.Context, conn *pgx.Conn, name string, stmt pg.Copy, s io.Reader, check func(int64) error, freeze bool, step string, then tail) (int64, error) {
-	// BEGIN goes with the COPY (or with TRUNCATE), the journal row with
-	// COMMIT: two round trips per chunk (three with TRUNCATE) rather than
-	// five, which for a small table are most of its load. TRUNCATE has a
-	// round trip of its own: refused, the load goes on without FREEZE and
-	// must find the stream unread.
+// piece is one stream a load's transaction copies in, with the statement
+// that loads it, the check of its row count and its journal step. The
+// stream is opened only when its COPY starts, so that a transaction that
+// fails before it leaves it unread.
+type piece struct {
+	stmt  pg.Copy
+	open  func() io.ReadCloser
+	check func(int64) error
+	step  string
+}
+
+// copyInTx runs [TRUNCATE +] one COPY per piece + journal rows in one
+// transaction (FREEZE is added to each COPY when freezing). A piece's
+// check sees its loaded row count before COMMIT: it is called only after
+// its stream has been read to its end, when a pipe's totals are known too.
+// It returns the rows loaded.
+func (r *loader) copyInTx(ctx context.Context, conn *pgx.Conn, name string, pieces []piece, freeze bool, then tail) (int64, error) {
+	// BEGIN goes with the first COPY (or with TRUNCATE), the journal rows
+	// with COMMIT: two round trips per chunk (three with TRUNCATE) rather
+	// than five, which for a small table are most of its load. TRUNCATE
+	// has a round trip of its own: refused, the load goes on without
+	// FREEZE and must find the streams unread.
 	done := false
 	defer func() {
 		if !done {
 			conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 	}()
-	copySQL := "BEGIN; " + stmt.From()
+	begin := "BEGIN; "
 	if freeze {
 		if _, err := conn.Exec(ctx, "BEGIN; TRUNCATE ONLY "+name); err != nil {
 			var pgErr *pgconn.PgError
@@ -185,28 +212,47 @@ func (r *loader) copyInTx(ctx context.Context, conn *pgx.Conn, name string, stmt
 			}
 			return 0, err
 		}
-		stmt.Freeze = true
-		copySQL = stmt.From()
+		begin = ""
 	}
-	// The simple query "BEGIN; COPY ... FROM STDIN" runs BEGIN, then
-	// takes the COPY's data; the tag is the last command's, the COPY's.
-	fr := &failedReader{r: s}
-	tag, err := conn.PgConn().CopyFrom(ctx, fr, copySQL)
-	if err != nil {
-		return 0, fr.cause(err)
-	}
-	if err := check(tag.RowsAffected()); err != nil {
-		return 0, err
+	var rows int64
+	steps := make([]string, 0, len(pieces)+len(then.steps))
+	for _, p := range pieces {
+		stmt := p.stmt
+		stmt.Freeze = freeze
+		n, err := copyPiece(ctx, conn, begin+stmt.From(), p)
+		if err != nil {
+			return 0, err
+		}
+		begin = ""
+		rows += n
+		steps = append(steps, p.step)
 	}
 	var end strings.Builder
 	for _, t := range then.sql {
 		end.WriteString(t + ";\n")
 	}
-	end.WriteString(r.j.RecordSQL(append([]string{step}, then.steps...)...) + ";\nCOMMIT")
+	end.WriteString(r.j.RecordSQL(append(steps, then.steps...)...) + ";\nCOMMIT")
 	if _, err := conn.Exec(ctx, end.String()); err != nil {
-		return 0, fmt.Errorf("record step %q in the restore journal and commit: %w", step, err)
+		return 0, fmt.Errorf("record step %q in the restore journal and commit: %w", steps[0], err)
 	}
 	done = true
+	return rows, nil
+}
+
+// copyPiece runs one COPY of a load's transaction (the simple query
+// "BEGIN; COPY ... FROM STDIN" runs BEGIN, then takes the COPY's data; the
+// tag is the last command's, the COPY's) and checks its row count.
+func copyPiece(ctx context.Context, conn *pgx.Conn, copySQL string, p piece) (int64, error) {
+	s := p.open()
+	defer s.Close()
+	fr := &failedReader{r: s}
+	tag, err := conn.PgConn().CopyFrom(ctx, fr, copySQL)
+	if err != nil {
+		return 0, fr.cause(err)
+	}
+	if err := p.check(tag.RowsAffected()); err != nil {
+		return 0, err
+	}
 	return tag.RowsAffected(), nil
 }
 

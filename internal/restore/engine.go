@@ -173,7 +173,7 @@ func (e *engine) exec(ctx context.Context, w int, t *schedule.Task) error {
 			n, err = e.r.loadPart(ctx, conn, l.split)
 		default:
 			then, fused := e.fusedSQL(conn, t.Then)
-			n, err = e.r.loadChunk(ctx, conn, l.chunk, l.freeze, then)
+			n, err = e.r.loadChunks(ctx, conn, l.chunks, l.freeze, then)
 			if err == nil && !fused {
 				err = e.then(ctx, w, t.Then)
 			}

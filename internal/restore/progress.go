@@ -131,11 +131,11 @@ func (r *loader) workOf(t *schedule.Task) progress.Work {
 	if l.los != nil {
 		return progress.Work{Kind: "data", Table: "large objects", Name: t.Name}
 	}
-	c := l.chunk
 	if l.split != nil {
-		c = l.split.chunk
+		return progress.Work{Kind: "data", Table: r.tableName(l.split.chunk), Name: t.Name}
 	}
-	return progress.Work{Kind: "data", Table: r.tableName(c), Name: t.Name, Whole: c.Where == "" && l.split == nil}
+	whole := len(l.chunks) > 1 || l.chunks[0].Where == "" // every chunk of the table, or its only one
+	return progress.Work{Kind: "data", Table: r.tableName(l.chunks[0]), Name: t.Name, Whole: whole}
 }
 
 // doneOf is what a finished task moved, from the archive's totals: a part
@@ -146,7 +146,6 @@ func (r *loader) doneOf(t *schedule.Task, elapsed time.Duration) progress.Done {
 		return d
 	}
 	l := t.Data.(*load)
-	stream := uint32(0)
 	switch {
 	case l.los != nil:
 		for _, lo := range l.los {
@@ -154,17 +153,16 @@ func (r *loader) doneOf(t *schedule.Task, elapsed time.Duration) progress.Done {
 				d.Bytes += info.RawBytes
 			}
 		}
-		return d
 	case l.split != nil:
-		stream = l.split.chunk.Stream
+		if info, ok := r.ar.Stream(l.split.chunk.Stream); ok {
+			d.Bytes, d.Rows = info.RawBytes/int64(l.split.parts), info.Rows/int64(l.split.parts)
+		}
 	default:
-		stream = l.chunk.Stream
-	}
-	if info, ok := r.ar.Stream(stream); ok {
-		d.Bytes, d.Rows = info.RawBytes, info.Rows
-		if l.split != nil {
-			d.Bytes /= int64(l.split.parts)
-			d.Rows /= int64(l.split.parts)
+		for _, c := range l.chunks {
+			if info, ok := r.ar.Stream(c.Stream); ok {
+				d.Bytes += info.RawBytes
+				d.Rows += info.Rows
+			}
 		}
 	}
 	return d

@@ -21,6 +21,10 @@ type openedSource struct {
 	// seekable archive's footer), so a stream it lacks is missing, not
 	// still to come.
 	indexed bool
+	// demuxed: the source is a pipe read front to back, whose streams
+	// arrive interleaved; one read out of that order makes the others
+	// queue in spill files (archive.Demux).
+	demuxed bool
 	where   string // the archive's location when the restore opened it (opts.File), else ""
 }
 
@@ -46,13 +50,25 @@ func isIndexed(s archive.Source) bool {
 	return false
 }
 
+// isDemuxed reports whether s is a pipe's streams taken apart as they
+// arrive, or one database's view of them.
+func isDemuxed(s archive.Source) bool {
+	switch v := s.(type) {
+	case *archive.Demux:
+		return true
+	case *archive.DatabaseSource:
+		return isDemuxed(v.Source)
+	}
+	return false
+}
+
 // openSource returns what the restore reads: opts.Source, or the archive
 // at opts.File, whatever its medium (archive.OpenLocation). A source read
 // front to back (a pipe) knows only at its end whether it was whole.
 func openSource(ctx context.Context, opts Options) (*openedSource, error) {
 	src := &openedSource{close: func() {}, finish: func() error { return nil }, skip: func(...uint32) {}}
 	if opts.Source != nil {
-		src.Source, src.indexed = opts.Source, isIndexed(opts.Source)
+		src.Source, src.indexed, src.demuxed = opts.Source, isIndexed(opts.Source), isDemuxed(opts.Source)
 		if f, ok := opts.Source.(archive.Finisher); ok {
 			src.finish = f.Finish
 		}
@@ -72,6 +88,7 @@ func openSource(ctx context.Context, opts Options) (*openedSource, error) {
 		return nil, err
 	}
 	src.Source, src.close, src.indexed, src.where = ar.Source, func() { ar.Close() }, isIndexed(ar.Source), b.String()
+	src.demuxed = isDemuxed(ar.Source)
 	if f, ok := ar.Source.(archive.Finisher); ok {
 		src.finish = func() error {
 			if err := f.Finish(); err != nil {

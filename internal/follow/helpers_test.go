@@ -1,0 +1,146 @@
+package follow
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/compare"
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+)
+
+// newLogical starts a cluster that can be followed (wal_level = logical)
+// and subscribe to itself: the source and the target of a test are two
+// databases of it, which logical replication allows when the subscription
+// creates no slot (follow's never does). The launcher starts an apply
+// worker at most once per wal_retrieve_retry_interval, 5s by default.
+func newLogical(t *testing.T) *pgtest.Cluster {
+	t.Helper()
+	return pgtest.New(t, pgtest.Options{Settings: map[string]string{
+		"wal_level": "logical", "max_replication_slots": "10", "max_wal_senders": "10",
+		"wal_retrieve_retry_interval": "200ms",
+	}})
+}
+
+// newCase creates databases src_<i> and dst_<i> on c, runs setup in the
+// source, and returns the options of a follow from one to the other,
+// under the default names.
+func newCase(t *testing.T, c *pgtest.Cluster, i int, setup string) Options {
+	t.Helper()
+	ctx := context.Background()
+	srcDB, dstDB := "src_"+strconv.Itoa(i), "dst_"+strconv.Itoa(i)
+	for _, db := range []string{srcDB, dstDB} {
+		if err := c.CreateDB(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Exec(ctx, srcDB, setup); err != nil {
+		t.Fatal(err)
+	}
+	n, err := Names{}.Resolve(dstDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{Source: config(t, c.ConnString(srcDB)), Target: config(t, c.ConnString(dstDB)), Names: n}
+}
+
+func config(t *testing.T, conn string) *pgx.ConnConfig {
+	t.Helper()
+	cfg, err := pg.ConnOptions{DSN: conn}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// withConn runs f on a connection to cfg, closed when f returns.
+func withConn(t *testing.T, cfg *pgx.ConnConfig, f func(ctx context.Context, conn *pgx.Conn)) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pg.Connect(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	f(ctx, conn)
+}
+
+// query returns the first column of every row of sql, as text.
+func query(t *testing.T, cfg *pgx.ConnConfig, sql string, args ...any) (out []string) {
+	t.Helper()
+	withConn(t, cfg, func(ctx context.Context, conn *pgx.Conn) {
+		rows, err := conn.Query(ctx, sql, args...)
+		if err == nil {
+			out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	})
+	return out
+}
+
+// scalar is query's one value.
+func scalar(t *testing.T, cfg *pgx.ConnConfig, sql string, args ...any) string {
+	t.Helper()
+	v := query(t, cfg, sql, args...)
+	if len(v) != 1 {
+		t.Fatalf("%s: %d rows, want 1", sql, len(v))
+	}
+	return v[0]
+}
+
+func exec(t *testing.T, cfg *pgx.ConnConfig, sql string) {
+	t.Helper()
+	withConn(t, cfg, func(ctx context.Context, conn *pgx.Conn) {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	})
+}
+
+// nothingLeft fails unless the source has no slot nor publication, and
+// the target no subscription, of names n.
+func nothingLeft(t *testing.T, src, dst *pgx.ConnConfig, n Names) {
+	t.Helper()
+	if v := scalar(t, src, "SELECT count(*)::text FROM pg_replication_slots WHERE slot_name = $1", n.Slot); v != "0" {
+		t.Errorf("slot %s left on the source", n.Slot)
+	}
+	if v := scalar(t, src, "SELECT count(*)::text FROM pg_publication WHERE pubname = $1", n.Publication); v != "0" {
+		t.Errorf("publication %s left on the source", n.Publication)
+	}
+	if v := scalar(t, dst, "SELECT count(*)::text FROM pg_subscription WHERE subname = $1", n.Slot); v != "0" {
+		t.Errorf("subscription %s left on the target", n.Slot)
+	}
+}
+
+// waitFor polls sql on cfg until it returns want, for at most 30s.
+func waitFor(t *testing.T, cfg *pgx.ConnConfig, want, sql string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := scalar(t, cfg, sql, args...)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %q after 30s, want %q", sql, got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// fingerprint is compare.Fingerprint (row counts and hashes of every
+// table, sequences) of cfg's database.
+func fingerprint(t *testing.T, cfg *pgx.ConnConfig) map[string]string {
+	t.Helper()
+	fp, err := compare.FingerprintParallel(context.Background(), cfg, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fp
+}
