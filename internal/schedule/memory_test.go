@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pgsprint/pgsprint/internal/heaptest"
+	"github.com/pgsprint/pgsprint/internal/taskgraph"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
@@ -46,9 +47,9 @@ func smallTables(t testing.TB, n int, g *Graph) (*toc.Script, PostDataOptions) {
 	}
 	tables := map[string]TableFacts{}
 	for i := 1; i <= n; i++ {
-		key := TableKey("public", name(i))
-		l := g.Add(&Task{Name: "load " + name(i), Step: fmt.Sprintf("load stream %d", i), Kind: Data, Cost: 300,
-			Locks: []Lock{{key, AccessExclusive}}, Table: key})
+		key := taskgraph.TableKey("public", name(i))
+		l := g.Add(&Task{Name: "load " + name(i), Step: fmt.Sprintf("load stream %d", i), Kind: taskgraph.Data, Cost: 300,
+			Locks: []taskgraph.Lock{{Key: key, Mode: taskgraph.AccessExclusive}}, Table: key})
 		tables[key] = TableFacts{Loads: []int{l}, Size: 300}
 	}
 	return script, PostDataOptions{Tables: tables, Analyze: true, SmallBytes: 1 << 20}
@@ -69,8 +70,8 @@ func describe(g *Graph) []string {
 			f := &t.Then[i]
 			then = append(then, fmt.Sprintf("%s|%s|%q", f.Name(), f.Step(), f.SQL()))
 		}
-		locks := append([]Lock{}, t.Locks...)
-		slices.SortFunc(locks, func(a, b Lock) int { return strings.Compare(a.Key, b.Key) })
+		locks := append([]taskgraph.Lock{}, t.Locks...)
+		slices.SortFunc(locks, func(a, b taskgraph.Lock) int { return strings.Compare(a.Key, b.Key) })
 		out = append(out, fmt.Sprintf("%s kind=%d step=%q sql=%q deps=%q locks=%v then=%q", t.Name, t.Kind, t.Step, t.SQL, deps, locks, then))
 	}
 	slices.Sort(out)
