@@ -11,16 +11,16 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/plan"
 )
 
 // RawCopy is the raw limit: the chunks pgsprint would dump, read in one
 // exported snapshot with exactly its COPY statements over jobs
 // connections, largest first, into io.Discard. No archive, no
 // compression, no schema: what the server and the wire can deliver.
-func RawCopy(ctx context.Context, connString string, jobs int, split plan.Options) error {
+func RawCopy(ctx context.Context, connString string, jobs int, split chunk.Options) error {
 	cfg, err := pgx.ParseConfig(connString)
 	if err != nil {
 		return err
@@ -49,7 +49,7 @@ func RawCopy(ctx context.Context, connString string, jobs int, split plan.Option
 	var work []job
 	split.Jobs = jobs
 	for _, t := range tables {
-		chunks, err := plan.Split(ctx, leader, srv, t, split)
+		chunks, err := chunk.Split(ctx, leader, srv, t, split)
 		if err != nil {
 			return err
 		}
@@ -58,7 +58,7 @@ func RawCopy(ctx context.Context, connString string, jobs int, split plan.Option
 			work = append(work, job{dump.CopyOutSQL(at, archive.Chunk{Where: c.Where}, srv.Encoding), c.Size})
 		}
 	}
-	plan.LargestFirst(work, func(j job) int64 { return j.size })
+	chunk.LargestFirst(work, func(j job) int64 { return j.size })
 
 	g, gctx := errgroup.WithContext(ctx)
 	queue := make(chan job)
@@ -127,5 +127,5 @@ func rawCopyMain(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return RawCopy(ctx, args[0], jobs, plan.Options{ChunkSize: size, Method: plan.Auto})
+	return RawCopy(ctx, args[0], jobs, chunk.Options{ChunkSize: size, Method: chunk.Auto})
 }

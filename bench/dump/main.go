@@ -21,8 +21,8 @@ import (
 
 	"github.com/pgsprint/pgsprint/bench/benchkit"
 	"github.com/pgsprint/pgsprint/bench/dataset"
+	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/codec"
-	"github.com/pgsprint/pgsprint/internal/plan"
 )
 
 // baseline is the row every speed ratio is taken against.
@@ -56,7 +56,7 @@ func main() {
 	flag.BoolVar(&c.purego, "purego", true, "also run a pure Go build (CGO_ENABLED=0) of pgsprint -j2")
 	flag.StringVar(&c.binDir, "bin-dir", "", "PostgreSQL bin directory (default: as the tests find it)")
 	flag.StringVar(&c.workDir, "work-dir", "", "where archives are written (default: a temporary directory)")
-	flag.Int64Var(&c.chunkSize, "chunk-size", plan.DefaultChunkSize, "pgsprint --chunk-size in bytes")
+	flag.Int64Var(&c.chunkSize, "chunk-size", chunk.DefaultSize, "pgsprint --chunk-size in bytes")
 	flag.IntVar(&c.rounds, "rounds", 2, "run every command this many times, interleaved, and keep the fastest (the machine is shared)")
 	flag.Parse()
 	for _, j := range strings.Split(jobs, ",") {

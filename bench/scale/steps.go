@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pgsprint/pgsprint/bench/benchkit"
-	"github.com/pgsprint/pgsprint/internal/plan"
+	"github.com/pgsprint/pgsprint/internal/chunk"
 )
 
 // step is one measured command of a round: a dump, or a restore or clone
@@ -55,7 +55,7 @@ func (e *env) steps(src *source, jobs, round int, first bool) []step {
 		}
 	}
 	add(step{key: "raw", name: "raw COPY limit -j" + j,
-		cmds: one(benchkit.Cmd(append([]string{e.self}, benchkit.RawCopyArgs(conn, jobs, plan.DefaultChunkSize)...)...))})
+		cmds: one(benchkit.Cmd(append([]string{e.self}, benchkit.RawCopyArgs(conn, jobs, chunk.DefaultSize)...)...))})
 	add(step{key: "dump", name: "pgsprint dump -j" + j, output: file, peers: []string{"raw"}, etaLog: log("dump"),
 		cmds: one(pgsprint("dump", "dump", "-j", j, "-f", file, "-d", conn))})
 	add(step{key: "pgdump-fd", name: "pg_dump -Fd -j" + j, output: dir,
@@ -121,7 +121,7 @@ func (e *env) measure(ctx context.Context, src *source) ([]*row, error) {
 		fmt.Fprintf(os.Stderr, "%s: s3 rows skipped: %s\n", src.label, e.s3Skip)
 	}
 	// Warm the cache the same way for every tool: one untimed full read.
-	warm := benchkit.Cmd(append([]string{e.self}, benchkit.RawCopyArgs(e.srv.ConnString(src.db), 2, plan.DefaultChunkSize)...)...)
+	warm := benchkit.Cmd(append([]string{e.self}, benchkit.RawCopyArgs(e.srv.ConnString(src.db), 2, chunk.DefaultSize)...)...)
 	if r := benchkit.Run(ctx, "warm-up", warm, nil); r.Err != nil {
 		return nil, r.Err
 	}

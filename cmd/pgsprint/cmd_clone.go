@@ -9,11 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/clone"
+	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/plan"
-	"github.com/pgsprint/pgsprint/internal/server"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -125,9 +125,9 @@ starts the whole copy over.`,
 	fs.BoolVarP(&o.noACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
 	fs.StringVar(&o.mwm, "maintenance-work-mem", "512MB", "maintenance_work_mem of each target connection (empty: the server's)")
 	fs.BoolVar(&o.noAnalyze, "no-analyze", false, "do not ANALYZE the copied tables")
-	o.chunkSize = plan.DefaultChunkSize
+	o.chunkSize = chunk.DefaultSize
 	fs.Var(&o.chunkSize, "chunk-size", "copy tables larger than this in chunks of about this size, in parallel (0: never split)")
-	fs.StringVar(&o.splitBy, "split-by", string(plan.Auto), "how to split big tables: auto, ctid or key")
+	fs.StringVar(&o.splitBy, "split-by", string(chunk.Auto), "how to split big tables: auto, ctid or key")
 	registerFilterFlags(fs, &o.filter, "clone")
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "copy the definition but not the rows of tables matching this pattern")
 	fs.BoolVar(&o.textCopy, "text-copy", false, "copy in COPY's text format even where binary would do (same major version, built-in types)")
@@ -171,7 +171,7 @@ func runClone(ctx context.Context, o cloneOptions) error {
 	if o.filter.DataOnly && o.clean {
 		return usageError{fmt.Errorf("--data-only copies into existing tables: it does not take --clean")}
 	}
-	method, err := plan.ParseMethod(o.splitBy)
+	method, err := chunk.ParseMethod(o.splitBy)
 	if err != nil {
 		return usageError{err}
 	}
@@ -203,7 +203,7 @@ func runClone(ctx context.Context, o cloneOptions) error {
 }
 
 // cloneOne is clone of one database, with its progress and summary.
-func cloneOne(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, method plan.Method) error {
+func cloneOne(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, method chunk.Method) error {
 	w, err := o.progress.start("clone", o.log)
 	if err != nil {
 		return err
@@ -212,7 +212,7 @@ func cloneOne(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, met
 	res, err := clone.Run(ctx, clone.Options{
 		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, NoOwner: o.noOwner, NoACL: o.noACL,
 		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze,
-		Split:    plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
+		Split:    chunk.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		Version: version, Logger: o.log.logger(), Progress: w.reporter,
 		NoStatistics: o.noStats,
@@ -233,7 +233,7 @@ func cloneOne(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, met
 }
 
 // runCloneAll is clone --all.
-func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, method plan.Method) error {
+func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, method chunk.Method) error {
 	switch {
 	case o.filter.DataOnly:
 		return usageError{fmt.Errorf("clone --all creates every database: it does not take --data-only")}
@@ -245,13 +245,13 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 		return err
 	}
 	defer w.stop()
-	res, err := server.Clone(ctx, server.CloneOptions{
+	res, err := cluster.Clone(ctx, cluster.CloneOptions{
 		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, NoOwner: o.noOwner, NoACL: o.noACL, Filter: o.filter,
 		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, NoStatistics: o.noStats,
-		Split: plan.Options{ChunkSize: int64(o.chunkSize), Method: method}, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
+		Split: chunk.Options{ChunkSize: int64(o.chunkSize), Method: method}, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		ExcludeDatabases: o.all.exclude, Resume: o.resume, Version: version, Logger: o.log.logger(), Progress: w.reporter,
 	})
-	if errors.Is(err, server.ErrSameServer) {
+	if errors.Is(err, cluster.ErrSameServer) {
 		return usageError{err}
 	}
 	if err != nil {

@@ -12,11 +12,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/chunk"
+	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
-	"github.com/pgsprint/pgsprint/internal/plan"
-	"github.com/pgsprint/pgsprint/internal/server"
 	"github.com/pgsprint/pgsprint/internal/store/location"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
@@ -113,10 +114,10 @@ server. One connection per database holds its snapshot until the end; the
 	fs.StringVarP(&o.file, "file", "f", "", `archive file to write, or s3://bucket/key; "-" or none for standard output`)
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers")
 	fs.StringVarP(&o.compress, "compress", "Z", defaultCompression, "compression: zstd, lz4, gzip or none, with an optional :LEVEL")
-	fs.IntVar(&o.blockSize, "block-size", dump.DefaultBlockSize, "raw bytes per compressed block")
-	o.chunkSize = plan.DefaultChunkSize
+	fs.IntVar(&o.blockSize, "block-size", archive.DefaultBlockSize, "raw bytes per compressed block")
+	o.chunkSize = chunk.DefaultSize
 	fs.Var(&o.chunkSize, "chunk-size", "split tables larger than this into chunks of about this size, read in parallel (0: never split)")
-	fs.StringVar(&o.splitBy, "split-by", string(plan.Auto), "how to split big tables: auto (ctid ranges on PostgreSQL 14+, else integer key ranges), ctid or key")
+	fs.StringVar(&o.splitBy, "split-by", string(chunk.Auto), "how to split big tables: auto (ctid ranges on PostgreSQL 14+, else integer key ranges), ctid or key")
 	fs.StringVar(&o.profile, "cpu-profile", "", "write a Go CPU profile of the dump to this file")
 	_ = fs.MarkHidden("cpu-profile")
 	registerFilterFlags(fs, &o.filter, "dump")
@@ -168,7 +169,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
-	method, err := plan.ParseMethod(o.splitBy)
+	method, err := chunk.ParseMethod(o.splitBy)
 	if err != nil {
 		return usageError{err}
 	}
@@ -194,7 +195,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	defer w.stop()
 	dopts := dump.Options{
 		Source: cfg, File: o.file, Stdout: os.Stdout, Jobs: o.jobs, Codec: c, BlockSize: o.blockSize,
-		Split:   plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
+		Split:   chunk.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Version: version, Logger: o.log.logger(), Progress: w.reporter, Filter: o.filter, LockWaitTimeout: o.lockWait, Snapshot: o.snapshot,
 		NoStatistics: o.noStats, Recipients: recipients, Location: o.store.options(nil, nil, o.log.logger()), Overwrite: o.store.overwrite,
 	}
@@ -244,7 +245,7 @@ func runDumpAll(ctx context.Context, a allDumpFlags, conn connFlags, o dump.Opti
 	if conn.DSN == "" {
 		o.Source.Database = "postgres"
 	}
-	res, err := server.Dump(ctx, server.DumpOptions{Options: o, ExcludeDatabases: a.exclude})
+	res, err := cluster.Dump(ctx, cluster.DumpOptions{Options: o, ExcludeDatabases: a.exclude})
 	if err != nil {
 		return nil, err
 	}

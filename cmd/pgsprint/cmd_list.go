@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/progress"
-	"github.com/pgsprint/pgsprint/internal/server"
 	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
@@ -153,7 +153,7 @@ func listServer(ar *archive.Opened, m *archive.Manifest, streams []archive.Strea
 		if err != nil {
 			return fmt.Errorf("read globals: %w", err)
 		}
-		if l.Roles, l.Tablespaces, err = server.GlobalsObjects(string(b)); err != nil {
+		if l.Roles, l.Tablespaces, err = cluster.GlobalsObjects(string(b)); err != nil {
 			return err
 		}
 	}

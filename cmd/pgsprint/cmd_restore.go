@@ -16,11 +16,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
-	"github.com/pgsprint/pgsprint/internal/server"
 	"github.com/pgsprint/pgsprint/internal/sqlscript"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
@@ -469,7 +469,7 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer w.stop()
-	res, err := server.Restore(ctx, server.RestoreOptions{
+	res, err := cluster.Restore(ctx, cluster.RestoreOptions{
 		Target: cfg, Source: f.Source, Where: f.String(), Jobs: o.jobs, Database: o.all.database, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, Resume: o.resume, Filter: o.filter, MaintenanceWorkMem: o.mwm,
 		NoAnalyze: o.noAnalyze, NoStatistics: o.noStats, Logger: o.log.logger(), Progress: w.reporter,
@@ -485,7 +485,7 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 }
 
 // printServerResult is the summary of restore --all and clone --all.
-func printServerResult(out io.Writer, res *server.RestoreResult, verb string) {
+func printServerResult(out io.Writer, res *cluster.RestoreResult, verb string) {
 	if g := res.Globals; g != nil {
 		fmt.Fprintf(out, "globals: %d roles and %d tablespaces created", g.Roles, g.Tablespaces)
 		if len(g.KeptRoles) > 0 {
@@ -539,7 +539,7 @@ func writeServerSQL(ctx context.Context, o restoreOptions, ar *archive.Reader, o
 		return usageError{fmt.Errorf("--to-sql --all writes the whole server: it does not take -n/-N/-t/-T, --schema-only, --data-only, -L or --database")}
 	}
 	out := &pipeOut{w: os.Stdout}
-	return out.result(server.WriteScript(ctx, ar, out, server.ScriptOptions{Options: opts, NoTablespaces: o.filter.Objects.NoTablespaces}))
+	return out.result(cluster.WriteScript(ctx, ar, out, cluster.ScriptOptions{Options: opts, NoTablespaces: o.filter.Objects.NoTablespaces}))
 }
 
 // wholeReader is the Reader of an archive opened whole (openWhole: random

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pgsprint/pgsprint/internal/hold"
+	"github.com/pgsprint/pgsprint/internal/snapshot"
 )
 
 type snapshotOptions struct {
@@ -80,7 +80,7 @@ func runSnapshot(ctx context.Context, o snapshotOptions) error {
 	if o.log.quiet {
 		hint = io.Discard
 	}
-	return hold.Run(ctx, hold.Options{Source: cfg, Out: os.Stdout, Hint: hint, Done: stdinClosed(), LockWaitTimeout: o.lockWait, Logger: o.log.logger()})
+	return snapshot.Run(ctx, snapshot.Options{Source: cfg, Out: os.Stdout, Hint: hint, Done: stdinClosed(), LockWaitTimeout: o.lockWait, Logger: o.log.logger()})
 }
 
 // stdinClosed returns a channel closed when standard input, if it is a pipe

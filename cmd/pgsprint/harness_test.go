@@ -12,7 +12,7 @@ import (
 )
 
 // TestDemoBinaryHasNoHarness checks that the pgsprint binary carries no test
-// harness: `pgsprint demo` starts its cluster through internal/cluster, so
+// harness: `pgsprint demo` starts its cluster through internal/pgctl, so
 // neither the testing package, nor internal/pgtest, nor the torture SQL it
 // embeds may be linked into the product.
 func TestDemoBinaryHasNoHarness(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/progress"
-	"github.com/pgsprint/pgsprint/internal/server"
 )
 
 // progressFlags choose how a dump or restore shows progress and its summary.
@@ -84,7 +84,7 @@ func (w *watch) finish(s progress.Summary) error {
 // finishServer ends a whole-server run: the summary of every database
 // (serverSummary) as --summary-json and the JSON progress stream have it,
 // and for people its totals and a line per database.
-func (w *watch) finishServer(l logFlags, res *server.RestoreResult, target, verb string) error {
+func (w *watch) finishServer(l logFlags, res *cluster.RestoreResult, target, verb string) error {
 	err := w.finish(serverSummary(w.tracker, res, target))
 	printServerResult(w.textOut(l), res, verb)
 	return err
@@ -101,7 +101,7 @@ func (w *watch) textOut(l logFlags) io.Writer {
 
 // serverSummary is the end-of-run summary of restore --all and clone
 // --all: their totals, the globals, and each database with its phases.
-func serverSummary(t *progress.Tracker, res *server.RestoreResult, target string) progress.Summary {
+func serverSummary(t *progress.Tracker, res *cluster.RestoreResult, target string) progress.Summary {
 	s := t.Summary()
 	s.Target, s.WallSeconds, s.Phases = target, res.Elapsed.Seconds(), nil
 	s.Tables, s.Chunks, s.Rows, s.Sequences, s.LargeObj = 0, 0, 0, 0, 0

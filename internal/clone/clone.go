@@ -15,12 +15,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
-	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
@@ -42,7 +42,7 @@ type Options struct {
 	// MaintenanceWorkMem is each target connection's maintenance_work_mem.
 	MaintenanceWorkMem string
 	NoAnalyze          bool
-	Split              plan.Options // which tables are copied in several chunks
+	Split              chunk.Options // which tables are copied in several chunks
 	// Filter selects schemas and tables as restore's -n/-N/-t/-T do (the
 	// source is read whole, in the sense that the schema and the plan
 	// cover every table, but only the selected tables' rows are copied):

@@ -15,10 +15,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/pgctl"
 	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
@@ -36,7 +36,7 @@ type Options struct {
 func Run(ctx context.Context, opts Options) error {
 	out := opts.Out
 	fmt.Fprintf(out, "starting a throwaway PostgreSQL cluster...\n")
-	c, err := cluster.Start(ctx, cluster.Options{})
+	c, err := pgctl.Start(ctx, pgctl.Options{})
 	if err != nil {
 		return fmt.Errorf("start demo cluster: %w", err)
 	}
@@ -56,7 +56,7 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 type demo struct {
-	c    *cluster.Cluster
+	c    *pgctl.Cluster
 	dir  string
 	opts Options
 }
@@ -196,7 +196,7 @@ func run(ctx context.Context, name string, args ...string) error {
 
 // loadSample builds the sample database: pgbench's tables with foreign keys,
 // plus a few object kinds pgbench lacks.
-func loadSample(ctx context.Context, c *cluster.Cluster, scale int) error {
+func loadSample(ctx context.Context, c *pgctl.Cluster, scale int) error {
 	if err := c.CreateDB(ctx, "sample"); err != nil {
 		return err
 	}

@@ -7,10 +7,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
-	"github.com/pgsprint/pgsprint/internal/plan"
 )
 
 // catalog is what the leader reads from the source inside the snapshot.
@@ -18,7 +18,7 @@ type catalog struct {
 	tools        pgbin.Tools
 	tables       []pg.TableInfo // whose rows are read
 	filenodes    map[uint32]uint32
-	chunks       [][]plan.Chunk // per table: its ranges, one when not split
+	chunks       [][]chunk.Chunk // per table: its ranges, one when not split
 	sequences    []pg.SequenceInfo
 	largeObjects []pg.LargeObjectInfo
 	matviews     [][2]string
@@ -40,7 +40,7 @@ const catalogSavepoint = "pgsprint_catalog"
 // wait for the end of the dump, and every query of the application on
 // that table behind it; and it would need one lock slot per table beside
 // pg_dump's. Readers lock each table as they read it (Reader.Lock).
-func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options, lockWait string) (*catalog, error) {
+func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split chunk.Options, sel filter.Options, lockWait string) (*catalog, error) {
 	if _, err := conn.Exec(ctx, "SAVEPOINT "+catalogSavepoint); err != nil {
 		return nil, fmt.Errorf("read the catalog: %w", pg.ExplainLost(err))
 	}
@@ -60,7 +60,7 @@ func readCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.
 
 // listCatalog lists the tables to read, plans their chunks and reads the
 // rest of the catalog, inside the snapshot.
-func listCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.Options, sel filter.Options) (*catalog, error) {
+func listCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split chunk.Options, sel filter.Options) (*catalog, error) {
 	var c catalog
 	var err error
 	if c.tables, err = pg.ListTables(ctx, conn, srv); err != nil {
@@ -85,7 +85,7 @@ func listCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split plan.
 	// The sizes and split points are those of the snapshot's tables: a
 	// table truncated or rewritten since is refused by its reader.
 	for _, t := range c.tables {
-		chunks, err := plan.Split(ctx, conn, srv, t, split)
+		chunks, err := chunk.Split(ctx, conn, srv, t, split)
 		if err != nil {
 			return nil, err
 		}

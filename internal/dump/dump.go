@@ -14,16 +14,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/filter"
-	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/store/location"
 )
-
-// DefaultBlockSize is the raw size of a data block: big enough for codecs
-// to work well, small enough that N workers' buffers stay a few MiB.
-const DefaultBlockSize = 1 << 20
 
 // Options configure one dump.
 type Options struct {
@@ -34,7 +30,7 @@ type Options struct {
 	Codec     codec.Codec
 	BlockSize int
 	// Split says which tables are cut into chunks, and how.
-	Split   plan.Options
+	Split   chunk.Options
 	Version string // pgsprint's version, recorded in the manifest
 	Logger  *slog.Logger
 	// Filter selects schemas and tables as pg_dump's -n/-N/-t/-T do; the
@@ -66,7 +62,7 @@ type Options struct {
 func (opts Options) WithDefaults() Options {
 	opts.Jobs = max(opts.Jobs, 1)
 	if opts.BlockSize <= 0 {
-		opts.BlockSize = DefaultBlockSize
+		opts.BlockSize = archive.DefaultBlockSize
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -8,19 +8,19 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
-	"github.com/pgsprint/pgsprint/internal/plan"
 )
 
 // SessionOptions say what a Session reads and how it lays out the work.
 type SessionOptions struct {
 	Source    *pgx.ConnConfig
-	Jobs      int          // readers that will share the snapshot (recorded as the archive's interleave)
-	BlockSize int          // recorded in the manifest
-	Split     plan.Options // which tables are cut into chunks, and how
-	Version   string       // pgsprint's version, recorded in the manifest
+	Jobs      int           // readers that will share the snapshot (recorded as the archive's interleave)
+	BlockSize int           // recorded in the manifest
+	Split     chunk.Options // which tables are cut into chunks, and how
+	Version   string        // pgsprint's version, recorded in the manifest
 	// Filter selects schemas and tables as pg_dump's -n/-N/-t/-T do; the
 	// same selection goes to pg_dump for the schema.
 	Filter filter.Options

@@ -17,9 +17,9 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/archive/archivetest"
+	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
-	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
@@ -61,7 +61,7 @@ func testSessionAndWorkers(t *testing.T, c *pgtest.Cluster) {
 	}
 	const blockSize = 4096
 	sess, err := Begin(ctx, SessionOptions{Source: cfg, Jobs: 2, BlockSize: blockSize, Version: "test",
-		Split: plan.Options{ChunkSize: 64 << 10}})
+		Split: chunk.Options{ChunkSize: 64 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}

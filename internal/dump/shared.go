@@ -70,7 +70,7 @@ func (s *Session) Renumber(base uint32) uint32 {
 // schema stream of w.
 func (s *Session) WriteSchema(ctx context.Context, w *archive.Writer, blockSize int) error {
 	if blockSize <= 0 {
-		blockSize = DefaultBlockSize
+		blockSize = archive.DefaultBlockSize
 	}
 	return dumpSchema(ctx, s, w.Stream(archive.KindSchema, s.Manifest.SchemaStream), blockSize)
 }
@@ -156,7 +156,7 @@ type Worker struct {
 // the progress reporter.
 func NewWorker(opts Options, w *archive.Writer) *Worker {
 	if opts.BlockSize <= 0 {
-		opts.BlockSize = DefaultBlockSize
+		opts.BlockSize = archive.DefaultBlockSize
 	}
 	return &Worker{opts: opts, w: w}
 }

@@ -13,10 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
-	"github.com/pgsprint/pgsprint/internal/plan"
 )
 
 // TestManifestLayout checks how a catalog becomes the archive's stream
@@ -32,7 +32,7 @@ func TestManifestLayout(t *testing.T) {
 			{OID: 200, Schema: "s", Name: `odd "name"`, Columns: []string{"c"}, SizeBytes: 8192},
 		},
 		filenodes: map[uint32]uint32{100: 1100, 200: 1200},
-		chunks: [][]plan.Chunk{
+		chunks: [][]chunk.Chunk{
 			{{Where: "ctid < '(5,0)'", Size: 40960}, {Where: "ctid >= '(5,0)'", Size: 40960}},
 			{{Size: 8192}},
 		},

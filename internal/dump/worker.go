@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
@@ -55,7 +55,7 @@ func planUnits(m *archive.Manifest, sizes map[uint32]int64) []unit {
 		}
 		us = append(us, u)
 	}
-	plan.LargestFirst(us, func(u unit) int64 { return u.size })
+	chunk.LargestFirst(us, func(u unit) int64 { return u.size })
 	return batchSmallTables(us)
 }
 
@@ -159,7 +159,7 @@ func setCopyEncoding(ctx context.Context, conn *pgx.Conn, enc string) error {
 }
 
 // CopyOutSQL is the statement that reads one chunk: a whole table by its
-// column list, or a range through plan.SelectSQL, the query the planner's
+// column list, or a range through chunk.SelectSQL, the query the planner's
 // tests EXPLAIN. Generated columns are left out (the target computes
 // them), as pg_dump does. Text chunks are read in encoding enc (the
 // source's own, which the manifest records: no conversion, and restore
@@ -169,7 +169,7 @@ func setCopyEncoding(ctx context.Context, conn *pgx.Conn, enc string) error {
 func CopyOutSQL(t archive.Table, c archive.Chunk, enc string) string {
 	stmt := pg.Copy{Schema: t.Schema, Table: t.Name, Columns: t.Columns, Binary: c.Binary, Encoding: enc}
 	if c.Where != "" {
-		stmt.Query = plan.SelectSQL(t.Schema, t.Name, t.Columns, c.Where)
+		stmt.Query = chunk.SelectSQL(t.Schema, t.Name, t.Columns, c.Where)
 	}
 	return stmt.To()
 }

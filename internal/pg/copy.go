@@ -19,7 +19,7 @@ type Copy struct {
 	// are empty lines).
 	Columns []string
 	// Query, when set, is what To reads instead of the whole table: a
-	// chunk's SELECT (plan.SelectSQL). From ignores it.
+	// chunk's SELECT (chunk.SelectSQL). From ignores it.
 	Query string
 	// Binary is COPY's binary format (between servers of one major
 	// version); Encoding, the text's encoding, does not apply to it.

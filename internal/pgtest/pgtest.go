@@ -5,7 +5,7 @@
 // A dump/restore tool can only be trusted when it is exercised against a real
 // server: the catalog, COPY quoting and large-object semantics are too subtle
 // to mock. This package therefore starts real postmasters from the installed
-// PostgreSQL binaries (through internal/cluster, which `pgsprint demo` uses
+// PostgreSQL binaries (through internal/pgctl, which `pgsprint demo` uses
 // too), in temporary directories, one per test (or per test package), and
 // tears them down afterwards. Only tests and benchmarks import it: it links
 // "testing" and the torture schema, which the pgsprint binary must not carry.
@@ -21,26 +21,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgsprint/pgsprint/internal/cluster"
+	"github.com/pgsprint/pgsprint/internal/pgctl"
 )
 
-// Cluster is a throwaway PostgreSQL server (see cluster.Cluster); the alias
-// keeps the tests' vocabulary while the product uses internal/cluster.
-type Cluster = cluster.Cluster
+// Cluster is a throwaway PostgreSQL server (see pgctl.Cluster); the alias
+// keeps the tests' vocabulary while the product uses internal/pgctl.
+type Cluster = pgctl.Cluster
 
-// Options configures New and Start (see cluster.Options).
-type Options = cluster.Options
+// Options configures New and Start (see pgctl.Options).
+type Options = pgctl.Options
 
 // SuperuserName is the bootstrap superuser of every cluster.
-const SuperuserName = cluster.SuperuserName
+const SuperuserName = pgctl.SuperuserName
 
 // SuperuserPassword is the password of SuperuserName over TCP; tests pass it
 // to whatever they are testing (a flag, PGPASSWORD, a config field).
-const SuperuserPassword = cluster.SuperuserPassword
+const SuperuserPassword = pgctl.SuperuserPassword
 
 // EnvBinDir names the environment variable that selects the PostgreSQL bin
 // directory when Options.BinDir is empty.
-const EnvBinDir = cluster.EnvBinDir
+const EnvBinDir = pgctl.EnvBinDir
 
 // EnvRequire names the environment variable that, when set to a non-empty
 // value, turns the "no PostgreSQL binaries" skip of New into a failure, so
@@ -55,24 +55,24 @@ const EnvVersions = "PGSPRINT_TEST_PG_VERSIONS"
 // ErrNoBinaries is returned (wrapped) when no PostgreSQL installation can be
 // found. New turns it into a skip, because a developer machine without
 // PostgreSQL should still be able to run the rest of the test suite.
-var ErrNoBinaries = cluster.ErrNoBinaries
+var ErrNoBinaries = pgctl.ErrNoBinaries
 
 // Start creates and starts a cluster outside a test (benchmarks); the
 // caller must Close it.
-func Start(ctx context.Context, opts Options) (*Cluster, error) { return cluster.Start(ctx, opts) }
+func Start(ctx context.Context, opts Options) (*Cluster, error) { return pgctl.Start(ctx, opts) }
 
 // FindBinDir returns the PostgreSQL bin directory to use (see
-// cluster.FindBinDir for the search order).
-func FindBinDir(explicit string) (string, error) { return cluster.FindBinDir(explicit) }
+// pgctl.FindBinDir for the search order).
+func FindBinDir(explicit string) (string, error) { return pgctl.FindBinDir(explicit) }
 
 // BinDirFor returns the bin directory of an installed major version.
-func BinDirFor(major int) (string, error) { return cluster.BinDirFor(major) }
+func BinDirFor(major int) (string, error) { return pgctl.BinDirFor(major) }
 
 // KeywordConnString renders params as a libpq keyword/value string.
-func KeywordConnString(params map[string]string) string { return cluster.KeywordConnString(params) }
+func KeywordConnString(params map[string]string) string { return pgctl.KeywordConnString(params) }
 
 // QuoteConnValue quotes a value for a libpq keyword/value connection string.
-func QuoteConnValue(v string) string { return cluster.QuoteConnValue(v) }
+func QuoteConnValue(v string) string { return pgctl.QuoteConnValue(v) }
 
 // New starts a cluster for a test and stops it when the test ends. It skips
 // the test when no PostgreSQL binaries exist at all (unless EnvRequire is set)
@@ -106,7 +106,7 @@ func New(t testing.TB, opts ...Options) *Cluster {
 // startFromTemplate starts a cluster copied from its installation's
 // template data directory (see template).
 func startFromTemplate(ctx context.Context, o Options) (*Cluster, error) {
-	binDir, err := cluster.FindBinDir(o.BinDir)
+	binDir, err := pgctl.FindBinDir(o.BinDir)
 	if err != nil {
 		return nil, err
 	}
@@ -114,11 +114,11 @@ func startFromTemplate(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Template, err = template(ctx, binDir); err != nil {
 		return nil, err
 	}
-	return cluster.Start(ctx, o)
+	return pgctl.Start(ctx, o)
 }
 
 // NewStandby starts a streaming hot standby of primary for a test (see
-// cluster.Cluster.StartStandby) and stops it when the test ends, so that
+// pgctl.Cluster.StartStandby) and stops it when the test ends, so that
 // dumping from a read replica can be tested.
 func NewStandby(t testing.TB, primary *Cluster) *Cluster {
 	t.Helper()
@@ -141,7 +141,7 @@ func NewStandby(t testing.TB, primary *Cluster) *Cluster {
 // through something other than New.
 func RequireBinaries(t testing.TB) {
 	t.Helper()
-	if _, err := cluster.FindBinDir(""); err != nil {
+	if _, err := pgctl.FindBinDir(""); err != nil {
 		skipIfNoBinaries(t, err)
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func skipIfNoBinaries(t testing.TB, err error) {
 // $PGSPRINT_TEST_PG_VERSIONS is set, only the versions it lists (and that
 // are installed) are returned.
 func Versions() []int {
-	all := cluster.Installed()
+	all := pgctl.Installed()
 	want := map[int]bool{}
 	if env := os.Getenv(EnvVersions); env != "" {
 		for _, f := range strings.Split(env, ",") {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgsprint/pgsprint/internal/cluster"
+	"github.com/pgsprint/pgsprint/internal/pgctl"
 )
 
 // TablespaceDir returns a new empty directory the server can use as a
@@ -22,7 +22,7 @@ func TablespaceDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	if cred, err := cluster.ServerCredential(); err == nil && cred != nil {
+	if cred, err := pgctl.ServerCredential(); err == nil && cred != nil {
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func GlobalsDump(t testing.TB, binDir, connString string, extra ...string) strin
 	defer cancel()
 	args := append([]string{"--globals-only", "--no-password", "--dbname=" + connString}, extra...)
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "pg_dumpall"), args...)
-	cmd.Env = cluster.CleanEnv()
+	cmd.Env = pgctl.CleanEnv()
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("pg_dumpall --globals-only of %s: %v", redactConn(connString), err)

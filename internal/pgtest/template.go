@@ -10,16 +10,16 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/pgsprint/pgsprint/internal/cluster"
+	"github.com/pgsprint/pgsprint/internal/pgctl"
 )
 
-// templateFormat names what cluster.InitTemplate makes; change it when
+// templateFormat names what pgctl.InitTemplate makes; change it when
 // initdb's options or the files it writes change, so that no test copies a
 // template an older harness left in the temporary directory.
 const templateFormat = "1"
 
 // templates holds, per bin directory, the data directory every cluster of
-// this test process is copied from (see cluster.Options.Template): one
+// this test process is copied from (see pgctl.Options.Template): one
 // initdb per PostgreSQL installation instead of one per cluster.
 var templates struct {
 	sync.Mutex
@@ -59,7 +59,7 @@ func makeTemplate(ctx context.Context, binDir string) (string, error) {
 		return "", fmt.Errorf("pgtest: template of %s: %w", binDir, err)
 	}
 	uid := os.Geteuid()
-	if cred, err := cluster.ServerCredential(); err != nil {
+	if cred, err := pgctl.ServerCredential(); err != nil {
 		return "", err
 	} else if cred != nil {
 		uid = int(cred.Uid)
@@ -80,7 +80,7 @@ func makeTemplate(ctx context.Context, binDir string) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {
 		return dir, nil
 	}
-	if err := cluster.InitTemplate(ctx, binDir, dir); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := pgctl.InitTemplate(ctx, binDir, dir); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", err
 	}
 	return dir, nil

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgsprint/pgsprint/internal/cluster"
+	"github.com/pgsprint/pgsprint/internal/pgctl"
 )
 
 // TLS is a self-signed certificate for a test server on 127.0.0.1 and
@@ -69,7 +69,7 @@ func NewTLS(t testing.TB) TLS {
 		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: b}), mode); err != nil {
 			t.Fatal(err)
 		}
-		if cred, err := cluster.ServerCredential(); err == nil && cred != nil {
+		if cred, err := pgctl.ServerCredential(); err == nil && cred != nil {
 			if err := os.Chown(path, int(cred.Uid), int(cred.Gid)); err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/schedule"
+	"github.com/pgsprint/pgsprint/internal/taskgraph"
 )
 
 // checkDataTargets makes sure a --data-only restore loads into tables that
@@ -50,7 +51,7 @@ func (d *dataStage) readForeignKeys(ctx context.Context) (map[string][]string, e
 
 // foreignKeys returns, for each table of the target, the tables its
 // foreign keys reference (partition to partition, as the server checks
-// them), by schedule.TableKey.
+// them), by taskgraph.TableKey.
 func foreignKeys(ctx context.Context, conn *pgx.Conn) (map[string][]string, error) {
 	rows, err := conn.Query(ctx, `SELECT cn.nspname, c.relname, rn.nspname, rc.relname
 	FROM pg_catalog.pg_constraint k
@@ -67,8 +68,8 @@ func foreignKeys(ctx context.Context, conn *pgx.Conn) (map[string][]string, erro
 		if err := rows.Scan(&cs, &cr, &rs, &rr); err != nil {
 			return nil, fmt.Errorf("read foreign keys: %w", err)
 		}
-		from := schedule.TableKey(cs, cr)
-		refs[from] = append(refs[from], schedule.TableKey(rs, rr))
+		from := taskgraph.TableKey(cs, cr)
+		refs[from] = append(refs[from], taskgraph.TableKey(rs, rr))
 	}
 	return refs, rows.Err()
 }
@@ -156,7 +157,7 @@ func findCycle(loads map[string][]int, refs map[string][]string) []string {
 	return nil
 }
 
-// keyName turns a schedule.TableKey back into a quoted name.
+// keyName turns a taskgraph.TableKey back into a quoted name.
 func keyName(key string) string {
 	schema, name, _ := strings.Cut(key, "\x00")
 	return pg.Qualified(schema, name)

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/pgsprint/pgsprint/internal/schedule"
+	"github.com/pgsprint/pgsprint/internal/taskgraph"
 )
 
 // TestOrderLoads: --data-only loads wait for the tables they reference;
 // what no order can satisfy is refused with a pointer to
 // --disable-triggers.
 func TestOrderLoads(t *testing.T) {
-	k := func(n string) string { return schedule.TableKey("s", n) }
+	k := func(n string) string { return taskgraph.TableKey("s", n) }
 	for _, tc := range []struct {
 		name  string
 		loads map[string]int // table: chunks
@@ -34,7 +35,7 @@ func TestOrderLoads(t *testing.T) {
 			owner := map[int]string{}
 			for table, n := range tc.loads {
 				for range n {
-					id := g.Add(&schedule.Task{Name: table, Kind: schedule.Data})
+					id := g.Add(&schedule.Task{Name: table, Kind: taskgraph.Data})
 					loads[k(table)] = append(loads[k(table)], id)
 					owner[id] = table
 				}

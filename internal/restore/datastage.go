@@ -12,6 +12,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/schedule"
+	"github.com/pgsprint/pgsprint/internal/taskgraph"
 )
 
 // dataStage is the data stage: sequence values, then one task graph that
@@ -102,10 +103,10 @@ func (d *dataStage) buildGraph(ctx context.Context, post *postData, refs map[str
 		c := &d.m.Chunks[i]
 		t := d.m.Tables[c.Table]
 		size := lay.sizes[i]
-		key := schedule.TableKey(t.Schema, t.Name)
+		key := taskgraph.TableKey(t.Schema, t.Name)
 		f := tables[key]
 		name := "load " + d.l.tableName(c)
-		lock := []schedule.Lock{{Key: key, Mode: schedule.RowExclusive}}
+		lock := []taskgraph.Lock{{Key: key, Mode: taskgraph.RowExclusive}}
 		switch all, ok := lay.whole[c.Table]; {
 		case ok:
 			// Every chunk of the table in one task, made at its first.
@@ -120,25 +121,25 @@ func (d *dataStage) buildGraph(ctx context.Context, post *postData, refs map[str
 			}
 			f.Size += total
 			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: fmt.Sprintf("%s (%d chunks)", name, len(all)), Step: chunkStep(c.Stream),
-				Kind: schedule.Data, Cost: total, Locks: []schedule.Lock{{Key: key, Mode: schedule.AccessExclusive}}, Table: key, Data: l}))
+				Kind: taskgraph.Data, Cost: total, Locks: []taskgraph.Lock{{Key: key, Mode: taskgraph.AccessExclusive}}, Table: key, Data: l}))
 		case d.opts.Jobs > 1 && size >= splitMin && size > lay.share && c.Where == "" && !c.Binary: // parts are cut at text rows
 			f.Size += size
 			sl := newSplitLoad(c, d.opts.Jobs)
 			for p := range d.opts.Jobs {
 				f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: fmt.Sprintf("%s (part %d/%d)", name, p+1, d.opts.Jobs),
-					Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: size, Locks: lock, Table: key, Data: &load{chunks: []*archive.Chunk{c}, split: sl}}))
+					Step: chunkStep(c.Stream), Kind: taskgraph.Data, Cost: size, Locks: lock, Table: key, Data: &load{chunks: []*archive.Chunk{c}, split: sl}}))
 			}
 		case lay.per[c.Table] == 1 && c.Where == "" && !d.sel.dataOnly:
 			// The table's only load, in a table this restore created:
 			// ACCESS EXCLUSIVE for the tasks fused into it
-			// (PlanOptions.FuseBytes), FREEZE only where it pays.
+			// (PostDataOptions.FuseBytes), FREEZE only where it pays.
 			f.Size += size
-			lock = []schedule.Lock{{Key: key, Mode: schedule.AccessExclusive}}
-			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: size,
+			lock = []taskgraph.Lock{{Key: key, Mode: taskgraph.AccessExclusive}}
+			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: taskgraph.Data, Cost: size,
 				Locks: lock, Table: key, Data: &load{chunks: []*archive.Chunk{c}, freeze: freezes(size)}}))
 		default:
 			f.Size += size
-			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: schedule.Data, Cost: size,
+			f.Loads = append(f.Loads, g.Add(&schedule.Task{Name: name, Step: chunkStep(c.Stream), Kind: taskgraph.Data, Cost: size,
 				Locks: lock, Table: key, Data: &load{chunks: []*archive.Chunk{c}}}))
 		}
 		tables[key] = f
@@ -164,13 +165,13 @@ func (d *dataStage) buildGraph(ctx context.Context, post *postData, refs map[str
 			name = fmt.Sprintf("large objects %d to %d (%d)", los[0].OID, los[len(los)-1].OID, len(los))
 		}
 		// No step of its own: each object records its own (loadLargeObjects).
-		g.Add(&schedule.Task{Name: name, Kind: schedule.Data, Cost: sizes[i], Data: &load{los: los}})
+		g.Add(&schedule.Task{Name: name, Kind: taskgraph.Data, Cost: sizes[i], Data: &load{los: los}})
 	}
-	plan := schedule.PlanOptions{Tables: tables, Analyze: !d.opts.NoAnalyze, Statistics: d.stats.tables,
+	plan := schedule.PostDataOptions{Tables: tables, Analyze: !d.opts.NoAnalyze, Statistics: d.stats.tables,
 		SmallBytes: fuseMaxBytes, Done: d.target.j.IsDone}
 	if d.m.Encoding == "UTF8" {
 		// Small tables' tasks are fused into their loads as they are
-		// planned (schedule.PlanOptions.FuseBytes). A fused task's SQL is sent
+		// planned (schedule.PostDataOptions.FuseBytes). A fused task's SQL is sent
 		// in the load's session, whose client_encoding (UTF8) must be the
 		// script's (the archive's).
 		plan.FuseBytes = fuseMaxBytes
@@ -264,7 +265,7 @@ const freezeMinBytes = 128 << 10
 func freezes(size int64) bool { return size >= freezeMinBytes }
 
 // fuseMaxBytes is the largest table whose indexes, constraints and ANALYZE
-// run in its load's transaction (schedule.PlanOptions.FuseBytes): for a small
+// run in its load's transaction (schedule.PostDataOptions.FuseBytes): for a small
 // table they take less than the round trips and commits they would cost
 // apart, and nothing is lost by not building them beside other work.
 const fuseMaxBytes = 1 << 20

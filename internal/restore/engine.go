@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/schedule"
+	"github.com/pgsprint/pgsprint/internal/taskgraph"
 )
 
 // engine runs a graph's tasks on one connection per worker: the data
@@ -159,7 +160,7 @@ func (e *engine) exec(ctx context.Context, w int, t *schedule.Task) error {
 		return e.then(ctx, w, t.Then)
 	}
 	switch t.Kind {
-	case schedule.Data:
+	case taskgraph.Data:
 		conn, err := e.conn(ctx, w, copyMode)
 		if err != nil {
 			return err
@@ -180,14 +181,14 @@ func (e *engine) exec(ctx context.Context, w int, t *schedule.Task) error {
 		}
 		e.rows.Add(n)
 		return err
-	case schedule.Rest:
+	case taskgraph.Rest:
 		// The listed entries in the listed (pg_dump's) order, atomically
 		// with their journal step.
 		if len(t.Entries) == 0 {
 			return nil
 		}
 		return e.schema.restoreIDs(ctx, e.t, t.Step, t.Entries)
-	case schedule.Analyze:
+	case taskgraph.Analyze:
 		conn, err := e.conn(ctx, w, sqlMode)
 		if err != nil {
 			return err
@@ -287,12 +288,12 @@ func (e *engine) inTx(ctx context.Context, conn *pgx.Conn, step string, stmts ..
 // the wall time from its first start to its last end (phases overlap: an
 // index builds while other tables load), the time summed over workers, and
 // the slowest tasks, which it returns.
-func (d *dataStage) report(g *schedule.Graph, timings []schedule.Timing, start time.Time) []Item {
+func (d *dataStage) report(g *schedule.Graph, timings []taskgraph.Timing, start time.Time) []Item {
 	type span struct {
 		first, last, busy time.Duration
 		n                 int
 	}
-	spans := map[schedule.Kind]*span{}
+	spans := map[taskgraph.Kind]*span{}
 	for _, tm := range timings {
 		k := g.Tasks[tm.Task].Kind
 		s := spans[k]
@@ -306,7 +307,7 @@ func (d *dataStage) report(g *schedule.Graph, timings []schedule.Timing, start t
 		s.n++
 	}
 	offset := start.Sub(d.phases.begin)
-	for k := schedule.Data; k <= schedule.Analyze; k++ {
+	for k := taskgraph.Data; k <= taskgraph.Analyze; k++ {
 		if s := spans[k]; s != nil {
 			d.phases.list = append(d.phases.list, Phase{Name: k.String(), Start: offset + s.first,
 				Elapsed: s.last - s.first, Busy: s.busy, Items: s.n})
@@ -318,9 +319,9 @@ func (d *dataStage) report(g *schedule.Graph, timings []schedule.Timing, start t
 // slowestTasks returns the n tasks that took longest, longest first (in
 // run order among equals), keeping n as it goes rather than sorting a copy
 // of every timing (5 MB at 100,000 tables).
-func slowestTasks(g *schedule.Graph, timings []schedule.Timing, n int) []Item {
-	took := func(tm schedule.Timing) time.Duration { return tm.End - tm.Start }
-	var top []schedule.Timing
+func slowestTasks(g *schedule.Graph, timings []taskgraph.Timing, n int) []Item {
+	took := func(tm taskgraph.Timing) time.Duration { return tm.End - tm.Start }
+	var top []taskgraph.Timing
 	for _, tm := range timings {
 		if i := sort.Search(len(top), func(i int) bool { return took(top[i]) < took(tm) }); i < n {
 			top = slices.Insert(top, i, tm)[:min(len(top)+1, n)]

@@ -7,16 +7,17 @@ import (
 	"time"
 
 	"github.com/pgsprint/pgsprint/internal/schedule"
+	"github.com/pgsprint/pgsprint/internal/taskgraph"
 )
 
 // TestSlowestTasks: the n longest tasks, longest first, the earlier run
 // first among equals, fewer when fewer ran.
 func TestSlowestTasks(t *testing.T) {
 	g := &schedule.Graph{}
-	var timings []schedule.Timing
+	var timings []taskgraph.Timing
 	for i, ms := range []int{5, 9, 1, 9, 7, 3, 8} {
 		g.Add(&schedule.Task{Name: fmt.Sprint("t", i)})
-		timings = append(timings, schedule.Timing{Task: i, Start: time.Second, End: time.Second + time.Duration(ms)*time.Millisecond})
+		timings = append(timings, taskgraph.Timing{Task: i, Start: time.Second, End: time.Second + time.Duration(ms)*time.Millisecond})
 	}
 	for _, tc := range []struct {
 		n    int

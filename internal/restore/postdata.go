@@ -40,7 +40,7 @@ func newPostData(schema *schemaArchive, sel *selection, log *slog.Logger) *postD
 // schema of 100,000 tables are never all held beside the graph. If the
 // script cannot be read or taken apart to its end, the graph is left as
 // it was and pg_restore does all of post-data after the loads.
-func (p *postData) addTasks(ctx context.Context, g *schedule.Graph, opts schedule.PlanOptions) {
+func (p *postData) addTasks(ctx context.Context, g *schedule.Graph, opts schedule.PostDataOptions) {
 	if p.sel.dataOnly {
 		return
 	}
@@ -54,7 +54,7 @@ func (p *postData) addTasks(ctx context.Context, g *schedule.Graph, opts schedul
 // plan reads the schema archive's post-data entries with their SQL and
 // dependencies into g. An error means the post-data cannot be taken apart
 // and pg_restore must do all of it; g is then as it was.
-func (p *postData) plan(ctx context.Context, g *schedule.Graph, opts schedule.PlanOptions) error {
+func (p *postData) plan(ctx context.Context, g *schedule.Graph, opts schedule.PostDataOptions) error {
 	// Indexes' statistics are post-data too: they come with the others
 	// (restoreStatistics), never before their table's data is in.
 	noStats := p.schema.statisticsFlag()
@@ -67,7 +67,7 @@ func (p *postData) plan(ctx context.Context, g *schedule.Graph, opts schedule.Pl
 		ids = keepIDs(ids, p.sel.ids)
 		args = append(args, p.sel.useList())
 	}
-	pp := schedule.NewPostDataPlan(g, ids, opts)
+	pp := schedule.NewPostData(g, ids, opts)
 	pre, err := eachEntry(p.schema.pgRestoreCmd(ctx, append(args, p.schema.file)...), ids, func(e *toc.Entry) error {
 		pp.Add(e)
 		return nil

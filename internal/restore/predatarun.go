@@ -14,7 +14,7 @@ import (
 
 // restoreSchema creates the selection's pre-data objects with pg_restore:
 // one run, as it always was, or, when the schema has a big level of
-// independent entries (planPreData), the plan's steps, each on up to Jobs
+// independent entries (splitPreData), the plan's steps, each on up to Jobs
 // connections at once. pg_restore (17+ with --transaction-size) runs every
 // entry; the split decides only which entries each run gets.
 //
@@ -83,11 +83,11 @@ func (p *preData) runStep(ctx context.Context, cfg *pgx.ConnConfig, runs [][]int
 }
 
 // planSchema reads the selection's pre-data entries and plans them
-// (planPreData); nil is one pg_restore run. It lists the entries first,
+// (splitPreData); nil is one pg_restore run. It lists the entries first,
 // and reads their dependencies (pg_restore's verbose script) only when
 // there are enough of them to split.
 func (p *preData) planSchema(ctx context.Context) ([]preDataStep, error) {
-	o := preDataPlanOptions{jobs: p.opts.Jobs, splitMin: cmp.Or(p.opts.PreDataSplitMin, defaultPreDataSplitMin), create: p.opts.Create}
+	o := preDataSplitOptions{jobs: p.opts.Jobs, splitMin: cmp.Or(p.opts.PreDataSplitMin, defaultPreDataSplitMin), create: p.opts.Create}
 	if o.jobs < 2 || o.splitMin < 0 {
 		return nil, nil
 	}
@@ -114,5 +114,5 @@ func (p *preData) planSchema(ctx context.Context) ([]preDataStep, error) {
 	if err != nil {
 		return nil, err
 	}
-	return planPreData(parsed.Entries, ids, o), nil
+	return splitPreData(parsed.Entries, ids, o), nil
 }

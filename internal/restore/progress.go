@@ -7,6 +7,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/schedule"
+	"github.com/pgsprint/pgsprint/internal/taskgraph"
 )
 
 // countingSource counts the bytes and rows read from data and large object
@@ -85,7 +86,7 @@ func (d *dataStage) planOf(g *schedule.Graph) (progress.Plan, int) {
 	p := progress.Plan{Op: op, Tables: len(d.m.Tables)}
 	steps := 0
 	for _, t := range g.Tasks {
-		if t.Kind == schedule.Data {
+		if t.Kind == taskgraph.Data {
 			p.Chunks++
 		} else {
 			steps++
@@ -124,7 +125,7 @@ func (d *dataStage) planOf(g *schedule.Graph) (progress.Plan, int) {
 
 // workOf names a task for progress reports.
 func (r *loader) workOf(t *schedule.Task) progress.Work {
-	if t.Kind != schedule.Data {
+	if t.Kind != taskgraph.Data {
 		return progress.Work{Kind: t.Kind.String(), Name: t.Name}
 	}
 	l := t.Data.(*load)
@@ -142,7 +143,7 @@ func (r *loader) workOf(t *schedule.Task) progress.Work {
 // of a split load is given an equal share of its chunk.
 func (r *loader) doneOf(t *schedule.Task, elapsed time.Duration) progress.Done {
 	d := progress.Done{Elapsed: elapsed}
-	if t.Kind != schedule.Data {
+	if t.Kind != taskgraph.Data {
 		return d
 	}
 	l := t.Data.(*load)

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/pgsprint/pgsprint/internal/schedule"
+	"github.com/pgsprint/pgsprint/internal/taskgraph"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
@@ -22,7 +22,7 @@ const stepStatistics = "statistics"
 // (withStats), which keeps them out of every other pg_restore run.
 type statistics struct {
 	ids []int // the entries to restore, in the archive's order
-	// tables are the loaded tables (schedule.TableKey) whose statistics
+	// tables are the loaded tables (taskgraph.TableKey) whose statistics
 	// come back, which are not analyzed: ANALYZE would only recompute
 	// them from a sample.
 	tables map[string]bool
@@ -71,11 +71,11 @@ func chooseStatistics(ctx context.Context, schema *schemaArchive, sel *selection
 	}
 	kinds, keys := map[uint32]string{}, map[uint32]string{}
 	for _, o := range m.Relations {
-		kinds[o.OID], keys[o.OID] = o.Kind, schedule.TableKey(o.Schema, o.Name)
+		kinds[o.OID], keys[o.OID] = o.Kind, taskgraph.TableKey(o.Schema, o.Name)
 	}
 	loaded := map[string]bool{}
 	for _, t := range m.Tables {
-		loaded[schedule.TableKey(t.Schema, t.Name)] = true
+		loaded[taskgraph.TableKey(t.Schema, t.Name)] = true
 	}
 	// relation finds the relation an entry is about, directly or, for an
 	// index or constraint, through the table it depends on.

@@ -6,17 +6,18 @@ import (
 	"strings"
 
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/taskgraph"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
 // Fused is a task merged into a small table's load as the post-data plan
-// is made (PlanOptions.FuseBytes): the executor runs its statements after
+// is made (PostDataOptions.FuseBytes): the executor runs its statements after
 // the load, in the load's transaction, and records its journal step there
 // too. With 100,000 tables four of them per table were most of a
 // restore's memory, so a Fused keeps only what its name, journal step and
 // statements are made of, and makes them when the load runs.
 type Fused struct {
-	Kind Kind
+	Kind taskgraph.Kind
 	role role
 	id   int32 // the dump ID of the entry it comes from (not for ANALYZE)
 	// tag is the entry's tag (pg_dump's name of the object), or for
@@ -155,7 +156,7 @@ func fuseInto(g *Graph, tables map[string]TableFacts, key string, maxCost int64)
 		return 0, false
 	}
 	t := g.Tasks[f.Loads[0]]
-	if t.Kind == Data && t.Table == key && t.Cost < maxCost && len(t.Locks) == 1 && t.Locks[0] == (Lock{key, AccessExclusive}) {
+	if t.Kind == taskgraph.Data && t.Table == key && t.Cost < maxCost && len(t.Locks) == 1 && t.Locks[0] == (taskgraph.Lock{Key: key, Mode: taskgraph.AccessExclusive}) {
 		return f.Loads[0], true
 	}
 	return 0, false
@@ -166,7 +167,7 @@ func fuseInto(g *Graph, tables map[string]TableFacts, key string, maxCost int64)
 // load's table alone, depending on nothing but the load.
 func fusable(g *Graph, tables map[string]TableFacts, maxCost int64, s *spec) (int, bool) {
 	switch s.kind {
-	case Index, Constraint, Analyze:
+	case taskgraph.Index, taskgraph.Constraint, taskgraph.Analyze:
 	default:
 		return 0, false
 	}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pgsprint/pgsprint/internal/taskgraph"
 )
 
 // TestRemap checks the in-place mapping of a task's dependencies: order
@@ -67,7 +69,7 @@ func TestPlanSmallForeignKeys(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			done := func(step string) bool { return slices.Contains(tc.done, step) }
-			g, _, _ := planWith(t, 1, AccessExclusive, PlanOptions{SmallBytes: tc.small, Done: done})
+			g, _, _ := planWith(t, 1, taskgraph.AccessExclusive, PostDataOptions{SmallBytes: tc.small, Done: done})
 			for fk, want := range tc.want {
 				add := g.Tasks[find(t, g, "foreign key "+fk)]
 				validate := slices.ContainsFunc(g.Tasks, func(tk *Task) bool { return tk.Name == "validate "+fk })
@@ -85,7 +87,7 @@ func TestPlanSmallForeignKeys(t *testing.T) {
 				if got != want {
 					t.Errorf("%s: %s, want %s", fk, got, want)
 				}
-				if slices.Contains(add.Locks, Lock{DDLMutex, AccessExclusive}) {
+				if slices.Contains(add.Locks, taskgraph.Lock{Key: taskgraph.DDLMutex, Mode: taskgraph.AccessExclusive}) {
 					t.Errorf("%s: added under DDLMutex: foreign keys between loaded tables run in parallel", fk)
 				}
 			}
@@ -99,7 +101,7 @@ func TestPlanSmallForeignKeys(t *testing.T) {
 // table's stay apart, and so do the foreign keys, which depend on the
 // loads their tables' fused tasks joined.
 func TestFuseAnalyzeOfTablesWithForeignKeys(t *testing.T) {
-	f, _, _ := planWith(t, 1, AccessExclusive, PlanOptions{Analyze: true, SmallBytes: 250, FuseBytes: 250})
+	f, _, _ := planWith(t, 1, taskgraph.AccessExclusive, PostDataOptions{Analyze: true, SmallBytes: 250, FuseBytes: 250})
 	if err := f.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +123,7 @@ func TestFuseAnalyzeOfTablesWithForeignKeys(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("fused into %s: %q, want %q", tc.load, got, want)
 		}
-		if n := len(then); n > 0 && then[n-1].Kind != Analyze {
+		if n := len(then); n > 0 && then[n-1].Kind != taskgraph.Analyze {
 			t.Errorf("%s: ANALYZE is not the last fused task", tc.load)
 		}
 	}
@@ -142,8 +144,8 @@ func TestFuseAnalyzeOfTablesWithForeignKeys(t *testing.T) {
 // the task planned apart has (the journal of a run that did not fuse it
 // is read by one that does).
 func TestFusedTask(t *testing.T) {
-	apart, _, _ := planWith(t, 1, AccessExclusive, PlanOptions{Analyze: true, SmallBytes: 250})
-	fused, _, _ := planWith(t, 1, AccessExclusive, PlanOptions{Analyze: true, SmallBytes: 250, FuseBytes: 250})
+	apart, _, _ := planWith(t, 1, taskgraph.AccessExclusive, PostDataOptions{Analyze: true, SmallBytes: 250})
+	fused, _, _ := planWith(t, 1, taskgraph.AccessExclusive, PostDataOptions{Analyze: true, SmallBytes: 250, FuseBytes: 250})
 	n := 0
 	for _, l := range fused.Tasks {
 		for i := range l.Then {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pgsprint/pgsprint/internal/heaptest"
+	"github.com/pgsprint/pgsprint/internal/taskgraph"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
@@ -15,7 +16,7 @@ import (
 // pgtest.SmallTables (a primary key, a secondary index, every third a
 // foreign key to the table before it) and the plan options of a restore
 // loading each by one task of 300 bytes, into g.
-func smallTables(t testing.TB, n int, g *Graph) (*toc.Script, PlanOptions) {
+func smallTables(t testing.TB, n int, g *Graph) (*toc.Script, PostDataOptions) {
 	var b strings.Builder
 	var ids []int
 	b.WriteString("SET statement_timeout = 0;\nSELECT pg_catalog.set_config('search_path', '', false);\n\nSET default_tablespace = '';\n\n")
@@ -46,12 +47,12 @@ func smallTables(t testing.TB, n int, g *Graph) (*toc.Script, PlanOptions) {
 	}
 	tables := map[string]TableFacts{}
 	for i := 1; i <= n; i++ {
-		key := TableKey("public", name(i))
-		l := g.Add(&Task{Name: "load " + name(i), Step: fmt.Sprintf("load stream %d", i), Kind: Data, Cost: 300,
-			Locks: []Lock{{key, AccessExclusive}}, Table: key})
+		key := taskgraph.TableKey("public", name(i))
+		l := g.Add(&Task{Name: "load " + name(i), Step: fmt.Sprintf("load stream %d", i), Kind: taskgraph.Data, Cost: 300,
+			Locks: []taskgraph.Lock{{Key: key, Mode: taskgraph.AccessExclusive}}, Table: key})
 		tables[key] = TableFacts{Loads: []int{l}, Size: 300}
 	}
-	return script, PlanOptions{Tables: tables, Analyze: true, SmallBytes: 1 << 20}
+	return script, PostDataOptions{Tables: tables, Analyze: true, SmallBytes: 1 << 20}
 }
 
 // describe renders a graph's tasks with their dependencies, locks and
@@ -69,8 +70,8 @@ func describe(g *Graph) []string {
 			f := &t.Then[i]
 			then = append(then, fmt.Sprintf("%s|%s|%q", f.Name(), f.Step(), f.SQL()))
 		}
-		locks := append([]Lock{}, t.Locks...)
-		slices.SortFunc(locks, func(a, b Lock) int { return strings.Compare(a.Key, b.Key) })
+		locks := append([]taskgraph.Lock{}, t.Locks...)
+		slices.SortFunc(locks, func(a, b taskgraph.Lock) int { return strings.Compare(a.Key, b.Key) })
 		out = append(out, fmt.Sprintf("%s kind=%d step=%q sql=%q deps=%q locks=%v then=%q", t.Name, t.Kind, t.Step, t.SQL, deps, locks, then))
 	}
 	slices.Sort(out)
@@ -86,7 +87,7 @@ func TestFuseWhilePlanning(t *testing.T) {
 	g := &Graph{}
 	script, opts := smallTables(t, 30, g)
 	opts.FuseBytes = 1 << 20
-	if _, err := PlanPostData(g, script, opts); err != nil {
+	if _, err := AddPostData(g, script, opts); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Validate(); err != nil {
@@ -135,7 +136,7 @@ func TestSmallTablesPlanMemory(t *testing.T) {
 	script, opts := smallTables(t, n, g)
 	opts.FuseBytes = 1 << 20
 	before := heaptest.Live()
-	if _, err := PlanPostData(g, script, opts); err != nil {
+	if _, err := AddPostData(g, script, opts); err != nil {
 		t.Fatal(err)
 	}
 	per := (heaptest.Live() - before) / n

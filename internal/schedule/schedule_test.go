@@ -10,52 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgsprint/pgsprint/internal/taskgraph"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
-
-func TestConflicts(t *testing.T) {
-	for _, tc := range []struct {
-		a, b LockMode
-		want bool
-	}{
-		{Share, Share, false},                              // two CREATE INDEX on one table
-		{Share, RowExclusive, true},                        // CREATE INDEX vs COPY
-		{ShareUpdateExclusive, ShareUpdateExclusive, true}, // two VALIDATE on one table
-		{ShareUpdateExclusive, RowShare, false},            // VALIDATE vs the referenced side of another
-		{RowShare, Share, false},                           // referenced side vs CREATE INDEX
-		{ShareRowExclusive, ShareRowExclusive, true},       // two ADD FOREIGN KEY
-		{AccessShare, AccessExclusive, true},               //
-		{AccessShare, Exclusive, false},                    //
-		{RowExclusive, RowExclusive, false},                // two COPY into one table
-		{AccessExclusive, AccessExclusive, true},           //
-		{ShareUpdateExclusive, Share, true},                // ANALYZE vs CREATE INDEX
-		{Exclusive, RowShare, true},                        //
-		{ShareRowExclusive, RowExclusive, true},            //
-		{ShareUpdateExclusive, RowExclusive, false},        // ANALYZE vs COPY
-		{ShareRowExclusive, ShareUpdateExclusive, true},    //
-		{RowShare, RowExclusive, false},                    //
-		{AccessExclusive, AccessShare, true},               //
-		{Share, ShareRowExclusive, true},                   //
-		{Share, ShareUpdateExclusive, true},                //
-		{RowExclusive, ShareUpdateExclusive, false},        //
-		{ShareRowExclusive, Share, true},                   //
-		{Exclusive, AccessShare, false},                    //
-		{RowShare, AccessExclusive, true},                  //
-		{RowShare, ShareRowExclusive, false},               //
-		{ShareUpdateExclusive, ShareRowExclusive, true},    //
-		{RowExclusive, Exclusive, true},                    //
-		{AccessShare, ShareRowExclusive, false},            //
-		{ShareUpdateExclusive, AccessShare, false},         //
-		{Share, Exclusive, true},                           //
-		{RowShare, RowShare, false},                        //
-		{AccessShare, AccessShare, false},                  //
-		{Exclusive, Exclusive, true},                       //
-	} {
-		if got := Conflicts(tc.a, tc.b); got != tc.want {
-			t.Errorf("Conflicts(%d, %d) = %v, want %v", tc.a, tc.b, got, tc.want)
-		}
-	}
-}
 
 // entry renders one TOC entry as pg_restore --verbose prints it.
 func entry(id int, typ, name string, deps []int, sql string) string {
@@ -100,13 +57,13 @@ func fkSchema() (script string, ids []int) {
 // plan builds the graph of fkSchema with two load tasks per table.
 func plan(t *testing.T) (*Graph, map[string][]int, int) {
 	t.Helper()
-	return planWith(t, 2, RowExclusive, PlanOptions{Analyze: true})
+	return planWith(t, 2, taskgraph.RowExclusive, PostDataOptions{Analyze: true})
 }
 
 // planWith builds the graph of fkSchema with loadsPer load tasks per table
 // taking lock mode, tables a, b and c of 100, 200 and 300 bytes, and opts
 // (their Tables set here).
-func planWith(t *testing.T, loadsPer int, mode LockMode, opts PlanOptions) (*Graph, map[string][]int, int) {
+func planWith(t *testing.T, loadsPer int, mode taskgraph.LockMode, opts PostDataOptions) (*Graph, map[string][]int, int) {
 	t.Helper()
 	text, ids := fkSchema()
 	script, err := toc.ParseScript(text, ids)
@@ -117,15 +74,15 @@ func planWith(t *testing.T, loadsPer int, mode LockMode, opts PlanOptions) (*Gra
 	tables := map[string]TableFacts{}
 	loads := map[string][]int{}
 	for i, name := range []string{"a", "b", "c"} {
-		key := TableKey("public", name)
+		key := taskgraph.TableKey("public", name)
 		for p := range loadsPer {
-			loads[name] = append(loads[name], g.Add(&Task{Name: fmt.Sprintf("load %s %d", name, p), Kind: Data,
-				Cost: int64(100 * (i + 1)), Locks: []Lock{{key, mode}}, Table: key}))
+			loads[name] = append(loads[name], g.Add(&Task{Name: fmt.Sprintf("load %s %d", name, p), Kind: taskgraph.Data,
+				Cost: int64(100 * (i + 1)), Locks: []taskgraph.Lock{{Key: key, Mode: mode}}, Table: key}))
 		}
 		tables[key] = TableFacts{Loads: loads[name], Size: int64(100 * (i + 1))}
 	}
 	opts.Tables = tables
-	rest, err := PlanPostData(g, script, opts)
+	rest, err := AddPostData(g, script, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +126,7 @@ func TestPlanOrder(t *testing.T) {
 	}
 	// No index of a table before all its data.
 	for i, tk := range g.Tasks {
-		if tk.Kind != Index && tk.Kind != Constraint && tk.Kind != Analyze {
+		if tk.Kind != taskgraph.Index && tk.Kind != taskgraph.Constraint && tk.Kind != taskgraph.Analyze {
 			continue
 		}
 		for _, l := range tk.Locks {
@@ -201,7 +158,7 @@ func TestPlanOrder(t *testing.T) {
 		}
 	}
 	for i := range g.Tasks {
-		if g.Tasks[i].Kind != Rest && g.Tasks[i].Kind != Analyze && i != rest && !reaches(g, rest, i) {
+		if g.Tasks[i].Kind != taskgraph.Rest && g.Tasks[i].Kind != taskgraph.Analyze && i != rest && !reaches(g, rest, i) {
 			t.Errorf("rest of post-data does not wait for %q", g.Tasks[i].Name)
 		}
 	}
@@ -262,7 +219,7 @@ func TestRunNoConflicts(t *testing.T) {
 				for o := range running {
 					for _, a := range tk.Locks {
 						for _, b := range o.Locks {
-							if a.Key == b.Key && Conflicts(a.Mode, b.Mode) {
+							if a.Key == b.Key && taskgraph.Conflicts(a.Mode, b.Mode) {
 								t.Errorf("%q runs beside %q with conflicting locks on %q", tk.Name, o.Name, a.Key)
 							}
 						}
@@ -287,177 +244,24 @@ func TestRunNoConflicts(t *testing.T) {
 	}
 }
 
-func TestRunLargestFirstAndCancel(t *testing.T) {
-	g := &Graph{}
-	for _, c := range []int64{1, 5, 3} {
-		g.Add(&Task{Name: fmt.Sprint(c), Cost: c})
-	}
-	var order []string
-	if _, err := g.Run(context.Background(), 1, func(_ context.Context, _ int, tk *Task) error {
-		order = append(order, tk.Name)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Join(order, ","); got != "5,3,1" {
-		t.Errorf("order %s, want 5,3,1", got)
-	}
-
-	// A failing task stops the others: nothing new starts.
-	g = &Graph{}
-	first := g.Add(&Task{Name: "fails", Cost: 10})
-	g.Add(&Task{Name: "after", Deps: []int{first}})
-	ran := 0
-	_, err := g.Run(context.Background(), 2, func(_ context.Context, _ int, tk *Task) error {
-		ran++
-		if tk.Name == "fails" {
-			return fmt.Errorf("boom")
-		}
-		return nil
-	})
-	if err == nil || ran != 1 {
-		t.Errorf("err %v after %d tasks, want boom after 1", err, ran)
-	}
-
-	g = &Graph{}
-	a := g.Add(&Task{Name: "a"})
-	g.Tasks[a].Deps = []int{g.Add(&Task{Name: "b", Deps: []int{a}})}
-	if err := g.Validate(); err == nil {
-		t.Error("a dependency cycle was accepted")
-	}
-}
-
 // TestPlanSkipsAnalyzeWithStatistics: a table whose statistics the
 // restore brings back gets no ANALYZE task; the others keep theirs.
 func TestPlanSkipsAnalyzeWithStatistics(t *testing.T) {
 	script, _ := parsedFKSchema(t)
 	g := &Graph{}
-	tables := oneLoadEach(g, 1, RowExclusive)
-	stats := map[string]bool{TableKey("public", "b"): true}
-	if _, err := PlanPostData(g, script, PlanOptions{Tables: tables, Analyze: true, Statistics: stats}); err != nil {
+	tables := oneLoadEach(g, 1, taskgraph.RowExclusive)
+	stats := map[string]bool{taskgraph.TableKey("public", "b"): true}
+	if _, err := AddPostData(g, script, PostDataOptions{Tables: tables, Analyze: true, Statistics: stats}); err != nil {
 		t.Fatal(err)
 	}
 	var analyzed []string
 	for _, tk := range g.Tasks {
-		if tk.Kind == Analyze {
+		if tk.Kind == taskgraph.Analyze {
 			analyzed = append(analyzed, tk.Name)
 		}
 	}
 	sort.Strings(analyzed)
 	if want := []string{"analyze public.a", "analyze public.c"}; !reflect.DeepEqual(analyzed, want) {
 		t.Errorf("analyze tasks %v, want %v", analyzed, want)
-	}
-}
-
-// manyTablesGraph is a restore of n one-row tables' shape: per table a load,
-// an index and, for every third, a foreign key to the table before it
-// (DDLMutex and both tables' locks), all of equal cost; the foreign keys
-// come last, as in pg_dump's order.
-func manyTablesGraph(n int) *Graph {
-	g := &Graph{}
-	key := func(i int) string { return TableKey("public", fmt.Sprintf("t%d", i)) }
-	loads := make([]int, n)
-	for i := range n {
-		loads[i] = g.Add(&Task{Name: fmt.Sprintf("load %d", i), Cost: 8192, Locks: []Lock{{key(i), AccessExclusive}}})
-	}
-	for i := range n {
-		g.Add(&Task{Name: fmt.Sprintf("index %d", i), Cost: 8192, Deps: []int{loads[i]}, Locks: []Lock{{key(i), Share}}})
-	}
-	for i := range n {
-		if i%3 == 2 {
-			g.Add(&Task{Name: fmt.Sprintf("fk %d", i), Cost: 8192, Deps: []int{loads[i], loads[i-1]},
-				Locks: []Lock{{key(i), ShareRowExclusive}, {key(i - 1), ShareRowExclusive}, {DDLMutex, AccessExclusive}}})
-		}
-	}
-	return g
-}
-
-// TestSchedulerLinear: with thousands of ready tasks, many of them waiting
-// for one lock (foreign keys for DDLMutex), the scheduler looks at each task
-// a bounded number of times, and never sorts the ready list again: a
-// restore of 100,000 small tables was quadratic in its tasks. The state is
-// driven directly, two tasks running at a time, so the count is exact.
-func TestSchedulerLinear(t *testing.T) {
-	g := manyTablesGraph(6000)
-	s := newState(g)
-	var running []int
-	for {
-		for len(running) < 2 {
-			s.mu.Lock()
-			i, ok := s.take()
-			if ok {
-				for _, l := range g.Tasks[i].Locks {
-					s.held[l.Key] = append(s.held[l.Key], l.Mode)
-				}
-			}
-			s.mu.Unlock()
-			if !ok {
-				break
-			}
-			running = append(running, i)
-		}
-		if len(running) == 0 {
-			break
-		}
-		// The oldest finishes first.
-		s.finish(running[0], Timing{}, nil)
-		running = running[1:]
-	}
-	if s.left != 0 {
-		t.Fatalf("%d of %d tasks never ran (a waiter was never woken)", s.left, len(g.Tasks))
-	}
-	t.Logf("%d looks for %d tasks", s.looks, len(g.Tasks))
-	if max := 4 * len(g.Tasks); s.looks > max {
-		t.Errorf("the scheduler looked at ready tasks %d times for %d tasks, want at most %d", s.looks, len(g.Tasks), max)
-	}
-}
-
-// TestRunParkedWaiters runs the many-tables graph on real workers: every
-// task runs once, after its dependencies, never beside a conflicting lock
-// (the parked waiters of DDLMutex and of each table are all woken).
-func TestRunParkedWaiters(t *testing.T) {
-	for _, workers := range []int{1, 2, 5} {
-		t.Run(fmt.Sprint(workers), func(t *testing.T) {
-			g := manyTablesGraph(300)
-			var mu sync.Mutex
-			running := map[*Task]bool{}
-			done := map[*Task]bool{}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_, err := g.Run(ctx, workers, func(ctx context.Context, w int, tk *Task) error {
-				mu.Lock()
-				for _, d := range tk.Deps {
-					if !done[g.Tasks[d]] {
-						t.Errorf("%q started before %q finished", tk.Name, g.Tasks[d].Name)
-					}
-				}
-				for o := range running {
-					for _, a := range tk.Locks {
-						for _, b := range o.Locks {
-							if a.Key == b.Key && Conflicts(a.Mode, b.Mode) {
-								t.Errorf("%q runs beside %q with conflicting locks on %q", tk.Name, o.Name, a.Key)
-							}
-						}
-					}
-				}
-				running[tk] = true
-				mu.Unlock()
-				time.Sleep(time.Duration(len(tk.Name)%3) * 100 * time.Microsecond)
-				mu.Lock()
-				delete(running, tk)
-				if done[tk] {
-					t.Errorf("%q ran twice", tk.Name)
-				}
-				done[tk] = true
-				mu.Unlock()
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(done) != len(g.Tasks) {
-				t.Fatalf("ran %d of %d tasks", len(done), len(g.Tasks))
-			}
-		})
 	}
 }

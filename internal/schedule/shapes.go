@@ -3,6 +3,7 @@ package schedule
 import (
 	"strings"
 
+	"github.com/pgsprint/pgsprint/internal/taskgraph"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
@@ -51,7 +52,7 @@ func (c *cursor) qualified() (key, text string, ok bool) {
 	if !ok2 {
 		return "", "", false
 	}
-	return TableKey(s.Ident(), n.Ident()), s.Text + "." + n.Text, true
+	return taskgraph.TableKey(s.Ident(), n.Ident()), s.Text + "." + n.Text, true
 }
 
 // identList reads "( a, b, ... )" and returns its text.

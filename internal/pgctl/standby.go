@@ -1,4 +1,4 @@
-package cluster
+package pgctl
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func (c *Cluster) StartStandby(ctx context.Context) (*Cluster, error) {
 		err = s.startCopy(ctx, c)
 	}
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("cluster: standby of port %d: %w", c.port, err), s.Close())
+		return nil, errors.Join(fmt.Errorf("pgctl: standby of port %d: %w", c.port, err), s.Close())
 	}
 	return s, nil
 }
@@ -41,7 +41,7 @@ func (s *Cluster) startCopy(ctx context.Context, primary *Cluster) error {
 	// The copied postmaster.opts and pid file belong to the primary.
 	for _, f := range []string{"postmaster.pid", "postmaster.opts"} {
 		if err := os.Remove(filepath.Join(s.dataDir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("cluster: removing copied %s: %w", f, err)
+			return fmt.Errorf("pgctl: removing copied %s: %w", f, err)
 		}
 	}
 	// hot_standby_feedback keeps the primary from vacuuming away rows that a
@@ -56,20 +56,20 @@ func (s *Cluster) startCopy(ctx context.Context, primary *Cluster) error {
 func (c *Cluster) WaitReplayed(ctx context.Context, standby *Cluster) error {
 	var target string
 	if err := c.queryRow(ctx, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text", &target); err != nil {
-		return fmt.Errorf("cluster: reading primary's WAL position: %w", err)
+		return fmt.Errorf("pgctl: reading primary's WAL position: %w", err)
 	}
 	for {
 		var done bool
 		err := standby.queryRow(ctx, "SELECT pg_catalog.pg_last_wal_replay_lsn() >= "+pg.Literal(target)+"::pg_lsn", &done)
 		if err != nil {
-			return fmt.Errorf("cluster: reading standby's replay position: %w", err)
+			return fmt.Errorf("pgctl: reading standby's replay position: %w", err)
 		}
 		if done {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster: standby did not replay up to %s: %w", target, ctx.Err())
+			return fmt.Errorf("pgctl: standby did not replay up to %s: %w", target, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -83,7 +83,7 @@ func (c *Cluster) WaitReplayed(ctx context.Context, standby *Cluster) error {
 func (c *Cluster) CopyRoles(ctx context.Context, dst *Cluster) error {
 	conn, err := pgx.Connect(ctx, c.ConnString("postgres"))
 	if err != nil {
-		return fmt.Errorf("cluster: connecting to copy roles: %w", err)
+		return fmt.Errorf("pgctl: connecting to copy roles: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var stmts []string
@@ -91,14 +91,14 @@ func (c *Cluster) CopyRoles(ctx context.Context, dst *Cluster) error {
 		rolcanlogin, rolreplication, rolbypassrls
 		FROM pg_catalog.pg_roles WHERE rolname !~ '^pg_' AND oid <> 10 ORDER BY rolname`)
 	if err != nil {
-		return fmt.Errorf("cluster: listing roles: %w", err)
+		return fmt.Errorf("pgctl: listing roles: %w", err)
 	}
 	for rows.Next() {
 		var name string
 		var attrs [7]bool
 		if err := rows.Scan(&name, &attrs[0], &attrs[1], &attrs[2], &attrs[3], &attrs[4], &attrs[5], &attrs[6]); err != nil {
 			rows.Close()
-			return fmt.Errorf("cluster: listing roles: %w", err)
+			return fmt.Errorf("pgctl: listing roles: %w", err)
 		}
 		words := []string{"SUPERUSER", "INHERIT", "CREATEROLE", "CREATEDB", "LOGIN", "REPLICATION", "BYPASSRLS"}
 		opts := make([]string, len(words))
@@ -115,7 +115,7 @@ func (c *Cluster) CopyRoles(ctx context.Context, dst *Cluster) error {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("cluster: listing roles: %w", err)
+		return fmt.Errorf("pgctl: listing roles: %w", err)
 	}
 	if len(stmts) == 0 {
 		return nil

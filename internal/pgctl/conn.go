@@ -1,4 +1,4 @@
-package cluster
+package pgctl
 
 import (
 	"bytes"
@@ -84,10 +84,10 @@ func QuoteConnValue(v string) string {
 // superuser, from template0 so that nothing added to template1 leaks in.
 func (c *Cluster) CreateDB(ctx context.Context, name string) error {
 	if strings.ContainsRune(name, 0) {
-		return fmt.Errorf("cluster: database name %q contains NUL", name)
+		return fmt.Errorf("pgctl: database name %q contains NUL", name)
 	}
 	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+pg.Ident(name)+" TEMPLATE template0"); err != nil {
-		return fmt.Errorf("cluster: creating database %q: %w", name, err)
+		return fmt.Errorf("pgctl: creating database %q: %w", name, err)
 	}
 	return nil
 }
@@ -99,15 +99,15 @@ func (c *Cluster) CreateDB(ctx context.Context, name string) error {
 func (c *Cluster) Exec(ctx context.Context, db, sql string) error {
 	conn, err := pgx.Connect(ctx, c.ConnString(db)+" client_encoding=UTF8")
 	if err != nil {
-		return fmt.Errorf("cluster: connecting to %q: %w", db, err)
+		return fmt.Errorf("pgctl: connecting to %q: %w", db, err)
 	}
 	_, execErr := conn.PgConn().Exec(ctx, sql).ReadAll()
 	closeErr := conn.Close(ctx)
 	if execErr != nil {
-		return fmt.Errorf("cluster: executing in %q: %w", db, execErr)
+		return fmt.Errorf("pgctl: executing in %q: %w", db, execErr)
 	}
 	if closeErr != nil {
-		return fmt.Errorf("cluster: closing connection to %q: %w", db, closeErr)
+		return fmt.Errorf("pgctl: closing connection to %q: %w", db, closeErr)
 	}
 	return nil
 }
@@ -125,7 +125,7 @@ func (c *Cluster) ExecPsql(ctx context.Context, db, script string) error {
 	cmd.Stderr = &out
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("cluster: psql on %q: %w\n%s", db, err, tail(out.String(), 4000))
+		return fmt.Errorf("pgctl: psql on %q: %w\n%s", db, err, tail(out.String(), 4000))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-// Package plan cuts big tables into chunks that dump workers read in
+// Package chunk cuts big tables into chunks that dump workers read in
 // parallel inside one snapshot, and orders work largest first.
 //
 // A database that is mostly one table would otherwise be dumped by one
@@ -6,7 +6,7 @@
 // 14 and later (each read by a TID Range Scan), or ranges of an integer
 // primary or unique key elsewhere. Every plan's first and last range is
 // open-ended, so no row is lost when the catalog's size estimates are stale.
-package plan
+package chunk
 
 import (
 	"context"
@@ -17,11 +17,11 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
-// DefaultChunkSize is the size above which a table is split, and the
+// DefaultSize is the size above which a table is split, and the
 // size of its chunks: big enough that per-chunk overhead (a query, a
 // stream in the archive) is noise, small enough that the last chunks of a
 // big table finish close together.
-const DefaultChunkSize = 64 << 20
+const DefaultSize = 64 << 20
 
 // chunksPerJob is how many chunks per worker a split table gets at least,
 // so that uneven chunks (pages of different density) still keep every

@@ -1,4 +1,4 @@
-package server
+package cluster
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
@@ -32,7 +32,7 @@ type CloneOptions struct {
 	MaintenanceWorkMem string
 	NoAnalyze          bool
 	NoStatistics       bool
-	Split              plan.Options
+	Split              chunk.Options
 	LockWaitTimeout    string
 	TextCopy           bool
 	ExcludeDatabases   []string

@@ -1,4 +1,4 @@
-package server
+package cluster
 
 import (
 	"reflect"
@@ -81,7 +81,7 @@ func TestGlobalsParse(t *testing.T) {
 	}
 }
 
-func TestServerChooseDatabases(t *testing.T) {
+func TestChooseDatabases(t *testing.T) {
 	all := []database{
 		{name: "app", allowConn: true}, {name: "noconn"}, {name: "postgres", allowConn: true},
 		{name: "scratch1", allowConn: true}, {name: "Scratch2", allowConn: true}, {name: "template0", template: true}, {name: "template1", allowConn: true, template: true},
@@ -104,7 +104,7 @@ func TestServerChooseDatabases(t *testing.T) {
 	}
 }
 
-func TestServerJobsFor(t *testing.T) {
+func TestJobsFor(t *testing.T) {
 	for _, tc := range []struct {
 		size, total int64
 		jobs, want  int

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/pgsprint/pgsprint/internal/taskgraph"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
@@ -20,9 +21,9 @@ func TestPlanEntriesInOneReading(t *testing.T) {
 		{113, "INDEX", "a_y_idx", []int{1, 111}, "CREATE INDEX a_y_idx ON public.a USING btree (y);"},
 	})
 	g := &Graph{}
-	key := TableKey("public", "a")
-	load := g.Add(&Task{Name: "load a", Kind: Data, Cost: 10 << 20, Table: key, Locks: []Lock{{key, AccessExclusive}}})
-	rest, err := PlanPostData(g, script, PlanOptions{Tables: map[string]TableFacts{key: {Loads: []int{load}, Size: 10 << 20}}})
+	key := taskgraph.TableKey("public", "a")
+	load := g.Add(&Task{Name: "load a", Kind: taskgraph.Data, Cost: 10 << 20, Table: key, Locks: []taskgraph.Lock{{Key: key, Mode: taskgraph.AccessExclusive}}})
+	rest, err := AddPostData(g, script, PostDataOptions{Tables: map[string]TableFacts{key: {Loads: []int{load}, Size: 10 << 20}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,14 +40,14 @@ func TestPlanEntriesInOneReading(t *testing.T) {
 	}
 }
 
-// TestAbandonPostDataPlan: a plan abandoned half way (its script could not
+// TestAbandonPostData: a plan abandoned half way (its script could not
 // be read to the end) leaves the graph as it found it: no task of its own,
 // nothing fused into the loads.
-func TestAbandonPostDataPlan(t *testing.T) {
+func TestAbandonPostData(t *testing.T) {
 	script, ids := parsedFKSchema(t)
 	g := &Graph{}
-	tables := oneLoadEach(g, 100, AccessExclusive)
-	pp := NewPostDataPlan(g, ids, PlanOptions{Tables: tables, Analyze: true, FuseBytes: 1 << 20})
+	tables := oneLoadEach(g, 100, taskgraph.AccessExclusive)
+	pp := NewPostData(g, ids, PostDataOptions{Tables: tables, Analyze: true, FuseBytes: 1 << 20})
 	for i := range script.Entries[:8] {
 		pp.Add(&script.Entries[i])
 	}
@@ -74,13 +75,13 @@ func TestPlanIndexAttach(t *testing.T) {
 		{202, "INDEX ATTACH", "p1_v_idx", []int{200, 201}, "ALTER INDEX public.p_v_idx ATTACH PARTITION public.p1_v_idx;"},
 	})
 	g := &Graph{}
-	p1 := TableKey("public", "p1")
-	load := g.Add(&Task{Name: "load p1", Kind: Data, Cost: 10 << 20, Table: p1, Locks: []Lock{{p1, RowExclusive}}})
-	if _, err := PlanPostData(g, script, PlanOptions{Tables: map[string]TableFacts{p1: {Loads: []int{load}, Size: 10 << 20}}}); err != nil {
+	p1 := taskgraph.TableKey("public", "p1")
+	load := g.Add(&Task{Name: "load p1", Kind: taskgraph.Data, Cost: 10 << 20, Table: p1, Locks: []taskgraph.Lock{{Key: p1, Mode: taskgraph.RowExclusive}}})
+	if _, err := AddPostData(g, script, PostDataOptions{Tables: map[string]TableFacts{p1: {Loads: []int{load}, Size: 10 << 20}}}); err != nil {
 		t.Fatal(err)
 	}
 	at := g.Tasks[find(t, g, "attach p1_v_idx")]
-	want := []Lock{{TableKey("public", "p"), AccessExclusive}, {p1, AccessExclusive}, {DDLMutex, AccessExclusive}}
+	want := []taskgraph.Lock{{Key: taskgraph.TableKey("public", "p"), Mode: taskgraph.AccessExclusive}, {Key: p1, Mode: taskgraph.AccessExclusive}, {Key: taskgraph.DDLMutex, Mode: taskgraph.AccessExclusive}}
 	if !slices.Equal(at.Locks, want) {
 		t.Errorf("attach locks %v, want %v", at.Locks, want)
 	}
@@ -128,11 +129,11 @@ func parsedFKSchema(t *testing.T) (*toc.Script, []int) {
 
 // oneLoadEach adds one load task of size bytes taking lock mode for each of
 // fkSchema's tables a, b and c to g and returns their facts.
-func oneLoadEach(g *Graph, size int64, mode LockMode) map[string]TableFacts {
+func oneLoadEach(g *Graph, size int64, mode taskgraph.LockMode) map[string]TableFacts {
 	tables := map[string]TableFacts{}
 	for _, name := range []string{"a", "b", "c"} {
-		key := TableKey("public", name)
-		l := g.Add(&Task{Name: "load " + name, Kind: Data, Cost: size, Table: key, Locks: []Lock{{key, mode}}})
+		key := taskgraph.TableKey("public", name)
+		l := g.Add(&Task{Name: "load " + name, Kind: taskgraph.Data, Cost: size, Table: key, Locks: []taskgraph.Lock{{Key: key, Mode: mode}}})
 		tables[key] = TableFacts{Loads: []int{l}, Size: size}
 	}
 	return tables

@@ -1,4 +1,4 @@
-package cluster_test
+package pgctl_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgsprint/pgsprint/internal/cluster"
+	"github.com/pgsprint/pgsprint/internal/pgctl"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
@@ -28,7 +28,7 @@ func TestQuoteConnValue(t *testing.T) {
 		`back\slash`:   `'back\\slash'`,
 		"/tmp/pgtest-": "/tmp/pgtest-",
 	} {
-		if got := cluster.QuoteConnValue(in); got != want {
+		if got := pgctl.QuoteConnValue(in); got != want {
 			t.Errorf("QuoteConnValue(%q) = %s, want %s", in, got, want)
 		}
 	}
@@ -37,7 +37,7 @@ func TestQuoteConnValue(t *testing.T) {
 // TestKeywordConnString checks the stable order (host, port, user, dbname,
 // then alphabetical) and per-value quoting.
 func TestKeywordConnString(t *testing.T) {
-	got := cluster.KeywordConnString(map[string]string{
+	got := pgctl.KeywordConnString(map[string]string{
 		"sslmode": "disable", "dbname": "my db", "user": "u", "port": "5432", "host": "/tmp/s", "application_name": "x",
 	})
 	want := "host=/tmp/s port=5432 user=u dbname='my db' application_name=x sslmode=disable"
@@ -50,7 +50,7 @@ func TestKeywordConnString(t *testing.T) {
 // further configuration lines is refused before anything is created.
 func TestStartRejectsBadSetting(t *testing.T) {
 	pgtest.RequireBinaries(t)
-	_, err := cluster.Start(context.Background(), cluster.Options{Settings: map[string]string{"port = 1\nfsync": "on"}})
+	_, err := pgctl.Start(context.Background(), pgctl.Options{Settings: map[string]string{"port = 1\nfsync": "on"}})
 	if err == nil || !strings.Contains(err.Error(), "invalid setting name") {
 		t.Fatalf("Start with a bad setting name: err = %v", err)
 	}
@@ -62,7 +62,7 @@ func TestStartClose(t *testing.T) {
 	pgtest.RequireBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{Settings: map[string]string{"application_name": "cluster test"}})
+	c, err := pgctl.Start(ctx, pgctl.Options{Settings: map[string]string{"application_name": "cluster test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +97,8 @@ func TestStartClose(t *testing.T) {
 // TestBinDirForMissing checks that asking for a version that is not
 // installed fails with ErrNoBinaries and names the version.
 func TestBinDirForMissing(t *testing.T) {
-	_, err := cluster.BinDirFor(7)
-	if !errors.Is(err, cluster.ErrNoBinaries) || !strings.Contains(err.Error(), "PostgreSQL 7 is not installed") {
+	_, err := pgctl.BinDirFor(7)
+	if !errors.Is(err, pgctl.ErrNoBinaries) || !strings.Contains(err.Error(), "PostgreSQL 7 is not installed") {
 		t.Fatalf("BinDirFor(7) error = %v", err)
 	}
 }
@@ -113,15 +113,15 @@ func TestTemplate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), "template")
-	if err := cluster.InitTemplate(ctx, "", dir); err != nil {
+	if err := pgctl.InitTemplate(ctx, "", dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := cluster.InitTemplate(ctx, "", dir); !errors.Is(err, fs.ErrExist) {
+	if err := pgctl.InitTemplate(ctx, "", dir); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("second InitTemplate into %s: err = %v, want fs.ErrExist", dir, err)
 	}
-	var cs [2]*cluster.Cluster
+	var cs [2]*pgctl.Cluster
 	for i := range cs {
-		c, err := cluster.Start(ctx, cluster.Options{Template: dir})
+		c, err := pgctl.Start(ctx, pgctl.Options{Template: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +137,7 @@ func TestTemplate(t *testing.T) {
 	if err := cs[1].Exec(ctx, "only_here", "SELECT 1"); err == nil {
 		t.Error("a database created in one copy of the template exists in the other")
 	}
-	conn, err := pgx.Connect(ctx, cs[1].TCPConnString("postgres", cluster.SuperuserName)+" password="+cluster.SuperuserPassword)
+	conn, err := pgx.Connect(ctx, cs[1].TCPConnString("postgres", pgctl.SuperuserName)+" password="+pgctl.SuperuserPassword)
 	if err != nil {
 		t.Fatalf("TCP login with the superuser's password: %v", err)
 	}

@@ -1,11 +1,12 @@
-// Package schedule runs a restore's work as a dependency graph on N
+// Package taskgraph runs a restore's work as a dependency graph on N
 // workers: table loads, index builds, constraints, foreign keys, the rest of
-// post-data and ANALYZE. A task starts when its dependencies are done and no
+// post-data and ANALYZE (internal/schedule makes the post-data tasks of
+// pg_dump's statements). A task starts when its dependencies are done and no
 // running task holds a conflicting table lock, so that workers never sit
 // blocked inside the server (and can never deadlock there); among the tasks
 // that could start, the largest goes first, because the longest work
 // started last is what makes a restore slow.
-package schedule
+package taskgraph
 
 import (
 	"container/heap"
@@ -88,8 +89,8 @@ const DDLMutex = "\x00ddl"
 // TableKey is the lock key of a table.
 func TableKey(schema, name string) string { return schema + "\x00" + name }
 
-// Task is one unit of work.
-type Task struct {
+// Task is one unit of work; F is what the caller merges into it (Then).
+type Task[F any] struct {
 	Name  string // for reports, e.g. "index app.orders_pkey"
 	Kind  Kind
 	Cost  int64 // estimated work (bytes); larger starts first
@@ -106,18 +107,19 @@ type Task struct {
 	Entries []int    // dump IDs pg_restore restores (Kind Rest)
 	Table   string   // lock key of the table (Data, Analyze)
 	Data    any      // caller's payload (Data tasks)
-	// Then are tasks merged into this one (PlanOptions.FuseBytes): run after
-	// it, in its transaction, on its connection.
-	Then []Fused
+	// Then are tasks merged into this one (schedule.PostDataOptions.FuseBytes):
+	// run after it, in its transaction, on its connection. The runner never
+	// reads them; F is the caller's type of them (schedule.Fused).
+	Then []F
 }
 
 // Graph is a set of tasks and their dependencies.
-type Graph struct {
-	Tasks []*Task
+type Graph[F any] struct {
+	Tasks []*Task[F]
 }
 
 // Add appends a task and returns its index.
-func (g *Graph) Add(t *Task) int {
+func (g *Graph[F]) Add(t *Task[F]) int {
 	g.Tasks = append(g.Tasks, t)
 	return len(g.Tasks) - 1
 }
@@ -131,23 +133,23 @@ type Timing struct {
 }
 
 // Exec runs one task on worker w (0..workers-1).
-type Exec func(ctx context.Context, w int, t *Task) error
+type Exec[F any] func(ctx context.Context, w int, t *Task[F]) error
 
 // Validate checks that dependencies name existing tasks and form no cycle.
-func (g *Graph) Validate() error {
+func (g *Graph[F]) Validate() error {
 	state := make([]int8, len(g.Tasks)) // 0 new, 1 visiting, 2 done
 	var visit func(i int) error
 	visit = func(i int) error {
 		switch state[i] {
 		case 1:
-			return fmt.Errorf("schedule: dependency cycle through %q", g.Tasks[i].Name)
+			return fmt.Errorf("taskgraph: dependency cycle through %q", g.Tasks[i].Name)
 		case 2:
 			return nil
 		}
 		state[i] = 1
 		for _, d := range g.Tasks[i].Deps {
 			if d < 0 || d >= len(g.Tasks) {
-				return fmt.Errorf("schedule: task %q depends on unknown task %d", g.Tasks[i].Name, d)
+				return fmt.Errorf("taskgraph: task %q depends on unknown task %d", g.Tasks[i].Name, d)
 			}
 			if err := visit(d); err != nil {
 				return err
@@ -167,7 +169,7 @@ func (g *Graph) Validate() error {
 // Run executes every task on workers goroutines. The first error cancels
 // the rest: running tasks see their context cancelled and no new task
 // starts. It returns when every started task has returned.
-func (g *Graph) Run(ctx context.Context, workers int, exec Exec) ([]Timing, error) {
+func (g *Graph[F]) Run(ctx context.Context, workers int, exec Exec[F]) ([]Timing, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
@@ -198,14 +200,14 @@ func (g *Graph) Run(ctx context.Context, workers int, exec Exec) ([]Timing, erro
 }
 
 // state is the scheduler's bookkeeping, guarded by mu.
-type state struct {
-	g       *Graph
+type state[F any] struct {
+	g       *Graph[F]
 	mu      sync.Mutex
 	cond    *sync.Cond
 	pending []int // unmet dependency count per task
 	users   [][]int
-	ready   readyHeap             // tasks whose dependencies are done, not started, not parked
-	parked  map[string]*readyHeap // ready tasks waiting for a lock on the key
+	ready   readyHeap[F]             // tasks whose dependencies are done, not started, not parked
+	parked  map[string]*readyHeap[F] // ready tasks waiting for a lock on the key
 	held    map[string][]LockMode
 	left    int // tasks not finished
 	looks   int // tasks taken off the ready heap, started or parked (for tests)
@@ -213,9 +215,9 @@ type state struct {
 	timings []Timing
 }
 
-func newState(g *Graph) *state {
-	s := &state{g: g, pending: make([]int, len(g.Tasks)), users: make([][]int, len(g.Tasks)),
-		held: map[string][]LockMode{}, left: len(g.Tasks), ready: readyHeap{tasks: g.Tasks}, parked: map[string]*readyHeap{},
+func newState[F any](g *Graph[F]) *state[F] {
+	s := &state[F]{g: g, pending: make([]int, len(g.Tasks)), users: make([][]int, len(g.Tasks)),
+		held: map[string][]LockMode{}, left: len(g.Tasks), ready: readyHeap[F]{tasks: g.Tasks}, parked: map[string]*readyHeap[F]{},
 		// One timing per task: grown by doubling, the last growth at
 		// 130,000 tasks held 15 MB at once at the run's end.
 		timings: make([]Timing, 0, len(g.Tasks))}
@@ -241,22 +243,22 @@ func newState(g *Graph) *state {
 // heap rather than a list sorted again after every task, which cost
 // O(n log n) per task and made a restore of 100,000 small tables (half a
 // million tasks) quadratic.
-type readyHeap struct {
-	tasks []*Task
+type readyHeap[F any] struct {
+	tasks []*Task[F]
 	ids   []int
 }
 
-func (h *readyHeap) Len() int { return len(h.ids) }
-func (h *readyHeap) Less(a, b int) bool {
+func (h *readyHeap[F]) Len() int { return len(h.ids) }
+func (h *readyHeap[F]) Less(a, b int) bool {
 	ta, tb := h.tasks[h.ids[a]], h.tasks[h.ids[b]]
 	if ta.Cost != tb.Cost {
 		return ta.Cost > tb.Cost
 	}
 	return h.ids[a] < h.ids[b]
 }
-func (h *readyHeap) Swap(a, b int) { h.ids[a], h.ids[b] = h.ids[b], h.ids[a] }
-func (h *readyHeap) Push(x any)    { h.ids = append(h.ids, x.(int)) }
-func (h *readyHeap) Pop() any {
+func (h *readyHeap[F]) Swap(a, b int) { h.ids[a], h.ids[b] = h.ids[b], h.ids[a] }
+func (h *readyHeap[F]) Push(x any)    { h.ids = append(h.ids, x.(int)) }
+func (h *readyHeap[F]) Pop() any {
 	n := len(h.ids) - 1
 	id := h.ids[n]
 	h.ids = h.ids[:n]
@@ -270,7 +272,7 @@ func (h *readyHeap) Pop() any {
 // task is looked at again only when it may have become startable, not on
 // every call, which made thousands of foreign keys waiting for DDLMutex
 // quadratic.
-func (s *state) take() (int, bool) {
+func (s *state[F]) take() (int, bool) {
 	for s.ready.Len() > 0 {
 		i := heap.Pop(&s.ready).(int)
 		s.looks++
@@ -281,7 +283,7 @@ func (s *state) take() (int, bool) {
 		}
 		p := s.parked[key]
 		if p == nil {
-			p = &readyHeap{tasks: s.g.Tasks}
+			p = &readyHeap[F]{tasks: s.g.Tasks}
 			s.parked[key] = p
 		}
 		heap.Push(p, i)
@@ -301,7 +303,7 @@ func (s *state) take() (int, bool) {
 
 // wake moves up to n of the tasks parked on key back to the ready heap
 // (n < 0: all of them).
-func (s *state) wake(key string, n int) {
+func (s *state[F]) wake(key string, n int) {
 	p := s.parked[key]
 	for p != nil && p.Len() > 0 && n != 0 {
 		heap.Push(&s.ready, heap.Pop(p).(int))
@@ -311,7 +313,7 @@ func (s *state) wake(key string, n int) {
 
 // next blocks until a task can start and takes its locks, or returns false
 // when every task is done or the run failed or was cancelled.
-func (s *state) next(ctx context.Context) (int, bool) {
+func (s *state[F]) next(ctx context.Context) (int, bool) {
 	stop := context.AfterFunc(ctx, func() {
 		s.mu.Lock()
 		s.failed = true
@@ -337,7 +339,7 @@ func (s *state) next(ctx context.Context) (int, bool) {
 
 // blocker returns the key of t's first lock that conflicts with a held
 // one, or true if t can take all its locks.
-func (s *state) blocker(t *Task) (string, bool) {
+func (s *state[F]) blocker(t *Task[F]) (string, bool) {
 	for _, l := range t.Locks {
 		for _, h := range s.held[l.Key] {
 			if Conflicts(l.Mode, h) {
@@ -349,7 +351,7 @@ func (s *state) blocker(t *Task) (string, bool) {
 }
 
 // finish releases a task's locks and readies the tasks waiting on it.
-func (s *state) finish(i int, tm Timing, err error) {
+func (s *state[F]) finish(i int, tm Timing, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.cond.Broadcast()

@@ -1,8 +1,8 @@
-// Package hold exports a snapshot of a database and keeps it alive for
+// Package snapshot exports a snapshot of a database and keeps it alive for
 // other processes: clone --snapshot reads in it, and a killed clone can be
 // resumed in the very same instant of the source, which a snapshot held by
 // the clone itself would not allow (it dies with the clone's connection).
-package hold
+package snapshot
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package cluster
+package pgctl
 
 import (
 	"context"
@@ -72,7 +72,7 @@ func BinDirFor(major int) (string, error) {
 func FindBinDir(explicit string) (string, error) {
 	check := func(dir, origin string) (string, error) {
 		if _, err := os.Stat(filepath.Join(dir, "initdb")); err != nil {
-			return "", fmt.Errorf("cluster: bin dir %q (from %s) has no initdb: %w", dir, origin, err)
+			return "", fmt.Errorf("pgctl: bin dir %q (from %s) has no initdb: %w", dir, origin, err)
 		}
 		return dir, nil
 	}

@@ -26,8 +26,8 @@ type preDataStep struct {
 	create bool    // the step that creates the database (pg_restore --create)
 }
 
-// preDataPlanOptions are what planPreData needs of the restore's options.
-type preDataPlanOptions struct {
+// preDataSplitOptions are what splitPreData needs of the restore's options.
+type preDataSplitOptions struct {
 	jobs     int  // connections: at most this many runs per step
 	splitMin int  // the fewest entries a level needs to be split (> 0)
 	create   bool // --create: the database-wide entries come first
@@ -56,7 +56,7 @@ func lockFree(class uint32) bool {
 
 const typeClass = 1247 // pg_type
 
-// planPreData splits the pre-data entries (those of one selection, as
+// splitPreData splits the pre-data entries (those of one selection, as
 // toc.ParseWhole reads them; order is their dump IDs in the archive's
 // order) into steps that pg_restore runs can take at once, or returns nil
 // when one pg_restore run of them all is the plan: when no level of the
@@ -92,7 +92,7 @@ const typeClass = 1247 // pg_type
 // array types' names could collide (a table "t" makes type "_t", which a
 // table "_t" also wants; pg_type's unique index would make one of two
 // concurrent creations fail) share a run too (arrayNameKey).
-func planPreData(entries []toc.Entry, order []int, o preDataPlanOptions) []preDataStep {
+func splitPreData(entries []toc.Entry, order []int, o preDataSplitOptions) []preDataStep {
 	if o.jobs < 2 || o.splitMin < 1 || len(entries) < o.splitMin {
 		return nil
 	}
@@ -238,7 +238,7 @@ func levelsOf(entries []*toc.Entry) ([][]*toc.Entry, bool) {
 }
 
 // groupByLocks partitions the entries of one level into the groups
-// planPreData's rule keeps in one run, each in the level's order.
+// splitPreData's rule keeps in one run, each in the level's order.
 func groupByLocks(level []*toc.Entry, byID map[int]*toc.Entry) [][]*toc.Entry {
 	parent := make([]int, len(level))
 	for i := range parent {

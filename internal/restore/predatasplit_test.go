@@ -9,12 +9,12 @@ import (
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
-// TestPlanPreData plans tables of contents shaped as pg_dump writes them
+// TestSplitPreData splits tables of contents shaped as pg_dump writes them
 // (dump IDs, types, classes and dependencies as in `pg_restore --verbose`)
 // and checks each step's runs: levels in order, entries that could wait on
 // each other's locks in one run, the database's entries first with
 // --create, privileges last, and one run (nil) for small schemas.
-func TestPlanPreData(t *testing.T) {
+func TestSplitPreData(t *testing.T) {
 	const (
 		schema   = 2615
 		table    = relationClass
@@ -153,7 +153,7 @@ func TestPlanPreData(t *testing.T) {
 			slices.SortStableFunc(entries, func(a, b toc.Entry) int {
 				return boolInt(lastPass(&a)) - boolInt(lastPass(&b))
 			})
-			got := formatPlan(planPreData(entries, order, preDataPlanOptions{jobs: tc.jobs, splitMin: tc.min, create: tc.create}))
+			got := formatSteps(splitPreData(entries, order, preDataSplitOptions{jobs: tc.jobs, splitMin: tc.min, create: tc.create}))
 			if got != tc.want {
 				t.Errorf("plan\n got %s\nwant %s", got, tc.want)
 			}
@@ -168,9 +168,9 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// formatPlan writes steps as "[1 2][3] | [4]" (runs by their first dump
+// formatSteps writes steps as "[1 2][3] | [4]" (runs by their first dump
 // ID), "create" before the creating step, "one run" for nil.
-func formatPlan(steps []preDataStep) string {
+func formatSteps(steps []preDataStep) string {
 	if steps == nil {
 		return "one run"
 	}

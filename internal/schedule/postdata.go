@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/pgsprint/pgsprint/internal/taskgraph"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
@@ -14,8 +15,8 @@ type TableFacts struct {
 	Size  int64 // bytes of data, the cost estimate of its indexes
 }
 
-// PlanOptions configure the post-data plan.
-type PlanOptions struct {
+// PostDataOptions configure the post-data plan.
+type PostDataOptions struct {
 	// Tables maps TableKey(schema, name) to the table's load tasks; a table
 	// not in it (partitioned parent, materialized view) has no rows to wait
 	// for.
@@ -105,7 +106,7 @@ func (es *entries) set(id, last int, table string) {
 
 type planner struct {
 	g    *Graph
-	opts PlanOptions
+	opts PostDataOptions
 	// byID is every entry of the script, planned or not yet.
 	byID *entries
 	// byTable lists the index and constraint tasks of each table, which
@@ -123,21 +124,21 @@ type planner struct {
 	lastSettings *[]string
 }
 
-// PostDataPlan lays out post-data entries as they are read: each entry of
+// PostData lays out post-data entries as they are read: each entry of
 // pg_restore's script becomes tasks (or is left to pg_restore) as soon as
 // it comes, and only its task ids stay, so that the entries of 100,000
 // tables, which weigh more than the plan made of them, are never all held.
-type PostDataPlan struct {
+type PostData struct {
 	p *planner
 }
 
-// NewPostDataPlan starts the post-data plan of a script whose entries are
+// NewPostData starts the post-data plan of a script whose entries are
 // ids (pg_restore --list's order, which is the script's), adding its tasks
 // to g.
-func NewPostDataPlan(g *Graph, ids []int, opts PlanOptions) *PostDataPlan {
+func NewPostData(g *Graph, ids []int, opts PostDataOptions) *PostData {
 	p := &planner{g: g, opts: opts, byID: newEntries(ids), byTable: map[string][]int{},
 		touched: map[string][]int{}, firstTask: len(g.Tasks)}
-	return &PostDataPlan{p: p}
+	return &PostData{p: p}
 }
 
 // Add plans the script's next entry: its tasks, which depend on the tasks
@@ -146,7 +147,7 @@ func NewPostDataPlan(g *Graph, ids []int, opts PlanOptions) *PostDataPlan {
 // depends on an entry left to pg_restore, or on one of the script not yet
 // planned, is left to pg_restore too, which runs after every task of the
 // plan and in pg_dump's order.
-func (pp *PostDataPlan) Add(e *toc.Entry) {
+func (pp *PostData) Add(e *toc.Entry) {
 	p := pp.p
 	it := &item{e: e}
 	p.classify(it)
@@ -181,7 +182,7 @@ func (pp *PostDataPlan) Add(e *toc.Entry) {
 // Abandon takes out of the graph everything the plan added to it, for a
 // caller that cannot finish it (the script could not be read to its end)
 // and leaves all of post-data to pg_restore instead.
-func (pp *PostDataPlan) Abandon() {
+func (pp *PostData) Abandon() {
 	p := pp.p
 	clear(p.g.Tasks[p.firstTask:])
 	p.g.Tasks = p.g.Tasks[:p.firstTask]
@@ -196,17 +197,17 @@ func (pp *PostDataPlan) Abandon() {
 // Finish adds the task that hands every entry left over to pg_restore, in
 // pg_dump's order, and the ANALYZE tasks, and returns the index of the
 // former.
-func (pp *PostDataPlan) Finish() int {
+func (pp *PostData) Finish() int {
 	p, opts, g := pp.p, pp.p.opts, pp.p.g
 	pp.p = nil
-	rest := &Task{Name: fmt.Sprintf("pg_restore of %d other post-data entries", len(p.restIDs)), Step: "rest of post-data", Kind: Rest,
+	rest := &Task{Name: fmt.Sprintf("pg_restore of %d other post-data entries", len(p.restIDs)), Step: "rest of post-data", Kind: taskgraph.Rest,
 		Deps: remap(p.ours, func(d int) int { return d }), Entries: p.restIDs}
 	if len(p.restIDs) > 0 {
 		// With nothing to restore the task does nothing: no lock on
 		// every table (100,000 of them, held by one task) for it.
-		rest.Locks = []Lock{{DDLMutex, AccessExclusive}}
+		rest.Locks = []taskgraph.Lock{{Key: taskgraph.DDLMutex, Mode: taskgraph.AccessExclusive}}
 		for key := range opts.Tables {
-			rest.Locks = append(rest.Locks, Lock{key, AccessExclusive})
+			rest.Locks = append(rest.Locks, taskgraph.Lock{Key: key, Mode: taskgraph.AccessExclusive})
 		}
 	}
 	restID := g.Add(rest)
@@ -221,7 +222,7 @@ func (pp *PostDataPlan) Finish() int {
 			// ANALYZE can run in its load's transaction (FuseBytes).
 			deps := append([]int{}, f.Loads...)
 			for _, t := range p.touched[key] {
-				if g.Tasks[t].Kind != ForeignKey {
+				if g.Tasks[t].Kind != taskgraph.ForeignKey {
 					deps = append(deps, t)
 				}
 			}
@@ -230,14 +231,14 @@ func (pp *PostDataPlan) Finish() int {
 				// CREATE STATISTICS has run.
 				deps = append(deps, restID)
 			}
-			p.place(&spec{kind: Analyze, role: roleAnalyze, table: key, cost: f.Size, deps: deps,
-				locks: []Lock{{key, ShareUpdateExclusive}}})
+			p.place(&spec{kind: taskgraph.Analyze, role: roleAnalyze, table: key, cost: f.Size, deps: deps,
+				locks: []taskgraph.Lock{{Key: key, Mode: taskgraph.ShareUpdateExclusive}}})
 		}
 	}
 	return restID
 }
 
-// PlanPostData adds the post-data entries of script to g: indexes,
+// AddPostData adds the post-data entries of script to g: indexes,
 // PRIMARY KEY and UNIQUE constraints (built as unique indexes, then
 // attached), foreign keys (added NOT VALID, then validated; between two
 // small tables added checked at once), partition index
@@ -245,13 +246,13 @@ func (pp *PostDataPlan) Finish() int {
 // entry to pg_restore in pg_dump's order. It returns the index of that
 // final task. Any entry whose shape it does not recognise is left to
 // pg_restore, as is everything that depends on such an entry. It is
-// PostDataPlan for a script already read whole.
-func PlanPostData(g *Graph, script *toc.Script, opts PlanOptions) (int, error) {
+// PostData for a script already read whole.
+func AddPostData(g *Graph, script *toc.Script, opts PostDataOptions) (int, error) {
 	ids := make([]int, len(script.Entries))
 	for i, e := range script.Entries {
 		ids[i] = e.ID
 	}
-	pp := NewPostDataPlan(g, ids, opts)
+	pp := NewPostData(g, ids, opts)
 	for i := range script.Entries {
 		pp.Add(&script.Entries[i])
 	}
@@ -261,12 +262,12 @@ func PlanPostData(g *Graph, script *toc.Script, opts PlanOptions) (int, error) {
 // spec is a task of the plan before it is placed: a task of its own, or
 // fused into its table's load.
 type spec struct {
-	kind  Kind
+	kind  taskgraph.Kind
 	role  role
 	e     *toc.Entry // the entry (none for ANALYZE)
 	table string     // ANALYZE's table
 	sql   []string   // statements, without the entry's session settings
-	locks []Lock
+	locks []taskgraph.Lock
 	cost  int64
 	deps  []int
 }
@@ -342,7 +343,7 @@ func (p *planner) sharedSettings(e *toc.Entry) *[]string {
 // isLoad reports whether task id is a table's load: the task a fused
 // task became.
 func (p *planner) isLoad(id int) bool {
-	return id < p.firstTask && p.g.Tasks[id].Kind == Data
+	return id < p.firstTask && p.g.Tasks[id].Kind == taskgraph.Data
 }
 
 // onTable records index and constraint tasks of the table key, which its
@@ -392,10 +393,10 @@ func (p *planner) cost(keys ...string) int64 {
 	return c
 }
 
-func locks(mode LockMode, keys ...string) []Lock {
-	var l []Lock
+func locks(mode taskgraph.LockMode, keys ...string) []taskgraph.Lock {
+	var l []taskgraph.Lock
 	for _, k := range keys {
-		l = append(l, Lock{k, mode})
+		l = append(l, taskgraph.Lock{Key: k, Mode: mode})
 	}
 	return l
 }
@@ -440,12 +441,12 @@ func (p *planner) classify(it *item) {
 		key = p.canon(key)
 		it.tables, it.rest = []string{key}, false
 		it.build = func(p *planner) []int {
-			b := p.add(it, spec{kind: Index, role: roleIndex, cost: p.cost(key), sql: sql[:1], locks: locks(Share, key)})
+			b := p.add(it, spec{kind: taskgraph.Index, role: roleIndex, cost: p.cost(key), sql: sql[:1], locks: locks(taskgraph.Share, key)})
 			p.onTable(key, b)
 			if len(sql) == 1 {
 				return []int{b}
 			}
-			m := p.add(it, spec{kind: Index, role: roleIndexMarkers, cost: p.cost(key), sql: sql[1:], locks: locks(AccessExclusive, key)}, b)
+			m := p.add(it, spec{kind: taskgraph.Index, role: roleIndexMarkers, cost: p.cost(key), sql: sql[1:], locks: locks(taskgraph.AccessExclusive, key)}, b)
 			p.onTable(key, m)
 			return []int{b, m}
 		}
@@ -460,20 +461,20 @@ func (p *planner) classify(it *item) {
 			it.build = func(p *planner) []int {
 				// Both keep pg_dump's statement; the index and the
 				// attachment are made of it when they run (unique).
-				b := p.add(it, spec{kind: Index, role: roleUniqueIndex, cost: p.cost(key), sql: sql, locks: locks(Share, key)})
-				a := p.add(it, spec{kind: Constraint, role: roleUniqueAttach, cost: p.cost(key), sql: sql,
-					locks: locks(AccessExclusive, key)}, b)
+				b := p.add(it, spec{kind: taskgraph.Index, role: roleUniqueIndex, cost: p.cost(key), sql: sql, locks: locks(taskgraph.Share, key)})
+				a := p.add(it, spec{kind: taskgraph.Constraint, role: roleUniqueAttach, cost: p.cost(key), sql: sql,
+					locks: locks(taskgraph.AccessExclusive, key)}, b)
 				p.onTable(key, b, a)
 				return []int{b, a}
 			}
 			return
 		}
 		it.build = func(p *planner) []int {
-			l := locks(AccessExclusive, key)
+			l := locks(taskgraph.AccessExclusive, key)
 			if !p.loaded(key) {
-				l = append(l, Lock{DDLMutex, AccessExclusive})
+				l = append(l, taskgraph.Lock{Key: taskgraph.DDLMutex, Mode: taskgraph.AccessExclusive})
 			}
-			a := p.add(it, spec{kind: Constraint, role: roleConstraint, cost: p.cost(key), sql: sql, locks: l})
+			a := p.add(it, spec{kind: taskgraph.Constraint, role: roleConstraint, cost: p.cost(key), sql: sql, locks: l})
 			p.onTable(key, a)
 			return []int{a}
 		}
@@ -497,13 +498,13 @@ func (p *planner) classify(it *item) {
 			// other table, and the declared locks keep conflicting
 			// tasks apart. No DDLMutex, which made 3,333 foreign keys
 			// between 10,000 small tables run one at a time.
-			a := p.add(it, spec{kind: ForeignKey, role: roleForeignKey, cost: p.cost(fk.table), sql: []string{addSQL},
-				locks: locks(ShareRowExclusive, fk.table, fk.refTable)}, before...)
+			a := p.add(it, spec{kind: taskgraph.ForeignKey, role: roleForeignKey, cost: p.cost(fk.table), sql: []string{addSQL},
+				locks: locks(taskgraph.ShareRowExclusive, fk.table, fk.refTable)}, before...)
 			if fk.notValid || checked {
 				return []int{a}
 			}
-			v := p.add(it, spec{kind: ForeignKey, role: roleValidate, cost: p.cost(fk.table, fk.refTable), sql: []string{fk.validate()},
-				locks: []Lock{{fk.table, ShareUpdateExclusive}, {fk.refTable, RowShare}}}, a)
+			v := p.add(it, spec{kind: taskgraph.ForeignKey, role: roleValidate, cost: p.cost(fk.table, fk.refTable), sql: []string{fk.validate()},
+				locks: []taskgraph.Lock{{Key: fk.table, Mode: taskgraph.ShareUpdateExclusive}, {Key: fk.refTable, Mode: taskgraph.RowShare}}}, a)
 			return []int{a, v}
 		}
 	case "INDEX ATTACH":
@@ -521,8 +522,8 @@ func (p *planner) classify(it *item) {
 					}
 				}
 			}
-			l := append(locks(AccessExclusive, it.tables...), Lock{DDLMutex, AccessExclusive})
-			return []int{p.add(it, spec{kind: Index, role: roleAttach, sql: sql[:1], locks: l})}
+			l := append(locks(taskgraph.AccessExclusive, it.tables...), taskgraph.Lock{Key: taskgraph.DDLMutex, Mode: taskgraph.AccessExclusive})
+			return []int{p.add(it, spec{kind: taskgraph.Index, role: roleAttach, sql: sql[:1], locks: l})}
 		}
 	}
 }
