@@ -108,17 +108,7 @@ func (d *dataStage) planOf(g *schedule.Graph) (progress.Plan, int) {
 		}
 		return p, steps
 	}
-	for _, c := range d.m.Chunks {
-		if info, ok := d.l.ar.Stream(c.Stream); ok {
-			p.Bytes += info.RawBytes
-			p.Rows += info.Rows
-		}
-	}
-	for _, lo := range d.m.LargeObjects {
-		if info, ok := d.l.ar.Stream(lo.Stream); ok {
-			p.Bytes += info.RawBytes
-		}
-	}
+	p.Bytes, p.Rows = archive.Totals(d.l.ar, d.m)
 	return p, steps
 }
 
