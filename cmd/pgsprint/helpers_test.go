@@ -358,6 +358,49 @@ func events(t *testing.T, stderr string) []progress.Event {
 	return evs
 }
 
+// serverRun is what the JSON events of a whole-server run (restore --all,
+// clone --all) say: the rows of each database's table events (every table
+// must be named after its database), the phases, every plan announced and
+// every progress state, and the summary, which must come last.
+type serverRun struct {
+	rows    map[string]int64
+	phases  map[string]bool
+	plans   []progress.Plan
+	states  []progress.State
+	summary progress.Summary
+}
+
+// readServerRun reads the --progress=json output of a whole-server run.
+func readServerRun(t *testing.T, stderr string) serverRun {
+	t.Helper()
+	r := serverRun{rows: map[string]int64{}, phases: map[string]bool{}}
+	evs := events(t, stderr)
+	for _, e := range evs {
+		switch e.Event {
+		case "start":
+			r.plans = append(r.plans, *e.Plan)
+		case "phase":
+			r.phases[e.Phase] = true
+		case "progress":
+			if len(r.plans) > 0 {
+				r.states = append(r.states, *e.State)
+			}
+		case "table":
+			db, _, ok := strings.Cut(e.Work.Table, ": ")
+			if !ok {
+				t.Errorf("table event without its database: %+v", e.Work)
+			}
+			r.rows[db] += e.Rows
+		}
+	}
+	last := evs[len(evs)-1]
+	if last.Event != "summary" {
+		t.Fatalf("last event: %+v", last)
+	}
+	r.summary = *last.Summary
+	return r
+}
+
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // fmtID quotes an identifier as pg_dump prints it: only when needed.

@@ -31,6 +31,23 @@ func DataTotals(streams []StreamInfo) (raw, stored int64) {
 	return raw, stored
 }
 
+// Totals sums the raw bytes and rows of m's data streams, table chunks
+// and large objects, as src knows them now (a Demux only those it has read
+// to their end): what a restore of m will move.
+func Totals(src Source, m *Manifest) (raw, rows int64) {
+	for _, c := range m.Chunks {
+		if info, ok := src.Stream(c.Stream); ok {
+			raw, rows = raw+info.RawBytes, rows+info.Rows
+		}
+	}
+	for _, lo := range m.LargeObjects {
+		if info, ok := src.Stream(lo.Stream); ok {
+			raw += info.RawBytes
+		}
+	}
+	return raw, rows
+}
+
 // Summarize returns what `pgsprint list` shows of an archive opened for
 // Scan: its manifest, its tables with their totals and every stream's
 // totals. A Reader has them in its footer; a Demux reads the archive to

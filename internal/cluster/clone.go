@@ -117,6 +117,11 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 			return clone.Run(ctx, co)
 		},
 		log: opts.Logger, progress: progress.NewParts(reporterOr(opts.Progress), "clone"),
+		// Until a database's catalog is read, its size on the source
+		// (indexes and catalogs included) stands for what it will move.
+		expect: func(d archive.Database) progress.Plan {
+			return progress.Plan{Op: "clone", Bytes: d.SizeBytes, Estimated: true}
+		},
 	}
 	res, err := b.run(ctx)
 	if err != nil {

@@ -96,6 +96,7 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 			return restoreDatabase(ctx, opts, name, jobs, exists, resuming, rep)
 		},
 		log: opts.Logger, progress: progress.NewParts(reporterOr(opts.Progress), "restore"),
+		expect: func(d archive.Database) progress.Plan { return archivePlan(opts.Source, d) },
 		finish: func() error { return finishSource(opts) },
 	}
 	res, err := b.run(ctx)
@@ -123,6 +124,9 @@ type build struct {
 	one           func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error)
 	log           *slog.Logger
 	progress      *progress.Parts // each database reports as one of its parts
+	// expect is a database's work as known before it begins (the
+	// archive's totals, the source's size), for the run's totals.
+	expect func(archive.Database) progress.Plan
 	// finish, when set, runs once every database is done, before the
 	// server journal is dropped: what must hold for the run to be
 	// finished (a pipe's archive read to its sound end).
@@ -208,6 +212,11 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 		}
 		todo = append(todo, d)
 	}
+	expected := map[string]progress.Plan{}
+	for _, d := range todo {
+		expected[d.Name] = b.expect(d)
+	}
+	b.progress.Expect(expected)
 	g, gctx := errgroup.WithContext(ctx)
 	schedule(gctx, g, todo, b.jobs, func(d archive.Database, jobs int) error {
 		r, err := b.one(gctx, d.Name, jobs, existing[d.Name], resuming, b.progress.Part(d.Name))
@@ -327,6 +336,18 @@ func finishSource(opts RestoreOptions) error {
 		return fmt.Errorf("archive on %s is incomplete or damaged (%w): the restore is not finished; %s", opts.Where, err, again)
 	}
 	return nil
+}
+
+// archivePlan is what restoring database d of src will move, as far as
+// the archive knows it now (a pipe's streams only once read; the
+// database's restore reports its own plan when it begins).
+func archivePlan(src archive.Source, d archive.Database) progress.Plan {
+	p := progress.Plan{Op: "restore"}
+	if m := d.Manifest; m != nil {
+		p.Tables, p.Chunks = len(m.Tables), len(m.Chunks)+len(m.LargeObjects)
+		p.Bytes, p.Rows = archive.Totals(src, m)
+	}
+	return p
 }
 
 // reporterOr is r, or a reporter that reports nowhere.

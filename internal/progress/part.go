@@ -3,19 +3,57 @@ package progress
 import "sync"
 
 // Parts shares one Reporter among pipelines that run at once as parts of
-// one run: the databases of restore --all and clone --all. Their plans
-// add up (each part's Begin reports the sum so far, so the totals grow as
-// the parts start, as the steps do), and their phases and work are named
-// after their part, so that one progress stream covers them all.
+// one run: the databases of restore --all and clone --all. The run's plan
+// is the sum of its parts' plans: what each part expects (Expect) until it
+// begins, then what its own Begin reports, so that the totals cover the
+// whole run from its start instead of growing as the parts start (a bar at
+// 100% after the first database, then falling back). Phases and work are
+// named after their part, so that one progress stream covers them all.
 type Parts struct {
-	r    Reporter
-	mu   sync.Mutex
-	plan Plan
+	r     Reporter
+	mu    sync.Mutex
+	op    string
+	plans map[string]Plan // each part's: expected, or its own once begun
+	begun map[string]bool
 }
 
 // NewParts shares r among the parts of a run of op ("restore", "clone").
 func NewParts(r Reporter, op string) *Parts {
-	return &Parts{r: r, plan: Plan{Op: op}}
+	return &Parts{r: r, op: op, plans: map[string]Plan{}, begun: map[string]bool{}}
+}
+
+// Expect announces the work of the parts about to run (a database's
+// totals as the archive or the source's catalog knows them), before any
+// of them begins: the run's totals then count it from the start.
+func (p *Parts) Expect(plans map[string]Plan) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for name, pl := range plans {
+		if !p.begun[name] {
+			p.plans[name] = pl
+		}
+	}
+	p.r.Begin(p.total())
+}
+
+// total is the run's plan: the sum of its parts'. A part not begun counts
+// at least one chunk, so that a run whose begun parts have moved all their
+// chunks does not look finished (Tracker.State takes what moved as an
+// estimated run's total once every chunk is done).
+func (p *Parts) total() Plan {
+	t := Plan{Op: p.op}
+	for name, pl := range p.plans {
+		t.Tables += pl.Tables
+		t.Bytes += pl.Bytes
+		t.Rows += pl.Rows
+		t.Estimated = t.Estimated || pl.Estimated
+		if p.begun[name] {
+			t.Chunks += pl.Chunks
+		} else {
+			t.Chunks += max(pl.Chunks, 1)
+		}
+	}
+	return t
 }
 
 // Part returns the Reporter of the part called name (a database).
@@ -26,15 +64,14 @@ type part struct {
 	name string
 }
 
-// Begin implements Reporter: the part's plan is added to the run's.
+// Begin implements Reporter: the part's plan replaces what it was
+// expected to do in the run's.
 func (r part) Begin(pl Plan) {
 	r.p.mu.Lock()
 	defer r.p.mu.Unlock()
-	r.p.plan.Tables += pl.Tables
-	r.p.plan.Chunks += pl.Chunks
-	r.p.plan.Bytes += pl.Bytes
-	r.p.plan.Rows += pl.Rows
-	r.p.r.Begin(r.p.plan)
+	r.p.plans[r.name] = pl
+	r.p.begun[r.name] = true
+	r.p.r.Begin(r.p.total())
 }
 
 // Phase implements Reporter.

@@ -502,3 +502,48 @@ func TestDataElapsed(t *testing.T) {
 		t.Fatalf("data elapsed %v of %v: should start at the first bytes, 30 ms in", s.DataElapsed, s.Elapsed)
 	}
 }
+
+// TestParts drives the parts of a whole-server run through a Tracker: the
+// totals cover every expected part from the start, a part's own plan
+// replaces its expectation when it begins (an estimated one converging on
+// what moved), and an estimated run does not look finished while a part
+// has not begun.
+func TestParts(t *testing.T) {
+	tr := NewTracker("clone")
+	ps := NewParts(tr, "clone")
+	a, b := ps.Part("a"), ps.Part("b")
+	chunk := Work{Kind: "data", Table: "t", Name: "t", Whole: true}
+	steps := []struct {
+		name string
+		do   func()
+		want State // the totals and the phase
+	}{
+		{"expected", func() {
+			ps.Expect(map[string]Plan{"a": {Bytes: 8000, Estimated: true}, "b": {Bytes: 9000, Estimated: true}})
+		}, State{BytesTotal: 17000, ChunksAll: 2}},
+		{"a begins", func() { a.Begin(Plan{Tables: 1, Chunks: 1, Bytes: 100, Rows: 10, Estimated: true}) },
+			State{BytesTotal: 9100, RowsTotal: 10, ChunksAll: 2}},
+		{"a moves more than planned", func() { a.Phase("data"); a.Add(150, 10); a.Done(chunk, Done{Bytes: 150, Rows: 10, Planned: 100}) },
+			State{Phase: "a: data", Bytes: 150, Rows: 10, BytesTotal: 9150, RowsTotal: 10, Chunks: 1, ChunksAll: 2}},
+		{"b begins", func() { b.Begin(Plan{Tables: 1, Chunks: 1, Bytes: 50, Rows: 5, Estimated: true}) },
+			State{Phase: "a: data", Bytes: 150, Rows: 10, BytesTotal: 200, RowsTotal: 15, Chunks: 1, ChunksAll: 2}},
+		{"b moves less", func() { b.Add(40, 5); b.Done(chunk, Done{Bytes: 40, Rows: 5, Planned: 50}) },
+			State{Phase: "a: data", Bytes: 190, Rows: 15, BytesTotal: 190, RowsTotal: 15, Chunks: 2, ChunksAll: 2}},
+	}
+	for _, st := range steps {
+		st.do()
+		s := tr.State()
+		got := State{Phase: s.Phase, Bytes: s.Bytes, Rows: s.Rows, BytesTotal: s.BytesTotal, RowsTotal: s.RowsTotal, Chunks: s.Chunks, ChunksAll: s.ChunksAll}
+		if !reflect.DeepEqual(got, st.want) {
+			t.Errorf("%s: %+v, want %+v", st.name, got, st.want)
+		}
+	}
+	sum := tr.Summary()
+	var tables []string
+	for _, l := range sum.Largest {
+		tables = append(tables, l.Table)
+	}
+	if want := []string{"a: t", "b: t"}; !reflect.DeepEqual(tables, want) {
+		t.Errorf("largest tables %q, want %q (one per database)", tables, want)
+	}
+}

@@ -92,33 +92,25 @@ func (d *dataStage) planOf(g *schedule.Graph) (progress.Plan, int) {
 			steps++
 		}
 	}
-	if d.opts.Source != nil {
-		// A live source has no totals until its COPYs end: the catalog's
-		// estimates, as a dump shows them, so that a 12 GiB clone has a
-		// size to go by and an ETA (it had neither). Every chunk done,
-		// the tracker takes what moved as the total.
-		p.Estimated = true
-		for _, c := range d.m.Chunks {
-			p.Bytes += c.Size
-		}
-		for _, t := range d.m.Tables {
-			p.Rows += t.Rows
-		}
-		for _, lo := range d.m.LargeObjects {
-			p.Bytes += lo.Size
-		}
+	if d.l.indexed {
+		p.Bytes, p.Rows = archive.Totals(d.l.ar, d.m)
 		return p, steps
 	}
+	// A source read as it comes (a live source, whose totals come when
+	// its COPYs end; a pipe, with each stream's end) has the catalog's
+	// estimates, as a dump shows them, so that a 12 GiB clone has a size
+	// to go by and an ETA (it had neither). Each unit's done replaces its
+	// estimate (doneOf); every chunk done, the tracker takes what moved as
+	// the total.
+	p.Estimated = true
 	for _, c := range d.m.Chunks {
-		if info, ok := d.l.ar.Stream(c.Stream); ok {
-			p.Bytes += info.RawBytes
-			p.Rows += info.Rows
-		}
+		p.Bytes += c.Size
+	}
+	for _, t := range d.m.Tables {
+		p.Rows += t.Rows
 	}
 	for _, lo := range d.m.LargeObjects {
-		if info, ok := d.l.ar.Stream(lo.Stream); ok {
-			p.Bytes += info.RawBytes
-		}
+		p.Bytes += lo.Size
 	}
 	return p, steps
 }
@@ -140,7 +132,9 @@ func (r *loader) workOf(t *schedule.Task) progress.Work {
 }
 
 // doneOf is what a finished task moved, from the archive's totals: a part
-// of a split load is given an equal share of its chunk.
+// of a split load is given an equal share of its chunk. From a source
+// that did not know its totals up front (planOf), it says too what the
+// plan had estimated of it.
 func (r *loader) doneOf(t *schedule.Task, elapsed time.Duration) progress.Done {
 	d := progress.Done{Elapsed: elapsed}
 	if t.Kind != taskgraph.Data {
@@ -152,6 +146,9 @@ func (r *loader) doneOf(t *schedule.Task, elapsed time.Duration) progress.Done {
 		for _, lo := range l.los {
 			if info, ok := r.ar.Stream(lo.Stream); ok {
 				d.Bytes += info.RawBytes
+			}
+			if !r.indexed {
+				d.Planned += lo.Size
 			}
 		}
 	case l.split != nil:
@@ -165,6 +162,13 @@ func (r *loader) doneOf(t *schedule.Task, elapsed time.Duration) progress.Done {
 				d.Rows += info.Rows
 			}
 		}
+	}
+	switch {
+	case r.indexed:
+	case l.split != nil:
+		d.Planned = l.split.chunk.Size / int64(l.split.parts)
+	default:
+		d.Planned = l.chunk.Size
 	}
 	return d
 }
