@@ -155,20 +155,19 @@ func (r *loader) doneOf(t *schedule.Task, elapsed time.Duration) progress.Done {
 		if info, ok := r.ar.Stream(l.split.chunk.Stream); ok {
 			d.Bytes, d.Rows = info.RawBytes/int64(l.split.parts), info.Rows/int64(l.split.parts)
 		}
+		if !r.indexed {
+			d.Planned = l.split.chunk.Size / int64(l.split.parts)
+		}
 	default:
 		for _, c := range l.chunks {
 			if info, ok := r.ar.Stream(c.Stream); ok {
 				d.Bytes += info.RawBytes
 				d.Rows += info.Rows
 			}
+			if !r.indexed {
+				d.Planned += c.Size
+			}
 		}
-	}
-	switch {
-	case r.indexed:
-	case l.split != nil:
-		d.Planned = l.split.chunk.Size / int64(l.split.parts)
-	default:
-		d.Planned = l.chunk.Size
 	}
 	return d
 }
