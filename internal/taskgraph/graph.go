@@ -116,6 +116,11 @@ type Task[F any] struct {
 // Graph is a set of tasks and their dependencies.
 type Graph[F any] struct {
 	Tasks []*Task[F]
+	// MaxPerTable is how many Data tasks of one table (Task.Table) may
+	// run at once; 0: no limit. Connections loading one table contend for
+	// its last page and its extension; past some number they add CPU and
+	// no speed, while other tables' loads scale on.
+	MaxPerTable int
 }
 
 // Add appends a task and returns its index.
@@ -209,15 +214,16 @@ type state[F any] struct {
 	ready   readyHeap[F]             // tasks whose dependencies are done, not started, not parked
 	parked  map[string]*readyHeap[F] // ready tasks waiting for a lock on the key
 	held    map[string][]LockMode
-	left    int // tasks not finished
-	looks   int // tasks taken off the ready heap, started or parked (for tests)
+	loading map[string]int // running Data tasks per table (Graph.MaxPerTable)
+	left    int            // tasks not finished
+	looks   int            // tasks taken off the ready heap, started or parked (for tests)
 	failed  bool
 	timings []Timing
 }
 
 func newState[F any](g *Graph[F]) *state[F] {
 	s := &state[F]{g: g, pending: make([]int, len(g.Tasks)), users: make([][]int, len(g.Tasks)),
-		held: map[string][]LockMode{}, left: len(g.Tasks), ready: readyHeap[F]{tasks: g.Tasks}, parked: map[string]*readyHeap[F]{},
+		held: map[string][]LockMode{}, loading: map[string]int{}, left: len(g.Tasks), ready: readyHeap[F]{tasks: g.Tasks}, parked: map[string]*readyHeap[F]{},
 		// One timing per task: grown by doubling, the last growth at
 		// 130,000 tasks held 15 MB at once at the run's end.
 		timings: make([]Timing, 0, len(g.Tasks))}
@@ -328,8 +334,12 @@ func (s *state[F]) next(ctx context.Context) (int, bool) {
 			return 0, false
 		}
 		if i, ok := s.take(); ok {
-			for _, l := range s.g.Tasks[i].Locks {
+			t := s.g.Tasks[i]
+			for _, l := range t.Locks {
 				s.held[l.Key] = append(s.held[l.Key], l.Mode)
+			}
+			if t.Kind == Data && t.Table != "" {
+				s.loading[t.Table]++
 			}
 			return i, true
 		}
@@ -340,6 +350,9 @@ func (s *state[F]) next(ctx context.Context) (int, bool) {
 // blocker returns the key of t's first lock that conflicts with a held
 // one, or true if t can take all its locks.
 func (s *state[F]) blocker(t *Task[F]) (string, bool) {
+	if t.Kind == Data && t.Table != "" && s.g.MaxPerTable > 0 && s.loading[t.Table] >= s.g.MaxPerTable {
+		return t.Table, false
+	}
 	for _, l := range t.Locks {
 		for _, h := range s.held[l.Key] {
 			if Conflicts(l.Mode, h) {
@@ -356,6 +369,12 @@ func (s *state[F]) finish(i int, tm Timing, err error) {
 	defer s.mu.Unlock()
 	defer s.cond.Broadcast()
 	s.timings = append(s.timings, tm)
+	if t := s.g.Tasks[i]; t.Kind == Data && t.Table != "" {
+		if s.loading[t.Table]--; s.loading[t.Table] == 0 {
+			delete(s.loading, t.Table)
+		}
+		s.wake(t.Table, -1) // its loads held back by MaxPerTable
+	}
 	for _, l := range s.g.Tasks[i].Locks {
 		h := s.held[l.Key]
 		for k, m := range h {

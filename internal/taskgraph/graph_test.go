@@ -212,3 +212,39 @@ func TestRunParkedWaiters(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxPerTable: with eight workers and a limit of three loads per
+// table, one table's loads never run more than three at once, while the
+// other table's run beside them; every task runs.
+func TestMaxPerTable(t *testing.T) {
+	g := &graph{MaxPerTable: 3}
+	for _, table := range []string{"a", "b"} {
+		for i := range 10 {
+			g.Add(&task{Name: fmt.Sprintf("load %s %d", table, i), Kind: Data, Cost: int64(100 - i), Table: table,
+				Locks: []Lock{{Key: table, Mode: RowExclusive}}})
+		}
+	}
+	var mu sync.Mutex
+	running, most := map[string]int{}, map[string]int{}
+	both := false
+	ran := 0
+	_, err := g.Run(context.Background(), 8, func(ctx context.Context, w int, tk *task) error {
+		mu.Lock()
+		running[tk.Table]++
+		most[tk.Table] = max(most[tk.Table], running[tk.Table])
+		both = both || (running["a"] > 0 && running["b"] > 0)
+		ran++
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		running[tk.Table]--
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran != 20 || most["a"] != 3 || most["b"] != 3 || !both {
+		t.Errorf("ran %d tasks, at most %v at once per table, both tables at once: %v; want 20, 3 each, true", ran, most, both)
+	}
+}
