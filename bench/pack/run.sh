@@ -9,7 +9,8 @@
 #
 # Knobs (environment): SCALE (pgbench scale, default 200), JOBS (comma-
 # separated -j values, default 8,16), ROUNDS (default 1), STEPS (default
-# dump,pgdump-fd,restore,pgrestore,clone), OUT (results directory,
+# dump,pgdump-fd,restore,pgrestore,clone), DATASETS (default flat,parts),
+# OUT (results directory,
 # default ./results), WORK (archives, default a temporary directory).
 # It prints one Markdown table per dataset and writes $OUT/results.csv and
 # $OUT/results.md. Run it as root (a "postgres" user is created for the
@@ -21,6 +22,7 @@ scale="${SCALE:-200}"
 jobs="${JOBS:-8,16}"
 rounds="${ROUNDS:-1}"
 steps="${STEPS:-dump,pgdump-fd,restore,pgrestore,clone}"
+datasets="${DATASETS:-flat,parts}"
 out="${OUT:-$PWD/results}"
 mkdir -p "$out"
 
@@ -57,5 +59,5 @@ if [ -n "${WORK:-}" ]; then work_args=(-work-dir "$WORK"); fi
 
 export PGSPRINT_PG_BIN="$pg/bin"
 "$here/scale" -bin "$pg/bin" -pgsprint "$here/pgsprint" -scale "$scale" -j "$jobs" \
-  -rounds "$rounds" -steps "$steps" -datasets flat,parts -verify first -out "$out" \
+  -rounds "$rounds" -steps "$steps" -datasets "$datasets" -verify first -out "$out" \
   ${work_args[@]+"${work_args[@]}"} | tee "$out/results.md"
