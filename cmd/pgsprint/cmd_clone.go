@@ -12,6 +12,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/server"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
@@ -215,7 +216,7 @@ func cloneOne(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, met
 		Split:    plan.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		Version: version, Logger: o.log.logger(), Progress: w.reporter,
-		NoStatistics: o.noStats,
+		NoStatistics: o.noStats, Programs: &pgbin.Finder{},
 	})
 	if errors.Is(err, clone.ErrSameDatabase) {
 		return usageError{err}
@@ -250,6 +251,7 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, NoStatistics: o.noStats,
 		Split: plan.Options{ChunkSize: int64(o.chunkSize), Method: method}, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		ExcludeDatabases: o.all.exclude, Resume: o.resume, Version: version, Logger: o.log.logger(), Progress: w.reporter,
+		Programs: &pgbin.Finder{},
 	})
 	if errors.Is(err, server.ErrSameServer) {
 		return usageError{err}

@@ -18,6 +18,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/server"
@@ -316,6 +317,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin, PreDataSplitMin: o.preSplit,
 		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
 		UseList: o.list.use, NoStatistics: o.noStats, Identities: o.ids, Location: o.store.options(nil, nil, nil),
+		Programs: &pgbin.Finder{},
 	})
 	if err != nil {
 		return err
@@ -473,6 +475,7 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 		Target: cfg, Source: f.Source, Where: f.String(), Jobs: o.jobs, Database: o.all.database, Create: o.create, Clean: o.clean,
 		NoOwner: o.noOwner, NoACL: o.noACL, Resume: o.resume, Filter: o.filter, MaintenanceWorkMem: o.mwm,
 		NoAnalyze: o.noAnalyze, NoStatistics: o.noStats, Logger: o.log.logger(), Progress: w.reporter,
+		Programs: &pgbin.Finder{},
 	})
 	if err != nil {
 		return err

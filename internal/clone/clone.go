@@ -75,10 +75,9 @@ type Options struct {
 	// source's optimizer statistics (which needs PostgreSQL 18 on both
 	// sides).
 	NoStatistics bool
-	// Installed lists the PostgreSQL client programs to choose from
-	// (pgbin.Installed), for clone --all, which clones many databases;
-	// nil looks for them.
-	Installed []pgbin.Tools
+	// Programs finds pg_dump, pg_restore and psql, looking once for clone
+	// --all, which clones many databases; nil looks each time.
+	Programs *pgbin.Finder
 	// Locks is dump.SessionOptions.Locks: the source server's lock table,
 	// shared with the other databases clone --all copies at once.
 	Locks *dump.LockBudget
@@ -138,7 +137,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	dumped := filter.Options{Objects: opts.Filter.Objects, Extensions: opts.Filter.Extensions, ExcludeExtensions: opts.Filter.ExcludeExtensions}
 	sess, err := dump.Begin(ctx, dump.SessionOptions{EarlySchema: true, BinaryForMajor: binaryFor, Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock, Filter: dumped,
 		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger,
-		NoStatistics: opts.NoStatistics, Installed: opts.Installed, Locks: opts.Locks})
+		NoStatistics: opts.NoStatistics, Programs: opts.Programs, Locks: opts.Locks})
 	if err != nil {
 		return nil, explainSnapshot(err, opts)
 	}
@@ -152,7 +151,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	res, err := restore.Run(ctx, restore.Options{
 		Target: opts.Target, Source: src, SaveManifest: true, Jobs: opts.Jobs, Clean: opts.Clean, Create: opts.Create, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Resume: opts.Resume, Filter: opts.Filter, Logger: opts.Logger,
-		Progress: opts.Progress, NoStatistics: opts.NoStatistics, Installed: opts.Installed,
+		Progress: opts.Progress, NoStatistics: opts.NoStatistics, Programs: opts.Programs,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/store/location"
@@ -49,6 +50,8 @@ type Options struct {
 	Progress progress.Reporter
 	// NoStatistics is SessionOptions.NoStatistics.
 	NoStatistics bool
+	// Programs is SessionOptions.Programs.
+	Programs *pgbin.Finder
 	// Recipients, when given, encrypt the archive to them (format 3:
 	// internal/seal); a clear archive otherwise.
 	Recipients []age.Recipient
@@ -61,8 +64,9 @@ type Options struct {
 }
 
 // WithDefaults is opts with what was left out filled in: one job, the
-// default block size, a logger and a progress reporter that discard. A
-// dump of one database and of a whole server start from it alike.
+// default block size, a logger and a progress reporter that discard, a
+// Finder of the client programs. A dump of one database and of a whole
+// server start from it alike.
 func (opts Options) WithDefaults() Options {
 	opts.Jobs = max(opts.Jobs, 1)
 	if opts.BlockSize <= 0 {
@@ -73,6 +77,9 @@ func (opts Options) WithDefaults() Options {
 	}
 	if opts.Progress == nil {
 		opts.Progress = progress.Nop{}
+	}
+	if opts.Programs == nil {
+		opts.Programs = &pgbin.Finder{}
 	}
 	return opts
 }
@@ -99,7 +106,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	opts.Progress.Phase("catalog")
 
 	sess, err := Begin(ctx, SessionOptions{EarlySchema: true, Source: opts.Source, Jobs: opts.Jobs, BlockSize: opts.BlockSize, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics,
-		Split: opts.Split, Version: opts.Version, Filter: opts.Filter, Snapshot: opts.Snapshot, Logger: log})
+		Split: opts.Split, Version: opts.Version, Filter: opts.Filter, Snapshot: opts.Snapshot, Logger: log,
+		Programs: opts.Programs})
 	if err != nil {
 		return nil, err
 	}

@@ -98,10 +98,9 @@ type Options struct {
 	// Identities open an encrypted archive (File); a clear one ignores
 	// them.
 	Identities []age.Identity
-	// Installed lists the PostgreSQL client programs to choose from
-	// (pgbin.Installed), for a caller that restores many databases; nil
-	// looks for them.
-	Installed []pgbin.Tools
+	// Programs finds pg_restore and psql, looking once for a caller that
+	// restores many databases; nil looks each time.
+	Programs *pgbin.Finder
 }
 
 // Result summarises a finished restore.

@@ -13,6 +13,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/plan"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
@@ -42,7 +43,10 @@ type CloneOptions struct {
 	// snapshot ends with the run that took it).
 	Resume  bool
 	Version string
-	Logger  *slog.Logger
+	// Programs finds the client programs once for every database; nil
+	// looks each time.
+	Programs *pgbin.Finder
+	Logger   *slog.Logger
 	// Progress hears about every database's work, as one stream; nil
 	// reports nowhere.
 	Progress progress.Reporter
@@ -65,12 +69,15 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	src, err := openSource(ctx, opts.Source, opts.ExcludeDatabases)
+	if opts.Programs == nil {
+		opts.Programs = &pgbin.Finder{} // looked for once, not once per database
+	}
+	src, err := openSource(ctx, opts.Source, opts.ExcludeDatabases, opts.Programs)
 	if err != nil {
 		return nil, err
 	}
 	defer src.close(ctx)
-	conn, installed, tools, locks, dbs, skipped := src.conn, src.installed, src.tools, src.locks, src.dbs, src.skipped
+	conn, tools, locks, dbs, skipped := src.conn, src.tools, src.locks, src.dbs, src.skipped
 	for _, d := range skipped {
 		opts.Logger.Info("database skipped", "database", d.Name, "reason", d.Reason)
 	}
@@ -102,7 +109,7 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: opts.Clean && exists, Create: true, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
 				MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Split: opts.Split, Filter: opts.Filter, Version: opts.Version,
 				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, NoStatistics: opts.NoStatistics, Logger: opts.Logger.With("database", name),
-				Progress: rep, Installed: installed, Locks: locks}
+				Progress: rep, Programs: opts.Programs, Locks: locks}
 			if name == "postgres" {
 				// Every server has one: cloned into, as restore --all does.
 				co.Target = opts.Target.Copy()

@@ -52,8 +52,9 @@ type RestoreOptions struct {
 	// Progress hears about every database's work, as one stream
 	// (progress.Parts); nil reports nowhere.
 	Progress progress.Reporter
-
-	installed []pgbin.Tools // the client programs each database's restore chooses from
+	// Programs finds the client programs once for every database; nil
+	// looks each time.
+	Programs *pgbin.Finder
 }
 
 // RestoreResult summarises a whole-server restore.
@@ -79,6 +80,9 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Programs == nil {
+		opts.Programs = &pgbin.Finder{} // looked for once, not once per database
+	}
 	m := opts.Source.Manifest()
 	if !m.IsServer() {
 		return nil, fmt.Errorf("the archive holds one database (%q), not a whole server (dump --all): restore it without --all", m.Database)
@@ -86,7 +90,6 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 	if opts.Database != "" {
 		return restoreOne(ctx, opts, start)
 	}
-	opts.installed = pgbin.Installed(ctx) // once, not once per database
 	b := &build{
 		target: opts.Target, id: journal.ArchiveID(m), jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "restore --all", of: "archive",
 		dbs:     m.Databases,
@@ -289,7 +292,7 @@ func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs
 func (opts RestoreOptions) databaseOptions(src archive.Source, jobs int, rep progress.Reporter) restore.Options {
 	return restore.Options{Target: opts.Target, Source: src, Jobs: jobs, Create: opts.Create, Clean: opts.Clean, Resume: opts.Resume,
 		NoOwner: opts.NoOwner, NoACL: opts.NoACL, MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze,
-		NoStatistics: opts.NoStatistics, Filter: opts.Filter, Logger: opts.Logger, Progress: rep, Installed: opts.installed}
+		NoStatistics: opts.NoStatistics, Filter: opts.Filter, Logger: opts.Logger, Progress: rep, Programs: opts.Programs}
 }
 
 // restoreOne restores one database of a server archive (--database).
