@@ -33,10 +33,7 @@ type restoreOptions struct {
 	jobs      int
 	create    bool
 	clean     bool
-	noOwner   bool
-	noACL     bool
-	mwm       string
-	noAnalyze bool
+	settings  restore.Settings // -O, -x, --maintenance-work-mem, --no-analyze, --no-statistics
 	splitMin  int64
 	preSplit  int
 	profile   string
@@ -51,7 +48,6 @@ type restoreOptions struct {
 	exitOnErr bool
 	single    bool
 	list      listFlags
-	noStats   bool // --no-statistics
 	keys      keyFlags
 	ids       []age.Identity // read from keys once
 	store     storeFlags
@@ -222,10 +218,10 @@ reports and passes), then for each database its CREATE DATABASE and
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers")
 	fs.BoolVarP(&o.create, "create", "C", false, "create the archived database (connect to -d to do it)")
 	fs.BoolVarP(&o.clean, "clean", "c", false, "drop the archive's objects before recreating them")
-	fs.BoolVarP(&o.noOwner, "no-owner", "O", false, "do not restore object ownership")
-	fs.BoolVarP(&o.noACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
-	fs.StringVar(&o.mwm, "maintenance-work-mem", "512MB", "maintenance_work_mem of each connection, for index builds (empty: the server's)")
-	fs.BoolVar(&o.noAnalyze, "no-analyze", false, "do not ANALYZE the restored tables")
+	fs.BoolVarP(&o.settings.NoOwner, "no-owner", "O", false, "do not restore object ownership")
+	fs.BoolVarP(&o.settings.NoACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
+	fs.StringVar(&o.settings.MaintenanceWorkMem, "maintenance-work-mem", "512MB", "maintenance_work_mem of each connection, for index builds (empty: the server's)")
+	fs.BoolVar(&o.settings.NoAnalyze, "no-analyze", false, "do not ANALYZE the restored tables")
 	registerFilterFlags(fs, &o.filter, "restore")
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "create but do not load tables matching this pattern")
 	fs.BoolVar(&o.noTrig, "disable-triggers", false, "with --data-only: load with triggers and foreign key checks off (superuser)")
@@ -244,7 +240,7 @@ reports and passes), then for each database its CREATE DATABASE and
 	fs.BoolVarP(&o.single, "single-transaction", "1", false, "with --to-sql only (whose script is always one transaction): see README")
 	o.list.register(fs)
 	o.all.register(fs)
-	fs.BoolVar(&o.noStats, "no-statistics", false, "do not restore the archive's optimizer statistics (PostgreSQL 18+): analyze the tables instead")
+	fs.BoolVar(&o.settings.NoStatistics, "no-statistics", false, "do not restore the archive's optimizer statistics (PostgreSQL 18+): analyze the tables instead")
 	o.keys.register(fs)
 	o.store.register(fs, false)
 	o.progress.register(fs)
@@ -314,9 +310,9 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	defer w.stop()
 	res, err := restore.Run(ctx, restore.Options{
 		Target: cfg, File: o.file, Stdin: os.Stdin, SpillDir: o.spillDir, Jobs: o.jobs, Create: o.create, Clean: o.clean,
-		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin, PreDataSplitMin: o.preSplit,
+		Settings: o.settings, SplitMinBytes: o.splitMin, PreDataSplitMin: o.preSplit,
 		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
-		UseList: o.list.use, NoStatistics: o.noStats, Identities: o.ids, Location: o.store.options(nil, nil, nil),
+		UseList: o.list.use, Identities: o.ids, Location: o.store.options(nil, nil, nil),
 		Programs: &pgbin.Finder{},
 	})
 	if err != nil {
@@ -348,7 +344,7 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer f.Close()
-	opts := sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL, ToolArgs: o.filter.PgRestoreArgs(), Role: o.conn.Role}
+	opts := sqlscript.Options{Settings: o.settings, ToolArgs: o.filter.PgRestoreArgs(), Role: o.conn.Role}
 	ar, err := wholeReader(f)
 	if err != nil {
 		return err
@@ -473,8 +469,7 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 	defer w.stop()
 	res, err := server.Restore(ctx, server.RestoreOptions{
 		Target: cfg, Source: f.Source, Where: f.String(), Jobs: o.jobs, Database: o.all.database, Create: o.create, Clean: o.clean,
-		NoOwner: o.noOwner, NoACL: o.noACL, Resume: o.resume, Filter: o.filter, MaintenanceWorkMem: o.mwm,
-		NoAnalyze: o.noAnalyze, NoStatistics: o.noStats, Logger: o.log.logger(), Progress: w.reporter,
+		Settings: o.settings, Resume: o.resume, Filter: o.filter, Logger: o.log.logger(), Progress: w.reporter,
 		Programs: &pgbin.Finder{},
 	})
 	if err != nil {

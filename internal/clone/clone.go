@@ -36,13 +36,11 @@ type Options struct {
 	// Create creates the source's database on the target server, as
 	// restore's Create does: Target names the database to connect to
 	// first (clone --all).
-	Create  bool
-	NoOwner bool
-	NoACL   bool
-	// MaintenanceWorkMem is each target connection's maintenance_work_mem.
-	MaintenanceWorkMem string
-	NoAnalyze          bool
-	Split              plan.Options // which tables are copied in several chunks
+	Create bool
+	// Settings are how the target is written, as in restore; their
+	// NoStatistics also leaves the source's statistics unread.
+	restore.Settings
+	Split plan.Options // which tables are copied in several chunks
 	// Filter selects schemas and tables as restore's -n/-N/-t/-T do (the
 	// source is read whole, in the sense that the schema and the plan
 	// cover every table, but only the selected tables' rows are copied):
@@ -71,10 +69,6 @@ type Options struct {
 	Logger *slog.Logger
 	// Progress hears about the work as it happens; nil reports nowhere.
 	Progress progress.Reporter
-	// NoStatistics analyzes the copied tables instead of copying the
-	// source's optimizer statistics (which needs PostgreSQL 18 on both
-	// sides).
-	NoStatistics bool
 	// Programs finds pg_dump, pg_restore and psql, looking once for clone
 	// --all, which clones many databases; nil looks each time.
 	Programs *pgbin.Finder
@@ -149,9 +143,8 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	src := newLiveSource(ctx, sess)
 	defer src.close()
 	res, err := restore.Run(ctx, restore.Options{
-		Target: opts.Target, Source: src, SaveManifest: true, Jobs: opts.Jobs, Clean: opts.Clean, Create: opts.Create, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
-		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Resume: opts.Resume, Filter: opts.Filter, Logger: opts.Logger,
-		Progress: opts.Progress, NoStatistics: opts.NoStatistics, Programs: opts.Programs,
+		Target: opts.Target, Source: src, SaveManifest: true, Jobs: opts.Jobs, Clean: opts.Clean, Create: opts.Create, Settings: opts.Settings,
+		Resume: opts.Resume, Filter: opts.Filter, Logger: opts.Logger, Progress: opts.Progress, Programs: opts.Programs,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
 // sourceSQL is every test's source: a keyed table, one without key, an
@@ -248,7 +249,7 @@ func TestCloneCatchUp(t *testing.T) {
 			tc.opts(&o)
 			s, err := Clone(ctx, o, func(ctx context.Context, snapshot string) error {
 				exec(t, src, tc.before)
-				_, err := clone.Run(ctx, clone.Options{Source: src, Target: dst, Jobs: 2, Snapshot: snapshot, Filter: o.Filter, NoAnalyze: true})
+				_, err := clone.Run(ctx, clone.Options{Source: src, Target: dst, Jobs: 2, Snapshot: snapshot, Filter: o.Filter, Settings: restore.Settings{NoAnalyze: true}})
 				if err != nil {
 					return err
 				}

@@ -55,15 +55,7 @@ type Options struct {
 	Jobs         int
 	Create       bool // create the archived database, connecting to Target's database to do so (as pg_restore --create)
 	Clean        bool // drop the archive's objects in the target first
-	NoOwner      bool // do not restore ownership (as pg_restore --no-owner)
-	NoACL        bool // do not restore privileges (as pg_restore --no-privileges)
-	// MaintenanceWorkMem is each connection's maintenance_work_mem (e.g.
-	// "512MB"); index builds sort in it. Empty keeps the server's.
-	MaintenanceWorkMem string
-	NoAnalyze          bool // skip ANALYZE of the restored tables
-	// NoStatistics leaves the archive's optimizer statistics (pg_dump 18+)
-	// out: the restored tables are analyzed instead.
-	NoStatistics bool
+	Settings
 	// Filter restores part of the archive, with pg_dump's pattern
 	// semantics: -n/-N/-t/-T (a table comes with its indexes,
 	// constraints, triggers and owned sequences), --schema-only,
@@ -101,6 +93,21 @@ type Options struct {
 	// Programs finds pg_restore and psql, looking once for a caller that
 	// restores many databases; nil looks each time.
 	Programs *pgbin.Finder
+}
+
+// Settings say how a restore writes into its target, whatever it reads:
+// the flags restore and clone share, said once by the command and handed
+// whole to every restore it runs (each database of --all included).
+type Settings struct {
+	NoOwner bool // do not restore ownership (as pg_restore --no-owner)
+	NoACL   bool // do not restore privileges (as pg_restore --no-privileges)
+	// MaintenanceWorkMem is each connection's maintenance_work_mem (e.g.
+	// "512MB"); index builds sort in it. Empty keeps the server's.
+	MaintenanceWorkMem string
+	NoAnalyze          bool // skip ANALYZE of the restored tables
+	// NoStatistics leaves the archive's optimizer statistics (pg_dump 18+)
+	// out: the restored tables are analyzed instead.
+	NoStatistics bool
 }
 
 // Result summarises a finished restore.

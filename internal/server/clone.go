@@ -25,18 +25,14 @@ type CloneOptions struct {
 	Target *pgx.ConnConfig // the target server, through the database to connect to first
 	Jobs   int
 	Clean  bool // replace the source's databases the target has
-	// NoOwner, NoACL and Filter.Objects apply to every database (and
+	// Settings and Filter.Objects apply to every database (and
 	// NoTablespaces, NoOwner, NoACL to the globals), as in restore.
-	NoOwner            bool
-	NoACL              bool
-	Filter             filter.Options
-	MaintenanceWorkMem string
-	NoAnalyze          bool
-	NoStatistics       bool
-	Split              plan.Options
-	LockWaitTimeout    string
-	TextCopy           bool
-	ExcludeDatabases   []string
+	restore.Settings
+	Filter           filter.Options
+	Split            plan.Options
+	LockWaitTimeout  string
+	TextCopy         bool
+	ExcludeDatabases []string
 	// Resume finishes an interrupted clone --all of the same source: the
 	// globals and the databases it finished are skipped, the others
 	// cloned again from the start in a fresh snapshot (a database's
@@ -102,13 +98,13 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 		target: opts.Target, id: "clone --all of " + pg.Describe(opts.Source),
 		jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "clone --all", of: "source", dbs: list,
 		globals: func() (string, error) { return string(script), nil },
-		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, NoOwner: opts.NoOwner, NoACL: opts.NoACL},
+		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, Settings: opts.Settings},
 		one: func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error) {
 			src := opts.Source.Copy()
 			src.Database = name
-			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: opts.Clean && exists, Create: true, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
-				MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Split: opts.Split, Filter: opts.Filter, Version: opts.Version,
-				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, NoStatistics: opts.NoStatistics, Logger: opts.Logger.With("database", name),
+			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: opts.Clean && exists, Create: true, Settings: opts.Settings,
+				Split: opts.Split, Filter: opts.Filter, Version: opts.Version,
+				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, Logger: opts.Logger.With("database", name),
 				Progress: rep, Programs: opts.Programs, Locks: locks}
 			if name == "postgres" {
 				// Every server has one: cloned into, as restore --all does.

@@ -38,17 +38,15 @@ type RestoreOptions struct {
 	Database string
 	Create   bool
 	Clean    bool // replace the archive's databases that exist (drop them first)
-	NoOwner  bool
-	NoACL    bool
+	// Settings and Filter.Objects apply to every database (and
+	// NoTablespaces, NoOwner, NoACL to the globals).
+	restore.Settings
 	// Resume finishes an interrupted whole-server restore: the globals
 	// and the databases it finished are skipped, the others resumed from
 	// their own journal.
-	Resume             bool
-	Filter             filter.Options // Objects apply to every database; NoTablespaces to the globals too
-	MaintenanceWorkMem string
-	NoAnalyze          bool
-	NoStatistics       bool
-	Logger             *slog.Logger
+	Resume bool
+	Filter filter.Options
+	Logger *slog.Logger
 	// Progress hears about every database's work, as one stream
 	// (progress.Parts); nil reports nowhere.
 	Progress progress.Reporter
@@ -94,7 +92,7 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 		target: opts.Target, id: journal.ArchiveID(m), jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "restore --all", of: "archive",
 		dbs:     m.Databases,
 		globals: func() (string, error) { return readAll(opts.Source, m.Globals.Stream) },
-		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, NoOwner: opts.NoOwner, NoACL: opts.NoACL},
+		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, Settings: opts.Settings},
 		one: func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error) {
 			return restoreDatabase(ctx, opts, name, jobs, exists, resuming, rep)
 		},
@@ -291,8 +289,7 @@ func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs
 // restore of every database then adjusts for each.
 func (opts RestoreOptions) databaseOptions(src archive.Source, jobs int, rep progress.Reporter) restore.Options {
 	return restore.Options{Target: opts.Target, Source: src, Jobs: jobs, Create: opts.Create, Clean: opts.Clean, Resume: opts.Resume,
-		NoOwner: opts.NoOwner, NoACL: opts.NoACL, MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze,
-		NoStatistics: opts.NoStatistics, Filter: opts.Filter, Logger: opts.Logger, Progress: rep, Programs: opts.Programs}
+		Settings: opts.Settings, Filter: opts.Filter, Logger: opts.Logger, Progress: rep, Programs: opts.Programs}
 }
 
 // restoreOne restores one database of a server archive (--database).
