@@ -84,6 +84,15 @@ func (opts Options) WithDefaults() Options {
 	return opts
 }
 
+// SessionOptions are the options of the session that reads the database
+// cfg reaches, said once from opts: a dump of one database and every
+// database of a whole-server dump begin theirs alike. Snapshot,
+// EarlySchema and Locks are the caller's to add.
+func (opts Options) SessionOptions(cfg *pgx.ConnConfig) SessionOptions {
+	return SessionOptions{Source: cfg, Jobs: opts.Jobs, BlockSize: opts.BlockSize, Split: opts.Split, Version: opts.Version,
+		Filter: opts.Filter, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics, Programs: opts.Programs, Logger: opts.Logger}
+}
+
 // Result summarises a finished dump.
 type Result struct {
 	Tables       int
@@ -102,12 +111,11 @@ type Result struct {
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	start := time.Now()
 	opts = opts.WithDefaults()
-	log := opts.Logger
 	opts.Progress.Phase("catalog")
 
-	sess, err := Begin(ctx, SessionOptions{EarlySchema: true, Source: opts.Source, Jobs: opts.Jobs, BlockSize: opts.BlockSize, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics,
-		Split: opts.Split, Version: opts.Version, Filter: opts.Filter, Snapshot: opts.Snapshot, Logger: log,
-		Programs: opts.Programs})
+	so := opts.SessionOptions(opts.Source)
+	so.EarlySchema, so.Snapshot = true, opts.Snapshot
+	sess, err := Begin(ctx, so)
 	if err != nil {
 		return nil, err
 	}

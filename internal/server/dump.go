@@ -80,9 +80,9 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	for _, d := range dbs {
 		cfg := opts.Source.Copy()
 		cfg.Database = d.name
-		sess, err := dump.Begin(ctx, dump.SessionOptions{Source: cfg, Jobs: opts.Jobs, BlockSize: opts.BlockSize, Split: opts.Split,
-			Version: opts.Version, Filter: opts.Filter, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics, Logger: log,
-			Programs: opts.Programs, Locks: locks})
+		so := opts.SessionOptions(cfg)
+		so.Locks = locks
+		sess, err := dump.Begin(ctx, so)
 		if err != nil {
 			return nil, fmt.Errorf("database %s: %w", pg.Ident(d.name), err)
 		}
