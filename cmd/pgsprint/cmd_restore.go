@@ -308,11 +308,16 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer w.stop()
-	res, err := restore.Run(ctx, restore.Options{
-		Target: cfg, File: o.file, Stdin: os.Stdin, SpillDir: o.spillDir, Jobs: o.jobs, Create: o.create, Clean: o.clean,
+	f, err := openParallel(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	res, err := restore.Run(ctx, f.Source, restore.Options{
+		Target: cfg, Where: f.String(), Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		Settings: o.settings, SplitMinBytes: o.splitMin, PreDataSplitMin: o.preSplit,
 		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
-		UseList: o.list.use, Identities: o.ids, Location: o.store.options(nil, nil, nil),
+		UseList:  o.list.use,
 		Programs: &pgbin.Finder{},
 	})
 	if err != nil {
@@ -375,6 +380,13 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 // into --spill-dir.
 func openWhole(ctx context.Context, o restoreOptions) (*archive.Opened, error) {
 	return openArchive(ctx, o.file, o.store.options(os.Stdin, nil, nil), archive.OpenOptions{Access: archive.Ordered, SpillDir: o.spillDir, Identities: o.ids})
+}
+
+// openParallel opens the archive -f names to restore it on -j
+// connections: an archive on standard input is read as it arrives, its
+// streams taken apart (those no connection reads yet wait in --spill-dir).
+func openParallel(ctx context.Context, o restoreOptions) (*archive.Opened, error) {
+	return openArchive(ctx, o.file, o.store.options(os.Stdin, nil, nil), archive.OpenOptions{Access: archive.Parallel, SpillDir: o.spillDir, Identities: o.ids})
 }
 
 // printList is restore -l: the archive's table of contents, as pg_restore
@@ -457,7 +469,7 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 	}
 	// From a pipe, a Demux: each database restores as its streams arrive
 	// (those not read yet wait in --spill-dir), while the dump still runs.
-	f, err := openArchive(ctx, o.file, o.store.options(os.Stdin, nil, nil), archive.OpenOptions{Access: archive.Parallel, SpillDir: o.spillDir, Identities: o.ids})
+	f, err := openParallel(ctx, o)
 	if err != nil {
 		return err
 	}

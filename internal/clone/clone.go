@@ -142,8 +142,8 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	logCopyFormats(opts.Logger, sess.Manifest)
 	src := newLiveSource(ctx, sess)
 	defer src.close()
-	res, err := restore.Run(ctx, restore.Options{
-		Target: opts.Target, Source: src, SaveManifest: true, Jobs: opts.Jobs, Clean: opts.Clean, Create: opts.Create, Settings: opts.Settings,
+	res, err := restore.Run(ctx, src, restore.Options{
+		Target: opts.Target, SaveManifest: true, Jobs: opts.Jobs, Clean: opts.Clean, Create: opts.Create, Settings: opts.Settings,
 		Resume: opts.Resume, Filter: opts.Filter, Logger: opts.Logger, Progress: opts.Progress, Programs: opts.Programs,
 	})
 	if err != nil {

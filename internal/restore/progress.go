@@ -78,9 +78,10 @@ func (s *countingStream) Close() error {
 // data tasks (a table split over several connections counts once per
 // connection).
 func (d *dataStage) planOf(g *schedule.Graph) (progress.Plan, int) {
+	live := d.l.ar.Order() == archive.OnDemand // clone's source: the user ran clone
 	op := "restore"
-	if d.opts.Source != nil {
-		op = "clone" // a live source: the user ran clone
+	if live {
+		op = "clone"
 	}
 	p := progress.Plan{Op: op, Tables: len(d.m.Tables)}
 	steps := 0
@@ -91,7 +92,7 @@ func (d *dataStage) planOf(g *schedule.Graph) (progress.Plan, int) {
 			steps++
 		}
 	}
-	if d.opts.Source != nil {
+	if live {
 		// A live source has no totals until its COPYs end: the catalog's
 		// estimates, as a dump shows them, so that a 12 GiB clone has a
 		// size to go by and an ETA (it had neither). Every chunk done,

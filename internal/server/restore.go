@@ -256,7 +256,7 @@ func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs
 	}
 	// --clean replaces a database the target has; one it lacks is just
 	// created (pg_restore --clean --create would fail on DROP DATABASE).
-	ro := opts.databaseOptions(src, jobs, rep)
+	ro := opts.databaseOptions(jobs, rep)
 	ro.Create, ro.Clean, ro.Resume = true, opts.Clean && exists, false
 	ro.Logger = opts.Logger.With("database", name)
 	cfg := opts.Target.Copy()
@@ -280,15 +280,15 @@ func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs
 			ro.Clean = true // pg_restore --clean --create drops the database first
 		}
 	}
-	return restore.Run(ctx, ro)
+	return restore.Run(ctx, src, ro)
 }
 
 // databaseOptions are the options of the restore of one database of the
 // archive, built in this one place from the whole-server restore's: as
 // given (--database: Create, Clean and Resume as the user said), which a
 // restore of every database then adjusts for each.
-func (opts RestoreOptions) databaseOptions(src archive.Source, jobs int, rep progress.Reporter) restore.Options {
-	return restore.Options{Target: opts.Target, Source: src, Jobs: jobs, Create: opts.Create, Clean: opts.Clean, Resume: opts.Resume,
+func (opts RestoreOptions) databaseOptions(jobs int, rep progress.Reporter) restore.Options {
+	return restore.Options{Target: opts.Target, Jobs: jobs, Create: opts.Create, Clean: opts.Clean, Resume: opts.Resume,
 		Settings: opts.Settings, Filter: opts.Filter, Logger: opts.Logger, Progress: rep, Programs: opts.Programs}
 }
 
@@ -298,7 +298,7 @@ func restoreOne(ctx context.Context, opts RestoreOptions, start time.Time) (*Res
 	if err != nil {
 		return nil, err
 	}
-	r, err := restore.Run(ctx, opts.databaseOptions(src, opts.Jobs, opts.Progress))
+	r, err := restore.Run(ctx, src, opts.databaseOptions(opts.Jobs, opts.Progress))
 	if err != nil {
 		return nil, err
 	}
