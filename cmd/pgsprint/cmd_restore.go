@@ -361,7 +361,7 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.filter.StrictNames || o.list.use != "" {
+	if o.filter.Partial() || o.filter.StrictNames || o.list.use != "" {
 		// As restored into an empty database: the schemas of selected
 		// tables come too, foreign keys to tables left out do not.
 		sel, err := restore.SelectList(ctx, src, o.filter, o.list.use, o.log.logger())
@@ -545,7 +545,7 @@ func databaseView(ar *archive.Reader, a allRestoreFlags) (archive.Source, error)
 
 // writeServerSQL is restore --to-sql --all.
 func writeServerSQL(ctx context.Context, o restoreOptions, ar *archive.Reader, opts sqlscript.Options) error {
-	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.list.use != "" || o.all.database != "" {
+	if o.filter.Partial() || o.list.use != "" || o.all.database != "" {
 		return usageError{fmt.Errorf("--to-sql --all writes the whole server: it does not take -n/-N/-t/-T, --schema-only, --data-only, -L or --database")}
 	}
 	out := &pipeOut{w: os.Stdout}

@@ -63,7 +63,7 @@ func TestCloneRefused(t *testing.T) {
 		{name: "unreachable", opts: func(o *Options) { o.SkipNoKey = true; o.Conninfo = "host=127.0.0.1 port=1 dbname=x password=sekrit" },
 			want: []string{"the target server cannot reach the source"}},
 		{name: "password", opts: func(o *Options) { o.Source.Password = "pw" }, is: ErrConninfoPassword},
-		{name: "nothing selected", opts: func(o *Options) { o.Filter = filter.Options{Tables: []string{"scratch"}} },
+		{name: "nothing selected", opts: func(o *Options) { o.Filter = filter.Options{Selection: filter.Selection{Tables: []string{"scratch"}}} },
 			want: []string{"no table of the source to follow"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,7 +141,9 @@ func TestCloneCopyFails(t *testing.T) {
 	}{
 		{name: "whole database", opts: func(o *Options) { o.ReplicaIdentityFull = true }, tables: []string{"keyed", "nokey"}, identity: "f"},
 		{name: "skip no key", opts: func(o *Options) { o.SkipNoKey = true }, tables: []string{"keyed"}, identity: "d"},
-		{name: "selection", opts: func(o *Options) { o.Filter = filter.Options{Tables: []string{"keyed", "scratch"}} }, tables: []string{"keyed"}, identity: "d"},
+		{name: "selection", opts: func(o *Options) {
+			o.Filter = filter.Options{Selection: filter.Selection{Tables: []string{"keyed", "scratch"}}}
+		}, tables: []string{"keyed"}, identity: "d"},
 		{name: "all tables", all: true, tables: []string{"keyed"}, identity: "d"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -240,7 +242,10 @@ func TestCloneCatchUp(t *testing.T) {
 				UPDATE keyed SET v = 'changed' WHERE id % 7 = 0; DELETE FROM keyed WHERE id % 11 = 0;
 				UPDATE nokey SET b = 'changed' WHERE a <= 10; DELETE FROM nokey WHERE a > 90; INSERT INTO nokey VALUES (1000, 'new');
 				SELECT nextval('ticket') FROM generate_series(1, 5)`},
-		{name: "truncate", opts: func(o *Options) { o.SkipNoKey = true; o.Filter = filter.Options{ExcludeTables: []string{"nokey"}} },
+		{name: "truncate", opts: func(o *Options) {
+			o.SkipNoKey = true
+			o.Filter = filter.Options{Selection: filter.Selection{ExcludeTables: []string{"nokey"}}}
+		},
 			before: `INSERT INTO keyed VALUES (3000, 'new')`, after: `TRUNCATE keyed; INSERT INTO keyed VALUES (1, 'only')`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
