@@ -44,7 +44,7 @@ type Options struct {
 	Jobs         int
 	Create       bool // create the archived database, connecting to Target's database to do so (as pg_restore --create)
 	Clean        bool // drop the archive's objects in the target first
-	Settings
+	Settings          // how the target is written: ownership, privileges, maintenance_work_mem, ANALYZE, statistics
 	// Filter restores part of the archive, with pg_dump's pattern
 	// semantics: -n/-N/-t/-T (a table comes with its indexes,
 	// constraints, triggers and owned sequences), --schema-only,
@@ -128,7 +128,7 @@ type Item struct {
 	Elapsed time.Duration
 }
 
-// Run restores src into the target, stage by stage. The caller opens it
+// Run restores source into the target, stage by stage. The caller opens it
 // (archive.OpenLocation: a file, a pipe read as it arrives, an object) or
 // hands in a live one (clone), and closes it.
 func Run(ctx context.Context, source archive.Source, opts Options) (*Result, error) {
