@@ -14,6 +14,8 @@ import (
 	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -24,10 +26,7 @@ type cloneOptions struct {
 	target    string
 	jobs      int
 	clean     bool
-	noOwner   bool
-	noACL     bool
-	mwm       string
-	noAnalyze bool
+	settings  restore.Settings // -O, -x, --maintenance-work-mem, --no-analyze, --no-statistics
 	chunkSize sizeFlag
 	splitBy   string
 	snapshot  string
@@ -39,7 +38,6 @@ type cloneOptions struct {
 	password  passwordFlags
 	role      string
 	follow    followFlags
-	noStats   bool // --no-statistics
 	all       allDumpFlags
 }
 
@@ -121,10 +119,10 @@ starts the whole copy over.`,
 	fs.StringVar(&o.target, "target", "", "target database: name, connection string or URI")
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel connections (each on the source and on the target)")
 	fs.BoolVarP(&o.clean, "clean", "c", false, "drop the source's objects from the target first")
-	fs.BoolVarP(&o.noOwner, "no-owner", "O", false, "do not restore object ownership")
-	fs.BoolVarP(&o.noACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
-	fs.StringVar(&o.mwm, "maintenance-work-mem", "512MB", "maintenance_work_mem of each target connection (empty: the server's)")
-	fs.BoolVar(&o.noAnalyze, "no-analyze", false, "do not ANALYZE the copied tables")
+	fs.BoolVarP(&o.settings.NoOwner, "no-owner", "O", false, "do not restore object ownership")
+	fs.BoolVarP(&o.settings.NoACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
+	fs.StringVar(&o.settings.MaintenanceWorkMem, "maintenance-work-mem", "512MB", "maintenance_work_mem of each target connection (empty: the server's)")
+	fs.BoolVar(&o.settings.NoAnalyze, "no-analyze", false, "do not ANALYZE the copied tables")
 	o.chunkSize = chunk.DefaultSize
 	fs.Var(&o.chunkSize, "chunk-size", "copy tables larger than this in chunks of about this size, in parallel (0: never split)")
 	fs.StringVar(&o.splitBy, "split-by", string(chunk.Auto), "how to split big tables: auto, ctid or key")
@@ -141,7 +139,7 @@ starts the whole copy over.`,
 	fs.StringVar(&o.role, "role", "", "SET ROLE to this role on every connection, source and target, after logging in")
 	o.follow.register(fs)
 	o.all.register(fs)
-	fs.BoolVar(&o.noStats, "no-statistics", false, "analyze the copied tables instead of copying the source's optimizer statistics (copied when both servers are 18 or later)")
+	fs.BoolVar(&o.settings.NoStatistics, "no-statistics", false, "analyze the copied tables instead of copying the source's optimizer statistics (copied when both servers are 18 or later)")
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -210,12 +208,11 @@ func cloneOne(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, met
 	}
 	defer w.stop()
 	res, err := clone.Run(ctx, clone.Options{
-		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, NoOwner: o.noOwner, NoACL: o.noACL,
-		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze,
+		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, Settings: o.settings,
 		Split:    chunk.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		Version: version, Logger: o.log.logger(), Progress: w.reporter,
-		NoStatistics: o.noStats,
+		Programs: &pgbin.Finder{},
 	})
 	if errors.Is(err, clone.ErrSameDatabase) {
 		return usageError{err}
@@ -246,10 +243,10 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 	}
 	defer w.stop()
 	res, err := cluster.Clone(ctx, cluster.CloneOptions{
-		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, NoOwner: o.noOwner, NoACL: o.noACL, Filter: o.filter,
-		MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, NoStatistics: o.noStats,
+		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, Settings: o.settings, Filter: o.filter,
 		Split: chunk.Options{ChunkSize: int64(o.chunkSize), Method: method}, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		ExcludeDatabases: o.all.exclude, Resume: o.resume, Version: version, Logger: o.log.logger(), Progress: w.reporter,
+		Programs: &pgbin.Finder{},
 	})
 	if errors.Is(err, cluster.ErrSameServer) {
 		return usageError{err}

@@ -19,6 +19,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/sqlscript"
@@ -32,10 +33,7 @@ type restoreOptions struct {
 	jobs      int
 	create    bool
 	clean     bool
-	noOwner   bool
-	noACL     bool
-	mwm       string
-	noAnalyze bool
+	settings  restore.Settings // -O, -x, --maintenance-work-mem, --no-analyze, --no-statistics
 	splitMin  int64
 	preSplit  int
 	profile   string
@@ -50,7 +48,6 @@ type restoreOptions struct {
 	exitOnErr bool
 	single    bool
 	list      listFlags
-	noStats   bool // --no-statistics
 	keys      keyFlags
 	ids       []age.Identity // read from keys once
 	store     storeFlags
@@ -221,10 +218,10 @@ reports and passes), then for each database its CREATE DATABASE and
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers")
 	fs.BoolVarP(&o.create, "create", "C", false, "create the archived database (connect to -d to do it)")
 	fs.BoolVarP(&o.clean, "clean", "c", false, "drop the archive's objects before recreating them")
-	fs.BoolVarP(&o.noOwner, "no-owner", "O", false, "do not restore object ownership")
-	fs.BoolVarP(&o.noACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
-	fs.StringVar(&o.mwm, "maintenance-work-mem", "512MB", "maintenance_work_mem of each connection, for index builds (empty: the server's)")
-	fs.BoolVar(&o.noAnalyze, "no-analyze", false, "do not ANALYZE the restored tables")
+	fs.BoolVarP(&o.settings.NoOwner, "no-owner", "O", false, "do not restore object ownership")
+	fs.BoolVarP(&o.settings.NoACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
+	fs.StringVar(&o.settings.MaintenanceWorkMem, "maintenance-work-mem", "512MB", "maintenance_work_mem of each connection, for index builds (empty: the server's)")
+	fs.BoolVar(&o.settings.NoAnalyze, "no-analyze", false, "do not ANALYZE the restored tables")
 	registerFilterFlags(fs, &o.filter, "restore")
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "create but do not load tables matching this pattern")
 	fs.BoolVar(&o.noTrig, "disable-triggers", false, "with --data-only: load with triggers and foreign key checks off (superuser)")
@@ -243,7 +240,7 @@ reports and passes), then for each database its CREATE DATABASE and
 	fs.BoolVarP(&o.single, "single-transaction", "1", false, "with --to-sql only (whose script is always one transaction): see README")
 	o.list.register(fs)
 	o.all.register(fs)
-	fs.BoolVar(&o.noStats, "no-statistics", false, "do not restore the archive's optimizer statistics (PostgreSQL 18+): analyze the tables instead")
+	fs.BoolVar(&o.settings.NoStatistics, "no-statistics", false, "do not restore the archive's optimizer statistics (PostgreSQL 18+): analyze the tables instead")
 	o.keys.register(fs)
 	o.store.register(fs, false)
 	o.progress.register(fs)
@@ -311,11 +308,17 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer w.stop()
-	res, err := restore.Run(ctx, restore.Options{
-		Target: cfg, File: o.file, Stdin: os.Stdin, SpillDir: o.spillDir, Jobs: o.jobs, Create: o.create, Clean: o.clean,
-		NoOwner: o.noOwner, NoACL: o.noACL, MaintenanceWorkMem: o.mwm, NoAnalyze: o.noAnalyze, SplitMinBytes: o.splitMin, PreDataSplitMin: o.preSplit,
+	f, err := openParallel(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	res, err := restore.Run(ctx, f.Source, restore.Options{
+		Target: cfg, Where: f.String(), Jobs: o.jobs, Create: o.create, Clean: o.clean,
+		Settings: o.settings, SplitMinBytes: o.splitMin, PreDataSplitMin: o.preSplit,
 		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
-		UseList: o.list.use, NoStatistics: o.noStats, Identities: o.ids, Location: o.store.options(nil, nil, nil),
+		UseList:  o.list.use,
+		Programs: &pgbin.Finder{},
 	})
 	if err != nil {
 		return err
@@ -346,7 +349,7 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer f.Close()
-	opts := sqlscript.Options{NoOwner: o.noOwner, NoACL: o.noACL, ToolArgs: o.filter.PgRestoreArgs(), Role: o.conn.Role}
+	opts := sqlscript.Options{Settings: o.settings, ToolArgs: o.filter.PgRestoreArgs(), Role: o.conn.Role}
 	ar, err := wholeReader(f)
 	if err != nil {
 		return err
@@ -358,7 +361,7 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.filter.StrictNames || o.list.use != "" {
+	if o.filter.Partial() || o.filter.StrictNames || o.list.use != "" {
 		// As restored into an empty database: the schemas of selected
 		// tables come too, foreign keys to tables left out do not.
 		sel, err := restore.SelectList(ctx, src, o.filter, o.list.use, o.log.logger())
@@ -377,6 +380,13 @@ func writeSQL(ctx context.Context, o restoreOptions) error {
 // into --spill-dir.
 func openWhole(ctx context.Context, o restoreOptions) (*archive.Opened, error) {
 	return openArchive(ctx, o.file, o.store.options(os.Stdin, nil, nil), archive.OpenOptions{Access: archive.Ordered, SpillDir: o.spillDir, Identities: o.ids})
+}
+
+// openParallel opens the archive -f names to restore it on -j
+// connections: an archive on standard input is read as it arrives, its
+// streams taken apart (those no connection reads yet wait in --spill-dir).
+func openParallel(ctx context.Context, o restoreOptions) (*archive.Opened, error) {
+	return openArchive(ctx, o.file, o.store.options(os.Stdin, nil, nil), archive.OpenOptions{Access: archive.Parallel, SpillDir: o.spillDir, Identities: o.ids})
 }
 
 // printList is restore -l: the archive's table of contents, as pg_restore
@@ -459,7 +469,7 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 	}
 	// From a pipe, a Demux: each database restores as its streams arrive
 	// (those not read yet wait in --spill-dir), while the dump still runs.
-	f, err := openArchive(ctx, o.file, o.store.options(os.Stdin, nil, nil), archive.OpenOptions{Access: archive.Parallel, SpillDir: o.spillDir, Identities: o.ids})
+	f, err := openParallel(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -471,8 +481,8 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 	defer w.stop()
 	res, err := cluster.Restore(ctx, cluster.RestoreOptions{
 		Target: cfg, Source: f.Source, Where: f.String(), Jobs: o.jobs, Database: o.all.database, Create: o.create, Clean: o.clean,
-		NoOwner: o.noOwner, NoACL: o.noACL, Resume: o.resume, Filter: o.filter, MaintenanceWorkMem: o.mwm,
-		NoAnalyze: o.noAnalyze, NoStatistics: o.noStats, Logger: o.log.logger(), Progress: w.reporter,
+		Settings: o.settings, Resume: o.resume, Filter: o.filter, Logger: o.log.logger(), Progress: w.reporter,
+		Programs: &pgbin.Finder{},
 	})
 	if err != nil {
 		return err
@@ -535,7 +545,7 @@ func databaseView(ar *archive.Reader, a allRestoreFlags) (archive.Source, error)
 
 // writeServerSQL is restore --to-sql --all.
 func writeServerSQL(ctx context.Context, o restoreOptions, ar *archive.Reader, opts sqlscript.Options) error {
-	if o.filter.Active() || o.filter.SchemaOnly || o.filter.DataOnly || o.list.use != "" || o.all.database != "" {
+	if o.filter.Partial() || o.list.use != "" || o.all.database != "" {
 		return usageError{fmt.Errorf("--to-sql --all writes the whole server: it does not take -n/-N/-t/-T, --schema-only, --data-only, -L or --database")}
 	}
 	out := &pipeOut{w: os.Stdout}

@@ -175,6 +175,9 @@ func (d *Demux) spillFrame(s *demuxStream, f *Frame) error {
 	return nil
 }
 
+// Order is Interleaved: streams arrive as the pipe delivers them.
+func (d *Demux) Order() Order { return Interleaved }
+
 // OpenStream returns the content of stream id as it arrives: what was
 // spilled first, then live frames. It returns an error instead of io.EOF if
 // the archive turns out to be incomplete or damaged before the stream's

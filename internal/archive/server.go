@@ -30,6 +30,9 @@ func OpenDatabase(src Source, name string) (*DatabaseSource, error) {
 // Manifest is the database's manifest.
 func (d *DatabaseSource) Manifest() *Manifest { return d.m }
 
+// Order is the archive's: a database's streams come as the archive's do.
+func (d *DatabaseSource) Order() Order { return d.Source.Order() }
+
 // OpenStream reads one of the archive's streams.
 func (d *DatabaseSource) OpenStream(id uint32) io.ReadCloser { return d.Source.OpenStream(id) }
 

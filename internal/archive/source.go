@@ -18,7 +18,28 @@ type Source interface {
 	Manifest() *Manifest
 	OpenStream(id uint32) io.ReadCloser
 	Stream(id uint32) (*StreamInfo, bool)
+	// Order says in which order the streams are best read, and whether a
+	// stream not known yet may still come.
+	Order() Order
 }
+
+// Order is how a Source's streams become readable, which decides how a
+// restore schedules its reads and what a stream it lacks means.
+type Order int
+
+const (
+	// Indexed: every stream was known before any was read (a seekable
+	// archive's footer), to be read in any order; a stream the source
+	// lacks is missing, not still to come.
+	Indexed Order = iota
+	// Interleaved: a pipe read front to back, whose streams arrive
+	// interleaved (Demux); reading one out of that order makes the others
+	// queue in spill files, and a stream not seen yet may still come.
+	Interleaved
+	// OnDemand: each stream is produced when it is opened (clone's COPY
+	// from the source), in any order; its totals are known at its end.
+	OnDemand
+)
 
 // Finisher is a source that knows only at its end whether everything it
 // delivered was complete and sound: a Demux over a pipe (the trailer was

@@ -45,3 +45,36 @@ func TestSourceConformance(t *testing.T) {
 	t.Run("Demux on a pipe", func(t *testing.T) { archivetest.RunBytes(t, opener(onPipe, archive.Parallel)) })
 	t.Run("Reader on a spooled pipe", func(t *testing.T) { archivetest.RunBytes(t, opener(onPipe, archive.Ordered)) })
 }
+
+// TestOrder checks what each way of opening says of its streams' order:
+// a file or a spooled pipe is indexed, a pipe read as it arrives
+// interleaved, and a database's view of either says what the archive
+// says, since restore schedules its reads and judges a missing stream by
+// it.
+func TestOrder(t *testing.T) {
+	data, _ := archivetest.Archive(t)
+	for _, tc := range []struct {
+		name   string
+		place  func(t *testing.T, data []byte) store.Backend
+		access archive.Access
+		want   archive.Order
+	}{
+		{"file", onFile, archive.Parallel, archive.Indexed},
+		{"pipe", onPipe, archive.Parallel, archive.Interleaved},
+		{"spooled pipe", onPipe, archive.Ordered, archive.Indexed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, done, err := opener(tc.place, tc.access)(context.Background(), t, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer done()
+			if got := src.Order(); got != tc.want {
+				t.Errorf("Order() = %v, want %v", got, tc.want)
+			}
+			if got := (&archive.DatabaseSource{Source: src}).Order(); got != tc.want {
+				t.Errorf("a database's view: Order() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -8,6 +8,9 @@ import (
 	"github.com/pgsprint/pgsprint/internal/store"
 )
 
+// Order is Indexed: the footer lists every stream before any is read.
+func (ar *Reader) Order() Order { return Indexed }
+
 // OpenStream returns the raw content of one stream, decompressed, in seq
 // order. Every frame is checked against its header checksum, its payload
 // checksum, its footer entry and its raw length; at the end the stream's

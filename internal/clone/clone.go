@@ -36,13 +36,11 @@ type Options struct {
 	// Create creates the source's database on the target server, as
 	// restore's Create does: Target names the database to connect to
 	// first (clone --all).
-	Create  bool
-	NoOwner bool
-	NoACL   bool
-	// MaintenanceWorkMem is each target connection's maintenance_work_mem.
-	MaintenanceWorkMem string
-	NoAnalyze          bool
-	Split              chunk.Options // which tables are copied in several chunks
+	Create bool
+	// Settings are how the target is written, as in restore; their
+	// NoStatistics also leaves the source's statistics unread.
+	restore.Settings
+	Split chunk.Options // which tables are copied in several chunks
 	// Filter selects schemas and tables as restore's -n/-N/-t/-T do (the
 	// source is read whole, in the sense that the schema and the plan
 	// cover every table, but only the selected tables' rows are copied):
@@ -71,14 +69,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Progress hears about the work as it happens; nil reports nowhere.
 	Progress progress.Reporter
-	// NoStatistics analyzes the copied tables instead of copying the
-	// source's optimizer statistics (which needs PostgreSQL 18 on both
-	// sides).
-	NoStatistics bool
-	// Installed lists the PostgreSQL client programs to choose from
-	// (pgbin.Installed), for clone --all, which clones many databases;
-	// nil looks for them.
-	Installed []pgbin.Tools
+	// Programs finds pg_dump, pg_restore and psql, looking once for clone
+	// --all, which clones many databases; nil looks each time.
+	Programs *pgbin.Finder
 	// Locks is dump.SessionOptions.Locks: the source server's lock table,
 	// shared with the other databases clone --all copies at once.
 	Locks *dump.LockBudget
@@ -135,10 +128,10 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	// The selection is made on the target side (restore), from the
 	// source's whole list; what pg_dump alone can leave out is left out
 	// there.
-	dumped := filter.Options{Objects: opts.Filter.Objects, Extensions: opts.Filter.Extensions, ExcludeExtensions: opts.Filter.ExcludeExtensions}
+	dumped := filter.Options{Selection: filter.Selection{Extensions: opts.Filter.Extensions, ExcludeExtensions: opts.Filter.ExcludeExtensions}, Objects: opts.Filter.Objects}
 	sess, err := dump.Begin(ctx, dump.SessionOptions{EarlySchema: true, BinaryForMajor: binaryFor, Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock, Filter: dumped,
 		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger,
-		NoStatistics: opts.NoStatistics, Installed: opts.Installed, Locks: opts.Locks})
+		NoStatistics: opts.NoStatistics, Programs: opts.Programs, Locks: opts.Locks})
 	if err != nil {
 		return nil, explainSnapshot(err, opts)
 	}
@@ -149,10 +142,9 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	logCopyFormats(opts.Logger, sess.Manifest)
 	src := newLiveSource(ctx, sess)
 	defer src.close()
-	res, err := restore.Run(ctx, restore.Options{
-		Target: opts.Target, Source: src, SaveManifest: true, Jobs: opts.Jobs, Clean: opts.Clean, Create: opts.Create, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
-		MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Resume: opts.Resume, Filter: opts.Filter, Logger: opts.Logger,
-		Progress: opts.Progress, NoStatistics: opts.NoStatistics, Installed: opts.Installed,
+	res, err := restore.Run(ctx, src, restore.Options{
+		Target: opts.Target, SaveManifest: true, Jobs: opts.Jobs, Clean: opts.Clean, Create: opts.Create, Settings: opts.Settings,
+		Resume: opts.Resume, Filter: opts.Filter, Logger: opts.Logger, Progress: opts.Progress, Programs: opts.Programs,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -82,6 +82,9 @@ func (s *liveSource) Stream(id uint32) (*archive.StreamInfo, bool) {
 	return &info, true
 }
 
+// Order is OnDemand: each stream is a COPY started when it is opened.
+func (s *liveSource) Order() archive.Order { return archive.OnDemand }
+
 // OpenStream starts reading stream id from the source and returns its
 // bytes as they arrive. Each stream can be opened once.
 func (s *liveSource) OpenStream(id uint32) io.ReadCloser {

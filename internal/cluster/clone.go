@@ -14,6 +14,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
@@ -24,25 +25,24 @@ type CloneOptions struct {
 	Target *pgx.ConnConfig // the target server, through the database to connect to first
 	Jobs   int
 	Clean  bool // replace the source's databases the target has
-	// NoOwner, NoACL and Filter.Objects apply to every database (and
+	// Settings and Filter.Objects apply to every database (and
 	// NoTablespaces, NoOwner, NoACL to the globals), as in restore.
-	NoOwner            bool
-	NoACL              bool
-	Filter             filter.Options
-	MaintenanceWorkMem string
-	NoAnalyze          bool
-	NoStatistics       bool
-	Split              chunk.Options
-	LockWaitTimeout    string
-	TextCopy           bool
-	ExcludeDatabases   []string
+	restore.Settings
+	Filter           filter.Options
+	Split            chunk.Options
+	LockWaitTimeout  string
+	TextCopy         bool
+	ExcludeDatabases []string
 	// Resume finishes an interrupted clone --all of the same source: the
 	// globals and the databases it finished are skipped, the others
 	// cloned again from the start in a fresh snapshot (a database's
 	// snapshot ends with the run that took it).
 	Resume  bool
 	Version string
-	Logger  *slog.Logger
+	// Programs finds the client programs once for every database; nil
+	// looks each time.
+	Programs *pgbin.Finder
+	Logger   *slog.Logger
 	// Progress hears about every database's work, as one stream; nil
 	// reports nowhere.
 	Progress progress.Reporter
@@ -65,12 +65,15 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	src, err := openSource(ctx, opts.Source, opts.ExcludeDatabases)
+	if opts.Programs == nil {
+		opts.Programs = &pgbin.Finder{} // looked for once, not once per database
+	}
+	src, err := openSource(ctx, opts.Source, opts.ExcludeDatabases, opts.Programs)
 	if err != nil {
 		return nil, err
 	}
 	defer src.close(ctx)
-	conn, installed, tools, locks, dbs, skipped := src.conn, src.installed, src.tools, src.locks, src.dbs, src.skipped
+	conn, tools, locks, dbs, skipped := src.conn, src.tools, src.locks, src.dbs, src.skipped
 	for _, d := range skipped {
 		opts.Logger.Info("database skipped", "database", d.Name, "reason", d.Reason)
 	}
@@ -95,14 +98,14 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 		target: opts.Target, id: "clone --all of " + pg.Describe(opts.Source),
 		jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "clone --all", of: "source", dbs: list,
 		globals: func() (string, error) { return string(script), nil },
-		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, NoOwner: opts.NoOwner, NoACL: opts.NoACL},
+		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, Settings: opts.Settings},
 		one: func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error) {
 			src := opts.Source.Copy()
 			src.Database = name
-			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: opts.Clean && exists, Create: true, NoOwner: opts.NoOwner, NoACL: opts.NoACL,
-				MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze, Split: opts.Split, Filter: opts.Filter, Version: opts.Version,
-				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, NoStatistics: opts.NoStatistics, Logger: opts.Logger.With("database", name),
-				Progress: rep, Installed: installed, Locks: locks}
+			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: opts.Clean && exists, Create: true, Settings: opts.Settings,
+				Split: opts.Split, Filter: opts.Filter, Version: opts.Version,
+				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, Logger: opts.Logger.With("database", name),
+				Progress: rep, Programs: opts.Programs, Locks: locks}
 			if name == "postgres" {
 				// Every server has one: cloned into, as restore --all does.
 				co.Target = opts.Target.Copy()

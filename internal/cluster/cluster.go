@@ -22,42 +22,39 @@ import (
 
 // source is the source server of a whole-server dump or clone, as both
 // begin: a connection to the database the others are listed from, its
-// version, the client programs (looked for once, not once per database),
-// its lock table shared by the databases' pg_dumps, and the databases
+// version, the pg_dump it is read with, its lock table shared by the databases' pg_dumps, and the databases
 // read and skipped.
 type source struct {
-	conn      *pgx.Conn
-	srv       pg.Server
-	installed []pgbin.Tools
-	tools     pgbin.Tools
-	locks     *dump.LockBudget
-	dbs       []database
-	skipped   []archive.SkippedDatabase
+	conn    *pgx.Conn
+	srv     pg.Server
+	tools   pgbin.Tools
+	locks   *dump.LockBudget
+	dbs     []database
+	skipped []archive.SkippedDatabase
 }
 
 // openSource connects to the source server through cfg and lists its
-// databases, leaving out those matching exclude (chooseDatabases). The
-// caller closes it.
-func openSource(ctx context.Context, cfg *pgx.ConnConfig, exclude []string) (*source, error) {
+// databases, leaving out those matching exclude (chooseDatabases), with
+// pg_dump chosen by programs. The caller closes it.
+func openSource(ctx context.Context, cfg *pgx.ConnConfig, exclude []string, programs *pgbin.Finder) (*source, error) {
 	conn, err := pg.Connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	s := &source{conn: conn}
-	if err := s.read(ctx, exclude); err != nil {
+	if err := s.read(ctx, exclude, programs); err != nil {
 		s.close(ctx)
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *source) read(ctx context.Context, exclude []string) error {
+func (s *source) read(ctx context.Context, exclude []string, programs *pgbin.Finder) error {
 	var err error
 	if s.srv, err = pg.ReadServer(ctx, s.conn); err != nil {
 		return err
 	}
-	s.installed = pgbin.Installed(ctx)
-	if s.tools, err = pgbin.FindIn(s.installed, s.srv.Major()); err != nil {
+	if s.tools, err = programs.Find(ctx, s.srv.Major()); err != nil {
 		return err
 	}
 	if s.locks, err = dump.NewLockBudget(ctx, s.conn); err != nil {

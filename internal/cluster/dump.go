@@ -45,12 +45,12 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	opts.Options = opts.WithDefaults()
 	log := opts.Logger
 	opts.Progress.Phase("catalog")
-	src, err := openSource(ctx, opts.Source, opts.ExcludeDatabases)
+	src, err := openSource(ctx, opts.Source, opts.ExcludeDatabases, opts.Programs)
 	if err != nil {
 		return nil, err
 	}
 	defer src.close(ctx)
-	conn, srv, installed, tools, locks, dbs, skipped := src.conn, src.srv, src.installed, src.tools, src.locks, src.dbs, src.skipped
+	conn, srv, tools, locks, dbs, skipped := src.conn, src.srv, src.tools, src.locks, src.dbs, src.skipped
 	if len(dbs) == 0 {
 		return nil, fmt.Errorf("no database to dump on %s: every one is a template, refuses connections or is excluded", pg.Describe(opts.Source))
 	}
@@ -80,9 +80,9 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	for _, d := range dbs {
 		cfg := opts.Source.Copy()
 		cfg.Database = d.name
-		sess, err := dump.Begin(ctx, dump.SessionOptions{Source: cfg, Jobs: opts.Jobs, BlockSize: opts.BlockSize, Split: opts.Split,
-			Version: opts.Version, Filter: opts.Filter, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics, Logger: log,
-			Installed: installed, Locks: locks})
+		so := opts.SessionOptions(cfg)
+		so.Locks = locks
+		sess, err := dump.Begin(ctx, so)
 		if err != nil {
 			return nil, fmt.Errorf("database %s: %w", pg.Ident(d.name), err)
 		}

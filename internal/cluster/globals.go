@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
@@ -144,8 +145,9 @@ func parseTablespace(ts []token) (*tablespaceDef, error) {
 // GlobalsOptions say how globals are restored.
 type GlobalsOptions struct {
 	NoTablespaces bool // leave tablespaces out: everything goes to the default one
-	NoOwner       bool // tablespaces are owned by the restoring user
-	NoACL         bool // no GRANT/REVOKE on tablespaces
+	// Settings are the restore's: with NoOwner tablespaces are owned by
+	// the restoring user, with NoACL they get no GRANT/REVOKE.
+	restore.Settings
 	// Journal runs in the globals' transaction, after them: a restore
 	// records there that the globals are in.
 	Journal func(ctx context.Context, tx pgx.Tx) error

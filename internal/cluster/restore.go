@@ -38,22 +38,21 @@ type RestoreOptions struct {
 	Database string
 	Create   bool
 	Clean    bool // replace the archive's databases that exist (drop them first)
-	NoOwner  bool
-	NoACL    bool
+	// Settings and Filter.Objects apply to every database (and
+	// NoTablespaces, NoOwner, NoACL to the globals).
+	restore.Settings
 	// Resume finishes an interrupted whole-server restore: the globals
 	// and the databases it finished are skipped, the others resumed from
 	// their own journal.
-	Resume             bool
-	Filter             filter.Options // Objects apply to every database; NoTablespaces to the globals too
-	MaintenanceWorkMem string
-	NoAnalyze          bool
-	NoStatistics       bool
-	Logger             *slog.Logger
+	Resume bool
+	Filter filter.Options
+	Logger *slog.Logger
 	// Progress hears about every database's work, as one stream
 	// (progress.Parts); nil reports nowhere.
 	Progress progress.Reporter
-
-	installed []pgbin.Tools // the client programs each database's restore chooses from
+	// Programs finds the client programs once for every database; nil
+	// looks each time.
+	Programs *pgbin.Finder
 }
 
 // RestoreResult summarises a whole-server restore.
@@ -79,6 +78,9 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Programs == nil {
+		opts.Programs = &pgbin.Finder{} // looked for once, not once per database
+	}
 	m := opts.Source.Manifest()
 	if !m.IsServer() {
 		return nil, fmt.Errorf("the archive holds one database (%q), not a whole server (dump --all): restore it without --all", m.Database)
@@ -86,12 +88,11 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 	if opts.Database != "" {
 		return restoreOne(ctx, opts, start)
 	}
-	opts.installed = pgbin.Installed(ctx) // once, not once per database
 	b := &build{
 		target: opts.Target, id: journal.ArchiveID(m), jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "restore --all", of: "archive",
 		dbs:     m.Databases,
 		globals: func() (string, error) { return readAll(opts.Source, m.Globals.Stream) },
-		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, NoOwner: opts.NoOwner, NoACL: opts.NoACL},
+		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, Settings: opts.Settings},
 		one: func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error) {
 			return restoreDatabase(ctx, opts, name, jobs, exists, resuming, rep)
 		},
@@ -264,7 +265,7 @@ func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs
 	}
 	// --clean replaces a database the target has; one it lacks is just
 	// created (pg_restore --clean --create would fail on DROP DATABASE).
-	ro := opts.databaseOptions(src, jobs, rep)
+	ro := opts.databaseOptions(jobs, rep)
 	ro.Create, ro.Clean, ro.Resume = true, opts.Clean && exists, false
 	ro.Logger = opts.Logger.With("database", name)
 	cfg := opts.Target.Copy()
@@ -288,17 +289,16 @@ func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs
 			ro.Clean = true // pg_restore --clean --create drops the database first
 		}
 	}
-	return restore.Run(ctx, ro)
+	return restore.Run(ctx, src, ro)
 }
 
 // databaseOptions are the options of the restore of one database of the
 // archive, built in this one place from the whole-server restore's: as
 // given (--database: Create, Clean and Resume as the user said), which a
 // restore of every database then adjusts for each.
-func (opts RestoreOptions) databaseOptions(src archive.Source, jobs int, rep progress.Reporter) restore.Options {
-	return restore.Options{Target: opts.Target, Source: src, Jobs: jobs, Create: opts.Create, Clean: opts.Clean, Resume: opts.Resume,
-		NoOwner: opts.NoOwner, NoACL: opts.NoACL, MaintenanceWorkMem: opts.MaintenanceWorkMem, NoAnalyze: opts.NoAnalyze,
-		NoStatistics: opts.NoStatistics, Filter: opts.Filter, Logger: opts.Logger, Progress: rep, Installed: opts.installed}
+func (opts RestoreOptions) databaseOptions(jobs int, rep progress.Reporter) restore.Options {
+	return restore.Options{Target: opts.Target, Jobs: jobs, Create: opts.Create, Clean: opts.Clean, Resume: opts.Resume,
+		Settings: opts.Settings, Filter: opts.Filter, Logger: opts.Logger, Progress: rep, Programs: opts.Programs}
 }
 
 // restoreOne restores one database of a server archive (--database).
@@ -307,7 +307,7 @@ func restoreOne(ctx context.Context, opts RestoreOptions, start time.Time) (*Res
 	if err != nil {
 		return nil, err
 	}
-	r, err := restore.Run(ctx, opts.databaseOptions(src, opts.Jobs, opts.Progress))
+	r, err := restore.Run(ctx, src, opts.databaseOptions(opts.Jobs, opts.Progress))
 	if err != nil {
 		return nil, err
 	}

@@ -15,11 +15,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pgctl"
 	"github.com/pgsprint/pgsprint/internal/restore"
+	"github.com/pgsprint/pgsprint/internal/store/location"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -124,12 +126,28 @@ func (d *demo) runPgsprint(ctx context.Context) (measured, error) {
 		return m, err
 	}
 	t = time.Now()
-	if _, err := restore.Run(ctx, restore.Options{Target: dst, File: file, Jobs: d.opts.Jobs}); err != nil {
+	if err := restoreFile(ctx, file, restore.Options{Target: dst, Jobs: d.opts.Jobs}); err != nil {
 		return m, err
 	}
 	m.restore = time.Since(t)
 	fmt.Fprintf(d.opts.Out, "pgsprint: dump %.2fs, restore %.2fs, archive %.1f MiB\n", m.dump.Seconds(), m.restore.Seconds(), float64(m.size)/(1<<20))
 	return m, nil
+}
+
+// restoreFile restores the archive in the file at path.
+func restoreFile(ctx context.Context, path string, opts restore.Options) error {
+	b, err := location.Parse(path, location.Options{})
+	if err != nil {
+		return err
+	}
+	ar, err := archive.OpenLocation(ctx, b, archive.OpenOptions{Access: archive.Parallel})
+	if err != nil {
+		return err
+	}
+	defer ar.Close()
+	opts.Where = ar.String()
+	_, err = restore.Run(ctx, ar.Source, opts)
+	return err
 }
 
 // runPgDump measures the peer: pg_dump -Fc then pg_restore -j N.

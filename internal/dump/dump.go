@@ -17,6 +17,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/store/location"
 )
@@ -45,6 +46,8 @@ type Options struct {
 	Progress progress.Reporter
 	// NoStatistics is SessionOptions.NoStatistics.
 	NoStatistics bool
+	// Programs is SessionOptions.Programs.
+	Programs *pgbin.Finder
 	// Recipients, when given, encrypt the archive to them (format 3:
 	// internal/seal); a clear archive otherwise.
 	Recipients []age.Recipient
@@ -57,8 +60,9 @@ type Options struct {
 }
 
 // WithDefaults is opts with what was left out filled in: one job, the
-// default block size, a logger and a progress reporter that discard. A
-// dump of one database and of a whole server start from it alike.
+// default block size, a logger and a progress reporter that discard, a
+// Finder of the client programs. A dump of one database and of a whole
+// server start from it alike.
 func (opts Options) WithDefaults() Options {
 	opts.Jobs = max(opts.Jobs, 1)
 	if opts.BlockSize <= 0 {
@@ -70,7 +74,19 @@ func (opts Options) WithDefaults() Options {
 	if opts.Progress == nil {
 		opts.Progress = progress.Nop{}
 	}
+	if opts.Programs == nil {
+		opts.Programs = &pgbin.Finder{}
+	}
 	return opts
+}
+
+// SessionOptions are the options of the session that reads the database
+// cfg reaches, said once from opts: a dump of one database and every
+// database of a whole-server dump begin theirs alike. Snapshot,
+// EarlySchema and Locks are the caller's to add.
+func (opts Options) SessionOptions(cfg *pgx.ConnConfig) SessionOptions {
+	return SessionOptions{Source: cfg, Jobs: opts.Jobs, BlockSize: opts.BlockSize, Split: opts.Split, Version: opts.Version,
+		Filter: opts.Filter, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics, Programs: opts.Programs, Logger: opts.Logger}
 }
 
 // Result summarises a finished dump.
@@ -91,11 +107,11 @@ type Result struct {
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	start := time.Now()
 	opts = opts.WithDefaults()
-	log := opts.Logger
 	opts.Progress.Phase("catalog")
 
-	sess, err := Begin(ctx, SessionOptions{EarlySchema: true, Source: opts.Source, Jobs: opts.Jobs, BlockSize: opts.BlockSize, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics,
-		Split: opts.Split, Version: opts.Version, Filter: opts.Filter, Snapshot: opts.Snapshot, Logger: log})
+	so := opts.SessionOptions(opts.Source)
+	so.EarlySchema, so.Snapshot = true, opts.Snapshot
+	sess, err := Begin(ctx, so)
 	if err != nil {
 		return nil, err
 	}

@@ -45,10 +45,10 @@ type SessionOptions struct {
 	// NoStatistics leaves optimizer statistics out of the schema stream,
 	// which otherwise carries them when its pg_dump can (18 and later).
 	NoStatistics bool
-	// Installed lists the PostgreSQL client programs to choose pg_dump
-	// from (pgbin.Installed), for a caller that opens many sessions
-	// (dump --all, clone --all); nil looks for them.
-	Installed []pgbin.Tools
+	// Programs finds the PostgreSQL client program to dump the schema
+	// with, looking once for a run that opens many sessions (dump --all,
+	// clone --all); nil looks each time.
+	Programs *pgbin.Finder
 	// BinaryForMajor, when it is the source's major version, marks the
 	// chunks of tables with only built-in column types Binary (clone
 	// passes its target's major; dump leaves it zero: archives are text).
@@ -123,11 +123,7 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	if s.srv.InRecovery {
 		log.Warn("the source is a standby: data of unlogged tables cannot be read there and is skipped (as pg_dump does); their definitions are kept")
 	}
-	installed := opts.Installed
-	if installed == nil {
-		installed = pgbin.Installed(ctx)
-	}
-	if s.tools, err = pgbin.FindIn(installed, s.srv.Major()); err != nil {
+	if s.tools, err = opts.Programs.Find(ctx, s.srv.Major()); err != nil {
 		return err
 	}
 	if opts.Snapshot != "" {

@@ -55,7 +55,7 @@ func TestManifestLayout(t *testing.T) {
 		{"dump", SessionOptions{Jobs: 3, BlockSize: 1 << 20, Version: "v1"}, []bool{false, false, false}, false},
 		{"clone, same major", SessionOptions{Jobs: 2, BinaryForMajor: 16}, []bool{true, true, false}, false},
 		{"clone, other major", SessionOptions{Jobs: 2, BinaryForMajor: 17}, []bool{false, false, false}, false},
-		{"data only", SessionOptions{Filter: filter.Options{DataOnly: true}}, []bool{false, false, false}, true},
+		{"data only", SessionOptions{Filter: filter.Options{Selection: filter.Selection{DataOnly: true}}}, []bool{false, false, false}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, sizes := cat.manifest(srv, snap, tools, tc.opts)
@@ -184,8 +184,8 @@ func TestSchemaArgs(t *testing.T) {
 		{17, false, filter.Options{}, []string{"--schema-only"}},
 		{18, false, filter.Options{}, []string{"--no-data", "--statistics"}},
 		{18, true, filter.Options{}, []string{"--schema-only"}},
-		{18, false, filter.Options{SchemaOnly: true}, []string{"--schema-only"}},
-		{18, false, filter.Options{DataOnly: true}, []string{"--schema-only"}},
+		{18, false, filter.Options{Selection: filter.Selection{SchemaOnly: true}}, []string{"--schema-only"}},
+		{18, false, filter.Options{Selection: filter.Selection{DataOnly: true}}, []string{"--schema-only"}},
 	} {
 		s := &Session{tools: pgbin.Tools{Major: tc.major}, noStat: tc.noStat, filter: tc.f}
 		if got := s.schemaArgs(); !reflect.DeepEqual(got, tc.want) {

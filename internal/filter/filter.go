@@ -7,8 +7,23 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
-// Options are the selection flags of dump and restore, as pg_dump's.
+// Options are the selection flags of dump and restore, as pg_dump's:
+// what is selected (Selection), and how (StrictNames: how patterns must
+// match; Objects: kinds of objects and clauses left out of whatever is
+// selected).
 type Options struct {
+	Selection
+	// StrictNames, as pg_dump's --strict-names, requires each -n and -t
+	// pattern to match something.
+	StrictNames bool
+	// Objects leave kinds of objects or clauses out of the schema.
+	Objects Objects
+}
+
+// Selection is what dump, restore and clone take of a database: pg_dump's
+// patterns and the parts (--schema-only, --data-only, --section). The zero
+// Selection takes everything.
+type Selection struct {
 	Schemas          []string // -n
 	ExcludeSchemas   []string // -N
 	Tables           []string // -t
@@ -30,14 +45,9 @@ type Options struct {
 	// --exclude-extension (PostgreSQL 17), passed to pg_dump for the schema.
 	Extensions        []string
 	ExcludeExtensions []string
-	// StrictNames, as pg_dump's --strict-names, requires each -n and -t
-	// pattern to match something.
-	StrictNames bool
 	// Sections, when not empty, are the pg_dump --section values the
 	// archive's schema is limited to ("pre-data", "post-data").
 	Sections []string
-	// Objects leave kinds of objects or clauses out of the schema.
-	Objects Objects
 }
 
 // Objects are the pg_dump and pg_restore flags that leave kinds of schema
@@ -53,14 +63,21 @@ type Objects struct {
 	NoToastCompression  bool // --no-toast-compression (pg_dump only: the clause is part of the table's definition)
 }
 
-// Active says whether any selection was asked for.
-func (o Options) Active() bool {
+// Active says whether any -n/-N/-t/-T/--exclude-table-data pattern was
+// given: relations are then matched one by one.
+func (o Selection) Active() bool {
 	return len(o.Schemas)+len(o.ExcludeSchemas)+len(o.Tables)+len(o.ExcludeTables)+len(o.ExcludeTableData) > 0
+}
+
+// Partial says whether anything is selected rather than the whole
+// database: a pattern (Active), --schema-only or --data-only.
+func (o Selection) Partial() bool {
+	return o.Active() || o.SchemaOnly || o.DataOnly
 }
 
 // LargeObjects says whether large objects are dumped: pg_dump leaves them
 // out when -n or -t narrows the dump, and with --schema-only.
-func (o Options) LargeObjects() bool {
+func (o Selection) LargeObjects() bool {
 	return len(o.Schemas) == 0 && len(o.Tables) == 0 && !o.SchemaOnly
 }
 

@@ -24,20 +24,20 @@ func TestMatch(t *testing.T) {
 		err     string
 	}{
 		{"everything", Options{}, "We\"ird\nschema,app,audit,public", "We\"ird\nschema.t; drop,app.orders,app.users,audit.log,public.Orders,public.order_items,public.orders", ""},
-		{"unqualified matches every schema", Options{Tables: []string{"orders"}}, "", "app.orders,public.orders", ""},
-		{"quoted keeps case", Options{Tables: []string{`"Orders"`}}, "", "public.Orders", ""},
-		{"wildcard", Options{Tables: []string{"public.order*"}}, "", "public.order_items,public.orders", ""},
-		{"question mark", Options{Tables: []string{"?pp.users"}}, "", "app.users", ""},
-		{"hostile names", Options{Tables: []string{"\"We\"\"ird\nschema\".\"t; drop\""}}, "", "We\"ird\nschema.t; drop", ""},
-		{"schema", Options{Schemas: []string{"app"}}, "app", "app.orders,app.users", ""},
-		{"schema minus table", Options{Schemas: []string{"app"}, ExcludeTables: []string{"users"}}, "app", "app.orders", ""},
-		{"exclude schema", Options{ExcludeSchemas: []string{"public", "a*"}}, "We\"ird\nschema", "We\"ird\nschema.t; drop", ""},
-		{"-t ignores -n", Options{Schemas: []string{"app"}, Tables: []string{"audit.log"}}, "", "audit.log", ""},
-		{"three-part name", Options{Tables: []string{"shop.app.users"}}, "", "app.users", ""},
-		{"other database", Options{Tables: []string{"other.app.users"}}, "", "", "cross-database references are not implemented: other.app.users"},
-		{"exclude table data keeps the table", Options{Schemas: []string{"app"}, ExcludeTableData: []string{"app.users"}}, "app", "app.orders,app.users", ""},
-		{"no match", Options{Tables: []string{"nope"}}, "", "", "no matching tables were found in the archive"},
-		{"no schema match", Options{Schemas: []string{"nope"}}, "", "", "no matching schemas were found in the archive"},
+		{"unqualified matches every schema", Options{Selection: Selection{Tables: []string{"orders"}}}, "", "app.orders,public.orders", ""},
+		{"quoted keeps case", Options{Selection: Selection{Tables: []string{`"Orders"`}}}, "", "public.Orders", ""},
+		{"wildcard", Options{Selection: Selection{Tables: []string{"public.order*"}}}, "", "public.order_items,public.orders", ""},
+		{"question mark", Options{Selection: Selection{Tables: []string{"?pp.users"}}}, "", "app.users", ""},
+		{"hostile names", Options{Selection: Selection{Tables: []string{"\"We\"\"ird\nschema\".\"t; drop\""}}}, "", "We\"ird\nschema.t; drop", ""},
+		{"schema", Options{Selection: Selection{Schemas: []string{"app"}}}, "app", "app.orders,app.users", ""},
+		{"schema minus table", Options{Selection: Selection{Schemas: []string{"app"}, ExcludeTables: []string{"users"}}}, "app", "app.orders", ""},
+		{"exclude schema", Options{Selection: Selection{ExcludeSchemas: []string{"public", "a*"}}}, "We\"ird\nschema", "We\"ird\nschema.t; drop", ""},
+		{"-t ignores -n", Options{Selection: Selection{Schemas: []string{"app"}, Tables: []string{"audit.log"}}}, "", "audit.log", ""},
+		{"three-part name", Options{Selection: Selection{Tables: []string{"shop.app.users"}}}, "", "app.users", ""},
+		{"other database", Options{Selection: Selection{Tables: []string{"other.app.users"}}}, "", "", "cross-database references are not implemented: other.app.users"},
+		{"exclude table data keeps the table", Options{Selection: Selection{Schemas: []string{"app"}, ExcludeTableData: []string{"app.users"}}}, "app", "app.orders,app.users", ""},
+		{"no match", Options{Selection: Selection{Tables: []string{"nope"}}}, "", "", "no matching tables were found in the archive"},
+		{"no schema match", Options{Selection: Selection{Schemas: []string{"nope"}}}, "", "", "no matching schemas were found in the archive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := tc.opts.Match("shop", schemas, rels)
@@ -74,4 +74,29 @@ func split(s string) []string {
 		return nil
 	}
 	return strings.Split(s, ",")
+}
+
+// TestPartial checks which selections take part of a database: a pattern,
+// --schema-only or --data-only do; how patterns match (--strict-names)
+// and which kinds of objects are left out (--no-comments) do not.
+func TestPartial(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want bool
+	}{
+		{"nothing", Options{}, false},
+		{"-t", Options{Selection: Selection{Tables: []string{"t"}}}, true},
+		{"--exclude-table-data", Options{Selection: Selection{ExcludeTableData: []string{"t"}}}, true},
+		{"--schema-only", Options{Selection: Selection{SchemaOnly: true}}, true},
+		{"--data-only", Options{Selection: Selection{DataOnly: true}}, true},
+		{"--strict-names alone", Options{StrictNames: true}, false},
+		{"--no-comments alone", Options{Objects: Objects{NoComments: true}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.o.Partial(); got != tc.want {
+				t.Errorf("Partial() = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

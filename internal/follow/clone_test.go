@@ -14,6 +14,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
 // sourceSQL is every test's source: a keyed table, one without key, an
@@ -62,7 +63,7 @@ func TestCloneRefused(t *testing.T) {
 		{name: "unreachable", opts: func(o *Options) { o.SkipNoKey = true; o.Conninfo = "host=127.0.0.1 port=1 dbname=x password=sekrit" },
 			want: []string{"the target server cannot reach the source"}},
 		{name: "password", opts: func(o *Options) { o.Source.Password = "pw" }, is: ErrConninfoPassword},
-		{name: "nothing selected", opts: func(o *Options) { o.Filter = filter.Options{Tables: []string{"scratch"}} },
+		{name: "nothing selected", opts: func(o *Options) { o.Filter = filter.Options{Selection: filter.Selection{Tables: []string{"scratch"}}} },
 			want: []string{"no table of the source to follow"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -140,7 +141,9 @@ func TestCloneCopyFails(t *testing.T) {
 	}{
 		{name: "whole database", opts: func(o *Options) { o.ReplicaIdentityFull = true }, tables: []string{"keyed", "nokey"}, identity: "f"},
 		{name: "skip no key", opts: func(o *Options) { o.SkipNoKey = true }, tables: []string{"keyed"}, identity: "d"},
-		{name: "selection", opts: func(o *Options) { o.Filter = filter.Options{Tables: []string{"keyed", "scratch"}} }, tables: []string{"keyed"}, identity: "d"},
+		{name: "selection", opts: func(o *Options) {
+			o.Filter = filter.Options{Selection: filter.Selection{Tables: []string{"keyed", "scratch"}}}
+		}, tables: []string{"keyed"}, identity: "d"},
 		{name: "all tables", all: true, tables: []string{"keyed"}, identity: "d"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -239,7 +242,10 @@ func TestCloneCatchUp(t *testing.T) {
 				UPDATE keyed SET v = 'changed' WHERE id % 7 = 0; DELETE FROM keyed WHERE id % 11 = 0;
 				UPDATE nokey SET b = 'changed' WHERE a <= 10; DELETE FROM nokey WHERE a > 90; INSERT INTO nokey VALUES (1000, 'new');
 				SELECT nextval('ticket') FROM generate_series(1, 5)`},
-		{name: "truncate", opts: func(o *Options) { o.SkipNoKey = true; o.Filter = filter.Options{ExcludeTables: []string{"nokey"}} },
+		{name: "truncate", opts: func(o *Options) {
+			o.SkipNoKey = true
+			o.Filter = filter.Options{Selection: filter.Selection{ExcludeTables: []string{"nokey"}}}
+		},
 			before: `INSERT INTO keyed VALUES (3000, 'new')`, after: `TRUNCATE keyed; INSERT INTO keyed VALUES (1, 'only')`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -248,7 +254,7 @@ func TestCloneCatchUp(t *testing.T) {
 			tc.opts(&o)
 			s, err := Clone(ctx, o, func(ctx context.Context, snapshot string) error {
 				exec(t, src, tc.before)
-				_, err := clone.Run(ctx, clone.Options{Source: src, Target: dst, Jobs: 2, Snapshot: snapshot, Filter: o.Filter, NoAnalyze: true})
+				_, err := clone.Run(ctx, clone.Options{Source: src, Target: dst, Jobs: 2, Snapshot: snapshot, Filter: o.Filter, Settings: restore.Settings{NoAnalyze: true}})
 				if err != nil {
 					return err
 				}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // EnvBinDir names a directory that overrides discovery.
@@ -124,13 +125,35 @@ func Installed(ctx context.Context) []Tools {
 // minMajor: pg_dump must be at least as new as the server it reads, and the
 // oldest such one writes archives the most pg_restore versions can read.
 func Find(ctx context.Context, minMajor int) (Tools, error) {
-	return FindIn(Installed(ctx), minMajor)
+	return findIn(Installed(ctx), minMajor)
 }
 
-// FindIn is Find among installations already listed by Installed: a run
-// that chooses tools many times (restore --all, once per database) looks
-// for them once, instead of running every pg_dump --version each time.
-func FindIn(all []Tools, minMajor int) (Tools, error) {
+// Finder is Installed and Find for a run that chooses tools many times
+// (dump, restore and clone --all, once per database): it looks for the
+// installations once, on first use, instead of running every pg_dump
+// --version each time. A run makes one and hands it to everything that
+// chooses tools; a nil Finder looks every time, as Installed does.
+type Finder struct {
+	once sync.Once
+	all  []Tools
+}
+
+// Installed is Installed, looked for once.
+func (f *Finder) Installed(ctx context.Context) []Tools {
+	if f == nil {
+		return Installed(ctx)
+	}
+	f.once.Do(func() { f.all = Installed(ctx) })
+	return f.all
+}
+
+// Find is Find among the installations looked for once.
+func (f *Finder) Find(ctx context.Context, minMajor int) (Tools, error) {
+	return findIn(f.Installed(ctx), minMajor)
+}
+
+// findIn is Find among installations already listed by Installed.
+func findIn(all []Tools, minMajor int) (Tools, error) {
 	for _, t := range all {
 		if t.Major >= minMajor {
 			return t, nil

@@ -85,3 +85,29 @@ func TestFindAmongSeveral(t *testing.T) {
 		}
 	}
 }
+
+// TestFinderLooksOnce checks that a Finder answers from its first look:
+// an installation added afterwards is not seen by it, while a nil Finder,
+// which looks every time, sees it.
+func TestFinderLooksOnce(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	t.Setenv(EnvBinDir, root)
+	f := &Finder{}
+	if _, err := f.Find(ctx, 15); err == nil || !strings.Contains(err.Error(), "no pg_dump") {
+		t.Fatalf("empty dir: error = %v", err)
+	}
+	for _, p := range []string{"pg_dump", "pg_restore"} {
+		script := "#!/bin/sh\necho 'pg_dump (PostgreSQL) 15.4'\n"
+		if err := os.WriteFile(filepath.Join(root, p), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.Find(ctx, 15); err == nil {
+		t.Fatal("the Finder looked again: it found an installation added after its first look")
+	}
+	var none *Finder
+	if got, err := none.Find(ctx, 15); err != nil || got.Version != "15.4" {
+		t.Fatalf("nil Finder: Find(15) = %+v, %v", got, err)
+	}
+}

@@ -79,9 +79,10 @@ func (s *countingStream) Close() error {
 // data tasks (a table split over several connections counts once per
 // connection).
 func (d *dataStage) planOf(g *schedule.Graph) (progress.Plan, int) {
+	live := d.l.ar.Order() == archive.OnDemand // clone's source: the user ran clone
 	op := "restore"
-	if d.opts.Source != nil {
-		op = "clone" // a live source: the user ran clone
+	if live {
+		op = "clone"
 	}
 	p := progress.Plan{Op: op, Tables: len(d.m.Tables)}
 	steps := 0

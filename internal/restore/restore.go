@@ -16,38 +16,27 @@ package restore
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"time"
 
-	"filippo.io/age"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/progress"
-	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
 // Options configure one restore.
 type Options struct {
 	Target *pgx.ConnConfig
-	// File is the archive's location (internal/store/location); "-"
-	// reads it from Stdin as it arrives (archive.Demux), loading on Jobs
-	// connections all the same.
-	File  string
-	Stdin io.Reader // File "-"'s input; nil is os.Stdin
-	// Location says how to reach File when it is in object storage (its
-	// In is not used: Stdin is).
-	Location location.Options
-	// SpillDir holds, for File "-", the data of streams that arrive before a
-	// connection is free to load them (os.TempDir() when empty).
-	SpillDir string
-	// Source, when set, is read instead of File: clone hands in a live
-	// source whose streams are COPYs from the source database.
-	Source archive.Source
+	// Where names the archive the restore reads in the messages about its
+	// bytes ("archive on X is damaged"): its location, as
+	// archive.Opened's String says it. Empty for a source that is no
+	// archive of its own (clone's live source, a database's view of a
+	// whole-server archive).
+	Where string
 	// SaveManifest keeps the manifest with the journal in the target: a
 	// resumed clone, whose source has no archive to read it from again,
 	// plans nothing without it (journal.ReadManifest).
@@ -55,15 +44,7 @@ type Options struct {
 	Jobs         int
 	Create       bool // create the archived database, connecting to Target's database to do so (as pg_restore --create)
 	Clean        bool // drop the archive's objects in the target first
-	NoOwner      bool // do not restore ownership (as pg_restore --no-owner)
-	NoACL        bool // do not restore privileges (as pg_restore --no-privileges)
-	// MaintenanceWorkMem is each connection's maintenance_work_mem (e.g.
-	// "512MB"); index builds sort in it. Empty keeps the server's.
-	MaintenanceWorkMem string
-	NoAnalyze          bool // skip ANALYZE of the restored tables
-	// NoStatistics leaves the archive's optimizer statistics (pg_dump 18+)
-	// out: the restored tables are analyzed instead.
-	NoStatistics bool
+	Settings          // how the target is written: ownership, privileges, maintenance_work_mem, ANALYZE, statistics
 	// Filter restores part of the archive, with pg_dump's pattern
 	// semantics: -n/-N/-t/-T (a table comes with its indexes,
 	// constraints, triggers and owned sequences), --schema-only,
@@ -95,13 +76,24 @@ type Options struct {
 	Logger          *slog.Logger
 	// Progress hears about the work as it happens; nil reports nowhere.
 	Progress progress.Reporter
-	// Identities open an encrypted archive (File); a clear one ignores
-	// them.
-	Identities []age.Identity
-	// Installed lists the PostgreSQL client programs to choose from
-	// (pgbin.Installed), for a caller that restores many databases; nil
-	// looks for them.
-	Installed []pgbin.Tools
+	// Programs finds pg_restore and psql, looking once for a caller that
+	// restores many databases; nil looks each time.
+	Programs *pgbin.Finder
+}
+
+// Settings say how a restore writes into its target, whatever it reads:
+// the flags restore and clone share, said once by the command and handed
+// whole to every restore it runs (each database of --all included).
+type Settings struct {
+	NoOwner bool // do not restore ownership (as pg_restore --no-owner)
+	NoACL   bool // do not restore privileges (as pg_restore --no-privileges)
+	// MaintenanceWorkMem is each connection's maintenance_work_mem (e.g.
+	// "512MB"); index builds sort in it. Empty keeps the server's.
+	MaintenanceWorkMem string
+	NoAnalyze          bool // skip ANALYZE of the restored tables
+	// NoStatistics leaves the archive's optimizer statistics (pg_dump 18+)
+	// out: the restored tables are analyzed instead.
+	NoStatistics bool
 }
 
 // Result summarises a finished restore.
@@ -136,8 +128,10 @@ type Item struct {
 	Elapsed time.Duration
 }
 
-// Run restores opts.File into the target, stage by stage.
-func Run(ctx context.Context, opts Options) (*Result, error) {
+// Run restores source into the target, stage by stage. The caller opens it
+// (archive.OpenLocation: a file, a pipe read as it arrives, an object) or
+// hands in a live one (clone), and closes it.
+func Run(ctx context.Context, source archive.Source, opts Options) (*Result, error) {
 	start := time.Now()
 	if opts.Jobs < 1 {
 		opts.Jobs = 1
@@ -146,11 +140,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Progress == nil {
 		opts.Progress = progress.Nop{}
 	}
-	src, err := openSource(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer src.close()
+	src := openSource(source, opts.Where)
 	ar := src.Source
 	m := ar.Manifest()
 	if m.IsServer() {

@@ -43,14 +43,14 @@ func TestChooseWithoutTarget(t *testing.T) {
 		skipped []uint32
 	}{
 		{name: "everything", m: testManifest(), tables: 2, chunks: 3, los: 2, seqs: 1},
-		{name: "--data-only keeps every table's data", opts: Options{Filter: filter.Options{DataOnly: true}}, m: testManifest(), tables: 2, chunks: 3, los: 2, seqs: 1},
-		{name: "--schema-only loads nothing", opts: Options{Filter: filter.Options{SchemaOnly: true}}, m: testManifest(), skipped: []uint32{1, 2, 3, 4, 5}},
-		{name: "--schema-only of a --data-only archive", opts: Options{Filter: filter.Options{SchemaOnly: true}}, m: dataOnlyArchive, wantErr: "no schema to restore"},
-		{name: "--data-only with --clean", opts: Options{Clean: true, Filter: filter.Options{DataOnly: true}}, m: testManifest(), wantErr: "does not take --create or --clean"},
+		{name: "--data-only keeps every table's data", opts: Options{Filter: filter.Options{Selection: filter.Selection{DataOnly: true}}}, m: testManifest(), tables: 2, chunks: 3, los: 2, seqs: 1},
+		{name: "--schema-only loads nothing", opts: Options{Filter: filter.Options{Selection: filter.Selection{SchemaOnly: true}}}, m: testManifest(), skipped: []uint32{1, 2, 3, 4, 5}},
+		{name: "--schema-only of a --data-only archive", opts: Options{Filter: filter.Options{Selection: filter.Selection{SchemaOnly: true}}}, m: dataOnlyArchive, wantErr: "no schema to restore"},
+		{name: "--data-only with --clean", opts: Options{Clean: true, Filter: filter.Options{Selection: filter.Selection{DataOnly: true}}}, m: testManifest(), wantErr: "does not take --create or --clean"},
 		{name: "a --data-only archive with --create", opts: Options{Create: true}, m: dataOnlyArchive, wantErr: "does not take --create or --clean"},
 		{name: "--disable-triggers without --data-only", opts: Options{DisableTriggers: true}, m: testManifest(), wantErr: "--data-only restores only"},
-		{name: "-L with -t", opts: Options{UseList: "list", Filter: filter.Options{Tables: []string{"x"}}}, m: testManifest(), wantErr: "does not combine"},
-		{name: "-t on an archive without an object list", opts: Options{Filter: filter.Options{Tables: []string{"app.log"}}}, m: testManifest(), wantErr: "without restore-side selection"},
+		{name: "-L with -t", opts: Options{UseList: "list", Filter: filter.Options{Selection: filter.Selection{Tables: []string{"x"}}}}, m: testManifest(), wantErr: "does not combine"},
+		{name: "-t on an archive without an object list", opts: Options{Filter: filter.Options{Selection: filter.Selection{Tables: []string{"app.log"}}}}, m: testManifest(), wantErr: "without restore-side selection"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var skipped []uint32

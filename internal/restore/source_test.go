@@ -60,7 +60,9 @@ func TestMissingStream(t *testing.T) {
 			}
 		})
 	}
-	if !isIndexed(ar) || !isIndexed(&archive.DatabaseSource{Source: ar}) {
-		t.Error("a Reader, and a database's view of one, must count as indexed")
+	for _, src := range []archive.Source{ar, &archive.DatabaseSource{Source: ar}, newCountingSource(ar, nil)} {
+		if !openSource(src, "").indexed {
+			t.Errorf("%T must count as indexed", src)
+		}
 	}
 }

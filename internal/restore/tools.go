@@ -32,11 +32,7 @@ func chooseTools(ctx context.Context, opts Options, m *archive.Manifest, log *sl
 		return pgbin.Tools{}, 0, err
 	}
 	need := max(majorOf(m.PgDumpVersion), srv.Major())
-	installed := opts.Installed
-	if installed == nil {
-		installed = pgbin.Installed(ctx)
-	}
-	tools, err := pgbin.FindIn(installed, need)
+	tools, err := opts.Programs.Find(ctx, need)
 	if err != nil {
 		return pgbin.Tools{}, 0, fmt.Errorf("restoring a dump of PostgreSQL %s into PostgreSQL %d: %w", m.ServerVersion, srv.Major(), err)
 	}

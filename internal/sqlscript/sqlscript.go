@@ -32,8 +32,10 @@ import (
 
 // Options configure the script.
 type Options struct {
-	NoOwner bool // leave out ownership, as pg_restore --no-owner
-	NoACL   bool // leave out privileges, as pg_restore --no-privileges
+	// Settings are restore's: a script leaves out ownership with NoOwner
+	// and privileges with NoACL, as pg_restore --no-owner and
+	// --no-privileges; the others do not apply to a script.
+	restore.Settings
 	// Selection, when set, writes only that part of the archive (restore
 	// -n/-t/--schema-only/--data-only with --to-sql).
 	Selection *restore.Selection
