@@ -21,6 +21,7 @@ deps-demo:
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
+	@scripts/check-doc-names.sh
 
 # The major versions the cross-version tests use under `make test`: the
 # oldest installed, Debian's, and the newest (see scripts/install-pg-versions.sh).

@@ -118,24 +118,9 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	if err := writeGlobals(w, globals, opts.BlockSize); err != nil {
 		return nil, err
 	}
-	rows, err := dump.RunPool(ctx, opts.Options, w, sessions, units, true)
-	if err != nil {
+	if err := dump.Write(ctx, opts.Options, out, w, sessions, units, true, &res.Result); err != nil {
 		return nil, err
 	}
-	res.Rows = rows
-	opts.Progress.Phase("finish")
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("write archive footer: %w", err)
-	}
-	for i, s := range sessions {
-		if err := s.Commit(ctx); err != nil {
-			return nil, fmt.Errorf("database %s: %w", pg.Ident(dbs[i].name), err)
-		}
-	}
-	if err := out.Commit(ctx); err != nil {
-		return nil, err
-	}
-	res.RawBytes, res.StoredBytes = w.DataBytes()
 	res.Elapsed = time.Since(start)
 	return res, nil
 }

@@ -5,7 +5,6 @@ package dump
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -128,35 +127,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	defer out.Abort()
 
 	res := &Result{Tables: len(m.Tables), Chunks: len(m.Chunks), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences)}
-	if err := runWorkers(ctx, opts, w, sess, planUnits(m, sess.sizes), res); err != nil {
+	if err := Write(ctx, opts, out, w, []*Session{sess}, sess.Units(), false, res); err != nil {
 		return nil, err
 	}
-	opts.Progress.Phase("finish")
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("write archive footer: %w", err)
-	}
-	// The snapshot may end only now: every reader has finished with it.
-	if err := sess.Commit(ctx); err != nil {
-		return nil, err
-	}
-	if err := out.Commit(ctx); err != nil {
-		return nil, err
-	}
-	res.RawBytes, res.StoredBytes = w.DataBytes()
 	res.Elapsed = time.Since(start)
 	return res, nil
-}
-
-// runWorkers is RunPool for one session: pg_dump for the schema beside N
-// data workers, all in the one snapshot.
-func runWorkers(ctx context.Context, opts Options, w *archive.Writer, sess *Session, work []unit, res *Result) error {
-	units := make([]Unit, len(work))
-	for i, u := range work {
-		units[i] = Unit{sess: sess, u: u}
-	}
-	rows, err := RunPool(ctx, opts, w, []*Session{sess}, units, false)
-	res.Rows += rows
-	return err
 }
 
 // planOf is the work a dump expects, from the catalog's estimates.

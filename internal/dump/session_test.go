@@ -85,9 +85,9 @@ func testSessionAndWorkers(t *testing.T, c *pgtest.Cluster) {
 
 	w, out := archivetest.NewWriter(t, m)
 	rec := &addCounter{}
-	res := &Result{}
 	opts := Options{Jobs: 2, BlockSize: blockSize, Progress: rec}
-	if err := runWorkers(ctx, opts, w, sess, planUnits(m, sess.sizes), res); err != nil {
+	rows, err := runPool(ctx, opts.WithDefaults(), w, []*Session{sess}, sess.Units(), false)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
@@ -96,8 +96,8 @@ func testSessionAndWorkers(t *testing.T, c *pgtest.Cluster) {
 	if err := sess.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if res.Rows != 3003 || rec.rows != 3003 {
-		t.Errorf("workers counted %d rows, progress heard %d; want 3003 (as of the snapshot)", res.Rows, rec.rows)
+	if rows != 3003 || rec.rows != 3003 {
+		t.Errorf("workers counted %d rows, progress heard %d; want 3003 (as of the snapshot)", rows, rec.rows)
 	}
 
 	// Every frame of a data stream is whole rows.

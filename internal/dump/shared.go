@@ -75,21 +75,53 @@ func (s *Session) WriteSchema(ctx context.Context, w *archive.Writer, blockSize 
 	return dumpSchema(ctx, s, w.Stream(archive.KindSchema, s.Manifest.SchemaStream), blockSize)
 }
 
-// RunPool is the one worker pool of every dump, of one database (Run) or
-// of several (a whole-server dump): each session's pg_dump --schema-only
-// (at most opts.Jobs at once, each also waiting for its locks to fit the
-// sessions' LockBudget) beside opts.Jobs data Workers taking units in the
-// order given (largest first), whatever their session. The first error
-// cancels everything: pg_dumps are killed, readers closed. It returns the
-// rows copied. perDatabase names the database in errors.
-func RunPool(ctx context.Context, opts Options, w *archive.Writer, sessions []*Session, units []Unit, perDatabase bool) (int64, error) {
+// Write fills an archive begun by CreateArchive and completes it, for a
+// dump of one database (Run) and of a whole server alike: the sessions'
+// work on one pool (runPool), the archive's footer, each session's
+// snapshot ended (only now: every reader has finished with it), and the
+// archive made visible at its location. It adds the rows copied and the
+// bytes written to res. perDatabase names the database in errors.
+func Write(ctx context.Context, opts Options, out Output, w *archive.Writer, sessions []*Session, units []Unit, perDatabase bool, res *Result) error {
 	opts = opts.WithDefaults()
-	in := func(s *Session, err error) error {
-		if !perDatabase {
-			return err
-		}
-		return fmt.Errorf("database %s: %w", pg.Ident(s.Manifest.Database), err)
+	rows, err := runPool(ctx, opts, w, sessions, units, perDatabase)
+	res.Rows += rows
+	if err != nil {
+		return err
 	}
+	opts.Progress.Phase("finish")
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("write archive footer: %w", err)
+	}
+	for _, s := range sessions {
+		if err := s.Commit(ctx); err != nil {
+			return inDatabase(perDatabase, s, err)
+		}
+	}
+	if err := out.Commit(ctx); err != nil {
+		return err
+	}
+	raw, stored := w.DataBytes()
+	res.RawBytes += raw
+	res.StoredBytes += stored
+	return nil
+}
+
+// inDatabase is err, naming s's database when perDatabase.
+func inDatabase(perDatabase bool, s *Session, err error) error {
+	if !perDatabase {
+		return err
+	}
+	return fmt.Errorf("database %s: %w", pg.Ident(s.Manifest.Database), err)
+}
+
+// runPool is the one worker pool of every dump (Write): each session's
+// pg_dump --schema-only (at most opts.Jobs at once, each also waiting for
+// its locks to fit the sessions' LockBudget) beside opts.Jobs data Workers
+// taking units in the order given (largest first), whatever their
+// session. The first error cancels everything: pg_dumps are killed,
+// readers closed. It returns the rows copied.
+func runPool(ctx context.Context, opts Options, w *archive.Writer, sessions []*Session, units []Unit, perDatabase bool) (int64, error) {
+	in := func(s *Session, err error) error { return inDatabase(perDatabase, s, err) }
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		sg, sctx := errgroup.WithContext(gctx)
