@@ -3,11 +3,13 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
@@ -84,6 +86,13 @@ var tortureTemplates struct {
 type tortureTemplate struct {
 	once sync.Once
 	err  error
+
+	// The reference (RequireTorture): the schema dump and fingerprint of
+	// a copy nobody changes, made on first use.
+	refOnce sync.Once
+	refErr  error
+	schema  string
+	data    map[string]string
 }
 
 // tortureTemplateDB is the database of a cluster that holds the torture
@@ -106,6 +115,19 @@ func TortureDB(t testing.TB, c *Cluster, name string) string {
 // first test that asks, instead of one LoadTorture per test.
 func CopyTorture(t testing.TB, c *Cluster, db string) {
 	t.Helper()
+	tortureOf(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// Copies may run at once: each takes a share lock on the template.
+	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+pg.Ident(db)+" TEMPLATE "+pg.Ident(tortureTemplateDB)); err != nil {
+		t.Fatalf("pgtest: copying the torture database: %v", err)
+	}
+}
+
+// tortureOf returns c's torture template, loaded by the first test that
+// asks.
+func tortureOf(t testing.TB, c *Cluster) *tortureTemplate {
+	t.Helper()
 	tortureTemplates.Lock()
 	if tortureTemplates.byCluster == nil {
 		tortureTemplates.byCluster = map[*Cluster]*tortureTemplate{}
@@ -126,10 +148,51 @@ func CopyTorture(t testing.TB, c *Cluster, db string) {
 	if tt.err != nil {
 		t.Fatalf("pgtest: loading the torture schema: %v", tt.err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	// Copies may run at once: each takes a share lock on the template.
-	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+pg.Ident(db)+" TEMPLATE "+pg.Ident(tortureTemplateDB)); err != nil {
-		t.Fatalf("pgtest: copying the torture database: %v", err)
+	return tt
+}
+
+// tortureReferenceDB is the copy of the torture template that
+// RequireTorture's reference is read from: connecting to the template
+// itself would make concurrent copies fail.
+const tortureReferenceDB = "pgtest torture reference"
+
+// RequireTorture fails the test unless the database behind conn holds
+// exactly what CopyTorture copies on c: the same schema (with c's
+// pg_dump, as RequireSameSchema) and the same data (RequireSameData).
+// The torture side is dumped and fingerprinted once per cluster, from a
+// copy no test touches, instead of once per comparison: a round trip of
+// the torture database compares its copy with this, which also catches a
+// run that changed its source.
+func RequireTorture(t testing.TB, c *Cluster, conn string) {
+	t.Helper()
+	tt := tortureReference(t, c)
+	if d := compare.SchemaDiff(tt.schema, SchemaDump(t, c.BinDir(), conn)); d != "" {
+		t.Fatalf("schemas differ (- the torture database, + %s):\n%s", redactConn(conn), d)
 	}
+	if d := compare.FingerprintDiff(tt.data, Fingerprint(t, conn)); len(d) > 0 {
+		t.Fatalf("data differs (a = the torture database, b = %s), %d keys:\n%s", redactConn(conn), len(d), strings.Join(d, "\n"))
+	}
+}
+
+// tortureReference returns c's torture template with its reference
+// (schema dump, fingerprint) made.
+func tortureReference(t testing.TB, c *Cluster) *tortureTemplate {
+	t.Helper()
+	tt := tortureOf(t, c)
+	tt.refOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if tt.refErr = c.Exec(ctx, "postgres", "CREATE DATABASE "+pg.Ident(tortureReferenceDB)+" TEMPLATE "+pg.Ident(tortureTemplateDB)); tt.refErr != nil {
+			return
+		}
+		conn := c.ConnString(tortureReferenceDB)
+		if tt.schema, tt.refErr = compare.SchemaDump(ctx, c.BinDir(), conn); tt.refErr != nil {
+			return
+		}
+		tt.data, tt.refErr = compare.Fingerprint(ctx, conn)
+	})
+	if tt.refErr != nil {
+		t.Fatalf("pgtest: the torture reference: %v", tt.refErr)
+	}
+	return tt
 }
