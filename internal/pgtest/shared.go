@@ -20,6 +20,8 @@ var shared struct {
 	c    *Cluster
 	err  error
 	dbs  atomic.Int64 // databases made by DB, for unique names
+
+	prepared atomic.Bool // PrepareShared was called
 }
 
 // Shared returns the test process's shared cluster, at default settings
@@ -30,11 +32,7 @@ var shared struct {
 // parallel. The package's TestMain must call CloseShared after m.Run.
 func Shared(t testing.TB) *Cluster {
 	t.Helper()
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		shared.c, shared.err = startFromTemplate(ctx, Options{})
-	})
+	startShared()
 	if shared.err != nil {
 		skipIfNoBinaries(t, shared.err)
 		t.Fatalf("pgtest: starting the shared cluster: %v", shared.err)
@@ -42,9 +40,37 @@ func Shared(t testing.TB) *Cluster {
 	return shared.c
 }
 
+// startShared starts the shared cluster the first time it is called, and
+// waits for that start in every other call.
+func startShared() {
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		shared.c, shared.err = startFromTemplate(ctx, Options{})
+	})
+}
+
+// PrepareShared starts the shared cluster and loads its torture template
+// (CopyTorture) in the background, for a TestMain to call before work of
+// its own (building a binary), so that the first tests find both ready
+// instead of waiting for them. Errors are left for Shared and CopyTorture
+// to report, in the test that meets them.
+func PrepareShared() {
+	shared.prepared.Store(true)
+	go func() {
+		startShared()
+		if shared.err == nil {
+			_ = tortureOf(shared.c).load(shared.c) // CopyTorture reports it
+		}
+	}()
+}
+
 // CloseShared stops the shared cluster, if one was started; TestMain calls
 // it once every test has run.
 func CloseShared() error {
+	if shared.prepared.Load() {
+		startShared() // waits for PrepareShared's start to finish
+	}
 	if shared.c == nil {
 		return nil
 	}
@@ -115,7 +141,7 @@ func TortureDB(t testing.TB, c *Cluster, name string) string {
 // first test that asks, instead of one LoadTorture per test.
 func CopyTorture(t testing.TB, c *Cluster, db string) {
 	t.Helper()
-	tortureOf(t, c)
+	loadedTorture(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Copies may run at once: each takes a share lock on the template.
@@ -124,11 +150,11 @@ func CopyTorture(t testing.TB, c *Cluster, db string) {
 	}
 }
 
-// tortureOf returns c's torture template, loaded by the first test that
-// asks.
-func tortureOf(t testing.TB, c *Cluster) *tortureTemplate {
-	t.Helper()
+// tortureOf returns c's torture template, not necessarily loaded yet
+// (load).
+func tortureOf(c *Cluster) *tortureTemplate {
 	tortureTemplates.Lock()
+	defer tortureTemplates.Unlock()
 	if tortureTemplates.byCluster == nil {
 		tortureTemplates.byCluster = map[*Cluster]*tortureTemplate{}
 	}
@@ -137,7 +163,12 @@ func tortureOf(t testing.TB, c *Cluster) *tortureTemplate {
 		tt = &tortureTemplate{}
 		tortureTemplates.byCluster[c] = tt
 	}
-	tortureTemplates.Unlock()
+	return tt
+}
+
+// load loads the torture schema into the template database of c, the
+// first time it is called, and returns the error of that load.
+func (tt *tortureTemplate) load(c *Cluster) error {
 	tt.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -145,8 +176,16 @@ func tortureOf(t testing.TB, c *Cluster) *tortureTemplate {
 			tt.err = c.ExecPsql(ctx, tortureTemplateDB, tortureSQL)
 		}
 	})
-	if tt.err != nil {
-		t.Fatalf("pgtest: loading the torture schema: %v", tt.err)
+	return tt.err
+}
+
+// loadedTorture returns c's torture template, loaded by the first test
+// that asks.
+func loadedTorture(t testing.TB, c *Cluster) *tortureTemplate {
+	t.Helper()
+	tt := tortureOf(c)
+	if err := tt.load(c); err != nil {
+		t.Fatalf("pgtest: loading the torture schema: %v", err)
 	}
 	return tt
 }
@@ -178,7 +217,7 @@ func RequireTorture(t testing.TB, c *Cluster, conn string) {
 // (schema dump, fingerprint) made.
 func tortureReference(t testing.TB, c *Cluster) *tortureTemplate {
 	t.Helper()
-	tt := tortureOf(t, c)
+	tt := loadedTorture(t, c)
 	tt.refOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
