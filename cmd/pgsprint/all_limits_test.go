@@ -54,6 +54,7 @@ func createLimitTables(t *testing.T, c *pgtest.Cluster, db string, n int) {
 // the test proves nothing. The copies are compared with the source:
 // schema through pg_dump on both sides, and every table's rows.
 func TestAllWithinLockTable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := pgtest.New(t, pgtest.Options{Settings: limitSettings})
 	dbs := []string{"many_a", "many_r", "small1", "small2", "postgres"}
@@ -136,6 +137,7 @@ func pgsprintEnv(t *testing.T, env []string, args ...string) result {
 // every database is there, equal to the source's, none of the target's own
 // objects is left, and no journal either.
 func TestCloneAllCleanKilled(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := pgtest.New(t)
 	loadPipeServer(t, src)
@@ -194,6 +196,7 @@ func TestCloneAllCleanKilled(t *testing.T) {
 // leave no temporary file and no pg_dump (nor any session of theirs) on
 // the source.
 func TestAllFailsClean(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := pgtest.New(t)
 	loadPipeServer(t, src)

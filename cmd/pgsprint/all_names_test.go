@@ -24,6 +24,7 @@ const (
 // owner's and its objects' byte for byte (pg_dumpall's globals and
 // pg_dump --create of every database compared with the source's).
 func TestAllNonASCIINames(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := pgtest.New(t)
 	for _, s := range []string{

@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// The shared cluster and its torture template get ready while the
+	// binary builds.
+	pgtest.PrepareShared()
 	binary = filepath.Join(dir, "pgsprint")
 	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build pgsprint: %v\n%s", err, out)

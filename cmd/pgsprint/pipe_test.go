@@ -27,8 +27,7 @@ func TestPipeAndCloneTorture(t *testing.T) {
 	spill := t.TempDir()
 	same := func(t *testing.T, dst string) {
 		t.Helper()
-		pgtest.RequireSameSchema(t, c.BinDir(), c.ConnString(src), c.ConnString(dst))
-		pgtest.RequireSameData(t, c.ConnString(src), c.ConnString(dst))
+		pgtest.RequireTorture(t, c, c.ConnString(dst))
 		requireSameValidity(t, c.ConnString(src), c.ConnString(dst))
 	}
 	for _, tc := range []struct {

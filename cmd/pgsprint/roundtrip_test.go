@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
@@ -56,8 +55,7 @@ func TestRoundTripTorture(t *testing.T) {
 				args = append(args, preDataSplit...)
 			}
 			mustPgsprint(t, args...)
-			pgtest.RequireSameSchema(t, c.BinDir(), c.ConnString(src), c.ConnString(dst))
-			pgtest.RequireSameData(t, c.ConnString(src), c.ConnString(dst))
+			pgtest.RequireTorture(t, c, c.ConnString(dst))
 			requireSameValidity(t, c.ConnString(src), c.ConnString(dst))
 			dsts[tc.codec] = dst
 		})
@@ -76,8 +74,7 @@ func TestRoundTripTorture(t *testing.T) {
 		if err != nil {
 			t.Fatalf("psql: %v\n%s", err, out)
 		}
-		pgtest.RequireSameSchema(t, c.BinDir(), c.ConnString(src), c.ConnString(dst))
-		pgtest.RequireSameData(t, c.ConnString(src), c.ConnString(dst))
+		pgtest.RequireTorture(t, c, c.ConnString(dst))
 		requireSameValidity(t, c.ConnString(src), c.ConnString(dst))
 	})
 
@@ -92,26 +89,18 @@ func TestRoundTripTorture(t *testing.T) {
 			t.Fatal("restore into a non-empty database succeeded without --clean")
 		}
 		mustPgsprint(t, append([]string{"restore", "-f", file, "-d", c.ConnString(dst), "--clean", "-j", "2", "-q"}, preDataSplit...)...)
-		pgtest.RequireSameSchema(t, c.BinDir(), c.ConnString(src), c.ConnString(dst))
-		pgtest.RequireSameData(t, c.ConnString(src), c.ConnString(dst))
+		pgtest.RequireTorture(t, c, c.ConnString(dst))
 	})
 
 	t.Run("create", func(t *testing.T) {
 		// --create makes the archived database itself, so drop the source
-		// first (after fingerprinting it) and let restore bring it back.
+		// first and let restore bring it back.
 		file := filepath.Join(dir, "zstd.pgs")
-		schema := pgtest.SchemaDump(t, c.BinDir(), c.ConnString(src))
-		data := pgtest.Fingerprint(t, c.ConnString(src))
 		if err := c.Exec(ctx, "postgres", "DROP DATABASE "+pg.Ident(src)); err != nil {
 			t.Fatal(err)
 		}
 		mustPgsprint(t, append([]string{"restore", "-f", file, "-d", c.ConnString("postgres"), "--create", "-j", "2", "-q"}, preDataSplit...)...)
-		if got := pgtest.SchemaDump(t, c.BinDir(), c.ConnString(src)); compare.SchemaDiff(schema, got) != "" {
-			t.Fatalf("schema after --create differs:\n%s", compare.SchemaDiff(schema, got))
-		}
-		if diff := compare.FingerprintDiff(data, pgtest.Fingerprint(t, c.ConnString(src))); len(diff) > 0 {
-			t.Fatalf("data after --create differs: %v", diff)
-		}
+		pgtest.RequireTorture(t, c, c.ConnString(src))
 	})
 }
 

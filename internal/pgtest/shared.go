@@ -3,11 +3,13 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
@@ -18,6 +20,8 @@ var shared struct {
 	c    *Cluster
 	err  error
 	dbs  atomic.Int64 // databases made by DB, for unique names
+
+	prepared atomic.Bool // PrepareShared was called
 }
 
 // Shared returns the test process's shared cluster, at default settings
@@ -28,11 +32,7 @@ var shared struct {
 // parallel. The package's TestMain must call CloseShared after m.Run.
 func Shared(t testing.TB) *Cluster {
 	t.Helper()
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		shared.c, shared.err = startFromTemplate(ctx, Options{})
-	})
+	startShared()
 	if shared.err != nil {
 		skipIfNoBinaries(t, shared.err)
 		t.Fatalf("pgtest: starting the shared cluster: %v", shared.err)
@@ -40,9 +40,37 @@ func Shared(t testing.TB) *Cluster {
 	return shared.c
 }
 
+// startShared starts the shared cluster the first time it is called, and
+// waits for that start in every other call.
+func startShared() {
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		shared.c, shared.err = startFromTemplate(ctx, Options{})
+	})
+}
+
+// PrepareShared starts the shared cluster and loads its torture template
+// (CopyTorture) in the background, for a TestMain to call before work of
+// its own (building a binary), so that the first tests find both ready
+// instead of waiting for them. Errors are left for Shared and CopyTorture
+// to report, in the test that meets them.
+func PrepareShared() {
+	shared.prepared.Store(true)
+	go func() {
+		startShared()
+		if shared.err == nil {
+			_ = tortureOf(shared.c).load(shared.c) // CopyTorture reports it
+		}
+	}()
+}
+
 // CloseShared stops the shared cluster, if one was started; TestMain calls
 // it once every test has run.
 func CloseShared() error {
+	if shared.prepared.Load() {
+		startShared() // waits for PrepareShared's start to finish
+	}
 	if shared.c == nil {
 		return nil
 	}
@@ -84,6 +112,13 @@ var tortureTemplates struct {
 type tortureTemplate struct {
 	once sync.Once
 	err  error
+
+	// The reference (RequireTorture): the schema dump and fingerprint of
+	// a copy nobody changes, made on first use.
+	refOnce sync.Once
+	refErr  error
+	schema  string
+	data    map[string]string
 }
 
 // tortureTemplateDB is the database of a cluster that holds the torture
@@ -106,7 +141,20 @@ func TortureDB(t testing.TB, c *Cluster, name string) string {
 // first test that asks, instead of one LoadTorture per test.
 func CopyTorture(t testing.TB, c *Cluster, db string) {
 	t.Helper()
+	loadedTorture(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// Copies may run at once: each takes a share lock on the template.
+	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+pg.Ident(db)+" TEMPLATE "+pg.Ident(tortureTemplateDB)); err != nil {
+		t.Fatalf("pgtest: copying the torture database: %v", err)
+	}
+}
+
+// tortureOf returns c's torture template, not necessarily loaded yet
+// (load).
+func tortureOf(c *Cluster) *tortureTemplate {
 	tortureTemplates.Lock()
+	defer tortureTemplates.Unlock()
 	if tortureTemplates.byCluster == nil {
 		tortureTemplates.byCluster = map[*Cluster]*tortureTemplate{}
 	}
@@ -115,7 +163,12 @@ func CopyTorture(t testing.TB, c *Cluster, db string) {
 		tt = &tortureTemplate{}
 		tortureTemplates.byCluster[c] = tt
 	}
-	tortureTemplates.Unlock()
+	return tt
+}
+
+// load loads the torture schema into the template database of c, the
+// first time it is called, and returns the error of that load.
+func (tt *tortureTemplate) load(c *Cluster) error {
 	tt.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -123,13 +176,62 @@ func CopyTorture(t testing.TB, c *Cluster, db string) {
 			tt.err = c.ExecPsql(ctx, tortureTemplateDB, tortureSQL)
 		}
 	})
-	if tt.err != nil {
-		t.Fatalf("pgtest: loading the torture schema: %v", tt.err)
+	return tt.err
+}
+
+// loadedTorture returns c's torture template, loaded by the first test
+// that asks.
+func loadedTorture(t testing.TB, c *Cluster) *tortureTemplate {
+	t.Helper()
+	tt := tortureOf(c)
+	if err := tt.load(c); err != nil {
+		t.Fatalf("pgtest: loading the torture schema: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	// Copies may run at once: each takes a share lock on the template.
-	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+pg.Ident(db)+" TEMPLATE "+pg.Ident(tortureTemplateDB)); err != nil {
-		t.Fatalf("pgtest: copying the torture database: %v", err)
+	return tt
+}
+
+// tortureReferenceDB is the copy of the torture template that
+// RequireTorture's reference is read from: connecting to the template
+// itself would make concurrent copies fail.
+const tortureReferenceDB = "pgtest torture reference"
+
+// RequireTorture fails the test unless the database behind conn holds
+// exactly what CopyTorture copies on c: the same schema (with c's
+// pg_dump, as RequireSameSchema) and the same data (RequireSameData).
+// The torture side is dumped and fingerprinted once per cluster, from a
+// copy no test touches, instead of once per comparison: a round trip of
+// the torture database compares its copy with this, which also catches a
+// run that changed its source.
+func RequireTorture(t testing.TB, c *Cluster, conn string) {
+	t.Helper()
+	tt := tortureReference(t, c)
+	if d := compare.SchemaDiff(tt.schema, SchemaDump(t, c.BinDir(), conn)); d != "" {
+		t.Fatalf("schemas differ (- the torture database, + %s):\n%s", redactConn(conn), d)
 	}
+	if d := compare.FingerprintDiff(tt.data, Fingerprint(t, conn)); len(d) > 0 {
+		t.Fatalf("data differs (a = the torture database, b = %s), %d keys:\n%s", redactConn(conn), len(d), strings.Join(d, "\n"))
+	}
+}
+
+// tortureReference returns c's torture template with its reference
+// (schema dump, fingerprint) made.
+func tortureReference(t testing.TB, c *Cluster) *tortureTemplate {
+	t.Helper()
+	tt := loadedTorture(t, c)
+	tt.refOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if tt.refErr = c.Exec(ctx, "postgres", "CREATE DATABASE "+pg.Ident(tortureReferenceDB)+" TEMPLATE "+pg.Ident(tortureTemplateDB)); tt.refErr != nil {
+			return
+		}
+		conn := c.ConnString(tortureReferenceDB)
+		if tt.schema, tt.refErr = compare.SchemaDump(ctx, c.BinDir(), conn); tt.refErr != nil {
+			return
+		}
+		tt.data, tt.refErr = compare.Fingerprint(ctx, conn)
+	})
+	if tt.refErr != nil {
+		t.Fatalf("pgtest: the torture reference: %v", tt.refErr)
+	}
+	return tt
 }
