@@ -54,20 +54,35 @@ func createLimitTables(t *testing.T, c *pgtest.Cluster, db string, n int) {
 // the test proves nothing. The copies are compared with the source:
 // schema through pg_dump on both sides, and every table's rows.
 func TestAllWithinLockTable(t *testing.T) {
+	allWithinLocks(t, pgtest.Options{Settings: limitSettings}, limitTables, 2)
+}
+
+// allWithinLocks runs dump --all, restore --all and clone --all --clean
+// at -j 2 over a source server started with opts that holds two
+// databases of tables tables each and small databases of a few tables
+// each, and compares every copy with the source.
+func allWithinLocks(t *testing.T, opts pgtest.Options, tables, small int) {
 	ctx := context.Background()
-	src := pgtest.New(t, pgtest.Options{Settings: limitSettings})
-	dbs := []string{"many_a", "many_r", "small1", "small2", "postgres"}
-	for _, db := range dbs[:4] {
+	src := pgtest.New(t, opts)
+	dbs := []string{"many_a", "many_r"}
+	for i := 1; i <= small; i++ {
+		dbs = append(dbs, fmt.Sprintf("small%d", i))
+	}
+	for _, db := range dbs {
 		if err := src.CreateDB(ctx, db); err != nil {
 			t.Fatal(err)
 		}
 	}
+	dbs = append(dbs, "postgres")
 	began := time.Now()
-	createLimitTables(t, src, "many_a", limitTables)
-	createLimitTables(t, src, "many_r", limitTables)
-	createLimitTables(t, src, "small1", 3)
-	createLimitTables(t, src, "small2", 5)
-	t.Logf("%d tables created in %v", 2*limitTables+8, time.Since(began))
+	createLimitTables(t, src, "many_a", tables)
+	createLimitTables(t, src, "many_r", tables)
+	n := 2 * tables
+	for i := 1; i <= small; i++ {
+		createLimitTables(t, src, fmt.Sprintf("small%d", i), 2+i)
+		n += 2 + i
+	}
+	t.Logf("%d tables created in %v", n, time.Since(began))
 	bin := src.BinDir()
 	dir := t.TempDir()
 	if out, err := exec.Command(filepath.Join(bin, "pg_dumpall"), "-f", filepath.Join(dir, "all.sql"), "-d", src.ConnString("postgres")).CombinedOutput(); err != nil {
