@@ -73,6 +73,10 @@ type Database struct {
 	Name string `json:"name"`
 	// SizeBytes is pg_database_size when dumped, for list.
 	SizeBytes int64 `json:"size_bytes"`
+	// Owner is the database's owner when dumped: restore --all --clean
+	// checks that it can create the database under that owner again
+	// before it drops anything ("" in archives written before it was).
+	Owner string `json:"owner,omitempty"`
 	// Manifest describes the database's streams exactly as a
 	// one-database archive's manifest does (its format_version and codec
 	// are the archive's); its schema stream is pg_dump's, whose DATABASE

@@ -92,17 +92,20 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 	}
 	var list []archive.Database
 	for _, d := range dbs {
-		list = append(list, archive.Database{Name: d.name, SizeBytes: d.size})
+		list = append(list, archive.Database{Name: d.name, SizeBytes: d.size, Owner: d.owner})
 	}
 	b := &build{
 		target: opts.Target, id: "clone --all of " + pg.Describe(opts.Source),
-		jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "clone --all", of: "source", dbs: list,
+		jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "clone --all", of: "source", dbs: list, noOwner: opts.NoOwner,
 		globals: func() (string, error) { return string(script), nil },
 		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, Settings: opts.Settings},
-		one: func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error) {
+		one: func(ctx context.Context, name string, jobs int, s step, rep progress.Reporter) (*restore.Result, error) {
 			src := opts.Source.Copy()
 			src.Database = name
-			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: opts.Clean && exists, Create: true, Settings: opts.Settings,
+			// A database the interrupted run began is replaced, never
+			// resumed (resumable is false): it is cloned again from the
+			// start in a fresh snapshot.
+			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: s == replaceDB, Create: true, Settings: opts.Settings,
 				Split: opts.Split, Filter: opts.Filter, Version: opts.Version,
 				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, Logger: opts.Logger.With("database", name),
 				Progress: rep, Programs: opts.Programs, Locks: locks}
@@ -110,12 +113,6 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 				// Every server has one: cloned into, as restore --all does.
 				co.Target = opts.Target.Copy()
 				co.Target.Database, co.Create = name, false
-			}
-			if resuming && exists {
-				// The server journal vouches that the interrupted run
-				// created what is there: replace it (a database that
-				// run finished is not cloned again at all).
-				co.Clean = true
 			}
 			return clone.Run(ctx, co)
 		},

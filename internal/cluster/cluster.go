@@ -77,12 +77,14 @@ type database struct {
 	allowConn bool
 	template  bool
 	size      int64
+	owner     string
 }
 
 // listDatabases lists the server's databases, in name order.
 func listDatabases(ctx context.Context, conn *pgx.Conn) ([]database, error) {
 	rows, err := conn.Query(ctx, `SELECT datname, datallowconn, datistemplate,
-		CASE WHEN pg_catalog.has_database_privilege(oid, 'CONNECT') THEN pg_catalog.pg_database_size(oid) ELSE 0 END
+		CASE WHEN pg_catalog.has_database_privilege(oid, 'CONNECT') THEN pg_catalog.pg_database_size(oid) ELSE 0 END,
+		pg_catalog.pg_get_userbyid(datdba)
 		FROM pg_catalog.pg_database ORDER BY datname COLLATE "C"`)
 	if err != nil {
 		return nil, fmt.Errorf("list databases: %w", err)
@@ -91,7 +93,7 @@ func listDatabases(ctx context.Context, conn *pgx.Conn) ([]database, error) {
 	var out []database
 	for rows.Next() {
 		var d database
-		if err := rows.Scan(&d.name, &d.allowConn, &d.template, &d.size); err != nil {
+		if err := rows.Scan(&d.name, &d.allowConn, &d.template, &d.size, &d.owner); err != nil {
 			return nil, fmt.Errorf("list databases: %w", err)
 		}
 		out = append(out, d)

@@ -89,7 +89,7 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 		sessions = append(sessions, sess)
 		next = sess.Renumber(next)
 		m := sess.Manifest
-		top.Databases = append(top.Databases, archive.Database{Name: d.name, SizeBytes: d.size, Manifest: m})
+		top.Databases = append(top.Databases, archive.Database{Name: d.name, SizeBytes: d.size, Owner: d.owner, Manifest: m})
 		units = append(units, sess.Units()...)
 		res.Databases = append(res.Databases, d.name)
 		res.Tables += len(m.Tables)

@@ -90,11 +90,11 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 	}
 	b := &build{
 		target: opts.Target, id: journal.ArchiveID(m), jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "restore --all", of: "archive",
-		dbs:     m.Databases,
+		dbs: m.Databases, resumable: true, noOwner: opts.NoOwner,
 		globals: func() (string, error) { return readAll(opts.Source, m.Globals.Stream) },
 		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, Settings: opts.Settings},
-		one: func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error) {
-			return restoreDatabase(ctx, opts, name, jobs, exists, resuming, rep)
+		one: func(ctx context.Context, name string, jobs int, s step, rep progress.Reporter) (*restore.Result, error) {
+			return restoreDatabase(ctx, opts, name, jobs, s, rep)
 		},
 		log: opts.Logger, progress: progress.NewParts(reporterOr(opts.Progress), "restore"),
 		expect: func(d archive.Database) progress.Plan { return archivePlan(opts.Source, d) },
@@ -120,11 +120,15 @@ type build struct {
 	verb          string // for messages: "restore --all", "clone --all"
 	of            string // what id names, for messages: "archive", "source"
 	dbs           []archive.Database
-	globals       func() (string, error)
-	gopts         GlobalsOptions
-	one           func(ctx context.Context, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error)
-	log           *slog.Logger
-	progress      *progress.Parts // each database reports as one of its parts
+	// resumable says a database's own journal can be resumed (restore);
+	// a clone starts an unfinished database again (a fresh snapshot).
+	resumable bool
+	noOwner   bool // databases are created owned by the restoring user (--no-owner)
+	globals   func() (string, error)
+	gopts     GlobalsOptions
+	one       func(ctx context.Context, name string, jobs int, s step, rep progress.Reporter) (*restore.Result, error)
+	log       *slog.Logger
+	progress  *progress.Parts // each database reports as one of its parts
 	// expect is a database's work as known before it begins (the
 	// archive's totals, the source's size), for the run's totals.
 	expect func(archive.Database) progress.Plan
@@ -158,9 +162,8 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 		j = nil
 	}
 	// Only a journal found here vouches that the archive's databases the
-	// target holds were created by this restore (the first run checked
-	// that none existed, or --clean replaced them).
-	resuming := j != nil
+	// target holds were created by this restore: those it lists as begun
+	// (journal.Server.Begin).
 	if j != nil {
 		// A killed run's sessions may still be busy (a CREATE DATABASE,
 		// an index build): what exists is known only once they are gone.
@@ -179,19 +182,25 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 			}
 		}
 	}
+	clean := b.clean || (j != nil && j.Clean)
+	var script string
+	if j == nil {
+		b.progress.Phase("globals")
+		if script, err = b.globals(); err != nil {
+			return nil, fmt.Errorf("read globals: %w", err)
+		}
+	}
+	if err := b.checkRecreate(ctx, conn, j, existing, clean, script); err != nil {
+		return nil, err
+	}
 	res := &RestoreResult{}
 	if j == nil {
 		if err := journal.DiscardServer(ctx, conn); err != nil {
 			return nil, err
 		}
-		b.progress.Phase("globals")
-		script, err := b.globals()
-		if err != nil {
-			return nil, fmt.Errorf("read globals: %w", err)
-		}
 		gopts := b.gopts
 		gopts.Journal = func(ctx context.Context, tx pgx.Tx) (err error) {
-			j, err = journal.CreateServer(ctx, tx, id)
+			j, err = journal.CreateServer(ctx, tx, id, b.clean)
 			return err
 		}
 		res.Globals, err = applyGlobals(ctx, conn, script, gopts)
@@ -220,7 +229,24 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	b.progress.Expect(expected)
 	g, gctx := errgroup.WithContext(ctx)
 	schedule(gctx, g, todo, b.jobs, func(d archive.Database, jobs int) error {
-		r, err := b.one(gctx, d.Name, jobs, existing[d.Name], resuming, b.progress.Part(d.Name))
+		mu.Lock()
+		begun := j.HasBegun(d.Name)
+		mu.Unlock()
+		s, err := b.step(gctx, d.Name, existing[d.Name], begun, clean)
+		if err != nil {
+			return err
+		}
+		// The drop (--clean) and the create that follow are one step of
+		// the server journal, recorded before either: a run killed
+		// between them is finished by --resume, which creates the
+		// database again.
+		mu.Lock()
+		err = j.Begin(gctx, conn, d.Name)
+		mu.Unlock()
+		if err != nil {
+			return err
+		}
+		r, err := b.one(gctx, d.Name, jobs, s, b.progress.Part(d.Name))
 		if err != nil {
 			return fmt.Errorf("database %s: %w", pg.Ident(d.Name), err)
 		}
@@ -251,43 +277,24 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	return res, nil
 }
 
-// restoreDatabase restores one database of the archive: created as
-// pg_restore --create does, or, for postgres, into the server's own.
-// Resuming (the server journal vouches that every archive database the
-// target holds was created by this restore), a database with a journal is
-// resumed from it, and one without (its pre-data was cut short, or it was
-// finished just before the server journal could say so) is restored again
-// from the start.
-func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs int, exists, resuming bool, rep progress.Reporter) (*restore.Result, error) {
+// restoreDatabase restores one database of the archive as step s says:
+// created as pg_restore --create does (replaceDB: pg_restore --clean
+// --create, which drops the target's just before it creates the
+// archive's), or resumed from its own journal; postgres, which every
+// server has, is restored into.
+func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs int, s step, rep progress.Reporter) (*restore.Result, error) {
 	src, err := archive.OpenDatabase(opts.Source, name)
 	if err != nil {
 		return nil, err
 	}
-	// --clean replaces a database the target has; one it lacks is just
-	// created (pg_restore --clean --create would fail on DROP DATABASE).
 	ro := opts.databaseOptions(jobs, rep)
-	ro.Create, ro.Clean, ro.Resume = true, opts.Clean && exists, false
+	ro.Create, ro.Clean, ro.Resume = true, s == replaceDB, s == resumeDB
 	ro.Logger = opts.Logger.With("database", name)
-	cfg := opts.Target.Copy()
-	cfg.Database = name
 	if name == "postgres" {
 		// Every server has one: restore into it, as pg_dumpall does
 		// (its database-level properties stay the target's).
-		ro.Target, ro.Create = cfg, false
-	}
-	if resuming && exists {
-		found, err := journal.Exists(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case found:
-			ro.Resume = true
-		case !ro.Create:
-			ro.Clean = true // what is there is this restore's: drop it and start again
-		default:
-			ro.Clean = true // pg_restore --clean --create drops the database first
-		}
+		ro.Target = opts.Target.Copy()
+		ro.Target.Database, ro.Create = name, false
 	}
 	return restore.Run(ctx, src, ro)
 }

@@ -123,3 +123,50 @@ func TestJournalManifest(t *testing.T) {
 		t.Fatalf("journal without a plan: got %v", err)
 	}
 }
+
+// TestServerJournal: the server journal reads back what was recorded in
+// it: whether the run replaces databases, each database begun once however
+// often Begin is called, and those finished; a nil journal (a fresh run)
+// began none.
+func TestServerJournal(t *testing.T) {
+	ctx := context.Background()
+	c := pgtest.New(t)
+	conn, err := pgx.Connect(ctx, c.ConnString("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var none *Server
+	if none.HasBegun("a") {
+		t.Error("a nil journal began a database")
+	}
+	var j *Server
+	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) (err error) {
+		j, err = CreateServer(ctx, tx, "snap/abc", true)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []string{"a", "dbé", "a"} {
+		if err := j.Begin(ctx, conn, db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Finish(ctx, conn, "a"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadServer(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.Archive != "snap/abc" || !got.Clean || strings.Join(got.Begun, ",") != "a,dbé" || strings.Join(got.Done, ",") != "a" ||
+		!got.HasBegun("dbé") || got.HasBegun("b") {
+		t.Fatalf("server journal read back as %+v", got)
+	}
+	if err := DropServer(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadServer(ctx, conn); got != nil || err != nil {
+		t.Fatalf("after DropServer: %+v, %v", got, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,6 +28,14 @@ const ServerRole = "pgsprint_restore_journal"
 type Server struct {
 	Archive string   `json:"archive"` // what is restored: the archive's (or the clone's source's) identity
 	Done    []string `json:"done"`    // the databases finished
+	// Begun names the databases the run began: each is recorded here
+	// before the run drops (--clean) or creates it, so that whatever the
+	// target holds under that name is this run's, and a resume recreates
+	// one that a killed run dropped but had not created again.
+	Begun []string `json:"begun,omitempty"`
+	// Clean says the run replaces the target's databases of the same
+	// names (--clean): a resume replaces those it had not begun as well.
+	Clean bool `json:"clean,omitempty"`
 }
 
 // ReadServer reads the server journal over conn, or nil when there is none.
@@ -47,13 +56,32 @@ func ReadServer(ctx context.Context, conn *pgx.Conn) (*Server, error) {
 }
 
 // CreateServer creates the server journal for archive in tx (the
-// globals' transaction).
-func CreateServer(ctx context.Context, tx pgx.Tx, archive string) (*Server, error) {
+// globals' transaction); clean says the run replaces the target's
+// databases (--clean).
+func CreateServer(ctx context.Context, tx pgx.Tx, archive string, clean bool) (*Server, error) {
 	if _, err := tx.Exec(ctx, "CREATE ROLE "+pg.Ident(ServerRole)+" NOLOGIN"); err != nil {
 		return nil, fmt.Errorf("create the whole-server restore's journal (role %s): %w", ServerRole, err)
 	}
-	j := &Server{Archive: archive}
+	j := &Server{Archive: archive, Clean: clean}
 	return j, j.write(ctx, tx)
+}
+
+// Begin records, before database is dropped or created, that the run has
+// begun it: the drop and the create that follow are one step, which a
+// resume finishes (HasBegun). Recording a database twice records it once.
+func (j *Server) Begin(ctx context.Context, x Execer, database string) error {
+	if j.HasBegun(database) {
+		return nil
+	}
+	j.Begun = append(j.Begun, database)
+	return j.write(ctx, x)
+}
+
+// HasBegun says whether a run of this journal began database (Begin):
+// what the target holds under its name, if anything, is that run's. A nil
+// journal (a fresh run) began none.
+func (j *Server) HasBegun(database string) bool {
+	return j != nil && slices.Contains(j.Begun, database)
 }
 
 // Finish records database as finished.
