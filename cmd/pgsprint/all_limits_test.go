@@ -321,6 +321,7 @@ func killAfterDrop(t *testing.T, dst *pgtest.Cluster, conn *pgx.Conn, cancel boo
 // changes anything, in one line with exit 1: the target's databases are
 // still there, with their own objects, and no journal was made.
 func TestAllCleanRefuses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := pgtest.New(t)
 	loadPipeServer(t, src)
