@@ -59,6 +59,7 @@ DO $$ BEGIN FOR i IN 1..250 LOOP EXECUTE format('CREATE TABLE fill.f%s (id integ
 // its kind (application_name; "pgsprint" for pgsprint's own connections,
 // including clone's "pgsprint clone ..." probe), and what it waits for.
 type activity struct {
+	pid                int
 	side, kind         string
 	waitType, waitName string
 }
@@ -148,7 +149,7 @@ func sampleActivity(t *testing.T, connString string, sides map[string]string, he
 	// Client backends only: parallel workers of an index build carry their
 	// leader's application_name but are not connections (they count
 	// against max_worker_processes, not max_connections).
-	const q = `SELECT coalesce(datname, ''),
+	const q = `SELECT pid, coalesce(datname, ''),
 			CASE WHEN application_name = 'pgsprint' OR application_name LIKE 'pgsprint %' THEN 'pgsprint' ELSE application_name END,
 			coalesce(wait_event_type, ''), coalesce(wait_event, '')
 		FROM pg_catalog.pg_stat_activity
@@ -158,6 +159,7 @@ func sampleActivity(t *testing.T, connString string, sides map[string]string, he
 	go func() {
 		defer s.wg.Done()
 		defer conn.Close(ctx)
+		prev := map[int]bool{} // the pids of the sample before
 		for {
 			rows, err := conn.Query(ctx, q, gateApp)
 			if err != nil {
@@ -168,7 +170,7 @@ func sampleActivity(t *testing.T, connString string, sides map[string]string, he
 			for rows.Next() {
 				var db string
 				var a activity
-				if err := rows.Scan(&db, &a.kind, &a.waitType, &a.waitName); err != nil {
+				if err := rows.Scan(&a.pid, &db, &a.kind, &a.waitType, &a.waitName); err != nil {
 					t.Errorf("sample pg_stat_activity: %v", err)
 				}
 				if a.side = sides[db]; a.side == "" {
@@ -177,8 +179,22 @@ func sampleActivity(t *testing.T, connString string, sides map[string]string, he
 				now = append(now, a)
 			}
 			rows.Close()
+			// A session counts toward the peaks once two samples in a
+			// row show it: a backend whose client has gone stays in
+			// pg_stat_activity for a moment while it exits, and was
+			// counted beside the one that replaced it (a run with 4
+			// target sessions where 3 were open at once).
+			seen := map[int]bool{}
+			var lasting sample
+			for _, a := range now {
+				seen[a.pid] = true
+				if prev[a.pid] {
+					lasting = append(lasting, a)
+				}
+			}
+			prev = seen
 			s.mu.Lock()
-			s.peaks.add(now)
+			s.peaks.add(lasting)
 			s.samples++
 			if s.heldAt == nil && held(now) {
 				s.heldAt = now
