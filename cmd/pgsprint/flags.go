@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
 // connFlags are the libpq-style connection flags shared by every command.
@@ -80,9 +81,13 @@ func checkLockWait(s string) error {
 type logFlags struct {
 	verbose bool
 	quiet   bool
+	// fs is the command's flag set: with --progress=json every stderr
+	// line is a JSON event, log lines included.
+	fs *pflag.FlagSet
 }
 
 func (l *logFlags) register(fs *pflag.FlagSet) {
+	l.fs = fs
 	fs.BoolVarP(&l.verbose, "verbose", "v", false, "log each phase and table")
 	fs.BoolVarP(&l.quiet, "quiet", "q", false, "print nothing but errors")
 }
@@ -92,7 +97,13 @@ func (l *logFlags) logger() *slog.Logger {
 	if l.verbose {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	opts := &slog.HandlerOptions{Level: level}
+	if l.fs != nil {
+		if p := l.fs.Lookup("progress"); p != nil && p.Value.String() == string(progress.JSON) {
+			return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+		}
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
 
 // summaryOut is where the end-of-run summary goes: stderr, unless -q.

@@ -46,7 +46,7 @@ func pgsprintStdin(t testing.TB, env []string, stdin io.Reader, args ...string) 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = runEnv(t, env)
 	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -58,6 +58,20 @@ func pgsprintStdin(t testing.TB, env []string, stdin io.Reader, args ...string) 
 		t.Fatalf("run pgsprint %v: %v", args, err)
 	}
 	return r
+}
+
+// runEnv is the environment of one run: the test's, plus env, with a
+// TMPDIR of the test's own unless env names one. Tests run in parallel,
+// and a run sweeps the temporary files of killed runs in its TMPDIR
+// (saying so on stderr), so a shared one would let one test's kill show
+// up in another test's output.
+func runEnv(t testing.TB, env []string) []string {
+	for _, e := range env {
+		if strings.HasPrefix(e, "TMPDIR=") {
+			return append(os.Environ(), env...)
+		}
+	}
+	return append(append(os.Environ(), env...), "TMPDIR="+t.TempDir())
 }
 
 // mustPgsprint runs the binary and fails the test unless it exits 0.
@@ -106,7 +120,7 @@ func startPgsprint(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 func startPgsprintEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = runEnv(t, env)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
