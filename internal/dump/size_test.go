@@ -105,7 +105,7 @@ func mixed(ctx context.Context, c *pgtest.Cluster, db string) error {
 // -Fc's.
 func TestArchiveSize(t *testing.T) {
 	checkSizes(t, []sizeCase{
-		{name: "los", build: tinyLargeObjects(5000), most: 1.0},
-		{name: "tables", build: smallTables(500), most: 1.0},
+		{name: "los", build: tinyLargeObjects(2000), most: 1.0},
+		{name: "tables", build: smallTables(100), most: 1.0},
 	})
 }
