@@ -203,7 +203,7 @@ func (p *Packer) unpack(s *StreamWriter) []byte {
 // close records a closed packed stream and writes the pack once it is full.
 func (p *Packer) close(s *StreamWriter) error {
 	p.members = append(p.members, member{id: s.id, kind: s.kind, rows: uint64(s.rows), raw: uint32(s.raw), crc: s.crc})
-	if len(p.buf) >= p.size {
+	if len(p.buf)+memberEntrySize*len(p.members) >= p.size {
 		return p.flush()
 	}
 	return nil

@@ -259,3 +259,20 @@ func TestPackedVerifyNames(t *testing.T) {
 		t.Errorf("Verify: %v", err)
 	}
 }
+
+// TestPackerMustClose: a stream in a pack not written yet is still open,
+// so the archive cannot be closed without it.
+func TestPackerMustClose(t *testing.T) {
+	var out bytes.Buffer
+	streams := []testStream{{id: 1, kind: KindLargeObject, data: []byte("x")}}
+	w, err := NewWriter(&out, testManifest(streams), mustCodec(t, "zstd", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeThrough(w.Packer(0, 0), streams[0], 256); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "1 stream(s) opened but not closed") {
+		t.Errorf("Close: %v", err)
+	}
+}
