@@ -281,6 +281,7 @@ type packCache struct {
 	mu    sync.Mutex
 	slots map[uint32]*packSlot
 	order []uint32 // oldest first
+	loads int      // packs read and decompressed, for the tests
 }
 
 // memberContent is the content of the packed stream at position i,
@@ -310,6 +311,7 @@ func (ar *Reader) pack(p uint32) (*packData, error) {
 	if !ok {
 		slot = &packSlot{done: make(chan struct{})}
 		c.slots[p] = slot
+		c.loads++
 		c.order = append(c.order, p)
 		if len(c.order) > packCacheSize {
 			delete(c.slots, c.order[0])
