@@ -104,6 +104,7 @@ func mixed(ctx context.Context, c *pgtest.Cluster, db string) error {
 // large objects and small tables make an archive no larger than pg_dump
 // -Fc's.
 func TestArchiveSize(t *testing.T) {
+	t.Parallel()
 	checkSizes(t, []sizeCase{
 		{name: "los", build: tinyLargeObjects(2000), most: 1.0},
 		{name: "tables", build: smallTables(100), most: 1.0},
