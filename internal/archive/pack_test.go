@@ -211,6 +211,7 @@ func TestPacked(t *testing.T) {
 // covers the envelope): each flip is refused by the footer reader, the
 // front-to-back reader and Verify, and nothing reads back wrong.
 func TestPackedEveryByte(t *testing.T) {
+	t.Parallel()
 	streams := []testStream{
 		{id: 1, kind: KindSchema, data: []byte("schema")},
 		{id: 2, kind: KindData, data: copyRows(1, 3), rows: 3},
