@@ -162,14 +162,19 @@ func TestSealedPassphrase(t *testing.T) {
 func TestSealedWrongKey(t *testing.T) {
 	ids, rs := testIdentities(t, 3)
 	data, _ := sealedArchive(t, "zstd", rs[0], rs[1])
-	to := rs[0].(*age.X25519Recipient).String() + ", " + rs[1].(*age.X25519Recipient).String()
+	for _, r := range rs[:2] {
+		// The archive does not say who can read it, as age's own format.
+		if pub := r.(*age.X25519Recipient).String(); bytes.Contains(data, []byte(pub)) {
+			t.Fatalf("the archive's bytes hold the recipient %s", pub)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		ids  []age.Identity
 		want string
 	}{
-		{"other key", []age.Identity{ids[2]}, "archive is encrypted to " + to + "; no matching identity"},
-		{"no key", nil, "archive is encrypted to " + to + "; no identity given (--identity FILE)"},
+		{"other key", []age.Identity{ids[2]}, "archive is encrypted; no matching identity (none of the given identities opens it)"},
+		{"no key", nil, "archive is encrypted; no identity given (--identity FILE)"},
 	} {
 		_, err := Open(bytes.NewReader(data), int64(len(data)), tc.ids...)
 		if !errors.Is(err, seal.ErrNoKey) || err.Error() != tc.want {
@@ -400,8 +405,8 @@ func TestCheckStructure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(info.Recipients) != 2 || info.Recipients[0] != rs[0].(*age.X25519Recipient).String() {
-		t.Fatalf("recipients %v", info.Recipients)
+	if len(info.Recipients) != 0 || info.String() != "encrypted" {
+		t.Fatalf("the envelope says %q, recipients %v", info, info.Recipients)
 	}
 	l := sealedLayout(t, data)
 	for _, at := range []int{l.manStart + 2, l.frames[2] + 5, l.frames[2] + frameHeaderSize + 1, l.footerOff + 20, len(data) - 3} {
