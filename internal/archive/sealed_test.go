@@ -6,6 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -429,5 +432,62 @@ func TestCheckStructure(t *testing.T) {
 	}
 	if err := ar.Verify(context.Background(), 2); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestExtractSchemaInMemory extracts an encrypted archive's schema: into
+// a memfd, which another open of its path reads and seeks like a file
+// (as pg_restore does), and which no TMPDIR holds; a clear archive's
+// goes to a temporary file, removed by Remove.
+func TestExtractSchemaInMemory(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ids, rs := testIdentities(t, 1)
+	sealedData, streams := sealedArchive(t, "zstd", rs...)
+	clearData, clearStreams := smallArchive(t, "zstd")
+	for _, tc := range []struct {
+		name     string
+		data     []byte
+		want     []byte
+		inMemory bool
+	}{
+		{"encrypted", sealedData, streams[0].data, runtime.GOOS == "linux"},
+		{"clear", clearData, clearStreams[0].data, false},
+	} {
+		ar, err := Open(bytes.NewReader(tc.data), int64(len(tc.data)), ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ExtractSchema(ar)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.InMemory != tc.inMemory {
+			t.Errorf("%s: in memory %v, want %v (%s)", tc.name, s.InMemory, tc.inMemory, s.Path)
+		}
+		left, _ := filepath.Glob(filepath.Join(tmp, "pgsprint-schema-*"))
+		if tc.inMemory && len(left) != 0 {
+			t.Errorf("%s: the schema is on disk too: %v", tc.name, left)
+		}
+		f, err := os.Open(s.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tail := make([]byte, len(tc.want)-5)
+		if _, err := f.Seek(5, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(f, tail); err != nil || !bytes.Equal(tail, tc.want[5:]) {
+			t.Errorf("%s: read after a seek: %q, %v", tc.name, tail, err)
+		}
+		f.Close()
+		path := s.Path
+		s.Remove()
+		if _, err := os.Stat(path); err == nil {
+			t.Errorf("%s: %s still there after Remove", tc.name, path)
+		}
+		if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 {
+			t.Errorf("%s: left %v", tc.name, left)
+		}
 	}
 }
