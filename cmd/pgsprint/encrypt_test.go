@@ -138,6 +138,10 @@ func TestEncryptTorture(t *testing.T) {
 		if r := must(nil, "list", file, "--identity", key3, "--identity", key2); !strings.Contains(r.stdout, "encrypted:  "+opened2) {
 			t.Errorf("list with the second key does not name it:\n%s", r.stdout)
 		}
+		// restore -l reads the schema pg_restore opens from a memfd.
+		if r := must(nil, "restore", "-f", file, "-l", "--identity", key1); !strings.Contains(r.stdout, "secret_payroll_xyz") {
+			t.Errorf("restore -l with a key does not list the table:\n%s", r.stdout)
+		}
 		// Without, that it is encrypted and nothing more.
 		r := run(nil, "list", file)
 		if r.code != 1 || !strings.HasSuffix(strings.TrimSpace(r.stderr), ".pgs: archive is encrypted; no identity given (--identity FILE)") || strings.Count(r.stderr, "\n") != 1 {
