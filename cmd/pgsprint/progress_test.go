@@ -8,10 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
@@ -254,14 +257,25 @@ func testBarsInTmux(t *testing.T, c dbServer, src string) {
 	}
 }
 
-// TestVersion: --version, -V and `version` name pgsprint's version and the
-// pg_dump it found.
+// TestVersion: --version, -V and `version` name pgsprint's version, the
+// commit and build date stamped with -ldflags (as make build does), the
+// Go version, the zstd compressor linked in, and the pg_dump it found.
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"--version"}, {"-V"}, {"version"}} {
 		r := mustPgsprint(t, args...)
-		if !strings.HasPrefix(r.stdout, "pgsprint ") || !strings.Contains(r.stdout, "pg_dump") {
-			t.Errorf("%v printed %q", args, r.stdout)
+		lines := strings.Split(r.stdout, "\n")
+		want := []string{
+			"pgsprint " + version,
+			"commit:  " + testCommit,
+			"built:   " + testBuildDate + " with " + runtime.Version() + " for " + runtime.GOOS + "/" + runtime.GOARCH,
+			"zstd:    " + codec.ZstdLinked(),
 		}
+		if len(lines) < len(want)+1 || !slices.Equal(lines[:len(want)], want) || !strings.Contains(r.stdout, "pg_dump") {
+			t.Errorf("%v printed %q, want it to start with %q and name pg_dump", args, r.stdout, want)
+		}
+	}
+	if !regexp.MustCompile(`, github\.com/\S+ v\d`).MatchString(codec.ZstdLinked()) {
+		t.Errorf("the zstd line names no module version: %q", codec.ZstdLinked())
 	}
 }

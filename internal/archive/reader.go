@@ -51,7 +51,7 @@ func (ar *Reader) Close() error {
 // ErrNotArchive, ErrIncomplete, a *VersionError or an error matching
 // ErrCorrupt, each with a one-line message a user can act on. An
 // encrypted archive is opened with the first of ids that matches; with
-// none matching it returns a *seal.KeyError naming its recipients.
+// none matching it returns a *seal.KeyError.
 func Open(r io.ReaderAt, size int64, ids ...age.Identity) (*Reader, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("archive: negative size %d", size)

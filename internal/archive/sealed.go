@@ -181,13 +181,13 @@ func openFooter(k *seal.Key, fb []byte) ([]byte, error) {
 	return out, nil
 }
 
-// EncryptedTo names whom the archive is encrypted to ("a passphrase"),
-// or is empty for a clear archive.
-func (ar *Reader) EncryptedTo() string {
+// OpenedBy says which of the reader's identities opened the archive
+// (seal.Key.OpenedBy), or is empty for a clear archive.
+func (ar *Reader) OpenedBy() string {
 	if ar.key == nil {
 		return ""
 	}
-	return ar.key.Recipients()
+	return ar.key.OpenedBy()
 }
 
 // CheckStructure checks an encrypted archive without its key: the header
@@ -195,7 +195,8 @@ func (ar *Reader) EncryptedTo() string {
 // and every frame's header and payload checksum, its length and its place
 // in its stream, frames tiling the data area exactly. It cannot check the
 // authentication tags, decompression or totals: that needs the key. It
-// returns whom the archive is encrypted to.
+// returns what the envelope says in clear (seal.Info: a passphrase or
+// keys; the recipients only for an older archive that lists them).
 func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 	var info seal.Info
 	l, err := readBounds(r, size, footerFixedSize+seal.Overhead)
@@ -303,11 +304,11 @@ func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 	return info, nil
 }
 
-// EncryptedTo names whom the archive is encrypted to ("a passphrase"),
-// or is empty for a clear archive.
-func (d *Demux) EncryptedTo() string {
+// OpenedBy says which of the reader's identities opened the archive
+// (seal.Key.OpenedBy), or is empty for a clear archive.
+func (d *Demux) OpenedBy() string {
 	if d.seq.key == nil {
 		return ""
 	}
-	return d.seq.key.Recipients()
+	return d.seq.key.OpenedBy()
 }

@@ -6,6 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -162,14 +165,19 @@ func TestSealedPassphrase(t *testing.T) {
 func TestSealedWrongKey(t *testing.T) {
 	ids, rs := testIdentities(t, 3)
 	data, _ := sealedArchive(t, "zstd", rs[0], rs[1])
-	to := rs[0].(*age.X25519Recipient).String() + ", " + rs[1].(*age.X25519Recipient).String()
+	for _, r := range rs[:2] {
+		// The archive does not say who can read it, as age's own format.
+		if pub := r.(*age.X25519Recipient).String(); bytes.Contains(data, []byte(pub)) {
+			t.Fatalf("the archive's bytes hold the recipient %s", pub)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		ids  []age.Identity
 		want string
 	}{
-		{"other key", []age.Identity{ids[2]}, "archive is encrypted to " + to + "; no matching identity"},
-		{"no key", nil, "archive is encrypted to " + to + "; no identity given (--identity FILE)"},
+		{"other key", []age.Identity{ids[2]}, "archive is encrypted; no matching identity (none of the given identities opens it)"},
+		{"no key", nil, "archive is encrypted; no identity given (--identity FILE)"},
 	} {
 		_, err := Open(bytes.NewReader(data), int64(len(data)), tc.ids...)
 		if !errors.Is(err, seal.ErrNoKey) || err.Error() != tc.want {
@@ -411,8 +419,8 @@ func TestCheckStructure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(info.Recipients) != 2 || info.Recipients[0] != rs[0].(*age.X25519Recipient).String() {
-		t.Fatalf("recipients %v", info.Recipients)
+	if len(info.Recipients) != 0 || info.String() != "encrypted" {
+		t.Fatalf("the envelope says %q, recipients %v", info, info.Recipients)
 	}
 	l := sealedLayout(t, data)
 	for _, at := range []int{l.manStart + 2, l.frames[2] + 5, l.frames[2] + frameHeaderSize + 1, l.footerOff + 20, len(data) - 3} {
@@ -435,5 +443,62 @@ func TestCheckStructure(t *testing.T) {
 	}
 	if err := ar.Verify(context.Background(), 2); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestExtractSchemaInMemory extracts an encrypted archive's schema: into
+// a memfd, which another open of its path reads and seeks like a file
+// (as pg_restore does), and which no TMPDIR holds; a clear archive's
+// goes to a temporary file, removed by Remove.
+func TestExtractSchemaInMemory(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ids, rs := testIdentities(t, 1)
+	sealedData, streams := sealedArchive(t, "zstd", rs...)
+	clearData, clearStreams := smallArchive(t, "zstd")
+	for _, tc := range []struct {
+		name     string
+		data     []byte
+		want     []byte
+		inMemory bool
+	}{
+		{"encrypted", sealedData, streams[0].data, runtime.GOOS == "linux"},
+		{"clear", clearData, clearStreams[0].data, false},
+	} {
+		ar, err := Open(bytes.NewReader(tc.data), int64(len(tc.data)), ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ExtractSchema(ar)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.InMemory != tc.inMemory {
+			t.Errorf("%s: in memory %v, want %v (%s)", tc.name, s.InMemory, tc.inMemory, s.Path)
+		}
+		left, _ := filepath.Glob(filepath.Join(tmp, "pgsprint-schema-*"))
+		if tc.inMemory && len(left) != 0 {
+			t.Errorf("%s: the schema is on disk too: %v", tc.name, left)
+		}
+		f, err := os.Open(s.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tail := make([]byte, len(tc.want)-5)
+		if _, err := f.Seek(5, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(f, tail); err != nil || !bytes.Equal(tail, tc.want[5:]) {
+			t.Errorf("%s: read after a seek: %q, %v", tc.name, tail, err)
+		}
+		f.Close()
+		path := s.Path
+		s.Remove()
+		if _, err := os.Stat(path); err == nil {
+			t.Errorf("%s: %s still there after Remove", tc.name, path)
+		}
+		if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 {
+			t.Errorf("%s: left %v", tc.name, left)
+		}
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -151,7 +150,7 @@ func Run(ctx context.Context, source archive.Source, opts Options) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(schemaFile)
+	defer schemaFile.Remove()
 
 	// Failures are explained with the target's encoding once pre-data has
 	// read it.
@@ -167,7 +166,7 @@ func Run(ctx context.Context, source archive.Source, opts Options) (*Result, err
 	if err != nil {
 		return fail(err)
 	}
-	schema := newSchemaArchive(tools, schemaFile, m, opts)
+	schema := newSchemaArchive(tools, schemaFile.Path, m, opts)
 	sel, err := choose(ctx, opts, m, schema, opts.Target, log, src.skip)
 	if err != nil {
 		return fail(err)
