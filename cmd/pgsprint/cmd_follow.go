@@ -311,7 +311,9 @@ func runFollowFinish(ctx context.Context, o followOptions, out io.Writer) error 
 	start := time.Now()
 	res, err := follow.Finish(ctx, follow.FinishOptions{Source: src, Target: dst, Names: names, Timeout: o.timeout,
 		NoFence: o.noFence, Grace: o.grace, Out: report, Logger: o.log.oneLineLogger(),
-		Verify: func(ctx context.Context, v follow.Verification) error { return verifyFollow(ctx, o, src, dst, v, report) }})
+		Verify: func(ctx context.Context, v follow.Verification) error {
+			return verifyFollow(ctx, o, src, dst, v, report)
+		}})
 	if err != nil {
 		return fmt.Errorf("follow finish: %w", err)
 	}

@@ -105,7 +105,7 @@ type FinishResult struct {
 	// the target was ready: caught up, sequences set. Verification is
 	// the time Verify took, Handover the removal of the replication.
 	WriteDowntime, Verification, Handover time.Duration
-	SourceMajor, TargetMajor               int
+	SourceMajor, TargetMajor              int
 }
 
 // Finish hands a follow over: it fences the source (new sessions are
