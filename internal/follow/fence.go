@@ -38,8 +38,15 @@ func (f Fence) Ours(slot string) bool { return f.ReadOnly && f.Slot == slot }
 // for new sessions, for messages.
 func (f Fence) LiftSQL() string { return LiftSQL(f.Database) }
 
-// LiftSQL is the statement that lifts the fence of database db.
+// LiftSQL is the statements that lift the fence of database db: a
+// session of the fenced database is read-only itself, so it first says
+// it writes. They must run one after the other, as psql sends them (not
+// in one psql -c, whose string is one read-only transaction).
 func LiftSQL(db string) string {
+	return "SET default_transaction_read_only = off; " + resetSQL(db)
+}
+
+func resetSQL(db string) string {
 	return "ALTER DATABASE " + pg.Ident(db) + " RESET default_transaction_read_only"
 }
 
@@ -110,7 +117,7 @@ func setFence(ctx context.Context, conn *pgx.Conn, db, slot string) error {
 func unfence(ctx context.Context, conn *pgx.Conn, db string) error {
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		for _, q := range []string{
-			LiftSQL(db),
+			resetSQL(db),
 			"ALTER DATABASE " + pg.Ident(db) + " RESET " + fenceSetting,
 		} {
 			if _, err := tx.Exec(ctx, q); err != nil {
@@ -144,7 +151,7 @@ func endSessions(ctx context.Context, conn *pgx.Conn, fenced time.Time, grace ti
 		}
 	}
 	rows, err := conn.Query(ctx, `SELECT pid, coalesce(usename::text, ''), coalesce(application_name, ''),
-		coalesce(host(client_addr), 'local') `+others+` AND pg_catalog.pg_terminate_backend(pid)`, fenced)
+		coalesce(host(client_addr), 'local') `+others+` ORDER BY pid`, fenced)
 	var ended []Session
 	if err == nil {
 		ended, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Session, error) {
@@ -153,14 +160,19 @@ func endSessions(ctx context.Context, conn *pgx.Conn, fenced time.Time, grace ti
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("end the source's sessions (that needs superuser or pg_signal_backend): %w", err)
-	}
-	for _, s := range ended {
-		fmt.Fprintf(out, "fence: ended source session %s\n", s)
+		return nil, fmt.Errorf("list the source's sessions: %w", err)
 	}
 	pids := make([]int32, len(ended))
 	for i, s := range ended {
 		pids[i] = s.PID
+	}
+	// Listed first, ended apart: in one query's WHERE the server may
+	// call pg_terminate_backend before the other conditions.
+	if _, err := conn.Exec(ctx, "SELECT pg_catalog.pg_terminate_backend(p) FROM pg_catalog.unnest($1::int4[]) p", pids); err != nil {
+		return nil, fmt.Errorf("end the source's sessions (that needs superuser or pg_signal_backend): %w", err)
+	}
+	for _, s := range ended {
+		fmt.Fprintf(out, "fence: ended source session %s\n", s)
 	}
 	gone := time.Now().Add(10 * time.Second)
 	for {
