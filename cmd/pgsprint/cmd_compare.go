@@ -28,6 +28,9 @@ type compareOptions struct {
 	// acrossVersions compares the schemas of two major versions, leaving
 	// out what each prints differently (follow finish after an upgrade).
 	acrossVersions bool
+	// noReplication leaves publications and subscriptions out of the
+	// schemas: follow finish compares while its own are there.
+	noReplication bool
 }
 
 // errDifferent is returned when the databases differ; the report says how.
@@ -193,6 +196,9 @@ func compareSchemas(ctx context.Context, o compareOptions, tables []string) (str
 	// until it ends, and two at once on one server (a restored copy beside
 	// its source) would need twice the lock slots pg_dump alone needs.
 	var selection []string
+	if o.noReplication {
+		selection = append(selection, "--no-publications", "--no-subscriptions")
+	}
 	for _, t := range tables {
 		selection = append(selection, "--table="+t)
 	}

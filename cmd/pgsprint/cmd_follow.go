@@ -341,7 +341,7 @@ func runFollowFinish(ctx context.Context, o followOptions, out io.Writer) error 
 // tables only for a selection); its error names each kind of difference.
 func verifyFollow(ctx context.Context, o followOptions, src, dst *pgx.ConnConfig, v follow.Verification, report io.Writer) error {
 	found, err := compareConfigs(ctx, compareOptions{source: o.source, target: o.target, jobs: o.jobs, schema: true,
-		acrossVersions: v.SourceMajor != v.TargetMajor}, src, dst, v.Tables, report)
+		acrossVersions: v.SourceMajor != v.TargetMajor, noReplication: true}, src, dst, v.Tables, report)
 	if err != nil {
 		return fmt.Errorf("compare failed: %w", err)
 	}

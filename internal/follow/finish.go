@@ -40,8 +40,11 @@ func (s *Started) subscribe(ctx context.Context, dst *pgx.ConnConfig) error {
 		return fmt.Errorf("create subscription %s on the target: %w; the clone is complete and slot %s and publication %s are kept on the source (the slot holds WAL): create the subscription on the target yourself with a connection string its server can use: %s, or remove them: pgsprint follow abort",
 			s.Slot, err, s.Slot, s.Publication, fmt.Sprintf(create, "'...'"))
 	}
-	if _, err := conn.Exec(ctx, "COMMENT ON SUBSCRIPTION "+pg.Ident(s.Slot)+" IS "+
-		pg.Literal(fmt.Sprintf("%s: slot %s, publication %s on %s", commentPrefix, s.Slot, s.Publication, pg.Describe(s.src)))); err != nil {
+	comment := fmt.Sprintf("%s: slot %s, publication %s on %s", commentPrefix, s.Slot, s.Publication, pg.Describe(s.src))
+	if s.partial {
+		comment += partialMark
+	}
+	if _, err := conn.Exec(ctx, "COMMENT ON SUBSCRIPTION "+pg.Ident(s.Slot)+" IS "+pg.Literal(comment)); err != nil {
 		return fmt.Errorf("comment on subscription %s: %w", s.Slot, err)
 	}
 	return nil
