@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
@@ -357,6 +359,44 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 		}
 		mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst)
 		noFollowLeft(t, src, dst)
+	})
+
+	t.Run("finish killed", func(t *testing.T) {
+		dst := newTarget("finkilled")
+		mustPgsprint(t, "clone", "--follow", "--follow-skip-no-key", "--source", src, "--target", dst)
+		// An open transaction holds finish in its grace, fenced.
+		tx, err := pgx.Connect(ctx, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Close(ctx)
+		if _, err := tx.Exec(ctx, "BEGIN"); err != nil {
+			t.Fatal(err)
+		}
+		cmd, _ := startPgsprint(t, "follow", "finish", "--fence-grace", "1m", "--source", src, "--target", dst)
+		fence := "SELECT count(*) FROM pg_db_role_setting WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = 'app')"
+		deadline := time.Now().Add(30 * time.Second)
+		for scalar(t, src, fence) == "0" {
+			if time.Now().After(deadline) {
+				t.Fatal("finish did not fence the source within 30s")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cmd.Process.Kill()
+		waitExit(t, cmd)
+		st := pgsprint(t, nil, "follow", "status", "--source", src, "--target", dst)
+		if !strings.Contains(st.stdout, `fence: the source database app is READ-ONLY for new sessions (set by follow finish); lift it with: SET default_transaction_read_only = off; ALTER DATABASE "app" RESET default_transaction_read_only`) {
+			t.Errorf("status after a killed finish does not show the fence:\n%s", st.stdout)
+		}
+		tx.Close(ctx)
+		ab := mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst)
+		if !strings.Contains(ab.stdout, "lifted the fence") {
+			t.Errorf("abort after a killed finish:\n%s", ab.stdout)
+		}
+		noFollowLeft(t, src, dst)
+		if v := scalar(t, src, fence); v != "0" {
+			t.Errorf("abort left the fence's settings on the source")
+		}
 	})
 
 	t.Run("interrupted", func(t *testing.T) {
