@@ -106,7 +106,7 @@ func setFence(ctx context.Context, conn *pgx.Conn, db, slot string) error {
 			"ALTER DATABASE " + pg.Ident(db) + " SET default_transaction_read_only = on",
 		} {
 			if _, err := tx.Exec(ctx, q); err != nil {
-				return fmt.Errorf("fence the source (%s): %w", q, err)
+				return fmt.Errorf("fence the source (%s; that needs the database's owner or a superuser, or stop the writes yourself and use --no-fence): %w", q, err)
 			}
 		}
 		return nil

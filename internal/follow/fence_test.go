@@ -172,13 +172,16 @@ func TestFinishFails(t *testing.T) {
 		// run calls Finish as the case fails it.
 		run  func(t *testing.T, o FinishOptions) error
 		want string
+		// rerun: after the killed finish's fence, finish again (else
+		// abort).
+		rerun bool
 	}{
-		{name: "difference", want: "the rows differ", run: func(t *testing.T, o FinishOptions) error {
+		{name: "difference", want: "the rows differ", rerun: true, run: func(t *testing.T, o FinishOptions) error {
 			o.Verify = func(context.Context, Verification) error { return errors.New("the rows differ") }
 			_, err := Finish(ctx, o)
 			return err
 		}},
-		{name: "cancelled while verifying", want: "cancel", run: func(t *testing.T, o FinishOptions) error {
+		{name: "cancelled while verifying", want: "cancel", rerun: true, run: func(t *testing.T, o FinishOptions) error {
 			cctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			o.Verify = func(ctx context.Context, _ Verification) error {
@@ -227,6 +230,7 @@ func TestFinishFails(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			o := newCase(t, c, i+1, sourceSQL)
 			o.SkipNoKey = true
 			src, dst, n := o.Source, o.Target, o.Names
@@ -256,12 +260,25 @@ func TestFinishFails(t *testing.T) {
 			if err != nil || !st.Source.Fence.Ours(n.Slot) {
 				t.Fatalf("ReadState does not see the fence: %+v, %v", st.Source, err)
 			}
+			want := Dropped{Subscription: true, Slot: true, Publication: true, Unfenced: true}
+			if tc.rerun {
+				var out bytes.Buffer
+				fo.Out = &out
+				res, err := Finish(ctx, fo)
+				if err != nil || !res.Followed || !res.Fence.Ours(n.Slot) || !strings.Contains(out.String(), "still fenced by an earlier finish") {
+					t.Fatalf("Finish behind a killed finish's fence: %+v, %v\n%s", res, err, out.String())
+				}
+				if d := compare.FingerprintDiff(fingerprint(t, src), fingerprint(t, dst)); len(d) > 0 {
+					t.Errorf("target differs from the source:\n%s", strings.Join(d, "\n"))
+				}
+				want = Dropped{Unfenced: true}
+			}
 			d, err := Abort(ctx, src, dst, n)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !d.Subscription || !d.Slot || !d.Publication || !d.Unfenced {
-				t.Errorf("Abort: %+v", d)
+			if d.Fence.Database == "" || *d != (Dropped{Subscription: want.Subscription, Slot: want.Slot, Publication: want.Publication, Unfenced: true, Fence: Fence{Database: d.Fence.Database}}) {
+				t.Errorf("Abort: %+v, want %+v", d, want)
 			}
 			nothingLeft(t, src, dst, n)
 			if fenced(t, src) {
