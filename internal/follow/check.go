@@ -115,6 +115,7 @@ type table struct {
 	name    string // quoted schema.name
 	logged  bool
 	keyless bool // a table with rows of its own, no primary key and no replica identity
+	full    bool // REPLICA IDENTITY FULL already
 }
 
 // listTables lists the tables (plain, partitioned, partitions) whose rows
@@ -132,7 +133,8 @@ func listTables(ctx context.Context, conn *pgx.Conn, f filter.Options) ([]table,
 	rows, err := conn.Query(ctx, `SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname),
 		c.relpersistence = 'p',
 		c.relkind = 'r' AND (c.relreplident = 'n' OR c.relreplident = 'd' AND NOT EXISTS (
-			SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary))
+			SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)),
+		c.relreplident = 'f'
 		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't'
 		AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
@@ -145,7 +147,7 @@ func listTables(ctx context.Context, conn *pgx.Conn, f filter.Options) ([]table,
 	}
 	tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (table, error) {
 		var t table
-		return t, r.Scan(&t.name, &t.logged, &t.keyless)
+		return t, r.Scan(&t.name, &t.logged, &t.keyless, &t.full)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list the source's tables: %w", err)

@@ -63,6 +63,8 @@ func TestCloneRefused(t *testing.T) {
 		{name: "no equality operator", srcSetup: "CREATE DOMAIN jd AS json; CREATE TABLE docs (id int, d jd[], p point, v varchar, e int[])",
 			opts: func(o *Options) { o.ReplicaIdentityFull = true },
 			want: []string{"have no equality operator: public.docs.d (jd[]), public.docs.p (point);", "--follow-skip-no-key"}},
+		{name: "already full", srcSetup: "CREATE TABLE docs (id int PRIMARY KEY, d json); ALTER TABLE docs REPLICA IDENTITY FULL",
+			opts: func(o *Options) { o.SkipNoKey = true }, want: []string{"have no equality operator: public.docs.d (json);"}},
 		{name: "unreachable", opts: func(o *Options) { o.SkipNoKey = true; o.Conninfo = "host=127.0.0.1 port=1 dbname=x password=sekrit" },
 			want: []string{"the target server cannot reach the source"}},
 		{name: "password", opts: func(o *Options) { o.Source.Password = "pw" }, is: ErrConninfoPassword},

@@ -97,15 +97,24 @@ func start(ctx context.Context, o Options) (*Started, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Tables whose rows the target finds by every column: those already
+	// REPLICA IDENTITY FULL, and the keyless ones under the option.
+	var full []string
 	if o.ReplicaIdentityFull {
-		cols, err := noEquality(ctx, conn, keyless)
-		if err != nil {
-			return nil, err
+		full = append(full, keyless...)
+	}
+	for _, t := range tables {
+		if t.full && t.logged {
+			full = append(full, t.name)
 		}
-		if len(cols) > 0 {
-			return nil, fmt.Errorf("--replica-identity-full: the target finds the row an UPDATE or DELETE of a table without key changes by comparing every column, and these columns' types have no equality operator: %s; give those tables a primary key (or a REPLICA IDENTITY USING INDEX), or use --follow-skip-no-key (their changes are not followed)",
-				pg.Shorten(strings.Join(cols, ", "), 300))
-		}
+	}
+	cols, err := noEquality(ctx, conn, full)
+	if err != nil {
+		return nil, err
+	}
+	if len(cols) > 0 {
+		return nil, fmt.Errorf("tables followed with REPLICA IDENTITY FULL (set by --replica-identity-full, or already): the target finds the row an UPDATE or DELETE changes by comparing every column, and these columns' types have no equality operator: %s; give those tables a primary key (or a REPLICA IDENTITY USING INDEX), or use --follow-skip-no-key (their changes are not followed)",
+			pg.Shorten(strings.Join(cols, ", "), 300))
 	}
 	if err := probeReach(ctx, conn, o.Target, o.Names, o.Conninfo); err != nil {
 		return nil, err
