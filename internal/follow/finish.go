@@ -172,21 +172,29 @@ func Finish(ctx context.Context, o FinishOptions) (res *FinishResult, err error)
 	}
 	// Before the handover, any failure lifts the fence this follow put
 	// on the source: it is writable again and the follow goes on.
+	// Once the handover began the subscription may be gone: a writable
+	// source would then take writes the target never gets, so the fence
+	// stays and a rerun completes the handover.
+	r, handingOver := res, false
 	defer func() {
-		if err == nil || !res.Fence.Ours(o.Names.Slot) {
+		if err == nil || !r.Fence.Ours(o.Names.Slot) {
 			return
 		}
-		if uerr := o.unfence(context.WithoutCancel(ctx), sconn, res.Fence.Database); uerr != nil {
-			err = fmt.Errorf("%w; and lifting the source's fence failed: %v: the source is still read-only: run pgsprint follow abort, or on the source: %s", err, uerr, res.Fence.LiftSQL())
+		if handingOver {
+			err = fmt.Errorf("%w; the handover did not complete: the source stays fenced; run pgsprint follow finish again", err)
 			return
 		}
-		res.Fence.ReadOnly, res.Fence.Slot = false, ""
+		if uerr := o.unfence(context.WithoutCancel(ctx), sconn, r.Fence.Database); uerr != nil {
+			err = fmt.Errorf("%w; and lifting the source's fence failed: %v: the source is still read-only: run pgsprint follow abort, or on the source: %s", err, uerr, r.Fence.LiftSQL())
+			return
+		}
+		r.Fence.ReadOnly, r.Fence.Slot = false, ""
 		err = fmt.Errorf("%w; the source is writable again and the target still follows it (pgsprint follow status; finish again, or abort)", err)
 	}()
 	if !sub.Enabled {
 		log.Warn("subscription was disabled: enabling it to catch up", "subscription", o.Names.Slot)
 		if _, err := dconn.Exec(ctx, "ALTER SUBSCRIPTION "+pg.Ident(o.Names.Slot)+" ENABLE"); err != nil {
-			return nil, fmt.Errorf("enable subscription %s on the target: %w", o.Names.Slot, err)
+			return res, fmt.Errorf("enable subscription %s on the target: %w", o.Names.Slot, err)
 		}
 	}
 	if !o.NoFence {
@@ -213,7 +221,7 @@ func Finish(ctx context.Context, o FinishOptions) (res *FinishResult, err error)
 		return res, err
 	}
 	res.Verification = time.Since(verified)
-	handover := time.Now()
+	handover, handingOver := time.Now(), true
 	if err := dropAll(ctx, sconn, dconn, o.Names, true); err != nil {
 		return res, err
 	}
