@@ -15,6 +15,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
@@ -64,8 +65,13 @@ func fenced(t *testing.T, cfg *pgx.ConnConfig) bool {
 // lifts it; a second Finish and an Abort are safe.
 func TestFinishFenced(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	c := newLogical(t)
+	t.Run("kinds", func(t *testing.T) { t.Parallel(); testKinds(t, c) })
+	t.Run("writer", func(t *testing.T) { t.Parallel(); testWriter(t, c) })
+}
+
+func testWriter(t *testing.T, c *pgtest.Cluster) {
+	ctx := context.Background()
 	o := newCase(t, c, 0, sourceSQL)
 	src, dst, n := o.Source, o.Target, o.Names
 	o.SkipNoKey = true

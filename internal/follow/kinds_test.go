@@ -6,16 +6,15 @@ import (
 	"testing"
 
 	"github.com/pgsprint/pgsprint/internal/compare"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
-// TestKinds: each kind of difference finish can meet is named as what it
+// testKinds: each kind of difference finish can meet is named as what it
 // is, from the source's catalog, and rows with writes since the catch-up
-// read as writes that went on.
-func TestKinds(t *testing.T) {
-	t.Parallel()
+// read as writes that went on. It runs on TestFinishFenced's cluster.
+func testKinds(t *testing.T, c *pgtest.Cluster) {
 	ctx := context.Background()
-	c := newLogical(t)
-	o := newCase(t, c, 0, `CREATE TABLE t (id int PRIMARY KEY); CREATE UNLOGGED TABLE u (id int);
+	o := newCase(t, c, 100, `CREATE TABLE t (id int PRIMARY KEY); CREATE UNLOGGED TABLE u (id int);
 		CREATE MATERIALIZED VIEW m AS SELECT 1 AS x; CREATE TABLE "Odd ""name" (id int)`)
 	diff := func(keys ...string) []compare.Entry {
 		var out []compare.Entry
