@@ -130,9 +130,10 @@ func unfence(ctx context.Context, conn *pgx.Conn, db string) error {
 
 // endSessions ends the sessions of the source database that began
 // before the fence, which may still write: it waits up to grace for the
-// transactions under way to end, then terminates every other client
-// session of the database (idle ones too: their next transaction could
-// write) and waits until they are gone. Each is written to out.
+// transactions under way at the fence to end (a busy session starts new
+// ones all the time: those are not waited for), then terminates every
+// such session (idle ones too: their next transaction could write) and
+// waits until they are gone. Each is written to out.
 func endSessions(ctx context.Context, conn *pgx.Conn, fenced time.Time, grace time.Duration, out io.Writer) ([]Session, error) {
 	// Sessions that began after the fence are read-only: left alone.
 	const others = `FROM pg_catalog.pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_catalog.pg_backend_pid()
@@ -140,7 +141,7 @@ func endSessions(ctx context.Context, conn *pgx.Conn, fenced time.Time, grace ti
 	deadline := time.Now().Add(grace)
 	for {
 		var busy int
-		if err := conn.QueryRow(ctx, "SELECT count(*)::int "+others+" AND xact_start IS NOT NULL", fenced).Scan(&busy); err != nil {
+		if err := conn.QueryRow(ctx, "SELECT count(*)::int "+others+" AND xact_start < $1", fenced).Scan(&busy); err != nil {
 			return nil, fmt.Errorf("list the source's sessions: %w", err)
 		}
 		if busy == 0 || time.Now().After(deadline) {
