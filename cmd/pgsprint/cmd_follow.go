@@ -91,6 +91,8 @@ type followOptions struct {
 	timeout time.Duration
 	noFence bool
 	grace   time.Duration
+	// graceSet: --fence-grace was given.
+	graceSet bool
 }
 
 func (o *followOptions) register(fs *pflag.FlagSet, sourceHelp string) {
@@ -282,7 +284,10 @@ that went on).`,
   pgsprint follow finish --source prod --target "host=new dbname=prod"
   # point the application at the new server; the old one stays read-only`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runFollowFinish(cmd.Context(), o, os.Stdout) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.graceSet = cmd.Flags().Changed("fence-grace")
+			return runFollowFinish(cmd.Context(), o, os.Stdout)
+		},
 	}
 	o.register(cmd.Flags(), "source database: name, connection string or URI")
 	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "tables compared in parallel on each side")
@@ -301,7 +306,7 @@ func runFollowFinish(ctx context.Context, o followOptions, out io.Writer) error 
 	if err := checkJobs(o.jobs); err != nil {
 		return err
 	}
-	if o.noFence && o.grace != 5*time.Second {
+	if o.noFence && o.graceSet {
 		return usageError{fmt.Errorf("--fence-grace goes without --no-fence")}
 	}
 	report := io.Discard

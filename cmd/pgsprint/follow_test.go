@@ -555,6 +555,7 @@ func TestFollowUsage(t *testing.T) {
 		{"bad slot name", nil, []string{"clone", "--follow", "--slot", "Bad-Name", "--source", src, "--target", dst}, "slot name"},
 		{"finish without source", nil, []string{"follow", "finish", "--target", dst}, "--source and --target"},
 		{"status without target", nil, []string{"follow", "status"}, "--target is required"},
+		{"grace without fence", nil, []string{"follow", "finish", "--no-fence", "--fence-grace", "1s", "--source", src, "--target", dst}, "--fence-grace goes without --no-fence"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := pgsprint(t, tc.env, tc.args...)

@@ -68,6 +68,23 @@ func TestFinishFenced(t *testing.T) {
 	c := newLogical(t)
 	t.Run("kinds", func(t *testing.T) { t.Parallel(); testKinds(t, c) })
 	t.Run("writer", func(t *testing.T) { t.Parallel(); testWriter(t, c) })
+	t.Run("no fence", func(t *testing.T) {
+		t.Parallel()
+		o := newCase(t, c, 50, sourceSQL)
+		o.SkipNoKey = true
+		following(t, o)
+		exec(t, o.Source, "UPDATE keyed SET v = 'nofence' WHERE id < 10")
+		var out bytes.Buffer
+		res, err := Finish(context.Background(), FinishOptions{Source: o.Source, Target: o.Target, Names: o.Names, Timeout: time.Minute,
+			NoFence: true, Out: &out, Verify: sameData(o.Source, o.Target)})
+		if err != nil || !res.Verified || res.Fence.ReadOnly || len(res.Ended) != 0 || out.Len() != 0 {
+			t.Fatalf("Finish --no-fence: %+v, %v\n%s", res, err, out.String())
+		}
+		if fenced(t, o.Source) {
+			t.Error("--no-fence fenced the source")
+		}
+		nothingLeft(t, o.Source, o.Target, o.Names)
+	})
 }
 
 func testWriter(t *testing.T, c *pgtest.Cluster) {
