@@ -364,10 +364,12 @@ func newFollowAbortCmd() *cobra.Command {
 	var o followOptions
 	cmd := &cobra.Command{
 		Use:   "abort --source SRC --target DST",
-		Short: "Remove a clone --follow's subscription, slot and publication",
+		Short: "Remove a clone --follow's subscription, slot and publication, and lift its fence",
 		Long: `Remove what clone --follow created: the subscription on the target, the
 replication slot and the publication on the source, whichever exist (it can
-be run again). The target keeps the rows it has; it no longer follows.
+be run again), and the fence a follow finish left on the source (killed, or
+after its handover): the source is writable again. It says what it did. The
+target keeps the rows it has; it no longer follows.
 Other slots named pgsprint_* left on the source by killed clones are listed.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFollowAbort(cmd.Context(), o, os.Stdout) },
