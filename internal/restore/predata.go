@@ -15,6 +15,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/preflight"
 )
 
 // target is the database the restore works in, as the pre-data stage
@@ -62,7 +63,8 @@ func (p *preData) prepare(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if err := p.checkEncoding(ctx, conn); err != nil {
+	p.encoding = conn.PgConn().ParameterStatus("server_encoding")
+	if err := preflight.Encoding(ctx, conn, p.m); err != nil {
 		return err
 	}
 	found, err := journal.Read(ctx, conn)
@@ -115,7 +117,7 @@ func (p *preData) prepare(ctx context.Context) error {
 				return err
 			}
 		default:
-			if err := refuseNonEmpty(ctx, conn, p.target); err != nil {
+			if err := preflight.Empty(ctx, conn, p.target.Database); err != nil {
 				return err
 			}
 		}
@@ -255,28 +257,6 @@ func (p *preData) checkJournal(found, id string) error {
 			p.target.Database, found, id)
 	}
 	return nil
-}
-
-// refuseNonEmpty stops a restore into a database that already holds
-// anything someone created (pg.UserObjects: tables, sequences, types,
-// functions, schemas but public, extensions but plpgsql, large objects...),
-// before anything is created: loading on top of existing rows would
-// duplicate or mix data, pg_restore would fail half-way on an object that
-// already exists, and a resume must be able to tell that every archived
-// object in the target is its own.
-func refuseNonEmpty(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig) error {
-	n, found, err := pg.UserObjects(ctx, conn, 5)
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return nil
-	}
-	list := strings.Join(found, ", ")
-	if n > len(found) {
-		list += fmt.Sprintf(" and %d more", n-len(found))
-	}
-	return fmt.Errorf("target database %q is not empty: it holds %s; restore into an empty database or use --clean", cfg.Database, list)
 }
 
 // dropArchivedObjects runs the DROP ... IF EXISTS statements pg_restore
