@@ -70,7 +70,7 @@ type LockTable struct {
 	Entries int64
 	// Held is the locks held in the shared table now (fast-path locks,
 	// kept in each backend, take no slot).
-	Held int64
+	Held    int64
 	perXact int64
 }
 

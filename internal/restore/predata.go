@@ -105,7 +105,7 @@ func (p *preData) prepare(ctx context.Context) error {
 		}
 		switch {
 		case p.sel.dataOnly:
-			if err := p.checkDataTargets(ctx, conn); err != nil {
+			if err := preflight.DataTargets(ctx, conn, p.m.Tables); err != nil {
 				return err
 			}
 		case p.opts.Clean:
@@ -242,21 +242,11 @@ func cleanFlag(clean bool) string {
 	return ""
 }
 
-// checkJournal decides what an existing journal means for this run:
-// found is the ID of the journal in the target ("" when there is none), id
-// this run's.
+// checkJournal decides what an existing journal means for this run
+// (preflight.Journal): found is the ID of the journal in the target (""
+// when there is none), id this run's.
 func (p *preData) checkJournal(found, id string) error {
-	switch {
-	case found == "":
-		return nil
-	case !p.opts.Resume && !p.opts.Clean:
-		return fmt.Errorf("target database %q holds an unfinished pgsprint restore or clone (schema %s): use --resume to finish it (a clone with the --snapshot it read), or --clean to start over",
-			p.target.Database, pg.Ident(journal.Schema))
-	case p.opts.Resume && found != id:
-		return fmt.Errorf("target database %q holds an unfinished restore of another archive (%s, this one is %s): resume with that archive, or use --clean without --resume to start over",
-			p.target.Database, found, id)
-	}
-	return nil
+	return preflight.Journal(found, id, p.opts.Resume, p.opts.Clean, p.target.Database)
 }
 
 // dropArchivedObjects runs the DROP ... IF EXISTS statements pg_restore
