@@ -410,7 +410,7 @@ func encodingDetail(from, to string) string {
 }
 
 func archiveDetail(where string, m *archive.Manifest) string {
-	return fmt.Sprintf("%s: database %q of PostgreSQL %s, %d tables, %d sequences, %d large objects", where, m.Database, strings.Fields(m.ServerVersion+" ?")[0], len(m.Tables), len(m.Sequences), len(m.LargeObjects))
+	return fmt.Sprintf("%s: database %q of PostgreSQL %s, %d tables, %d sequences, %d large objects", where, m.Database, strings.Fields(m.ServerVersion + " ?")[0], len(m.Tables), len(m.Sequences), len(m.LargeObjects))
 }
 
 // cloneManifest is the part of a clone's manifest the target's checks
