@@ -97,7 +97,7 @@ func Restore(ctx context.Context, o RestoreOptions) *Checklist {
 	var m *archive.Manifest
 	switch {
 	case o.ArchiveErr != nil:
-		c.add(fail("archive", o.ArchiveErr))
+		c.add(fail("archive", fmt.Errorf("%w: check -f (and, for s3://, the store's flags and credentials)", o.ArchiveErr)))
 	case o.Archive == nil:
 		c.add(pass("archive", "standard input: read only by the restore itself"))
 	default:
