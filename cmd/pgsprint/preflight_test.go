@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/store/remotetest"
 )
 
 // TestPreflight runs preflight dump, restore and clone on the shared
@@ -184,5 +185,57 @@ func TestPreflightPrivilegesAndLocks(t *testing.T) {
 	noPartialFiles(t, dir)
 	if _, err := os.Stat(out); err == nil {
 		t.Errorf("the refused dump wrote %s", out)
+	}
+}
+
+// TestPreflightS3: preflight dump -f s3://... checks credentials, the
+// bucket and the right to write by starting a multipart upload and
+// aborting it: it passes and leaves no object and no open upload (so a
+// second preflight without --overwrite passes too); a bucket that does
+// not exist fails naming it (exit 1), a wrong secret key exits 3, and
+// preflight restore of a key that holds nothing names the archive.
+func TestPreflightS3(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := remotetest.StartS3(t)
+	s := shared(t)
+	if err := s.CreateDB(ctx, "src"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Exec(ctx, "src", "CREATE TABLE t (id int PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	bucket := srv.Bucket(t)
+	env := srv.Env(srv.Endpoint)
+	loc := "s3://" + bucket + "/preflight/x.pgs"
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		want string
+	}{
+		{"ready", env, []string{"dump", "-d", s.ConnString("src"), "-f", loc}, exitOK,
+			"✓ output: " + loc + ": credentials, bucket and the right to write (an upload started and aborted)"},
+		{"again, without --overwrite", env, []string{"dump", "-d", s.ConnString("src"), "-f", loc}, exitOK, "✓ output: " + loc},
+		{"no such bucket", env, []string{"dump", "-d", s.ConnString("src"), "-f", "s3://no-such-bucket-pgsprint/x.pgs"}, exitFailure,
+			`✗ output: s3://no-such-bucket-pgsprint/x.pgs: bucket "no-such-bucket-pgsprint" does not exist`},
+		{"wrong secret", append(env[:len(env):len(env)], "AWS_SECRET_ACCESS_KEY=wrong"), []string{"dump", "-d", s.ConnString("src"), "-f", loc}, exitConnection,
+			"wrong secret access key"},
+		{"restore of nothing", env, []string{"restore", "-d", s.ConnString("src"), "-f", loc}, exitFailure, "✗ archive: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := pgsprint(t, tc.env, append([]string{"preflight"}, tc.args...)...)
+			t.Logf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			if r.code != tc.code || !strings.Contains(r.stdout, tc.want) {
+				t.Errorf("exit %d, want %d and a line with %q", r.code, tc.code, tc.want)
+			}
+			if up := srv.OpenUploads(t, bucket); len(up) != 0 {
+				t.Errorf("open uploads after preflight: %v", up)
+			}
+			if objs := srv.Objects(t, bucket); len(objs) != 0 {
+				t.Errorf("objects after preflight: %v", objs)
+			}
+		})
 	}
 }

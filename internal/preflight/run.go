@@ -448,13 +448,12 @@ func cloneManifest(ctx context.Context, conn *pgx.Conn, srv pg.Server, f filter.
 // overwrite), and the right to write, by starting a multipart upload and
 // aborting it at once.
 func writableStore(ctx context.Context, b store.Backend, overwrite bool) Item {
-	name := "output " + b.String()
 	sink, err := b.Create(ctx, store.CreateOptions{Overwrite: overwrite})
 	if err != nil {
-		return fail(name, err)
+		return fail("output", err)
 	}
 	sink.Abort()
-	return pass(name, "credentials, bucket and the right to write (an upload started and aborted)")
+	return pass("output", b.String()+": credentials, bucket and the right to write (an upload started and aborted)")
 }
 
 // follow adds clone --follow's checks: the source's settings and rights,
