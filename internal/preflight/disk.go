@@ -30,7 +30,7 @@ func DiskSpace(dir string, need int64, what string) Item {
 	name := "disk space in " + dir
 	st, err := os.Stat(dir)
 	if err != nil {
-		return fail(name, fmt.Errorf("%s: %w: create it, or write %s elsewhere", dir, err, what))
+		return fail(name, fmt.Errorf("%w: create it, or write %s elsewhere", err, what))
 	}
 	if !st.IsDir() {
 		return fail(name, fmt.Errorf("%s is not a directory: write %s elsewhere", dir, what))
