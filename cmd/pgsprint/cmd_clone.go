@@ -118,8 +118,8 @@ starts the whole copy over.`,
   pgsprint clone --source prod --target copy -n app -T 'app.log_*'
   pgsprint clone --source prod --target copy --data-only -t app.orders
   pgsprint clone --all --source "host=old dbname=postgres" --target "host=new dbname=postgres" -j 8`,
+		Args: noArgs,
 	}
-	cmd.Args = noArgs
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	fs.StringVar(&o.source, "source", "", "source database: name, connection string or URI (PG* variables and .pgpass apply)")

@@ -114,8 +114,8 @@ server. One connection per database holds its snapshot until the end; the
   pgsprint dump -d prod -f m.pgs --table-and-children app.measurements --no-comments
   pgsprint dump -d prod -f prod.pgs --encrypt-to age1... --encrypt-to-file backup-keys.txt
   pgsprint dump --all -f server.pgs -j 8 --exclude-database 'scratch*'   # the whole server`,
+		Args: noArgs,
 	}
-	cmd.Args = noArgs
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	o.conn.register(fs)

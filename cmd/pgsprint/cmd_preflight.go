@@ -196,5 +196,12 @@ func preflightClone(ctx context.Context, o *cloneOptions) error {
 		}
 		po.Follow = f
 	}
-	return report(preflight.Clone(ctx, po))
+	c := preflight.Clone(ctx, po)
+	if err := preflight.Failed(c.Items); errors.Is(err, preflight.ErrSameDatabase) {
+		if err := c.Print(os.Stdout); err != nil {
+			return err
+		}
+		return usageError{err} // as clone says it
+	}
+	return report(c)
 }

@@ -209,8 +209,8 @@ reports and passes), then for each database its CREATE DATABASE and
   pgsprint restore -f mydb.pgs -d copy --filter tables.txt --no-tablespaces --role app_owner -O
   pgsprint restore --all -f server.pgs -d postgres -j 8     # a whole server, from dump --all
   pgsprint restore -f server.pgs --database app -d postgres --create`,
+		Args: noArgs,
 	}
-	cmd.Args = noArgs
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	o.conn.register(fs)

@@ -86,7 +86,7 @@ func TestPreflight(t *testing.T) {
 		{"follow on wal_level replica", []string{"clone", "--source", s.ConnString("src"), "--target", s.ConnString("dst"), "--follow"}, exitFailure,
 			[]string{"✗ follow: wal_level: source has wal_level = replica", "ALTER SYSTEM SET wal_level = logical", "✓ follow: replica identity: 1 tables", "✓ follow: subscription right: superuser",
 				"✓ follow: source reach: "}},
-		{"same database", []string{"clone", "--source", s.ConnString("src"), "--target", s.ConnString("src")}, exitFailure,
+		{"same database", []string{"clone", "--source", s.ConnString("src"), "--target", s.ConnString("src")}, exitUsage,
 			[]string{"✗ distinct databases: --source and --target are the same database"}},
 		{"archive missing", []string{"restore", "-f", filepath.Join(dir, "none.pgs"), "-d", s.ConnString("dst")}, exitFailure,
 			[]string{"✗ archive: ", "none.pgs", "✓ target: "}},

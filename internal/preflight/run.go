@@ -169,8 +169,8 @@ func Clone(ctx context.Context, o CloneOptions) *Checklist {
 		return c
 	}
 	defer tconn.Close(context.WithoutCancel(ctx))
-	if same, err := pg.SeenBy(ctx, o.Source, tconn, "pgsprint preflight", true); err != nil || same {
-		c.add(check("distinct databases", errors.Join(err, errIf(same, "--source and --target are the same database: a clone into its own source would overwrite what it reads; give another --target")), ""))
+	if err := DistinctDatabases(ctx, o.Source, tconn); err != nil {
+		c.add(fail("distinct databases", err))
 		return c
 	}
 	dumpTools, err := o.Programs.Find(ctx, ssrv.Major())
@@ -199,13 +199,6 @@ func Clone(ctx context.Context, o CloneOptions) *Checklist {
 		c.follow(ctx, sconn, tconn, o.Filter, *o.Follow)
 	}
 	return c
-}
-
-func errIf(cond bool, msg string) error {
-	if cond {
-		return errors.New(msg)
-	}
-	return nil
 }
 
 // connect opens a connection to cfg, adding its line (TLS in use or not);
