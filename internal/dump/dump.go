@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"filippo.io/age"
@@ -145,7 +146,11 @@ func checkSpace(opts Options, planned progress.Plan) error {
 	if opts.File == "-" || opts.File == "" || location.IsURL(opts.File) {
 		return nil
 	}
-	it := preflight.DiskSpace(preflight.DirOf(opts.File), preflight.ArchiveEstimate(planned.Bytes, opts.Codec == nil || opts.Codec.Name() != "none"), "the archive")
+	dir := preflight.DirOf(opts.File)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil // creating the archive says what is wrong with dir
+	}
+	it := preflight.DiskSpace(dir, preflight.ArchiveEstimate(planned.Bytes, opts.Codec == nil || opts.Codec.Name() != "none"), "the archive")
 	if it.Warning {
 		opts.Logger.Warn(it.Detail)
 	}
