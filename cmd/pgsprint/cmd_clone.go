@@ -42,7 +42,20 @@ type cloneOptions struct {
 }
 
 func newCloneCmd() *cobra.Command {
-	var o cloneOptions
+	cmd, o := cloneCommand()
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := o.check(cmd); err != nil {
+			return err
+		}
+		return runClone(cmd.Context(), *o)
+	}
+	return cmd
+}
+
+// cloneCommand is clone's command with its flags, without RunE: clone itself and
+// preflight clone take the same flags.
+func cloneCommand() (*cobra.Command, *cloneOptions) {
+	o := &cloneOptions{}
 	cmd := &cobra.Command{
 		Use:   "clone --source SRC --target DST [-j N] [--clean] [--snapshot ID [--resume]]",
 		Short: "Copy a database into another, in parallel, without a file",
@@ -106,12 +119,6 @@ starts the whole copy over.`,
   pgsprint clone --source prod --target copy --data-only -t app.orders
   pgsprint clone --all --source "host=old dbname=postgres" --target "host=new dbname=postgres" -j 8`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.compat.apply(cmd.Flags(), &o.filter, o.clean); err != nil {
-				return err
-			}
-			return runClone(cmd.Context(), o)
-		},
 	}
 	fs := cmd.Flags()
 	fs.SortFlags = false
@@ -143,45 +150,22 @@ starts the whole copy over.`,
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
-	return cmd
+	return cmd, o
+}
+
+// check applies and checks the flags that need the parsed flag set.
+func (o *cloneOptions) check(cmd *cobra.Command) error {
+	return o.compat.apply(cmd.Flags(), &o.filter, o.clean)
 }
 
 func runClone(ctx context.Context, o cloneOptions) error {
-	if o.source == "" || o.target == "" {
-		return usageError{fmt.Errorf("both --source and --target are required")}
-	}
-	if err := checkJobs(o.jobs); err != nil {
-		return err
-	}
-	if err := o.all.check(o.snapshot); err != nil {
+	method, err := o.validate()
+	if err != nil {
 		return err
 	}
 	removeStale(o.log.logger(), "", tempfile.InTempDir()...)
-	if o.resume && o.snapshot == "" && !o.all.all {
-		return usageError{fmt.Errorf("--resume needs --snapshot: a clone can only be finished in the snapshot it began in, held by \"pgsprint snapshot\" (see pgsprint clone --help)")}
-	}
-	if err := checkLockWait(o.lockWait); err != nil {
-		return err
-	}
-	if err := o.filter.Check(); err != nil {
-		return usageError{err}
-	}
-	if o.filter.DataOnly && o.clean {
-		return usageError{fmt.Errorf("--data-only copies into existing tables: it does not take --clean")}
-	}
-	method, err := chunk.ParseMethod(o.splitBy)
+	src, dst, err := o.configs(ctx)
 	if err != nil {
-		return usageError{err}
-	}
-	src, err := pg.ConnOptions{DSN: o.source, Role: o.role}.Config()
-	if err != nil {
-		return usageError{fmt.Errorf("--source: %w", err)}
-	}
-	dst, err := pg.ConnOptions{DSN: o.target, Role: o.role}.Config()
-	if err != nil {
-		return usageError{fmt.Errorf("--target: %w", err)}
-	}
-	if err := o.password.resolve(ctx, src, dst); err != nil {
 		return err
 	}
 	if o.all.all {
@@ -210,6 +194,54 @@ func (o cloneOptions) options(src, dst *pgx.ConnConfig, method chunk.Method, w *
 		Version: version, Logger: o.log.logger(), Progress: w.reporter,
 		Programs: &pgbin.Finder{},
 	}
+}
+
+// validate refuses, before anything is touched, flags a clone cannot run
+// with (usage errors), and parses the split method.
+func (o *cloneOptions) validate() (chunk.Method, error) {
+	if o.source == "" || o.target == "" {
+		return "", usageError{fmt.Errorf("both --source and --target are required")}
+	}
+	if err := checkJobs(o.jobs); err != nil {
+		return "", err
+	}
+	if err := o.all.check(o.snapshot); err != nil {
+		return "", err
+	}
+	if o.resume && o.snapshot == "" && !o.all.all {
+		return "", usageError{fmt.Errorf("--resume needs --snapshot: a clone can only be finished in the snapshot it began in, held by \"pgsprint snapshot\" (see pgsprint clone --help)")}
+	}
+	if err := checkLockWait(o.lockWait); err != nil {
+		return "", err
+	}
+	if err := o.filter.Check(); err != nil {
+		return "", usageError{err}
+	}
+	if o.filter.DataOnly && o.clean {
+		return "", usageError{fmt.Errorf("--data-only copies into existing tables: it does not take --clean")}
+	}
+	method, err := chunk.ParseMethod(o.splitBy)
+	if err != nil {
+		return "", usageError{err}
+	}
+	return method, nil
+}
+
+// configs are the source's and target's connection configurations, with
+// the password asked for on the terminal if a server wants one.
+func (o *cloneOptions) configs(ctx context.Context) (src, dst *pgx.ConnConfig, err error) {
+	src, err = pg.ConnOptions{DSN: o.source, Role: o.role}.Config()
+	if err != nil {
+		return nil, nil, usageError{fmt.Errorf("--source: %w", err)}
+	}
+	dst, err = pg.ConnOptions{DSN: o.target, Role: o.role}.Config()
+	if err != nil {
+		return nil, nil, usageError{fmt.Errorf("--target: %w", err)}
+	}
+	if err := o.password.resolve(ctx, src, dst); err != nil {
+		return nil, nil, err
+	}
+	return src, dst, nil
 }
 
 // cloneOne is clone of one database, with its progress and summary.

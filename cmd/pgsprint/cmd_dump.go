@@ -50,7 +50,20 @@ type dumpOptions struct {
 }
 
 func newDumpCmd() *cobra.Command {
-	var o dumpOptions
+	cmd, o := dumpCommand()
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := o.check(cmd); err != nil {
+			return err
+		}
+		return runDump(cmd.Context(), *o)
+	}
+	return cmd
+}
+
+// dumpCommand is dump's command with its flags, without RunE: dump itself and
+// preflight dump take the same flags.
+func dumpCommand() (*cobra.Command, *dumpOptions) {
+	o := &dumpOptions{}
 	cmd := &cobra.Command{
 		Use:   "dump -d SOURCE [-f FILE|-] [-j N] [-Z METHOD[:LEVEL]]",
 		Short: "Dump a database into one archive file, in parallel",
@@ -102,12 +115,6 @@ server. One connection per database holds its snapshot until the end; the
   pgsprint dump -d prod -f prod.pgs --encrypt-to age1... --encrypt-to-file backup-keys.txt
   pgsprint dump --all -f server.pgs -j 8 --exclude-database 'scratch*'   # the whole server`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.compat.apply(cmd.Flags(), &o.filter, false); err != nil {
-				return err
-			}
-			return runDump(cmd.Context(), o)
-		},
 	}
 	fs := cmd.Flags()
 	fs.SortFlags = false
@@ -134,7 +141,12 @@ server. One connection per database holds its snapshot until the end; the
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
-	return cmd
+	return cmd, o
+}
+
+// check applies and checks the flags that need the parsed flag set.
+func (o *dumpOptions) check(cmd *cobra.Command) error {
+	return o.compat.apply(cmd.Flags(), &o.filter, false)
 }
 
 func runDump(ctx context.Context, o dumpOptions) error {
@@ -144,35 +156,13 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	if err := notTerminal(o.file, os.Stdout); err != nil {
 		return err
 	}
-	if err := o.store.check(); err != nil {
+	c, method, err := o.validate()
+	if err != nil {
 		return err
 	}
 	if o.file != "-" && !location.IsURL(o.file) {
-		if st, err := os.Stat(o.file); err == nil && st.IsDir() {
-			return usageError{fmt.Errorf("-f %s is a directory: give the archive's file name, e.g. -f %s", o.file, filepath.Join(o.file, "NAME.pgs"))}
-		}
 		dir, partial := tempfile.Partial(o.file)
 		removeStale(o.log.logger(), dir, partial)
-	}
-	if err := checkJobs(o.jobs); err != nil {
-		return err
-	}
-	if err := o.all.check(o.snapshot); err != nil {
-		return err
-	}
-	if err := checkLockWait(o.lockWait); err != nil {
-		return err
-	}
-	if err := o.filter.Check(); err != nil {
-		return usageError{err}
-	}
-	c, err := codec.Parse(o.compress)
-	if err != nil {
-		return usageError{err}
-	}
-	method, err := chunk.ParseMethod(o.splitBy)
-	if err != nil {
-		return usageError{err}
 	}
 	recipients, err := o.encrypt.recipients()
 	if err != nil {
@@ -219,6 +209,43 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	s.RawBytes, s.StoredBytes, s.Codec = res.RawBytes, res.StoredBytes, c.Name()
 	s.WallSeconds = res.Elapsed.Seconds()
 	return w.finish(s)
+}
+
+// validate refuses, before anything is touched, flags a dump cannot run
+// with (usage errors), and parses the compression and the split method.
+func (o *dumpOptions) validate() (codec.Codec, chunk.Method, error) {
+	if o.file == "" {
+		o.file = "-" // like pg_dump: no -f means standard output
+	}
+	if err := o.store.check(); err != nil {
+		return nil, "", err
+	}
+	if o.file != "-" && !location.IsURL(o.file) {
+		if st, err := os.Stat(o.file); err == nil && st.IsDir() {
+			return nil, "", usageError{fmt.Errorf("-f %s is a directory: give the archive's file name, e.g. -f %s", o.file, filepath.Join(o.file, "NAME.pgs"))}
+		}
+	}
+	if err := checkJobs(o.jobs); err != nil {
+		return nil, "", err
+	}
+	if err := o.all.check(o.snapshot); err != nil {
+		return nil, "", err
+	}
+	if err := checkLockWait(o.lockWait); err != nil {
+		return nil, "", err
+	}
+	if err := o.filter.Check(); err != nil {
+		return nil, "", usageError{err}
+	}
+	c, err := codec.Parse(o.compress)
+	if err != nil {
+		return nil, "", usageError{err}
+	}
+	method, err := chunk.ParseMethod(o.splitBy)
+	if err != nil {
+		return nil, "", usageError{err}
+	}
+	return c, method, nil
 }
 
 // allDumpFlags are dump's whole-server flags.

@@ -65,7 +65,20 @@ func (l *listFlags) register(fs *pflag.FlagSet) {
 }
 
 func newRestoreCmd() *cobra.Command {
-	var o restoreOptions
+	cmd, o := restoreCommand()
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := o.check(cmd); err != nil {
+			return err
+		}
+		return runRestore(cmd.Context(), *o)
+	}
+	return cmd
+}
+
+// restoreCommand is restore's command with its flags, without RunE: restore itself and
+// preflight restore take the same flags.
+func restoreCommand() (*cobra.Command, *restoreOptions) {
+	o := &restoreOptions{}
 	cmd := &cobra.Command{
 		Use:   "restore -f FILE|- -d TARGET [-j N] [--create] [--clean]",
 		Short: "Restore an archive into a database, in parallel",
@@ -197,19 +210,6 @@ reports and passes), then for each database its CREATE DATABASE and
   pgsprint restore --all -f server.pgs -d postgres -j 8     # a whole server, from dump --all
   pgsprint restore -f server.pgs --database app -d postgres --create`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.compat.apply(cmd.Flags(), &o.filter, o.clean); err != nil {
-				return err
-			}
-			if o.file == "-" && slices.Contains(o.compat.filterFile, "-") {
-				return usageError{fmt.Errorf("-f - and --filter - cannot both read standard input: give the filter file by name")}
-			}
-			if o.single && !o.toSQL {
-				return usageError{fmt.Errorf("-1/--single-transaction is not supported by pgsprint restore: it loads on -j connections at once, each step committed with its journal row so that --resume can finish it; " +
-					"for one transaction, pipe --to-sql into psql (pgsprint restore -f FILE --to-sql | psql -X -d TARGET), whose script is one")}
-			}
-			return runRestore(cmd.Context(), o)
-		},
 	}
 	fs := cmd.Flags()
 	fs.SortFlags = false
@@ -246,7 +246,22 @@ reports and passes), then for each database its CREATE DATABASE and
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
-	return cmd
+	return cmd, o
+}
+
+// check applies and checks the flags that need the parsed flag set.
+func (o *restoreOptions) check(cmd *cobra.Command) error {
+	if err := o.compat.apply(cmd.Flags(), &o.filter, o.clean); err != nil {
+		return err
+	}
+	if o.file == "-" && slices.Contains(o.compat.filterFile, "-") {
+		return usageError{fmt.Errorf("-f - and --filter - cannot both read standard input: give the filter file by name")}
+	}
+	if o.single && !o.toSQL {
+		return usageError{fmt.Errorf("-1/--single-transaction is not supported by pgsprint restore: it loads on -j connections at once, each step committed with its journal row so that --resume can finish it; " +
+			"for one transaction, pipe --to-sql into psql (pgsprint restore -f FILE --to-sql | psql -X -d TARGET), whose script is one")}
+	}
+	return nil
 }
 
 func runRestore(ctx context.Context, o restoreOptions) error {
@@ -277,20 +292,8 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.all.all || o.all.database != "" {
 		return runRestoreAll(ctx, o)
 	}
-	if o.conn.DSN == "" && !o.create {
-		return usageError{fmt.Errorf("no target database given: use -d TARGET")}
-	}
-	if err := checkJobs(o.jobs); err != nil {
+	if err := o.validate(); err != nil {
 		return err
-	}
-	if err := o.filter.Check(); err != nil {
-		return usageError{err}
-	}
-	if o.filter.DataOnly && (o.create || o.clean) {
-		return usageError{fmt.Errorf("--data-only loads into existing tables: it does not take --create or --clean")}
-	}
-	if o.noTrig && !o.filter.DataOnly {
-		return usageError{fmt.Errorf("--disable-triggers applies to --data-only restores only")}
 	}
 	cfg, err := o.conn.config(ctx)
 	if err != nil {
@@ -329,6 +332,27 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	}
 	if res.Resumed > 0 {
 		fmt.Fprintf(o.log.summaryOut(), "  resumed: %d steps were already done by the interrupted run\n", res.Resumed)
+	}
+	return nil
+}
+
+// validate refuses, before anything is touched, flags a restore of one
+// database cannot run with (usage errors).
+func (o *restoreOptions) validate() error {
+	if o.conn.DSN == "" && !o.create {
+		return usageError{fmt.Errorf("no target database given: use -d TARGET")}
+	}
+	if err := checkJobs(o.jobs); err != nil {
+		return err
+	}
+	if err := o.filter.Check(); err != nil {
+		return usageError{err}
+	}
+	if o.filter.DataOnly && (o.create || o.clean) {
+		return usageError{fmt.Errorf("--data-only loads into existing tables: it does not take --create or --clean")}
+	}
+	if o.noTrig && !o.filter.DataOnly {
+		return usageError{fmt.Errorf("--disable-triggers applies to --data-only restores only")}
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
@@ -107,16 +108,12 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 		return nil, err
 	}
 	dst, err := pg.ReadServer(ctx, target)
-	var same bool
 	if err == nil {
-		same, err = sameDatabase(ctx, opts.Source, target)
+		err = preflight.DistinctDatabases(ctx, opts.Source, target)
 	}
 	target.Close(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, err
-	}
-	if same {
-		return nil, fmt.Errorf("%w (%s): a clone into its own source would overwrite what it reads", ErrSameDatabase, pg.Describe(opts.Target))
 	}
 	binaryFor := dst.Major()
 	if opts.TextCopy || opts.Filter.DataOnly {

@@ -14,6 +14,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/preflight"
 )
 
 // TestLiveSource runs clone's live source and its same-database check
@@ -61,7 +62,11 @@ func testSameDatabase(t *testing.T, ctx context.Context, c *pgtest.Cluster, src 
 		if err != nil {
 			t.Fatal(err)
 		}
-		same, err := sameDatabase(ctx, tc.source, target)
+		err = preflight.DistinctDatabases(ctx, tc.source, target)
+		same := errors.Is(err, ErrSameDatabase)
+		if same {
+			err = nil
+		}
 		target.Close(ctx)
 		if err != nil || same != tc.same {
 			t.Errorf("source %s:%d, target %s: same %v, %v; want %v", tc.source.Host, tc.source.Port, tc.target, same, err, tc.same)

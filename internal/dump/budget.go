@@ -2,10 +2,12 @@ package dump
 
 import (
 	"context"
-	"fmt"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/pgsprint/pgsprint/internal/preflight"
 )
 
 // LockBudget shares a source server's lock table among the pg_dumps of a
@@ -29,18 +31,13 @@ type LockBudget struct {
 	size int64
 }
 
-// pgDumpOverhead is the locks a pg_dump holds besides its tables': the
-// catalog tables and indexes its queries read, locked until its
-// transaction ends.
-const pgDumpOverhead = 100
-
 // NewLockBudget sizes a budget for the server conn is connected to.
 func NewLockBudget(ctx context.Context, conn *pgx.Conn) (*LockBudget, error) {
-	var size int64
-	if err := conn.QueryRow(ctx, `SELECT current_setting('max_locks_per_transaction')::bigint
-		* (current_setting('max_connections')::bigint + current_setting('max_prepared_transactions')::bigint)`).Scan(&size); err != nil {
-		return nil, fmt.Errorf("read the size of the server's lock table: %w", err)
+	t, err := preflight.ReadLockTable(ctx, conn)
+	if err != nil {
+		return nil, err
 	}
+	size := t.Documented
 	return &LockBudget{sem: semaphore.NewWeighted(max(size, 1)), size: max(size, 1)}, nil
 }
 
@@ -54,22 +51,27 @@ func (b *LockBudget) acquire(ctx context.Context, tables int64) (release func(),
 	if b == nil {
 		return func() {}, nil
 	}
-	n := min(tables+pgDumpOverhead, b.size)
+	n := min(tables+preflight.PgDumpOverhead, b.size)
 	if err := b.sem.Acquire(ctx, n); err != nil {
 		return nil, err
 	}
 	return func() { b.sem.Release(n) }, nil
 }
 
-// countLocked counts the tables a pg_dump of the session's database would
-// lock, before the catalog is read (the early pg_dump starts first): every
-// table and partitioned table outside the system schemas, whatever the
-// filter selects, so never fewer than pg_dump locks.
-func (s *Session) countLocked(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.leader.QueryRow(ctx, `SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-		WHERE c.relkind IN ('r', 'p') AND n.nspname <> 'information_schema' AND n.nspname !~ '^pg_'`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count the tables pg_dump will lock: %w", err)
+// checkLockSlots refuses a pg_dump of the session's database whose table
+// locks cannot fit the source's lock table (preflight.LockSlots), and
+// warns when they may not.
+func (s *Session) checkLockSlots(ctx context.Context, log *slog.Logger) error {
+	n, err := preflight.TablesToLock(ctx, s.leader)
+	if err != nil {
+		return err
 	}
-	return n, nil
+	warning, detail, err := preflight.LockSlots(ctx, s.leader, n)
+	if err != nil {
+		return err
+	}
+	if warning {
+		log.Warn(detail)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"filippo.io/age"
@@ -17,6 +18,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/store/location"
 )
@@ -117,6 +119,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	defer sess.Close(ctx)
 	m := sess.Manifest
 	planned := planOf(m)
+	if err := checkSpace(opts, planned); err != nil {
+		return nil, err
+	}
 	opts.Progress.Begin(planned)
 	opts.Progress.Phase("data")
 
@@ -132,6 +137,24 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// checkSpace refuses a dump into a local file whose file system cannot
+// hold the archive estimated from the tables' sizes (preflight.DiskSpace),
+// and warns when it may not.
+func checkSpace(opts Options, planned progress.Plan) error {
+	if opts.File == "-" || opts.File == "" || location.IsURL(opts.File) {
+		return nil
+	}
+	dir := preflight.DirOf(opts.File)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil // creating the archive says what is wrong with dir
+	}
+	it := preflight.DiskSpace(dir, preflight.ArchiveEstimate(planned.Bytes, opts.Codec == nil || opts.Codec.Name() != "none"), "the archive")
+	if it.Warning {
+		opts.Logger.Warn(it.Detail)
+	}
+	return it.Err
 }
 
 // planOf is the work a dump expects, from the catalog's estimates.

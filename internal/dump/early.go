@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -30,7 +31,7 @@ func (s *Session) startSchema(ctx context.Context) error {
 	if s.locks != nil {
 		// Counted now, on the leader, which the catalog queries
 		// need next.
-		n, err := s.countLocked(ctx)
+		n, err := preflight.TablesToLock(ctx, s.leader)
 		if err != nil {
 			return err
 		}

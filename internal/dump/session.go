@@ -12,6 +12,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/preflight"
 )
 
 // SessionOptions say what a Session reads and how it lays out the work.
@@ -117,8 +118,16 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 		return err
 	}
 	// The workers and pg_dump connect besides the leader.
-	if err := pg.CheckConnectionRoom(ctx, s.leader, opts.Jobs, max(opts.Jobs, 1)+1); err != nil {
+	if err := preflight.ConnectionRoom(ctx, s.leader, opts.Jobs, max(opts.Jobs, 1)+1); err != nil {
 		return err
+	}
+	// pg_dump locks every table: a database whose tables cannot fit the
+	// lock table is refused now, not after its schema is read. A run
+	// sharing the source (Locks) has pg_dumps take turns instead.
+	if opts.Locks == nil && opts.Manifest == nil {
+		if err := s.checkLockSlots(ctx, log); err != nil {
+			return err
+		}
 	}
 	if s.srv.InRecovery {
 		log.Warn("the source is a standby: data of unlogged tables cannot be read there and is skipped (as pg_dump does); their definitions are kept")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/preflight"
 )
 
 // Options configure a follow (Clone): the source side, created before the
@@ -82,14 +83,14 @@ func start(ctx context.Context, o Options) (*Started, error) {
 		return nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	req, err := readRequirements(ctx, conn, o.Names)
+	req, err := preflight.ReadFollowSource(ctx, conn, o.Names.Slot, o.Names.Publication)
 	if err != nil {
 		return nil, err
 	}
-	if err := req.check(o.Names); err != nil {
+	if err := preflight.Failed(req.Items()); err != nil {
 		return nil, err
 	}
-	tables, err := listTables(ctx, conn, o.Filter)
+	tables, err := preflight.FollowTables(ctx, conn, o.Filter)
 	if err != nil {
 		return nil, err
 	}
@@ -104,8 +105,8 @@ func start(ctx context.Context, o Options) (*Started, error) {
 		full = append(full, keyless...)
 	}
 	for _, t := range tables {
-		if t.full && t.logged {
-			full = append(full, t.name)
+		if t.Full && t.Logged {
+			full = append(full, t.Name)
 		}
 	}
 	cols, err := noEquality(ctx, conn, full)
@@ -149,30 +150,29 @@ func start(ctx context.Context, o Options) (*Started, error) {
 
 // choose returns the publication's table clause and the keyless tables
 // (quoted), refusing them unless the options say what to do.
-func (o Options) choose(req requirements, tables []table, log *slog.Logger) (string, []string, error) {
+func (o Options) choose(req preflight.FollowSource, tables []preflight.FollowTable, log *slog.Logger) (string, []string, error) {
 	var keyless, list []string
 	skipped := false
 	for _, t := range tables {
 		switch {
-		case !t.logged:
-			log.Warn("changes to an unlogged table are not followed (logical replication cannot read them)", "table", t.name)
+		case !t.Logged:
+			log.Warn("changes to an unlogged table are not followed (logical replication cannot read them)", "table", t.Name)
 			skipped = true
 			continue
-		case t.keyless:
-			keyless = append(keyless, t.name)
+		case t.Keyless:
+			keyless = append(keyless, t.Name)
 			if o.SkipNoKey && !o.ReplicaIdentityFull {
-				log.Warn("table without primary key or replica identity left out of the publication: its changes after the clone are NOT followed", "table", t.name)
+				log.Warn("table without primary key or replica identity left out of the publication: its changes after the clone are NOT followed", "table", t.Name)
 				skipped = true
 				continue
 			}
 		}
-		list = append(list, t.name)
+		list = append(list, t.Name)
 	}
-	if len(keyless) > 0 && !o.ReplicaIdentityFull && !o.SkipNoKey {
-		return "", nil, fmt.Errorf("source tables without primary key or replica identity (%s): published, their UPDATE and DELETE would fail on the source; choose --replica-identity-full (sets REPLICA IDENTITY FULL on them) or --follow-skip-no-key (their changes are not followed)",
-			pg.Shorten(strings.Join(keyless, ", "), 300))
+	if err := preflight.Keyless(tables, o.ReplicaIdentityFull, o.SkipNoKey); err != nil {
+		return "", nil, err
 	}
-	if req.superuser && !o.Filter.Active() && !skipped {
+	if req.Superuser && !o.Filter.Active() && !skipped {
 		return "FOR ALL TABLES", keyless, nil
 	}
 	if len(list) == 0 {

@@ -13,31 +13,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/taskgraph"
 )
 
-// checkDataTargets makes sure a --data-only restore loads into tables that
-// exist and are empty (rows added to a table's own would be a mix no
-// archive ever held), and reads the target's foreign keys between them,
-// which decide the order of the loads.
-func (p *preData) checkDataTargets(ctx context.Context, conn *pgx.Conn) error {
-	for _, t := range p.m.Tables {
-		name := pg.Qualified(t.Schema, t.Name)
-		var exists bool
-		if err := conn.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL", name).Scan(&exists); err != nil {
-			return fmt.Errorf("inspect target: %w", err)
-		}
-		if !exists {
-			return fmt.Errorf("--data-only: table %s does not exist in the target: create the schema first", name)
-		}
-		var rows bool
-		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM ONLY "+name+")").Scan(&rows); err != nil {
-			return fmt.Errorf("inspect %s: %w", name, err)
-		}
-		if rows {
-			return fmt.Errorf("--data-only: table %s already has rows: restore into empty tables", name)
-		}
-	}
-	return nil
-}
-
 // readForeignKeys reads the target's foreign keys (foreignKeys), which
 // order a --data-only restore's loads.
 func (d *dataStage) readForeignKeys(ctx context.Context) (map[string][]string, error) {

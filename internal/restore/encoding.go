@@ -1,92 +1,14 @@
 package restore
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/preflight"
 )
-
-// checkEncoding refuses, before anything is created, a target whose
-// encoding cannot hold the archive's names, naming the first table that
-// does not fit. A target of the archive's own encoding, a UTF8 target (any
-// encoding but SQL_ASCII converts into it) and a SQL_ASCII target (which
-// stores any bytes) always can. Values are converted by the server as
-// they load; one that does not fit fails its table with the hint of
-// explain, as it would with pg_restore.
-func (p *preData) checkEncoding(ctx context.Context, conn *pgx.Conn) error {
-	p.encoding = conn.PgConn().ParameterStatus("server_encoding")
-	from, to := p.m.Encoding, p.encoding
-	if from == "" || from == to || to == "SQL_ASCII" || (to == "UTF8" && from != "SQL_ASCII") {
-		return nil
-	}
-	// The connection sends the manifest's names in UTF8, or a SQL_ASCII
-	// archive's bytes as SQL_ASCII, as pg_restore would: the server
-	// converts (or checks) each into its own encoding, or says it cannot.
-	if from == "SQL_ASCII" {
-		if _, err := conn.Exec(ctx, "SET client_encoding TO 'SQL_ASCII'"); err != nil {
-			return err
-		}
-		defer conn.Exec(context.WithoutCancel(ctx), "SET client_encoding TO 'UTF8'")
-	}
-	fits := func(names []string) error {
-		_, err := conn.Exec(ctx, "SELECT $1::text[]", names)
-		return err
-	}
-	var all []string
-	for _, t := range p.m.Tables {
-		all = append(append(all, t.Schema, t.Name), t.Columns...)
-	}
-	for _, o := range p.m.Relations {
-		all = append(all, o.Schema, o.Name)
-	}
-	for _, o := range p.m.Schemas {
-		all = append(all, o.Name)
-	}
-	err := fits(all)
-	if err == nil || !isEncodingError(err) {
-		return err
-	}
-	what := "names"
-	for _, t := range p.m.Tables {
-		if terr := fits(append([]string{t.Schema, t.Name}, t.Columns...)); terr != nil {
-			what, err = "table "+pg.Qualified(t.Schema, t.Name), terr
-			break
-		}
-	}
-	return encodingRefusal{fmt.Errorf("%s of this %s archive cannot be restored into a %s database (restore into a %s database): %w", what, from, to, wideEnough(from), err)}
-}
-
-// encodingRefusal is checkEncoding's error, which explains itself.
-type encodingRefusal struct{ error }
-
-func (e encodingRefusal) Unwrap() error { return e.error }
-
-// wideEnough names the encodings that hold all of an archive's text.
-func wideEnough(enc string) string {
-	if enc == "UTF8" || enc == "SQL_ASCII" {
-		return enc
-	}
-	return enc + " or UTF8"
-}
-
-// isEncodingError reports whether err is the server's refusal of text its
-// encoding cannot hold (untranslatable_character, or
-// character_not_in_repertoire for bytes invalid in it), from pgx or in
-// a client program's words.
-func isEncodingError(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == "22P05" || pgErr.Code == "22021"
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "has no equivalent in encoding") || strings.Contains(msg, "invalid byte sequence for encoding")
-}
 
 // isPrivilegeError reports whether err is about ownership or privileges:
 // what a restore as a role that does not own the archive's objects meets.
@@ -109,12 +31,12 @@ func isPrivilegeError(err error) bool {
 // cannot hold the text of an archive in archiveEncoding, or a role that
 // may not take the archive's ownership and privileges.
 func explain(err error, archiveEncoding, targetEncoding string, opts Options) error {
-	var refusal encodingRefusal
+	var refusal preflight.EncodingError
 	switch {
 	case errors.As(err, &refusal):
 		return err
-	case isEncodingError(err) && targetEncoding != "" && targetEncoding != archiveEncoding:
-		return fmt.Errorf("%w (this archive's text is %s, which a %s database cannot hold: restore into a %s database)", err, archiveEncoding, targetEncoding, wideEnough(archiveEncoding))
+	case preflight.IsEncodingError(err) && targetEncoding != "" && targetEncoding != archiveEncoding:
+		return fmt.Errorf("%w (this archive's text is %s, which a %s database cannot hold: restore into a %s database)", err, archiveEncoding, targetEncoding, preflight.WideEnough(archiveEncoding))
 	case isPrivilegeError(err) && !(opts.NoOwner && opts.NoACL):
 		return fmt.Errorf("%w (restoring as a role that does not own the archive's objects? -O (--no-owner) and -x (--no-privileges) leave out ownership and privileges)", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/preflight"
 )
 
 // target is the database the restore works in, as the pre-data stage
@@ -62,7 +63,8 @@ func (p *preData) prepare(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if err := p.checkEncoding(ctx, conn); err != nil {
+	p.encoding = conn.PgConn().ParameterStatus("server_encoding")
+	if err := preflight.Encoding(ctx, conn, p.m); err != nil {
 		return err
 	}
 	found, err := journal.Read(ctx, conn)
@@ -103,7 +105,7 @@ func (p *preData) prepare(ctx context.Context) error {
 		}
 		switch {
 		case p.sel.dataOnly:
-			if err := p.checkDataTargets(ctx, conn); err != nil {
+			if err := preflight.DataTargets(ctx, conn, p.m.Tables); err != nil {
 				return err
 			}
 		case p.opts.Clean:
@@ -115,7 +117,7 @@ func (p *preData) prepare(ctx context.Context) error {
 				return err
 			}
 		default:
-			if err := refuseNonEmpty(ctx, conn, p.target); err != nil {
+			if err := preflight.Empty(ctx, conn, p.target.Database); err != nil {
 				return err
 			}
 		}
@@ -240,43 +242,11 @@ func cleanFlag(clean bool) string {
 	return ""
 }
 
-// checkJournal decides what an existing journal means for this run:
-// found is the ID of the journal in the target ("" when there is none), id
-// this run's.
+// checkJournal decides what an existing journal means for this run
+// (preflight.Journal): found is the ID of the journal in the target (""
+// when there is none), id this run's.
 func (p *preData) checkJournal(found, id string) error {
-	switch {
-	case found == "":
-		return nil
-	case !p.opts.Resume && !p.opts.Clean:
-		return fmt.Errorf("target database %q holds an unfinished pgsprint restore or clone (schema %s): use --resume to finish it (a clone with the --snapshot it read), or --clean to start over",
-			p.target.Database, pg.Ident(journal.Schema))
-	case p.opts.Resume && found != id:
-		return fmt.Errorf("target database %q holds an unfinished restore of another archive (%s, this one is %s): resume with that archive, or use --clean without --resume to start over",
-			p.target.Database, found, id)
-	}
-	return nil
-}
-
-// refuseNonEmpty stops a restore into a database that already holds
-// anything someone created (pg.UserObjects: tables, sequences, types,
-// functions, schemas but public, extensions but plpgsql, large objects...),
-// before anything is created: loading on top of existing rows would
-// duplicate or mix data, pg_restore would fail half-way on an object that
-// already exists, and a resume must be able to tell that every archived
-// object in the target is its own.
-func refuseNonEmpty(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig) error {
-	n, found, err := pg.UserObjects(ctx, conn, 5)
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return nil
-	}
-	list := strings.Join(found, ", ")
-	if n > len(found) {
-		list += fmt.Sprintf(" and %d more", n-len(found))
-	}
-	return fmt.Errorf("target database %q is not empty: it holds %s; restore into an empty database or use --clean", cfg.Database, list)
+	return preflight.Journal(found, id, p.opts.Resume, p.opts.Clean, p.target.Database)
 }
 
 // dropArchivedObjects runs the DROP ... IF EXISTS statements pg_restore

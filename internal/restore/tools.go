@@ -8,6 +8,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/preflight"
 )
 
 // chooseTools picks pg_restore and psql at least as new as both the pg_dump
@@ -28,13 +29,12 @@ func chooseTools(ctx context.Context, opts Options, m *archive.Manifest, log *sl
 		return pgbin.Tools{}, 0, fmt.Errorf("target: %w", err)
 	}
 	// The workers and a control connection (or pg_restore).
-	if err := pg.CheckConnectionRoom(ctx, conn, opts.Jobs, opts.Jobs+1); err != nil {
+	if err := preflight.ConnectionRoom(ctx, conn, opts.Jobs, opts.Jobs+1); err != nil {
 		return pgbin.Tools{}, 0, err
 	}
-	need := max(majorOf(m.PgDumpVersion), srv.Major())
-	tools, err := opts.Programs.Find(ctx, need)
+	tools, err := preflight.RestoreTools(ctx, opts.Programs, m, srv)
 	if err != nil {
-		return pgbin.Tools{}, 0, fmt.Errorf("restoring a dump of PostgreSQL %s into PostgreSQL %d: %w", m.ServerVersion, srv.Major(), err)
+		return pgbin.Tools{}, 0, err
 	}
 	if src := m.ServerVersionNum / 10000; src > srv.Major() {
 		log.Warn("target server is older than the source: PostgreSQL does not support loading a newer server's schema into an older one, so some DDL may fail",

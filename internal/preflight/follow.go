@@ -1,0 +1,189 @@
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/pg"
+)
+
+// MinFollowMajor is the oldest source followed: 13 publishes partitioned
+// tables and is the oldest major pgsprint is tested with.
+const MinFollowMajor = 13
+
+// FollowSource is what a source server offers clone --follow, read by
+// ReadFollowSource; Items says what is missing.
+type FollowSource struct {
+	VersionNum             int
+	WalLevel               string
+	MaxSlots, Slots        int
+	MaxSenders, Senders    int
+	Superuser, Replication bool
+	CreateOnDB             bool
+	SlotExists, PubExists  bool
+	slot, publication      string
+}
+
+// ReadFollowSource reads the source's replication settings and the
+// role's rights, and whether slot and publication are taken.
+func ReadFollowSource(ctx context.Context, conn *pgx.Conn, slot, publication string) (FollowSource, error) {
+	r := FollowSource{slot: slot, publication: publication}
+	err := conn.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version_num')::int,
+		pg_catalog.current_setting('wal_level'),
+		pg_catalog.current_setting('max_replication_slots')::int,
+		(SELECT count(*) FROM pg_catalog.pg_replication_slots)::int,
+		pg_catalog.current_setting('max_wal_senders')::int,
+		(SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE backend_type = 'walsender')::int,
+		r.rolsuper, r.rolreplication,
+		pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE'),
+		EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots WHERE slot_name = $1),
+		EXISTS (SELECT 1 FROM pg_catalog.pg_publication WHERE pubname = $2)
+		FROM pg_catalog.pg_roles r WHERE r.rolname = current_user`, slot, publication).Scan(
+		&r.VersionNum, &r.WalLevel, &r.MaxSlots, &r.Slots, &r.MaxSenders, &r.Senders,
+		&r.Superuser, &r.Replication, &r.CreateOnDB, &r.SlotExists, &r.PubExists)
+	if err != nil {
+		return r, fmt.Errorf("read the source's replication settings: %w", err)
+	}
+	return r, nil
+}
+
+// Items is one checklist line per requirement of a follow on the source;
+// Failed(Items()) is what clone --follow refuses with.
+func (r FollowSource) Items() []Item {
+	if r.VersionNum < MinFollowMajor*10000 {
+		return []Item{fail("follow: source version", fmt.Errorf("source is PostgreSQL %d.%d: --follow needs %d or later", r.VersionNum/10000, r.VersionNum%10000/100, MinFollowMajor))}
+	}
+	var items []Item
+	add := func(name string, bad bool, err error, detail string) {
+		if bad {
+			items = append(items, fail(name, err))
+		} else {
+			items = append(items, pass(name, detail))
+		}
+	}
+	add("follow: wal_level", r.WalLevel != "logical",
+		fmt.Errorf("source has wal_level = %s, --follow needs logical: run ALTER SYSTEM SET wal_level = logical on the source and restart it", r.WalLevel),
+		"logical")
+	add("follow: replication slot", r.Slots >= r.MaxSlots,
+		fmt.Errorf("source has no free replication slot (%d of max_replication_slots = %d in use): raise max_replication_slots (restart) or drop an unused slot", r.Slots, r.MaxSlots),
+		fmt.Sprintf("%d of %d free", r.MaxSlots-r.Slots, r.MaxSlots))
+	add("follow: WAL sender", r.Senders >= r.MaxSenders,
+		fmt.Errorf("source has no free WAL sender (%d of max_wal_senders = %d in use): raise max_wal_senders (restart)", r.Senders, r.MaxSenders),
+		fmt.Sprintf("%d of %d free", r.MaxSenders-r.Senders, r.MaxSenders))
+	add("follow: replication right", !r.Superuser && !r.Replication,
+		errors.New("the source role has neither REPLICATION nor superuser: ALTER ROLE ... REPLICATION, or connect as a superuser"),
+		map[bool]string{true: "superuser", false: "REPLICATION"}[r.Superuser])
+	add("follow: publication right", !r.Superuser && !r.CreateOnDB,
+		errors.New("the source role may not create a publication: it needs CREATE on the source database (and to own the tables), or superuser"),
+		map[bool]string{true: "superuser", false: "CREATE on the database"}[r.Superuser])
+	add("follow: slot name", r.SlotExists,
+		fmt.Errorf("source already has a replication slot %s: an earlier clone --follow? (pgsprint follow abort removes it) or choose --slot", r.slot),
+		r.slot+" is free")
+	add("follow: publication name", r.PubExists,
+		fmt.Errorf("source already has a publication %s: an earlier clone --follow? (pgsprint follow abort removes it) or choose --publication", r.publication),
+		r.publication+" is free")
+	return items
+}
+
+// FollowTarget checks that the target's role may create the subscription
+// (named subscription) and that none of that name exists.
+func FollowTarget(ctx context.Context, conn *pgx.Conn, subscription string) ([]Item, error) {
+	var versionNum int
+	var super, may, exists bool
+	err := conn.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version_num')::int, r.rolsuper,
+		pg_catalog.current_setting('server_version_num')::int >= 160000
+			AND pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE')
+			AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles g WHERE g.rolname = 'pg_create_subscription'
+				AND pg_catalog.pg_has_role(current_user, g.oid, 'MEMBER')),
+		EXISTS (SELECT 1 FROM pg_catalog.pg_subscription WHERE subname = $1)
+		FROM pg_catalog.pg_roles r WHERE r.rolname = current_user`, subscription).Scan(&versionNum, &super, &may, &exists)
+	if err != nil {
+		return nil, fmt.Errorf("read the target's privileges: %w", err)
+	}
+	var items []Item
+	switch {
+	case super:
+		items = append(items, pass("follow: subscription right", "superuser on the target"))
+	case may:
+		items = append(items, pass("follow: subscription right", "pg_create_subscription and CREATE on the target database"))
+	case versionNum >= 160000:
+		items = append(items, fail("follow: subscription right", errors.New("the target role may not create a subscription: it needs superuser, or pg_create_subscription and CREATE on the target database")))
+	default:
+		items = append(items, fail("follow: subscription right", errors.New("the target role may not create a subscription: before PostgreSQL 16 that needs a superuser")))
+	}
+	if exists {
+		items = append(items, fail("follow: subscription name", fmt.Errorf("target already has a subscription %s: an earlier clone --follow? (pgsprint follow abort removes it) or choose --slot", subscription)))
+	} else {
+		items = append(items, pass("follow: subscription name", subscription+" is free"))
+	}
+	return items, nil
+}
+
+// FollowTable is a source table whose rows a clone copies, as a follow
+// publishes it.
+type FollowTable struct {
+	Name    string // quoted schema.name
+	Logged  bool
+	Keyless bool // a table with rows of its own, no primary key and no replica identity
+	Full    bool // REPLICA IDENTITY FULL already
+}
+
+// FollowTables lists the tables (plain, partitioned, partitions) whose
+// rows the clone copies: those the filter selects, not extension members,
+// not --exclude-table-data.
+func FollowTables(ctx context.Context, conn *pgx.Conn, f filter.Options) ([]FollowTable, error) {
+	selected, err := f.Selected("c", "n")
+	if err != nil {
+		return nil, err
+	}
+	noData, err := f.DataExcluded("c", "n")
+	if err != nil {
+		return nil, err
+	}
+	rows, err := conn.Query(ctx, `SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname),
+		c.relpersistence = 'p',
+		c.relkind = 'r' AND (c.relreplident = 'n' OR c.relreplident = 'd' AND NOT EXISTS (
+			SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)),
+		c.relreplident = 'f'
+		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't'
+		AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
+		AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+			WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid AND d.deptype = 'e')
+		AND (`+selected+`) AND NOT (`+noData+`)
+		ORDER BY n.nspname, c.relname`)
+	if err != nil {
+		return nil, fmt.Errorf("list the source's tables: %w", err)
+	}
+	tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (FollowTable, error) {
+		var t FollowTable
+		return t, r.Scan(&t.Name, &t.Logged, &t.Keyless, &t.Full)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the source's tables: %w", err)
+	}
+	return tables, nil
+}
+
+// Keyless refuses logged tables without primary key or replica identity
+// unless riFull (--replica-identity-full) or skipNoKey
+// (--follow-skip-no-key) says what to do: published, their UPDATE and
+// DELETE would fail on the source.
+func Keyless(tables []FollowTable, riFull, skipNoKey bool) error {
+	var keyless []string
+	for _, t := range tables {
+		if t.Logged && t.Keyless {
+			keyless = append(keyless, t.Name)
+		}
+	}
+	if len(keyless) > 0 && !riFull && !skipNoKey {
+		return fmt.Errorf("source tables without primary key or replica identity (%s): published, their UPDATE and DELETE would fail on the source; choose --replica-identity-full (sets REPLICA IDENTITY FULL on them) or --follow-skip-no-key (their changes are not followed)",
+			pg.Shorten(strings.Join(keyless, ", "), 300))
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+// Package preflight holds the checks that refuse a doomed dump, restore or
+// clone before it starts, and the checklist `pgsprint preflight` prints
+// from all of them without changing anything.
+//
+// Each check that a command also runs up front is one function here,
+// called by the engine at its start (ConnectionRoom, LockSlots, Empty,
+// Journal, DataTargets, Encoding, RestoreTools, DistinctDatabases,
+// DiskSpace, ReadFollowSource, FollowTarget, Keyless) and by the
+// checklists (Dump, Restore, Clone), so that a
+// preflight that passes and the run it vouches for read the same numbers
+// the same way. Checks that need something to exist (a publication and a
+// subscription for the target's reach of the source, a temporary file)
+// are left to the run: a preflight only reads.
+package preflight
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Item is one line of a checklist: a check that passed (Detail says what
+// was found), one whose risk the run may survive (Warning), or one that
+// failed (Err names the cause and the fix, in one line).
+type Item struct {
+	Name    string
+	Detail  string
+	Warning bool
+	Err     error
+}
+
+// Failed reports whether the item stops the run.
+func (i Item) Failed() bool { return i.Err != nil }
+
+func pass(name, detail string) Item { return Item{Name: name, Detail: detail} }
+
+func warn(name, detail string) Item { return Item{Name: name, Detail: detail, Warning: true} }
+
+func fail(name string, err error) Item { return Item{Name: name, Err: err} }
+
+// check is an Item from a check's error: ✓ with detail when err is nil.
+func check(name string, err error, detail string) Item {
+	if err != nil {
+		return fail(name, err)
+	}
+	return pass(name, detail)
+}
+
+// Checklist is the outcome of a preflight: its items in the order run.
+type Checklist struct {
+	Items []Item
+	// Connect is the first connection failure, when a server could not
+	// be reached: the command exits as any other that cannot connect.
+	Connect error
+}
+
+func (c *Checklist) add(items ...Item) { c.Items = append(c.Items, items...) }
+
+// OK reports whether the run would start: no item failed.
+func (c *Checklist) OK() bool {
+	return Failed(c.Items) == nil
+}
+
+// Failed joins the errors of the failed items (nil when none failed): what
+// a command returns when a check it runs up front refuses the run.
+func Failed(items []Item) error {
+	var errs []error
+	for _, it := range items {
+		if it.Err != nil {
+			errs = append(errs, it.Err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Print writes the checklist, one line per item: ✓ passed, ! may fail,
+// ✗ failed (with the fix).
+func (c *Checklist) Print(w io.Writer) error {
+	var b strings.Builder
+	for _, it := range c.Items {
+		switch {
+		case it.Err != nil:
+			fmt.Fprintf(&b, "✗ %s: %s\n", it.Name, oneLine(it.Err.Error()))
+		case it.Warning:
+			fmt.Fprintf(&b, "! %s: %s\n", it.Name, oneLine(it.Detail))
+		default:
+			fmt.Fprintf(&b, "✓ %s: %s\n", it.Name, oneLine(it.Detail))
+		}
+	}
+	failed := 0
+	for _, it := range c.Items {
+		if it.Err != nil {
+			failed++
+		}
+	}
+	if failed == 0 {
+		b.WriteString("ready: the run would start\n")
+	} else {
+		fmt.Fprintf(&b, "not ready: %d of %d checks failed\n", failed, len(c.Items))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// oneLine joins a message's lines with "; ".
+func oneLine(s string) string {
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,505 @@
+package preflight
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/journal"
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/store"
+)
+
+// DumpOptions are what a dump's checklist needs of its flags.
+type DumpOptions struct {
+	Source   *pgx.ConnConfig
+	Jobs     int
+	Filter   filter.Options
+	Snapshot string
+	// File is -f: "-" (standard output), a path, or a URL whose Backend
+	// is Output.
+	File       string
+	Output     store.Backend
+	Overwrite  bool
+	Compressed bool
+	Programs   *pgbin.Finder
+}
+
+// Dump checks what a dump with o would need: the source (connection,
+// TLS), pg_dump, connections for -j, lock slots, the right to read what is
+// selected, and room for the archive where it goes. It changes nothing.
+func Dump(ctx context.Context, o DumpOptions) *Checklist {
+	c := &Checklist{}
+	conn, srv := c.connect(ctx, "source", o.Source)
+	if conn == nil {
+		return c
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	tools, err := o.Programs.Find(ctx, srv.Major())
+	c.add(check("pg_dump", err, toolDetail(tools, tools.PgDump())))
+	c.roomFor(ctx, conn, "source", o.Jobs)
+	if o.Snapshot != "" {
+		c.add(check("snapshot", importable(ctx, conn, o.Snapshot), o.Snapshot+" can be imported"))
+	}
+	c.lockSlots(ctx, conn)
+	sel, raw := c.readable(ctx, conn, o.Filter)
+	switch {
+	case o.File == "-":
+		c.add(pass("output", "standard output"))
+	case o.Output != nil:
+		it := writableStore(ctx, o.Output, o.Overwrite)
+		var ae *store.AccessError
+		if errors.As(it.Err, &ae) {
+			c.Connect = it.Err
+		}
+		c.add(it)
+	default:
+		if sel {
+			c.add(DiskSpace(DirOf(o.File), ArchiveEstimate(raw, o.Compressed), "the archive"))
+		}
+	}
+	return c
+}
+
+// RestoreOptions are what a restore's checklist needs of its flags.
+type RestoreOptions struct {
+	Target *pgx.ConnConfig
+	Jobs   int
+	Filter filter.Options
+	// Archive is the opened archive; nil with ArchiveErr when it could not
+	// be opened, nil without when it arrives on standard input (Pipe),
+	// which a preflight must not read.
+	Archive    archive.Source
+	Where      string
+	ArchiveErr error
+	SpillDir   string
+	Create     bool
+	Clean      bool
+	Resume     bool
+	UseList    bool
+	Programs   *pgbin.Finder
+}
+
+// Restore checks what a restore with o would need: the archive, the
+// target (connection, TLS), pg_restore, connections for -j, the target's
+// state (empty, or holding this restore's journal), the encoding, and
+// room to spill a piped archive. It changes nothing.
+func Restore(ctx context.Context, o RestoreOptions) *Checklist {
+	c := &Checklist{}
+	var m *archive.Manifest
+	switch {
+	case o.ArchiveErr != nil:
+		c.add(fail("archive", fmt.Errorf("%w: check -f (and, for s3://, the store's flags and credentials)", o.ArchiveErr)))
+	case o.Archive == nil:
+		c.add(pass("archive", "standard input: read only by the restore itself"))
+	default:
+		m = o.Archive.Manifest()
+		c.add(pass("archive", archiveDetail(o.Where, m)))
+		if m.IsServer() {
+			c.add(fail("archive", errors.New("a whole-server archive: preflight checks one database (restore --all or --database is not checked yet)")))
+			return c
+		}
+	}
+	conn, srv := c.connect(ctx, "target", o.Target)
+	if conn == nil {
+		return c
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if m != nil {
+		tools, err := RestoreTools(ctx, o.Programs, m, srv)
+		c.add(check("pg_restore", err, toolDetail(tools, tools.PgRestore())))
+	} else {
+		tools, err := o.Programs.Find(ctx, srv.Major())
+		c.add(check("pg_restore", err, toolDetail(tools, tools.PgRestore())+" (the archive's pg_dump may ask for a newer one)"))
+	}
+	c.roomFor(ctx, conn, "target", o.Jobs)
+	if m != nil {
+		c.targetState(ctx, o.Target, conn, m, journal.ArchiveID(m), o.Create, o.Clean, o.Resume, o.Filter.DataOnly || m.DataOnly, o.Filter.Partial() || o.UseList)
+	}
+	if o.Archive == nil && o.ArchiveErr == nil {
+		c.add(DiskSpace(o.SpillDir, 0, "data waiting for a connection (--spill-dir)"))
+	}
+	return c
+}
+
+// CloneOptions are what a clone's checklist needs of its flags.
+type CloneOptions struct {
+	Source, Target *pgx.ConnConfig
+	Jobs           int
+	Filter         filter.Options
+	Snapshot       string
+	Clean, Resume  bool
+	Programs       *pgbin.Finder
+	// Follow, when set, adds clone --follow's checks.
+	Follow *FollowOptions
+}
+
+// FollowOptions are clone --follow's, resolved.
+type FollowOptions struct {
+	Slot, Publication string
+	// Conninfo is how the target server would reach the source: the
+	// source's host, port, user and database unless --follow-conninfo.
+	Conninfo string
+	// ConninfoErr is why no connection string can be given the
+	// subscription (a source password without --follow-conninfo).
+	ConninfoErr                    error
+	ReplicaIdentityFull, SkipNoKey bool
+}
+
+// Clone checks what a clone with o would need on both servers: the
+// dump's checks on the source, the restore's on the target, and with
+// Follow the logical replication's. It changes nothing.
+func Clone(ctx context.Context, o CloneOptions) *Checklist {
+	c := &Checklist{}
+	sconn, ssrv := c.connect(ctx, "source", o.Source)
+	if sconn == nil {
+		return c
+	}
+	defer sconn.Close(context.WithoutCancel(ctx))
+	tconn, tsrv := c.connect(ctx, "target", o.Target)
+	if tconn == nil {
+		return c
+	}
+	defer tconn.Close(context.WithoutCancel(ctx))
+	if err := DistinctDatabases(ctx, o.Source, tconn); err != nil {
+		c.add(fail("distinct databases", err))
+		return c
+	}
+	dumpTools, err := o.Programs.Find(ctx, ssrv.Major())
+	c.add(check("pg_dump", err, toolDetail(dumpTools, dumpTools.PgDump())))
+	if err == nil {
+		m := &archive.Manifest{PgDumpVersion: dumpTools.Version, ServerVersion: ssrv.Version}
+		tools, err := RestoreTools(ctx, o.Programs, m, tsrv)
+		c.add(check("pg_restore", err, toolDetail(tools, tools.PgRestore())))
+	}
+	c.roomFor(ctx, sconn, "source", o.Jobs)
+	c.roomFor(ctx, tconn, "target", o.Jobs)
+	if o.Snapshot != "" {
+		c.add(check("snapshot", importable(ctx, sconn, o.Snapshot), o.Snapshot+" can be imported"))
+	}
+	c.lockSlots(ctx, sconn)
+	c.readable(ctx, sconn, o.Filter)
+	m, err := cloneManifest(ctx, sconn, ssrv, o.Filter)
+	if err != nil {
+		c.add(fail("source catalog", err))
+		return c
+	}
+	// A clone's journal is named after its snapshot (journal.ArchiveID
+	// of its manifest); without one there is nothing to resume.
+	c.targetState(ctx, o.Target, tconn, m, "", false, o.Clean, o.Resume, o.Filter.DataOnly, o.Filter.Partial())
+	if o.Follow != nil {
+		c.follow(ctx, sconn, tconn, o.Filter, *o.Follow)
+	}
+	return c
+}
+
+// connect opens a connection to cfg, adding its line (TLS in use or not);
+// nil when it cannot, with c.Connect set.
+func (c *Checklist) connect(ctx context.Context, role string, cfg *pgx.ConnConfig) (*pgx.Conn, pg.Server) {
+	conn, err := pg.Connect(ctx, cfg)
+	if err != nil {
+		c.add(fail(role, err))
+		c.Connect = err
+		return nil, pg.Server{}
+	}
+	srv, err := pg.ReadServer(ctx, conn)
+	if err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		c.add(fail(role, err))
+		return nil, pg.Server{}
+	}
+	tlsState := "no TLS"
+	if tc, ok := conn.PgConn().Conn().(*tls.Conn); ok {
+		st := tc.ConnectionState()
+		tlsState = "TLS (" + tls.VersionName(st.Version) + ")"
+	}
+	detail := fmt.Sprintf("%s, PostgreSQL %s, %s, %s", pg.Describe(cfg), strings.Fields(srv.Version)[0], srv.Encoding, tlsState)
+	if srv.InRecovery {
+		detail += ", a standby"
+	}
+	c.add(pass(role, detail))
+	return conn, srv
+}
+
+func toolDetail(t pgbin.Tools, path string) string {
+	return fmt.Sprintf("%s (%s)", path, t.Version)
+}
+
+// roomFor adds the check of connections for -j jobs and one more (the
+// leader, pg_dump or pg_restore), as the run asks it.
+func (c *Checklist) roomFor(ctx context.Context, conn *pgx.Conn, role string, jobs int) {
+	free, err := connectionRoom(ctx, conn, jobs, jobs+1)
+	c.add(check(fmt.Sprintf("connections on the %s", role), err, fmt.Sprintf("-j %d needs %d, %d free", jobs, jobs+1, free)))
+}
+
+// lockSlots adds the check of the source's lock table against the tables
+// pg_dump locks.
+func (c *Checklist) lockSlots(ctx context.Context, conn *pgx.Conn) {
+	n, err := TablesToLock(ctx, conn)
+	if err != nil {
+		c.add(fail("lock slots", err))
+		return
+	}
+	warning, detail, err := LockSlots(ctx, conn, n)
+	switch {
+	case err != nil:
+		c.add(fail("lock slots", err))
+	case warning:
+		c.add(warn("lock slots", detail))
+	default:
+		c.add(pass("lock slots", detail))
+	}
+}
+
+// importable checks that snapshot can be imported, in a transaction
+// rolled back at once.
+func importable(ctx context.Context, conn *pgx.Conn, snapshot string) error {
+	err := pg.ImportSnapshot(ctx, conn, snapshot)
+	if _, rerr := conn.Exec(ctx, "ROLLBACK"); err == nil && rerr != nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("%w: is the process that exported it (pgsprint snapshot) still running?", err)
+	}
+	return nil
+}
+
+// readable adds the checks of the right to read what f selects: tables
+// and sequences (SELECT, USAGE on their schema, no row security that
+// would hide rows), and large objects. It returns whether the catalog
+// could be read, and the selected tables' size on disk.
+func (c *Checklist) readable(ctx context.Context, conn *pgx.Conn, f filter.Options) (bool, int64) {
+	selected, err := f.Selected("c", "n")
+	if err == nil {
+		var noData string
+		if noData, err = f.DataExcluded("c", "n"); err == nil {
+			var n, bad int
+			var raw int64
+			var names []string
+			err = conn.QueryRow(ctx, `WITH me AS (SELECT rolsuper OR rolbypassrls AS bypass FROM pg_catalog.pg_roles WHERE rolname = current_user),
+			sel AS (SELECT c.relkind, CASE
+					WHEN NOT pg_catalog.has_schema_privilege(n.oid, 'USAGE') THEN 'no USAGE on schema ' || pg_catalog.quote_ident(n.nspname)
+					WHEN NOT pg_catalog.has_table_privilege(c.oid, 'SELECT') THEN 'no SELECT on ' || CASE c.relkind WHEN 'S' THEN 'sequence ' ELSE 'table ' END
+						|| pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)
+					WHEN c.relrowsecurity AND NOT (SELECT bypass FROM me) AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')
+						THEN 'row-level security on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) END AS why,
+					CASE WHEN c.relkind = 'r' AND NOT (`+noData+`) THEN pg_catalog.pg_relation_size(c.oid) ELSE 0 END AS size
+				FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+				WHERE c.relkind IN ('r', 'p', 'S') AND c.relpersistence <> 't'
+				AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
+				AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+					WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid AND d.deptype = 'e')
+				AND (`+selected+`))
+			SELECT count(*)::int, count(why)::int, coalesce(sum(size), 0)::bigint,
+				coalesce((SELECT array_agg(why) FROM (SELECT why FROM sel WHERE why IS NOT NULL LIMIT 5) w), '{}')
+			FROM sel`).Scan(&n, &bad, &raw, &names)
+			if err == nil {
+				if bad > 0 {
+					list := strings.Join(names, ", ")
+					if bad > len(names) {
+						list += fmt.Sprintf(" and %d more", bad-len(names))
+					}
+					c.add(fail("read privileges", fmt.Errorf("%d of %d selected tables and sequences cannot be read: %s: GRANT USAGE on the schema and SELECT on them to %s (row-level security: ALTER ROLE ... BYPASSRLS, or run as the owner), run as a role that can (--role), or leave them out (-T)", bad, n, list, pg.Ident(conn.Config().User))))
+				} else {
+					c.add(pass("read privileges", fmt.Sprintf("%d tables and sequences selected, all readable", n)))
+				}
+				if f.LargeObjects() {
+					c.add(largeObjects(ctx, conn))
+				}
+				if f.SchemaOnly {
+					raw = 0
+				}
+				return true, raw
+			}
+		}
+	}
+	c.add(fail("read privileges", fmt.Errorf("read the source's catalog: %w", err)))
+	return false, 0
+}
+
+// largeObjects checks that every large object can be read.
+func largeObjects(ctx context.Context, conn *pgx.Conn) Item {
+	var n, bad int
+	err := conn.QueryRow(ctx, `SELECT count(*)::int, count(*) FILTER (WHERE NOT (
+			(SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user)
+			OR pg_catalog.current_setting('lo_compat_privileges')::bool
+			OR pg_catalog.pg_has_role(m.lomowner, 'USAGE')
+			OR EXISTS (SELECT 1 FROM pg_catalog.aclexplode(m.lomacl) a
+				WHERE a.privilege_type = 'SELECT' AND (a.grantee = 0 OR pg_catalog.pg_has_role(a.grantee, 'USAGE')))))::int
+		FROM pg_catalog.pg_largeobject_metadata m`).Scan(&n, &bad)
+	switch {
+	case err != nil:
+		return fail("large objects", fmt.Errorf("read the large objects' privileges: %w", err))
+	case bad > 0:
+		return fail("large objects", fmt.Errorf("%d of %d large objects cannot be read: GRANT SELECT ON LARGE OBJECT ... to %s, run as their owner, or select tables (-n/-t), which leaves large objects out", bad, n, pg.Ident(conn.Config().User)))
+	}
+	return pass("large objects", fmt.Sprintf("%d, all readable", n))
+}
+
+// targetState adds the check of what the target holds, as the run's
+// pre-data checks it: its journal, and emptiness or (--data-only) empty
+// tables to load.
+func (c *Checklist) targetState(ctx context.Context, cfg *pgx.ConnConfig, conn *pgx.Conn, m *archive.Manifest, id string, create, clean, resume, dataOnly, partial bool) {
+	database := cfg.Database
+	if create {
+		created := cfg.Copy()
+		created.Database = m.Database
+		cc, err := pg.Connect(ctx, created)
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == "3D000":
+			c.add(pass("target database", fmt.Sprintf("%q does not exist: --create creates it", m.Database)))
+			return
+		case err != nil:
+			c.add(fail("target database", err))
+			return
+		}
+		defer cc.Close(context.WithoutCancel(ctx))
+		conn, database = cc, m.Database
+		if !clean && !resume {
+			c.add(fail("target database", fmt.Errorf("database %q exists: --create would fail; add --clean to replace it, or restore into it without --create", m.Database)))
+			return
+		}
+	}
+	j, err := journal.Read(ctx, conn)
+	if err != nil {
+		c.add(fail("target database", err))
+		return
+	}
+	if j != nil {
+		if id == "" {
+			id = j.ID() // a clone's: compared by the run with its snapshot's
+		}
+		err := Journal(j.ID(), id, resume, clean, database)
+		c.add(check("target database", err, fmt.Sprintf("%q holds an unfinished run: --resume finishes it", database)))
+		return
+	}
+	switch {
+	case clean:
+		c.add(pass("target database", "--clean drops the archive's objects first"))
+	case dataOnly:
+		c.add(check("target database", DataTargets(ctx, conn, m.Tables), fmt.Sprintf("the %d tables to load exist and are empty", len(m.Tables))))
+	case partial:
+		c.add(pass("target database", "a partial restore may go into a database that holds other objects: the run checks the selected ones"))
+	default:
+		c.add(check("target database", Empty(ctx, conn, database), fmt.Sprintf("%q is empty", database)))
+	}
+	c.add(check("encoding", Encoding(ctx, conn, m), encodingDetail(m.Encoding, conn.PgConn().ParameterStatus("server_encoding"))))
+}
+
+func encodingDetail(from, to string) string {
+	if from == to {
+		return from + " into " + to
+	}
+	return fmt.Sprintf("%s into %s: every name fits", from, to)
+}
+
+func archiveDetail(where string, m *archive.Manifest) string {
+	return fmt.Sprintf("%s: database %q of PostgreSQL %s, %d tables, %d sequences, %d large objects", where, m.Database, strings.Fields(m.ServerVersion + " ?")[0], len(m.Tables), len(m.Sequences), len(m.LargeObjects))
+}
+
+// cloneManifest is the part of a clone's manifest the target's checks
+// read: the encoding and the selected tables' names and columns.
+func cloneManifest(ctx context.Context, conn *pgx.Conn, srv pg.Server, f filter.Options) (*archive.Manifest, error) {
+	selected, err := f.Selected("c", "n")
+	if err != nil {
+		return nil, err
+	}
+	rows, err := conn.Query(ctx, `SELECT n.nspname, c.relname,
+			coalesce((SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_catalog.pg_attribute a
+				WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), '{}')
+		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't'
+		AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
+		AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+			WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid AND d.deptype = 'e')
+		AND (`+selected+`)
+		ORDER BY n.nspname, c.relname`)
+	if err != nil {
+		return nil, fmt.Errorf("list the source's tables: %w", err)
+	}
+	tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (archive.Table, error) {
+		var t archive.Table
+		return t, r.Scan(&t.Schema, &t.Name, &t.Columns)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the source's tables: %w", err)
+	}
+	return &archive.Manifest{Database: srv.Database, Encoding: srv.Encoding, ServerVersion: srv.Version, Tables: tables}, nil
+}
+
+// writableStore checks an archive's object-storage location as dump's
+// own start does: credentials, bucket, no object in the way (unless
+// overwrite), and the right to write, by starting a multipart upload and
+// aborting it at once.
+func writableStore(ctx context.Context, b store.Backend, overwrite bool) Item {
+	sink, err := b.Create(ctx, store.CreateOptions{Overwrite: overwrite})
+	if err != nil {
+		return fail("output", err)
+	}
+	sink.Abort()
+	return pass("output", b.String()+": credentials, bucket and the right to write (an upload started and aborted)")
+}
+
+// follow adds clone --follow's checks: the source's settings and rights,
+// the replica identity of every table it would publish, the target's
+// right to subscribe, and the subscription's connection string, tried
+// from here on a replication connection (the target server's own reach
+// is probed by the run, with objects a preflight does not create).
+func (c *Checklist) follow(ctx context.Context, sconn, tconn *pgx.Conn, f filter.Options, o FollowOptions) {
+	req, err := ReadFollowSource(ctx, sconn, o.Slot, o.Publication)
+	if err != nil {
+		c.add(fail("follow: source", err))
+	} else {
+		c.add(req.Items()...)
+	}
+	tables, err := FollowTables(ctx, sconn, f)
+	if err == nil {
+		err = Keyless(tables, o.ReplicaIdentityFull, o.SkipNoKey)
+	}
+	c.add(check("follow: replica identity", err, fmt.Sprintf("%d tables, each with a primary key or replica identity (or handled by --replica-identity-full/--follow-skip-no-key)", len(tables))))
+	items, err := FollowTarget(ctx, tconn, o.Slot)
+	if err != nil {
+		c.add(fail("follow: target", err))
+	} else {
+		c.add(items...)
+	}
+	if o.ConninfoErr != nil {
+		c.add(fail("follow: source reach", o.ConninfoErr))
+		return
+	}
+	c.add(check("follow: source reach", replicationReach(ctx, o.Conninfo),
+		"the subscription's connection string opens a replication connection from here (from the target server, the run probes it before copying)"))
+}
+
+// replicationReach opens a replication connection with conninfo and asks
+// the server to identify itself, which changes nothing.
+func replicationReach(ctx context.Context, conninfo string) error {
+	cfg, err := pgconn.ParseConfig(conninfo)
+	if err != nil {
+		return fmt.Errorf("the subscription's connection string does not parse: %w: give --follow-conninfo", err)
+	}
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["replication"] = "database"
+	cfg.RuntimeParams["application_name"] = "pgsprint preflight"
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("a replication connection with the subscription's connection string fails from here (%s): give --follow-conninfo as the target server must connect, and a replication line in the source's pg_hba.conf for it",
+			(&pg.ConnectError{Target: "the source", Err: err}).Error())
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if err := conn.Exec(ctx, "IDENTIFY_SYSTEM").Close(); err != nil {
+		return fmt.Errorf("IDENTIFY_SYSTEM on the source's replication connection: %w", err)
+	}
+	return nil
+}
