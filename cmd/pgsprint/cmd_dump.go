@@ -20,6 +20,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/store/location"
+	"github.com/pgsprint/pgsprint/internal/subset"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -47,6 +48,8 @@ type dumpOptions struct {
 	encrypt   encryptFlags
 	store     storeFlags
 	all       allDumpFlags
+	subset    subsetFlags
+	spec      subset.Spec // what subset asks for
 }
 
 func newDumpCmd() *cobra.Command {
@@ -100,10 +103,15 @@ server. One connection per database holds its snapshot until the end; the
   pgsprint dump -d prod -f part.pgs --filter objects.txt   # pg_dump 17's filter file: include/exclude table|schema|...
   pgsprint dump -d prod -f m.pgs --table-and-children app.measurements --no-comments
   pgsprint dump -d prod -f prod.pgs --encrypt-to age1... --encrypt-to-file backup-keys.txt
+  pgsprint dump -d prod -f dev.pgs --subset "app.orders: created > now() - interval '30 days'" --subset-children
   pgsprint dump --all -f server.pgs -j 8 --exclude-database 'scratch*'   # the whole server`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.compat.apply(cmd.Flags(), &o.filter, false); err != nil {
+				return err
+			}
+			var err error
+			if o.spec, err = o.subset.spec(cmd.Flags()); err != nil {
 				return err
 			}
 			return runDump(cmd.Context(), o)
@@ -131,6 +139,7 @@ server. One connection per database holds its snapshot until the end; the
 	o.encrypt.register(fs)
 	o.store.register(fs, true)
 	o.all.register(fs)
+	o.subset.register(fs)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -166,6 +175,9 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	if err := o.filter.Check(); err != nil {
 		return usageError{err}
 	}
+	if err := checkSubsetWith(o.spec, o.all.all, false, false, o.filter.SchemaOnly); err != nil {
+		return err
+	}
 	c, err := codec.Parse(o.compress)
 	if err != nil {
 		return usageError{err}
@@ -199,7 +211,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 		Split:   chunk.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Version: version, Logger: o.log.logger(), Progress: w.reporter, Filter: o.filter, LockWaitTimeout: o.lockWait, Snapshot: o.snapshot,
 		NoStatistics: o.noStats, Recipients: recipients, Location: o.store.options(nil, nil, o.log.logger()), Overwrite: o.store.overwrite,
-		Programs: &pgbin.Finder{},
+		Programs: &pgbin.Finder{}, Subset: o.spec,
 	}
 	var res *dump.Result
 	if o.all.all {

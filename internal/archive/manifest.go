@@ -1,6 +1,9 @@
 package archive
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // FormatVersion is the newest archive format this package reads and
 // writes. Readers refuse archives with a higher version, because a newer
@@ -70,8 +73,9 @@ type Manifest struct {
 	// Subset marks a development copy (dump or clone --subset): the
 	// tables hold the rows the rules chose and every row they reference,
 	// not the whole source. list shows it; restore records it in the
-	// target (restore.SubsetSetting), so that compare against the source
-	// says so instead of reporting every table as different.
+	// target (the database setting pg.SubsetSetting), so that compare
+	// against the source says so instead of reporting every table as
+	// different.
 	Subset *Subset `json:"subset,omitempty"`
 }
 
@@ -83,6 +87,24 @@ type Subset struct {
 	Others   string        `json:"others"`             // "all" or "none"
 	Refs     []string      `json:"refs,omitempty"`     // virtual references, as given
 	Tables   []SubsetTable `json:"tables,omitempty"`   // every table whose rows were chosen (not kept whole)
+}
+
+// Describe is the subset's rules in one line, for list, the target's
+// setting and compare.
+func (s *Subset) Describe() string {
+	var parts []string
+	for _, seed := range s.Seeds {
+		parts = append(parts, seed.Table+": "+seed.Where)
+	}
+	out := "subset of " + strings.Join(parts, "; ")
+	if s.Children {
+		out += ", with children"
+	}
+	out += ", other tables: " + s.Others
+	if len(s.Refs) > 0 {
+		out += ", virtual references: " + strings.Join(s.Refs, "; ")
+	}
+	return out
 }
 
 // SubsetSeed is one --subset rule: a table and the condition its rows
