@@ -168,7 +168,7 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	}
 	var rec *archive.Subset
 	if opts.Subset.Active() {
-		plan, err := subset.Compute(ctx, s.leader, opts.Subset, subset.Options{Server: s.srv, LockWait: opts.LockWaitTimeout})
+		plan, err := subset.Compute(ctx, s.leader, opts.Subset, subset.Options{Server: s.srv, LockWait: opts.LockWaitTimeout, Logger: log})
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package subset
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -27,6 +28,8 @@ type Options struct {
 	// LockWait is --lock-wait-timeout: how long to wait for a table's
 	// lock ("" waits as long as it takes).
 	LockWait string
+	// Logger hears the warnings (nil: none).
+	Logger *slog.Logger
 }
 
 // tid is a row id, block<<16 | offset, in one table of the snapshot.

@@ -3,6 +3,7 @@ package subset
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -74,6 +75,7 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 			}
 		}
 	}
+	warnWidened(opts.Logger, g, seeds, wholeEdges)
 	if err := p.lock(ctx, conn, wholeEdges); err != nil {
 		return nil, err
 	}
@@ -128,6 +130,30 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 		p.kept[leaf] = rows
 	}
 	return p, nil
+}
+
+// warnWidened warns about each whole other table that references a seed
+// table: its rows bring every seed row they reference (rule 4), which is
+// seldom what the user meant (an order's lines without
+// --subset-children keep every order).
+func warnWidened(log *slog.Logger, g *graph, seeds []uint32, wholeEdges []*edge) {
+	if log == nil {
+		return
+	}
+	seedRoots := map[uint32]bool{}
+	for _, s := range seeds {
+		seedRoots[g.root(s)] = true
+	}
+	seen := map[[2]uint32]bool{}
+	for _, e := range wholeEdges {
+		child, parent := g.root(e.child), g.root(e.parent)
+		if !seedRoots[parent] || seen[[2]uint32{child, parent}] {
+			continue
+		}
+		seen[[2]uint32{child, parent}] = true
+		log.Warn(fmt.Sprintf("%s references %s but no rule reaches it: it keeps all its rows (--subset-others all) and with them every row of %s they reference; --subset-children or --subset-others none keeps %s to its condition",
+			g.rels[child].qualified(), g.rels[parent].qualified(), g.rels[parent].qualified(), g.rels[parent].qualified()))
+	}
 }
 
 // lock locks every table the closure reads (the reached partition trees'

@@ -1,7 +1,9 @@
 package subset
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -40,9 +42,11 @@ func TestCompute(t *testing.T) {
 		seeds    map[string]string // for SubsetExpected
 		children bool
 		whole    []string // other tables kept whole
+		warn     string   // in the warnings, "" for none
 	}{
 		{name: "parents, others all", spec: Spec{Seeds: []Seed{{"app.orders", "created >= '2026-09-01'"}}, Refs: []Ref{ref}},
-			seeds: map[string]string{"orders": "created >= '2026-09-01'"}, whole: []string{"order_lines", "products", "vip_customers", "audit", "settings"}},
+			seeds: map[string]string{"orders": "created >= '2026-09-01'"}, whole: []string{"order_lines", "products", "vip_customers", "audit", "settings"},
+			warn: `order_lines\" references \"app\".\"orders\" but no rule reaches it`}, // quoted by the text handler
 		{name: "children, others all", spec: Spec{Seeds: []Seed{{"app.orders", "created >= '2026-09-01'"}}, Children: true, Refs: []Ref{ref}},
 			seeds: map[string]string{"orders": "created >= '2026-09-01'"}, children: true, whole: []string{"vip_customers", "audit", "settings"}},
 		{name: "others none", spec: Spec{Seeds: []Seed{{"app.orders", "created >= '2026-09-01'"}}, Others: OthersNone},
@@ -55,7 +59,11 @@ func TestCompute(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			want := pgtest.SubsetExpected(t, c.ConnString(db), tc.seeds, tc.children, tc.whole)
-			got := keptRows(t, c.ConnString(db), tc.spec)
+			var warnings bytes.Buffer
+			got := keptRows(t, c.ConnString(db), tc.spec, slog.New(slog.NewTextHandler(&warnings, nil)))
+			if tc.warn == "" && warnings.Len() > 0 || !strings.Contains(warnings.String(), tc.warn) {
+				t.Errorf("warnings %q, want %q", warnings.String(), tc.warn)
+			}
 			for _, tbl := range pgtest.SubsetTables {
 				if got[tbl] != want[tbl] {
 					t.Errorf("%s: kept %d rows, the closure in SQL %d", tbl, got[tbl], want[tbl])
@@ -70,7 +78,7 @@ func TestCompute(t *testing.T) {
 
 // keptRows computes spec in a snapshot and reads, in that snapshot, the
 // rows each table's planned chunks select (Apply), as a dump worker does.
-func keptRows(t *testing.T, connString string, spec Spec) map[string]int64 {
+func keptRows(t *testing.T, connString string, spec Spec, log *slog.Logger) map[string]int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -90,7 +98,7 @@ func keptRows(t *testing.T, connString string, spec Spec) map[string]int64 {
 	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := Compute(ctx, conn, spec, Options{Server: srv})
+	plan, err := Compute(ctx, conn, spec, Options{Server: srv, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
