@@ -21,6 +21,7 @@ type finishStage struct {
 	schema *schemaArchive
 	phases *phases
 	log    *slog.Logger
+	clean  bool // Options.Clean: the target may hold an earlier copy's subset mark
 }
 
 // run is the finish stage.
@@ -42,11 +43,12 @@ func (f *finishStage) run(ctx context.Context) error {
 }
 
 // markSubset records in the target database that it holds a subset
-// (pg.SubsetSetting), so that compare against the source says so. A
-// role that may not set it (not the database's owner) gets a warning:
-// the copy is complete either way.
+// (pg.SubsetSetting), so that compare against the source says so; a
+// whole copy over an earlier subset (--clean) removes the mark, which
+// would otherwise excuse missing rows. A role that may not set it (not
+// the database's owner) gets a warning: the copy is complete either way.
 func (f *finishStage) markSubset(ctx context.Context) error {
-	if f.m.Subset == nil {
+	if f.m.Subset == nil && !f.clean {
 		return nil
 	}
 	conn, err := pg.Connect(ctx, f.target.cfg)
@@ -55,10 +57,17 @@ func (f *finishStage) markSubset(ctx context.Context) error {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var db string
-	if err := conn.QueryRow(ctx, "SELECT pg_catalog.current_database()").Scan(&db); err != nil {
+	var mark *string
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.current_database(), pg_catalog.current_setting($1, true)", pg.SubsetSetting).Scan(&db, &mark); err != nil {
 		return fmt.Errorf("record the subset: %w", err)
 	}
-	q := fmt.Sprintf("ALTER DATABASE %s SET %s = %s", pg.Ident(db), pg.SubsetSetting, pg.Literal(f.m.Subset.Describe()))
+	q := fmt.Sprintf("ALTER DATABASE %s RESET %s", pg.Ident(db), pg.SubsetSetting)
+	switch {
+	case f.m.Subset != nil:
+		q = fmt.Sprintf("ALTER DATABASE %s SET %s = %s", pg.Ident(db), pg.SubsetSetting, pg.Literal(f.m.Subset.Describe()))
+	case mark == nil || *mark == "":
+		return nil
+	}
 	if _, err := conn.Exec(ctx, q); err != nil {
 		if ctx.Err() != nil {
 			return err
