@@ -173,7 +173,11 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 			return err
 		}
 		rec = plan.Apply(cat.tables, cat.chunks)
-		log.Info("subset chosen", "tables", len(rec.Tables))
+		var rows int64
+		for _, t := range rec.Tables {
+			rows += t.Rows
+		}
+		log.Info("subset chosen", "tables", len(rec.Tables), "rows", rows)
 	}
 	// The catalog is not kept: the manifest holds what the run needs,
 	// and at 100,000 tables the catalog is tens of MB more.
