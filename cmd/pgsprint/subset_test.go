@@ -15,7 +15,7 @@ import (
 // TestSubset makes development copies of a schema with composite,
 // nullable, self and cyclic foreign keys, a partitioned table and a
 // virtual reference (pgtest.SubsetSQL) through clone, a pipe (dump -f - |
-// restore -f -) and a file: each restores with every constraint valid
+// restore -f -) and an encrypted file: each restores with every constraint valid
 // (restore validates the foreign keys), its row
 // counts equal the closure pgtest.SubsetExpected computes by keys in SQL,
 // list shows the archive is a subset and compare against the source
@@ -82,14 +82,19 @@ func TestSubset(t *testing.T) {
 		}
 		check(t, dst, pgtest.SubsetExpected(t, c.ConnString(src), map[string]string{"orders": recent}, false, nil), false)
 	})
-	t.Run("list", func(t *testing.T) {
+	t.Run("encrypted file and list", func(t *testing.T) {
 		t.Parallel()
-		file := filepath.Join(t.TempDir(), "dev.pgs")
-		mustPgsprint(t, "dump", "-q", "-j", "2", "-d", c.ConnString(src), "-f", file, "--subset", "app.orders: "+recent, "--subset-others", "none")
-		r := mustPgsprint(t, "list", file)
+		dir := t.TempDir()
+		key, pub, _ := writeIdentity(t, dir, "key.txt")
+		file := filepath.Join(dir, "dev.pgs")
+		mustPgsprint(t, "dump", "-q", "-j", "2", "-d", c.ConnString(src), "-f", file, "--encrypt-to", pub, "--subset", "app.orders: "+recent, "--subset-others", "none")
+		r := mustPgsprint(t, "list", file, "--identity", key)
 		if !strings.Contains(r.stdout, "subset:     development copy, subset of app.orders: "+recent+", other tables: none") {
 			t.Errorf("list does not say the archive is a subset:\n%s", r.stdout)
 		}
+		dst := pgtest.DB(t, c, "subset file")
+		mustPgsprint(t, "restore", "-q", "-j", "2", "-f", file, "--identity", key, "-d", c.ConnString(dst))
+		check(t, dst, pgtest.SubsetExpected(t, c.ConnString(src), map[string]string{"orders": recent}, false, nil), false)
 	})
 	t.Run("usage", func(t *testing.T) {
 		t.Parallel()
