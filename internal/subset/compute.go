@@ -292,12 +292,3 @@ func keepSQL(rows []tid) string {
 	b.WriteString(`}'::pg_catalog.tid[])`)
 	return b.String()
 }
-
-// Rows is how many rows the subset keeps of leaf table oid, and whether
-// the rules chose them (false: an other table).
-func (p *Plan) Rows(oid uint32) (int, bool) {
-	if p.cls[p.g.root(oid)] != reached {
-		return 0, false
-	}
-	return len(p.kept[oid]), true
-}

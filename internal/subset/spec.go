@@ -10,7 +10,7 @@
 // are sets of row ids (table OID, ctid) held by the client, grown one
 // frontier batch at a time by joins along each reference. The dump and
 // clone workers then read exactly those rows, in the same snapshot, by
-// their ctids (Plan.Chunks). See docs/ARCHITECTURE.md, "Subsets".
+// their ctids (Plan.Apply). See docs/ARCHITECTURE.md, "Subsets".
 package subset
 
 import (
