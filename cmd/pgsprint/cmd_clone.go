@@ -16,6 +16,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/restore"
+	"github.com/pgsprint/pgsprint/internal/subset"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -39,6 +40,8 @@ type cloneOptions struct {
 	role      string
 	follow    followFlags
 	all       allDumpFlags
+	subset    subsetFlags
+	spec      subset.Spec // what subset asks for
 }
 
 func newCloneCmd() *cobra.Command {
@@ -117,6 +120,7 @@ starts the whole copy over.`,
 
   pgsprint clone --source prod --target copy -n app -T 'app.log_*'
   pgsprint clone --source prod --target copy --data-only -t app.orders
+  pgsprint clone --source prod --target dev --subset 'app.customers: id % 100 = 0' --subset-children --subset-others none
   pgsprint clone --all --source "host=old dbname=postgres" --target "host=new dbname=postgres" -j 8`,
 		Args: noArgs,
 	}
@@ -146,6 +150,7 @@ starts the whole copy over.`,
 	fs.StringVar(&o.role, "role", "", "SET ROLE to this role on every connection, source and target, after logging in")
 	o.follow.register(fs)
 	o.all.register(fs)
+	o.subset.register(fs)
 	fs.BoolVar(&o.settings.NoStatistics, "no-statistics", false, "analyze the copied tables instead of copying the source's optimizer statistics (copied when both servers are 18 or later)")
 	o.progress.register(fs)
 	o.log.register(fs)
@@ -155,7 +160,12 @@ starts the whole copy over.`,
 
 // check applies and checks the flags that need the parsed flag set.
 func (o *cloneOptions) check(cmd *cobra.Command) error {
-	return o.compat.apply(cmd.Flags(), &o.filter, o.clean)
+	if err := o.compat.apply(cmd.Flags(), &o.filter, o.clean); err != nil {
+		return err
+	}
+	var err error
+	o.spec, err = o.subset.spec(cmd.Flags())
+	return err
 }
 
 func runClone(ctx context.Context, o cloneOptions) error {
@@ -192,7 +202,7 @@ func (o cloneOptions) options(src, dst *pgx.ConnConfig, method chunk.Method, w *
 		Split:    chunk.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		Version: version, Logger: o.log.logger(), Progress: w.reporter,
-		Programs: &pgbin.Finder{},
+		Programs: &pgbin.Finder{}, Subset: o.spec,
 	}
 }
 
@@ -219,6 +229,9 @@ func (o *cloneOptions) validate() (chunk.Method, error) {
 	}
 	if o.filter.DataOnly && o.clean {
 		return "", usageError{fmt.Errorf("--data-only copies into existing tables: it does not take --clean")}
+	}
+	if err := checkSubsetWith(o.spec, o.all.all, o.resume, o.follow.on, o.filter.SchemaOnly); err != nil {
+		return "", err
 	}
 	method, err := chunk.ParseMethod(o.splitBy)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/store/location"
+	"github.com/pgsprint/pgsprint/internal/subset"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -47,6 +48,8 @@ type dumpOptions struct {
 	encrypt   encryptFlags
 	store     storeFlags
 	all       allDumpFlags
+	subset    subsetFlags
+	spec      subset.Spec // what subset asks for
 }
 
 func newDumpCmd() *cobra.Command {
@@ -113,6 +116,7 @@ server. One connection per database holds its snapshot until the end; the
   pgsprint dump -d prod -f part.pgs --filter objects.txt   # pg_dump 17's filter file: include/exclude table|schema|...
   pgsprint dump -d prod -f m.pgs --table-and-children app.measurements --no-comments
   pgsprint dump -d prod -f prod.pgs --encrypt-to age1... --encrypt-to-file backup-keys.txt
+  pgsprint dump -d prod -f dev.pgs --subset "app.orders: created > now() - interval '30 days'" --subset-children
   pgsprint dump --all -f server.pgs -j 8 --exclude-database 'scratch*'   # the whole server`,
 		Args: noArgs,
 	}
@@ -138,6 +142,7 @@ server. One connection per database holds its snapshot until the end; the
 	o.encrypt.register(fs)
 	o.store.register(fs, true)
 	o.all.register(fs)
+	o.subset.register(fs)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -146,7 +151,12 @@ server. One connection per database holds its snapshot until the end; the
 
 // check applies and checks the flags that need the parsed flag set.
 func (o *dumpOptions) check(cmd *cobra.Command) error {
-	return o.compat.apply(cmd.Flags(), &o.filter, false)
+	if err := o.compat.apply(cmd.Flags(), &o.filter, false); err != nil {
+		return err
+	}
+	var err error
+	o.spec, err = o.subset.spec(cmd.Flags())
+	return err
 }
 
 func runDump(ctx context.Context, o dumpOptions) error {
@@ -189,7 +199,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 		Split:   chunk.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Version: version, Logger: o.log.logger(), Progress: w.reporter, Filter: o.filter, LockWaitTimeout: o.lockWait, Snapshot: o.snapshot,
 		NoStatistics: o.noStats, Recipients: recipients, Location: o.store.options(nil, nil, o.log.logger()), Overwrite: o.store.overwrite,
-		Programs: &pgbin.Finder{},
+		Programs: &pgbin.Finder{}, Subset: o.spec,
 	}
 	var res *dump.Result
 	if o.all.all {
@@ -236,6 +246,9 @@ func (o *dumpOptions) validate() (codec.Codec, chunk.Method, error) {
 	}
 	if err := o.filter.Check(); err != nil {
 		return nil, "", usageError{err}
+	}
+	if err := checkSubsetWith(o.spec, o.all.all, false, false, o.filter.SchemaOnly); err != nil {
+		return nil, "", err
 	}
 	c, err := codec.Parse(o.compress)
 	if err != nil {

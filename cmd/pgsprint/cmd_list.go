@@ -87,6 +87,16 @@ func runList(ctx context.Context, loc string, o listOptions, in io.Reader, out i
 	fmt.Fprintf(out, "snapshot:   %s at %s\n", m.Snapshot, m.SnapshotTime.Format("2006-01-02 15:04:05 MST"))
 	fmt.Fprintf(out, "written by: pgsprint %s with pg_dump %s, format %d\n", m.ToolVersion, m.PgDumpVersion, m.FormatVersion)
 	fmt.Fprintf(out, "codec:      %s level %d, %s blocks\n", m.Codec, m.Level, progress.Bytes(int64(m.BlockSize)))
+	if s := m.Subset; s != nil {
+		empty := 0
+		for _, t := range s.Tables {
+			if t.Empty {
+				empty++
+			}
+		}
+		fmt.Fprintf(out, "subset:     development copy, %s\n", s.Describe())
+		fmt.Fprintf(out, "            %d tables hold the rows the rules chose, %d none (--subset-others none), the others all their rows\n", len(s.Tables)-empty, empty)
+	}
 	if by := openedBy(ar.Source); by != "" {
 		fmt.Fprintf(out, "encrypted:  opened with %s\n", by)
 	}

@@ -1,6 +1,9 @@
 package archive
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // FormatVersion is the newest archive format this package reads and
 // writes. Readers refuse archives with a higher version, because a newer
@@ -66,6 +69,58 @@ type Manifest struct {
 	// nothing: Globals holds the server's roles and tablespaces.
 	Databases []Database `json:"databases,omitempty"`
 	Globals   *Globals   `json:"globals,omitempty"`
+
+	// Subset marks a development copy (dump or clone --subset): the
+	// tables hold the rows the rules chose and every row they reference,
+	// not the whole source. list shows it; restore records it in the
+	// target (the database setting pg.SubsetSetting), so that compare
+	// against the source says so instead of reporting every table as
+	// different.
+	Subset *Subset `json:"subset,omitempty"`
+}
+
+// Subset is how a subset archive was chosen, as the user gave it, and what
+// each table kept: enough to say what the archive is without the source.
+type Subset struct {
+	Seeds    []SubsetSeed  `json:"seeds"`
+	Children bool          `json:"children,omitempty"` // --subset-children
+	Others   string        `json:"others"`             // "all" or "none"
+	Refs     []string      `json:"refs,omitempty"`     // virtual references, as given
+	Tables   []SubsetTable `json:"tables,omitempty"`   // every table whose rows were chosen (not kept whole)
+}
+
+// Describe is the subset's rules in one line, for list, the target's
+// setting and compare.
+func (s *Subset) Describe() string {
+	var parts []string
+	for _, seed := range s.Seeds {
+		parts = append(parts, seed.Table+": "+seed.Where)
+	}
+	out := "subset of " + strings.Join(parts, "; ")
+	if s.Children {
+		out += ", with children"
+	}
+	out += ", other tables: " + s.Others
+	if len(s.Refs) > 0 {
+		out += ", virtual references: " + strings.Join(s.Refs, "; ")
+	}
+	return out
+}
+
+// SubsetSeed is one --subset rule: a table and the condition its rows
+// matched.
+type SubsetSeed struct {
+	Table string `json:"table"` // as given
+	Where string `json:"where"`
+}
+
+// SubsetTable is a table whose rows the subset chose: Rows of them, or
+// none at all when Empty (an other table under --subset-others none).
+type SubsetTable struct {
+	Schema string `json:"schema"`
+	Name   string `json:"name"`
+	Rows   int64  `json:"rows"`
+	Empty  bool   `json:"empty,omitempty"`
 }
 
 // Database is one database of a whole-server archive.
@@ -184,6 +239,12 @@ type Chunk struct {
 	// built-in (their binary forms, and the type OIDs arrays carry, are
 	// the same on both sides); archives are always text.
 	Binary bool `json:"binary,omitempty"`
+	// Keep, for a table of a subset, is the predicate that picks the
+	// chunk's kept rows by their row ids in the snapshot (internal/subset),
+	// ANDed with Where. It can be megabytes, so it is never recorded: it
+	// lives in the session that reads the chunk, dump or clone, and means
+	// nothing outside its snapshot.
+	Keep string `json:"-"`
 }
 
 // Sequence carries a sequence's state as read inside the snapshot.

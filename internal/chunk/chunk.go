@@ -68,6 +68,8 @@ type Chunk struct {
 	Where string
 	// Size is the estimated bytes of the range, for largest-first order.
 	Size int64
+	// Keep narrows the range to a subset's rows (archive.Chunk.Keep).
+	Keep string
 }
 
 // Split returns the chunks of t, read inside conn's snapshot. A table that

@@ -24,6 +24,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
+	"github.com/pgsprint/pgsprint/internal/subset"
 )
 
 // Options configure one clone.
@@ -76,6 +77,8 @@ type Options struct {
 	// Locks is dump.SessionOptions.Locks: the source server's lock table,
 	// shared with the other databases clone --all copies at once.
 	Locks *dump.LockBudget
+	// Subset copies a development copy's rows only (dump.SessionOptions.Subset).
+	Subset subset.Spec
 }
 
 // Run clones the source database into the target, which must hold no
@@ -128,7 +131,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	dumped := filter.Options{Selection: filter.Selection{Extensions: opts.Filter.Extensions, ExcludeExtensions: opts.Filter.ExcludeExtensions}, Objects: opts.Filter.Objects}
 	sess, err := dump.Begin(ctx, dump.SessionOptions{EarlySchema: true, BinaryForMajor: binaryFor, Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock, Filter: dumped,
 		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger,
-		NoStatistics: opts.NoStatistics, Programs: opts.Programs, Locks: opts.Locks})
+		NoStatistics: opts.NoStatistics, Programs: opts.Programs, Locks: opts.Locks, Subset: opts.Subset})
 	if err != nil {
 		return nil, explainSnapshot(err, opts)
 	}

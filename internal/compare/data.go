@@ -330,3 +330,36 @@ func FingerprintDiff(a, b map[string]string) []string {
 	}
 	return out
 }
+
+// SubsetOf is the subset rules recorded in the database cfg names
+// (pg.SubsetSetting, left by a restore or clone of a subset archive), or
+// "" for a database that is not a development copy.
+func SubsetOf(ctx context.Context, cfg *pgx.ConnConfig) (string, error) {
+	conn, err := pg.Connect(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var s *string
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.current_setting($1, true)", pg.SubsetSetting).Scan(&s); err != nil {
+		return "", fmt.Errorf("read %s: %w", pg.SubsetSetting, err)
+	}
+	if s == nil {
+		return "", nil
+	}
+	return *s, nil
+}
+
+// FewerRows says whether fingerprint a is a table's with fewer rows than
+// b's (the values hashRelation gives: "rows=N hash=H").
+func FewerRows(a, b string) bool {
+	var na, nb int64
+	var ha, hb string
+	if _, err := fmt.Sscanf(a, "rows=%d hash=%s", &na, &ha); err != nil {
+		return false
+	}
+	if _, err := fmt.Sscanf(b, "rows=%d hash=%s", &nb, &hb); err != nil {
+		return false
+	}
+	return na < nb
+}

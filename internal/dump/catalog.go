@@ -185,7 +185,7 @@ func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, 
 		})
 		binary := t.BuiltinTypes && opts.BinaryForMajor == srv.Major()
 		for _, ch := range c.chunks[i] {
-			m.Chunks = append(m.Chunks, archive.Chunk{Stream: next, Table: i, Where: ch.Where, Size: ch.Size, Binary: binary})
+			m.Chunks = append(m.Chunks, archive.Chunk{Stream: next, Table: i, Where: ch.Where, Keep: ch.Keep, Size: ch.Size, Binary: binary})
 			sizes[next] = ch.Size
 			next++
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/store/location"
+	"github.com/pgsprint/pgsprint/internal/subset"
 )
 
 // Options configure one dump.
@@ -58,6 +59,8 @@ type Options struct {
 	// Overwrite replaces an existing s3:// object; a file is always
 	// replaced.
 	Overwrite bool
+	// Subset is SessionOptions.Subset (one database only).
+	Subset subset.Spec
 }
 
 // WithDefaults is opts with what was left out filled in: one job, the
@@ -87,7 +90,7 @@ func (opts Options) WithDefaults() Options {
 // EarlySchema and Locks are the caller's to add.
 func (opts Options) SessionOptions(cfg *pgx.ConnConfig) SessionOptions {
 	return SessionOptions{Source: cfg, Jobs: opts.Jobs, BlockSize: opts.BlockSize, Split: opts.Split, Version: opts.Version,
-		Filter: opts.Filter, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics, Programs: opts.Programs, Logger: opts.Logger}
+		Filter: opts.Filter, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics, Programs: opts.Programs, Logger: opts.Logger, Subset: opts.Subset}
 }
 
 // Result summarises a finished dump.

@@ -13,6 +13,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/preflight"
+	"github.com/pgsprint/pgsprint/internal/subset"
 )
 
 // SessionOptions say what a Session reads and how it lays out the work.
@@ -63,7 +64,10 @@ type SessionOptions struct {
 	// Locks, when set, is the lock table of the source server shared with
 	// the run's other sessions (dump --all, clone --all): pg_dump starts
 	// only once its locks fit beside theirs.
-	Locks  *LockBudget
+	Locks *LockBudget
+	// Subset, when active, narrows the rows read to a development copy's
+	// (internal/subset), computed in the snapshot before any is read.
+	Subset subset.Spec
 	Logger *slog.Logger
 }
 
@@ -147,6 +151,9 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 		log.Info("snapshot exported", "snapshot", s.snap.ID, "server", s.srv.Version, "pg_dump", s.tools.Version)
 	}
 	if opts.Manifest != nil {
+		if opts.Subset.Active() {
+			return fmt.Errorf("--subset cannot resume: the subset's rows are chosen anew by each run; run the clone again without --resume")
+		}
 		return s.reuse(opts.Manifest, log)
 	}
 	if err := s.filter.CheckPgDump(s.tools.Major); err != nil {
@@ -168,9 +175,23 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	if err != nil {
 		return err
 	}
+	var rec *archive.Subset
+	if opts.Subset.Active() {
+		plan, err := subset.Compute(ctx, s.leader, opts.Subset, subset.Options{Server: s.srv, LockWait: opts.LockWaitTimeout, Logger: log})
+		if err != nil {
+			return err
+		}
+		rec = plan.Apply(cat.tables, cat.chunks)
+		var rows int64
+		for _, t := range rec.Tables {
+			rows += t.Rows
+		}
+		log.Info("subset chosen", "tables", len(rec.Tables), "rows", rows)
+	}
 	// The catalog is not kept: the manifest holds what the run needs,
 	// and at 100,000 tables the catalog is tens of MB more.
 	s.Manifest, s.sizes = cat.manifest(s.srv, s.snap, s.tools, opts)
+	s.Manifest.Subset = rec
 	return nil
 }
 

@@ -181,7 +181,12 @@ func setCopyEncoding(ctx context.Context, conn *pgx.Conn, enc string) error {
 // statement is pg.Copy's, the builder of the loading side too.
 func CopyOutSQL(t archive.Table, c archive.Chunk, enc string) string {
 	stmt := pg.Copy{Schema: t.Schema, Table: t.Name, Columns: t.Columns, Binary: c.Binary, Encoding: enc}
-	if c.Where != "" {
+	switch {
+	case c.Keep != "" && c.Where != "":
+		stmt.Query = chunk.SelectSQL(t.Schema, t.Name, t.Columns, "("+c.Where+") AND "+c.Keep)
+	case c.Keep != "":
+		stmt.Query = chunk.SelectSQL(t.Schema, t.Name, t.Columns, c.Keep)
+	case c.Where != "":
 		stmt.Query = chunk.SelectSQL(t.Schema, t.Name, t.Columns, c.Where)
 	}
 	return stmt.To()

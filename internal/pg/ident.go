@@ -38,3 +38,10 @@ func ColumnList(cols []string) string {
 func Literal(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
+
+// SubsetSetting is the database setting (ALTER DATABASE ... SET) a restore
+// or clone of a subset archive leaves in its target, holding the subset's
+// rules (archive.Subset.Describe): compare reads it to say that the
+// copy's tables hold fewer rows by design. A custom setting is invisible
+// to pg_dump without --create, so the schemas still compare equal.
+const SubsetSetting = "pgsprint.subset"

@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/journal"
@@ -19,6 +20,8 @@ type finishStage struct {
 	stats  statistics
 	schema *schemaArchive
 	phases *phases
+	log    *slog.Logger
+	clean  bool // Options.Clean: the target may hold an earlier copy's subset mark
 }
 
 // run is the finish stage.
@@ -31,9 +34,49 @@ func (f *finishStage) run(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := f.markSubset(ctx); err != nil {
+		return err
+	}
 	// Everything is in: the journal goes, and with it the one object the
 	// source does not have.
 	return journal.Drop(ctx, f.target.cfg)
+}
+
+// markSubset records in the target database that it holds a subset
+// (pg.SubsetSetting), so that compare against the source says so; a
+// whole copy over an earlier subset (--clean) removes the mark, which
+// would otherwise excuse missing rows. A role that may not set it (not
+// the database's owner) gets a warning: the copy is complete either way.
+func (f *finishStage) markSubset(ctx context.Context) error {
+	if f.m.Subset == nil && !f.clean {
+		return nil
+	}
+	conn, err := pg.Connect(ctx, f.target.cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var db string
+	var mark *string
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.current_database(), pg_catalog.current_setting($1, true)", pg.SubsetSetting).Scan(&db, &mark); err != nil {
+		return fmt.Errorf("record the subset: %w", err)
+	}
+	q := fmt.Sprintf("ALTER DATABASE %s RESET %s", pg.Ident(db), pg.SubsetSetting)
+	switch {
+	case f.m.Subset != nil:
+		q = fmt.Sprintf("ALTER DATABASE %s SET %s = %s", pg.Ident(db), pg.SubsetSetting, pg.Literal(f.m.Subset.Describe()))
+	case mark == nil || *mark == "":
+		return nil
+	}
+	if _, err := conn.Exec(ctx, q); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		if f.log != nil {
+			f.log.Warn("could not record in the target that it is a subset; compare will report its tables as different", "error", err)
+		}
+	}
+	return nil
 }
 
 // refreshMatviews fills the materialized views that were populated in the

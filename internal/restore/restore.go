@@ -194,7 +194,7 @@ func Run(ctx context.Context, source archive.Source, opts Options) (*Result, err
 			return fail(err)
 		}
 	}
-	fin := &finishStage{target: t, m: sel.m, stats: stats, schema: schema, phases: ph}
+	fin := &finishStage{target: t, m: sel.m, stats: stats, schema: schema, phases: ph, log: log, clean: opts.Clean}
 	if err := fin.run(ctx); err != nil {
 		return fail(err)
 	}

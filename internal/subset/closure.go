@@ -1,0 +1,210 @@
+package subset
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/pgsprint/pgsprint/internal/pg"
+)
+
+// batchRows is how many frontier rows one join reads: the ctid array of a
+// query, and the size of its answer's first step.
+const batchRows = 10000
+
+// savepoint brackets Compute's reads: rolled back at the end, it releases
+// the locks they took, as the dump's catalog reads do.
+const savepoint = "pgsprint_subset"
+
+// Options are what Compute needs besides the spec.
+type Options struct {
+	Server pg.Server
+	// LockWait is --lock-wait-timeout: how long to wait for a table's
+	// lock ("" waits as long as it takes).
+	LockWait string
+	// Logger hears the warnings (nil: none).
+	Logger *slog.Logger
+}
+
+// tid is a row id, block<<16 | offset, in one table of the snapshot.
+type tid uint64
+
+func tidOf(t pgtype.TID) tid { return tid(uint64(t.BlockNumber)<<16 | uint64(t.OffsetNumber)) }
+
+func (t tid) pg() pgtype.TID {
+	return pgtype.TID{BlockNumber: uint32(t >> 16), OffsetNumber: uint16(t), Valid: true}
+}
+
+func (t tid) block() uint32 { return uint32(t >> 16) }
+
+// class is what a table of the graph keeps, by its partition tree.
+type class int
+
+const (
+	other   class = iota // reached by no rule: all or none of its rows, by --subset-others
+	reached              // a seed, a child (--subset-children) or a parent of one: the rows the rules chose
+)
+
+// closure is the fixed point's state: the rows kept so far, per table
+// holding rows, and those not yet followed.
+type closure struct {
+	conn    *pgx.Conn
+	g       *graph
+	classOf map[uint32]class // by partition root
+	whole   map[uint32]bool  // by root: an other table kept whole (--subset-others all)
+	kept    map[uint32]map[tid]struct{}
+	pending map[uint32][]tid
+	order   []uint32 // leaves with pending rows, first come first followed
+}
+
+// add keeps rows of leaf, and queues those not kept before.
+func (c *closure) add(leaf uint32, rows []tid) {
+	set := c.kept[leaf]
+	if set == nil {
+		set = map[tid]struct{}{}
+		c.kept[leaf] = set
+	}
+	fresh := false
+	for _, t := range rows {
+		if _, ok := set[t]; ok {
+			continue
+		}
+		set[t] = struct{}{}
+		if len(c.pending[leaf]) == 0 && !fresh {
+			c.order = append(c.order, leaf)
+		}
+		fresh = true
+		c.pending[leaf] = append(c.pending[leaf], t)
+	}
+}
+
+// next takes up to batchRows pending rows of one leaf.
+func (c *closure) next() (uint32, []tid, bool) {
+	for len(c.order) > 0 {
+		leaf := c.order[0]
+		rows := c.pending[leaf]
+		if len(rows) == 0 {
+			c.order = c.order[1:]
+			continue
+		}
+		n := min(len(rows), batchRows)
+		batch := slices.Clone(rows[:n])
+		c.pending[leaf] = rows[n:]
+		if len(c.pending[leaf]) == 0 {
+			delete(c.pending, leaf)
+			c.order = c.order[1:]
+		}
+		return leaf, batch, true
+	}
+	return 0, nil, false
+}
+
+// queryRows runs q and keeps the (tableoid, ctid) rows it returns.
+func (c *closure) queryRows(ctx context.Context, what, q string, args ...any) error {
+	rows, err := c.conn.Query(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
+	}
+	got := map[uint32][]tid{}
+	var oid uint32
+	var t pgtype.TID
+	if _, err := pgx.ForEachRow(rows, []any{&oid, &t}, func() error {
+		got[oid] = append(got[oid], tidOf(t))
+		return nil
+	}); err != nil {
+		return fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
+	}
+	for _, leaf := range slices.Sorted(maps.Keys(got)) {
+		c.add(leaf, got[leaf])
+	}
+	return nil
+}
+
+// join is the condition that matches e's child rows (alias c) to their
+// parent rows (alias p).
+func (e *edge) join() string {
+	parts := make([]string, len(e.childCols))
+	for i := range e.childCols {
+		parts[i] = fmt.Sprintf("p.%s %s c.%s", pgx.Identifier{e.parentCols[i]}.Sanitize(), e.ops[i], pgx.Identifier{e.childCols[i]}.Sanitize())
+	}
+	return strings.Join(parts, " AND ")
+}
+
+// up keeps the parents of leaf's rows along e (leaf holds e's child rows),
+// or of every row of e's child relation when rows is nil.
+func (c *closure) up(ctx context.Context, e *edge, leaf uint32, rows []tid) error {
+	parent := c.g.rels[e.parent]
+	if rows == nil {
+		q := fmt.Sprintf("SELECT DISTINCT p.tableoid::pg_catalog.oid, p.ctid FROM %s c JOIN %s p ON %s", c.g.rels[e.child].from(), parent.from(), e.join())
+		return c.queryRows(ctx, "follow "+e.name, q)
+	}
+	q := fmt.Sprintf("SELECT DISTINCT p.tableoid::pg_catalog.oid, p.ctid FROM ONLY %s c JOIN %s p ON %s WHERE c.ctid = ANY ($1::pg_catalog.tid[])",
+		c.g.rels[leaf].qualified(), parent.from(), e.join())
+	return c.queryRows(ctx, "follow "+e.name, q, tids(rows))
+}
+
+// down keeps the rows that reference leaf's rows along e (leaf holds e's
+// parent rows).
+func (c *closure) down(ctx context.Context, e *edge, leaf uint32, rows []tid) error {
+	q := fmt.Sprintf("SELECT DISTINCT c.tableoid::pg_catalog.oid, c.ctid FROM ONLY %s p JOIN %s c ON %s WHERE p.ctid = ANY ($1::pg_catalog.tid[])",
+		c.g.rels[leaf].qualified(), c.g.rels[e.child].from(), e.join())
+	return c.queryRows(ctx, "follow "+e.name+" to its children", q, tids(rows))
+}
+
+func tids(rows []tid) []pgtype.TID {
+	out := make([]pgtype.TID, len(rows))
+	for i, t := range rows {
+		out[i] = t.pg()
+	}
+	return out
+}
+
+// classify says which partition trees the rules reach: the seeds', those
+// reached downward from them with children, and every one reached upward
+// from those. The rest are other tables.
+func classify(g *graph, seeds []uint32, children bool) map[uint32]class {
+	cls := map[uint32]class{}
+	var frontier []uint32
+	visit := func(root uint32) {
+		if cls[root] != reached {
+			cls[root] = reached
+			frontier = append(frontier, root)
+		}
+	}
+	for _, s := range seeds {
+		visit(g.root(s))
+	}
+	if children {
+		for len(frontier) > 0 {
+			r := frontier[0]
+			frontier = frontier[1:]
+			for _, e := range g.edges {
+				if g.root(e.parent) == r {
+					visit(g.root(e.child))
+				}
+			}
+		}
+		for r, c := range cls {
+			if c == reached {
+				frontier = append(frontier, r)
+			}
+		}
+		slices.Sort(frontier)
+	}
+	for len(frontier) > 0 {
+		r := frontier[0]
+		frontier = frontier[1:]
+		for _, e := range g.edges {
+			if g.root(e.child) == r {
+				visit(g.root(e.parent))
+			}
+		}
+	}
+	return cls
+}

@@ -1,0 +1,228 @@
+// Package subset chooses the rows of a development copy: the rows of the
+// seed tables that match their conditions, optionally the rows that
+// reference them (downward, transitively), every row any kept row
+// references (upward, transitively: composite, nullable, self and cyclic
+// foreign keys, and virtual references the schema does not declare), and
+// all or none of the other tables' rows.
+//
+// Compute runs a fixed point on the dump's leader connection, inside the
+// exported snapshot, without writing anything on the source: the kept rows
+// are sets of row ids (table OID, ctid) held by the client, grown one
+// frontier batch at a time by joins along each reference. The dump and
+// clone workers then read exactly those rows, in the same snapshot, by
+// their ctids (Plan.Apply). See docs/ARCHITECTURE.md, "Subsets".
+package subset
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+)
+
+// Others say what happens to the tables no rule reaches.
+const (
+	OthersAll  = "all"
+	OthersNone = "none"
+)
+
+// Spec is what the user asked for: --subset, --subset-children,
+// --subset-others, --subset-ref (or a --subset-file holding them).
+type Spec struct {
+	Seeds    []Seed
+	Children bool
+	Others   string // OthersAll (default) or OthersNone
+	Refs     []Ref
+}
+
+// Active says whether a subset was asked for.
+func (s Spec) Active() bool { return len(s.Seeds) > 0 }
+
+// Seed is one --subset 'table: condition'.
+type Seed struct {
+	Table string // a table name as SQL spells it ("app.orders", "\"My\".t")
+	Where string // an SQL condition on the table's columns
+}
+
+// Ref is a virtual reference, --subset-ref 'child(cols) -> parent(cols)':
+// a foreign key the schema does not declare, followed like one.
+type Ref struct {
+	Child, Parent               string   // table names as SQL spells them
+	ChildColumns, ParentColumns []string // column names, unquoted
+	Text                        string   // as given
+}
+
+// ParseSeed reads "schema.table: condition". The name ends at the first
+// colon outside double quotes.
+func ParseSeed(s string) (Seed, error) {
+	name, rest, ok := cutOutsideQuotes(s, ':')
+	name, rest = strings.TrimSpace(name), strings.TrimSpace(rest)
+	if !ok || name == "" || rest == "" {
+		return Seed{}, fmt.Errorf("--subset %q: want 'schema.table: WHERE-condition'", s)
+	}
+	return Seed{Table: name, Where: rest}, nil
+}
+
+// ParseRef reads "schema.child(col, ...) -> schema.parent(col, ...)".
+func ParseRef(s string) (Ref, error) {
+	bad := fmt.Errorf("--subset-ref %q: want 'schema.table(column, ...) -> schema.table(column, ...)'", s)
+	left, right, ok := cutOutsideQuotes(s, '-')
+	if !ok || !strings.HasPrefix(right, ">") {
+		return Ref{}, bad
+	}
+	r := Ref{Text: strings.TrimSpace(s)}
+	var err error
+	if r.Child, r.ChildColumns, err = parseRelColumns(left); err != nil {
+		return Ref{}, fmt.Errorf("%w: %v", bad, err)
+	}
+	if r.Parent, r.ParentColumns, err = parseRelColumns(right[1:]); err != nil {
+		return Ref{}, fmt.Errorf("%w: %v", bad, err)
+	}
+	if len(r.ChildColumns) != len(r.ParentColumns) {
+		return Ref{}, fmt.Errorf("%w: %d columns reference %d", bad, len(r.ChildColumns), len(r.ParentColumns))
+	}
+	return r, nil
+}
+
+// ParseOthers reads --subset-others.
+func ParseOthers(s string) (string, error) {
+	switch s {
+	case "", OthersAll:
+		return OthersAll, nil
+	case OthersNone:
+		return OthersNone, nil
+	}
+	return "", fmt.Errorf("--subset-others %q: want all or none", s)
+}
+
+// ReadFile adds the rules of a --subset-file to spec: one per line,
+// "subset TABLE: CONDITION", "ref CHILD(COLS) -> PARENT(COLS)",
+// "children", "others all|none"; blank lines and lines starting with #
+// are skipped. A file under version control says what a development copy
+// holds better than a command line.
+func ReadFile(path string, spec *Spec) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("--subset-file: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		word, rest, _ := strings.Cut(line, " ")
+		rest = strings.TrimSpace(rest)
+		switch word {
+		case "subset":
+			s, err := ParseSeed(rest)
+			if err != nil {
+				return fmt.Errorf("%s:%d: %w", path, n, err)
+			}
+			spec.Seeds = append(spec.Seeds, s)
+		case "ref":
+			r, err := ParseRef(rest)
+			if err != nil {
+				return fmt.Errorf("%s:%d: %w", path, n, err)
+			}
+			spec.Refs = append(spec.Refs, r)
+		case "children":
+			spec.Children = true
+		case "others":
+			if spec.Others, err = ParseOthers(rest); err != nil {
+				return fmt.Errorf("%s:%d: %w", path, n, err)
+			}
+		default:
+			return fmt.Errorf("%s:%d: unknown rule %q (want subset, ref, children or others)", path, n, word)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("--subset-file %s: %w", path, err)
+	}
+	return nil
+}
+
+// Check validates a spec put together from flags and files.
+func (s Spec) Check() error {
+	if !s.Active() && (s.Children || len(s.Refs) > 0 || (s.Others != "" && s.Others != OthersAll)) {
+		return fmt.Errorf("--subset-children, --subset-others and --subset-ref need at least one --subset")
+	}
+	return nil
+}
+
+// Record is the spec as the archive records it.
+func (s Spec) Record() *archive.Subset {
+	r := &archive.Subset{Children: s.Children, Others: s.Others}
+	if r.Others == "" {
+		r.Others = OthersAll
+	}
+	for _, seed := range s.Seeds {
+		r.Seeds = append(r.Seeds, archive.SubsetSeed{Table: seed.Table, Where: seed.Where})
+	}
+	for _, ref := range s.Refs {
+		r.Refs = append(r.Refs, ref.Text)
+	}
+	return r
+}
+
+// parseRelColumns reads "name(col, ...)".
+func parseRelColumns(s string) (string, []string, error) {
+	s = strings.TrimSpace(s)
+	name, rest, ok := cutOutsideQuotes(s, '(')
+	name = strings.TrimSpace(name)
+	if !ok || name == "" || !strings.HasSuffix(rest, ")") {
+		return "", nil, fmt.Errorf("no column list in %q", s)
+	}
+	var cols []string
+	rest = strings.TrimSuffix(rest, ")")
+	for {
+		col, more, found := cutOutsideQuotes(rest, ',')
+		c, err := identifier(strings.TrimSpace(col))
+		if err != nil {
+			return "", nil, err
+		}
+		cols = append(cols, c)
+		if !found {
+			return name, cols, nil
+		}
+		rest = more
+	}
+}
+
+// identifier reads one SQL identifier as PostgreSQL does: a quoted one
+// as written (doubled quotes made single), an unquoted one folded to lower
+// case.
+func identifier(s string) (string, error) {
+	if s == "" {
+		return "", fmt.Errorf("empty column name")
+	}
+	if strings.HasPrefix(s, `"`) {
+		if len(s) < 2 || !strings.HasSuffix(s, `"`) {
+			return "", fmt.Errorf("unterminated quoted name %s", s)
+		}
+		return strings.ReplaceAll(s[1:len(s)-1], `""`, `"`), nil
+	}
+	if strings.ContainsAny(s, " \t\"") {
+		return "", fmt.Errorf("bad column name %q", s)
+	}
+	return strings.ToLower(s), nil
+}
+
+// cutOutsideQuotes cuts s around the first sep that is not inside double
+// quotes.
+func cutOutsideQuotes(s string, sep byte) (before, after string, found bool) {
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			quoted = !quoted
+		case c == sep && !quoted:
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}

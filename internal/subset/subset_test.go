@@ -1,0 +1,186 @@
+package subset
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/chunk"
+	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+)
+
+// TestCompute computes subsets of a schema with composite, nullable, self
+// and cyclic foreign keys, a partitioned table, an inheritance child and a
+// virtual reference, and checks each table's kept rows against a closure
+// computed by another method (pgtest.SubsetExpected: primary keys in
+// temporary tables) and that the chunks Apply plans read exactly those
+// rows, in the snapshot.
+func TestCompute(t *testing.T) {
+	c := pgtest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const db = "subset"
+	if err := c.CreateDB(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, db, pgtest.SubsetSQL()); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := ParseRef(pgtest.SubsetRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		spec     Spec
+		seeds    map[string]string // for SubsetExpected
+		children bool
+		whole    []string // other tables kept whole
+		warn     string   // in the warnings, "" for none
+	}{
+		{name: "parents, others all", spec: Spec{Seeds: []Seed{{"app.orders", "created >= '2026-09-01'"}}, Refs: []Ref{ref}},
+			seeds: map[string]string{"orders": "created >= '2026-09-01'"}, whole: []string{"order_lines", "products", "vip_customers", "audit", "settings"},
+			warn: `order_lines\" references \"app\".\"orders\" but no rule reaches it`}, // quoted by the text handler
+		{name: "children, others all", spec: Spec{Seeds: []Seed{{"app.orders", "created >= '2026-09-01'"}}, Children: true, Refs: []Ref{ref}},
+			seeds: map[string]string{"orders": "created >= '2026-09-01'"}, children: true, whole: []string{"vip_customers", "audit", "settings"}},
+		{name: "others none", spec: Spec{Seeds: []Seed{{"app.orders", "created >= '2026-09-01'"}}, Others: OthersNone},
+			seeds: map[string]string{"orders": "created >= '2026-09-01'"}},
+		{name: "self and virtual children", spec: Spec{Seeds: []Seed{{`"app".employees`, "id = 3"}}, Children: true, Others: OthersNone, Refs: []Ref{ref}},
+			seeds: map[string]string{"employees": "id = 3"}, children: true},
+		{name: "cycle and partitions", spec: Spec{Seeds: []Seed{{"app.b", "id IN (2, 3)"}, {"app.events", "id < 30"}}, Others: OthersNone},
+			seeds: map[string]string{"b": "id IN (2, 3)", "events": "id < 30"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want := pgtest.SubsetExpected(t, c.ConnString(db), tc.seeds, tc.children, tc.whole)
+			var warnings bytes.Buffer
+			got := keptRows(t, c.ConnString(db), tc.spec, slog.New(slog.NewTextHandler(&warnings, nil)))
+			if tc.warn == "" && warnings.Len() > 0 || !strings.Contains(warnings.String(), tc.warn) {
+				t.Errorf("warnings %q, want %q", warnings.String(), tc.warn)
+			}
+			for _, tbl := range pgtest.SubsetTables {
+				if got[tbl] != want[tbl] {
+					t.Errorf("%s: kept %d rows, the closure in SQL %d", tbl, got[tbl], want[tbl])
+				}
+			}
+			if want["app.customers"] == 0 {
+				t.Fatalf("the case keeps no customer: %v", want)
+			}
+		})
+	}
+}
+
+// keptRows computes spec in a snapshot and reads, in that snapshot, the
+// rows each table's planned chunks select (Apply), as a dump worker does.
+func keptRows(t *testing.T, connString string, spec Spec, log *slog.Logger) map[string]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg, err := pgx.ParseConfig(connString)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pg.Connect(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	srv, err := pg.ReadServer(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Compute(ctx, conn, spec, Options{Server: srv, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pg.ListTables(ctx, conn, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := make([][]chunk.Chunk, len(tables))
+	for i, tb := range tables {
+		chunks[i] = []chunk.Chunk{{Where: tb.Where}}
+	}
+	rec := plan.Apply(tables, chunks)
+	if rec.Others == "" || len(rec.Seeds) != len(spec.Seeds) {
+		t.Fatalf("record %+v", rec)
+	}
+	out := map[string]int64{}
+	for i, tb := range tables {
+		for _, ch := range chunks[i] {
+			where := ch.Where
+			switch {
+			case ch.Keep != "" && where != "":
+				where = "(" + where + ") AND " + ch.Keep
+			case ch.Keep != "":
+				where = ch.Keep
+			}
+			q := "SELECT count(*) FROM (" + chunk.SelectSQL(tb.Schema, tb.Name, tb.Columns, where) + ") s"
+			var n int64
+			if err := conn.QueryRow(ctx, q).Scan(&n); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			out[tb.Schema+"."+tb.Name] += n
+		}
+	}
+	return out
+}
+
+// TestKeepChunks cuts row ids into chunks at block boundaries, each
+// naming its rows, and a table without kept rows into one that reads
+// none.
+func TestKeepChunks(t *testing.T) {
+	var rows []tid
+	for b := range uint32(30) {
+		for o := range uint16(4000) {
+			rows = append(rows, tid(uint64(b)<<16|uint64(o+1)))
+		}
+	}
+	cs := keepChunks(rows, "", 10)
+	if len(cs) < 2 {
+		t.Fatalf("%d chunks for %d rows", len(cs), len(rows))
+	}
+	if cs[0].Where != "ctid < '(13,0)'" || !strings.HasPrefix(cs[1].Where, "ctid >= '(13,0)'") || strings.Contains(cs[len(cs)-1].Where, "<") {
+		t.Errorf("page ranges: %q, %q, ..., %q", cs[0].Where, cs[1].Where, cs[len(cs)-1].Where)
+	}
+	if !strings.HasPrefix(cs[0].Keep, `ctid = ANY ('{"(0,1)","(0,2)"`) || cs[0].Size != 52000*10 {
+		t.Errorf("first chunk: size %d, keep %.40s", cs[0].Size, cs[0].Keep)
+	}
+	if cs := keepChunks(nil, "x > 1", 10); len(cs) != 1 || cs[0].Keep != "false" || cs[0].Where != "x > 1" {
+		t.Errorf("no rows: %+v", cs)
+	}
+}
+
+// TestParse reads --subset, --subset-ref and --subset-others values.
+func TestParse(t *testing.T) {
+	s, err := ParseSeed(`"My: schema".orders: created > now() - interval '30 days'`)
+	if err != nil || s.Table != `"My: schema".orders` || s.Where != "created > now() - interval '30 days'" {
+		t.Errorf("seed %+v, %v", s, err)
+	}
+	r, err := ParseRef(`app.events(user_id, "Org") -> "App".Users(id, org)`)
+	if err != nil || r.Child != "app.events" || r.Parent != `"App".Users` || strings.Join(r.ChildColumns, "|") != "user_id|Org" || strings.Join(r.ParentColumns, "|") != "id|org" {
+		t.Errorf("ref %+v, %v", r, err)
+	}
+	for _, bad := range []string{"app.orders", "app.orders:", ": x"} {
+		if _, err := ParseSeed(bad); err == nil {
+			t.Errorf("seed %q accepted", bad)
+		}
+	}
+	for _, bad := range []string{"a(x) b(y)", "a(x) -> b(y, z)", "a -> b(y)", `a("x) -> b(y)`} {
+		if _, err := ParseRef(bad); err == nil {
+			t.Errorf("ref %q accepted", bad)
+		}
+	}
+	if _, err := ParseOthers("some"); err == nil {
+		t.Error("--subset-others some accepted")
+	}
+}
