@@ -214,7 +214,10 @@ func (c *Cluster) initdb(ctx context.Context) error {
 	for _, locale := range []string{"C.UTF-8", "C"} {
 		initErr = c.run(ctx, filepath.Join(c.binDir, "initdb"),
 			"-D", c.dataDir, "-U", SuperuserName, "-E", "UTF8", "--locale="+locale,
-			"--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile="+pwFile, "--no-sync")
+			"--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile="+pwFile, "--no-sync",
+			// 1 MB WAL segments: a new data directory holds one segment,
+			// and tests copy it for every cluster (Options.Template).
+			"--wal-segsize=1")
 		if initErr == nil {
 			break
 		}

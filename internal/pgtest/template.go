@@ -16,7 +16,7 @@ import (
 // templateFormat names what pgctl.InitTemplate makes; change it when
 // initdb's options or the files it writes change, so that no test copies a
 // template an older harness left in the temporary directory.
-const templateFormat = "1"
+const templateFormat = "2"
 
 // templates holds, per bin directory, the data directory every cluster of
 // this test process is copied from (see pgctl.Options.Template): one
