@@ -254,5 +254,5 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 	if err != nil {
 		return err
 	}
-	return w.finishServer(o.log, res, pg.Describe(dst), "cloned")
+	return w.finishServer(o.log, res, serverTarget(dst, len(res.Databases)), "cloned")
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/filter"
-	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
@@ -487,7 +486,7 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 	if err != nil {
 		return err
 	}
-	target := pg.Describe(cfg)
+	target := serverTarget(cfg, len(res.Databases))
 	if o.all.database != "" {
 		target = strconv.Quote(o.all.database)
 	}
