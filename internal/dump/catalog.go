@@ -185,19 +185,20 @@ func keep[T any](s []T, ok func(T) bool) []T {
 func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, opts SessionOptions) (m *archive.Manifest, sizes map[uint32]int64) {
 	sizes = make(map[uint32]int64)
 	m = &archive.Manifest{
-		ToolVersion:      opts.Version,
-		ServerVersion:    srv.Version,
-		ServerVersionNum: srv.VersionNum,
-		PgDumpVersion:    tools.Version,
-		Database:         databaseName(srv, opts.Source),
-		Encoding:         srv.Encoding,
-		CopyEncoding:     srv.Encoding,
-		Snapshot:         snap.ID,
-		SnapshotTime:     snap.Time,
-		BlockSize:        opts.BlockSize,
-		MaxInterleave:    max(opts.Jobs, 1) + 1,
-		SchemaStream:     0,
-		DataOnly:         opts.Filter.DataOnly || opts.Filter.StatisticsOnly, // nothing to create
+		ToolVersion:           opts.Version,
+		ServerVersion:         srv.Version,
+		ServerVersionNum:      srv.VersionNum,
+		PgDumpVersion:         tools.Version,
+		Database:              databaseName(srv, opts.Source),
+		Encoding:              srv.Encoding,
+		CopyEncoding:          srv.Encoding,
+		Snapshot:              snap.ID,
+		SnapshotTime:          snap.Time,
+		BlockSize:             opts.BlockSize,
+		MaxInterleave:         max(opts.Jobs, 1) + 1,
+		SchemaStream:          0,
+		DataOnly:              opts.Filter.DataOnly || opts.Filter.StatisticsOnly, // nothing to create
+		StatisticsWithoutData: opts.Filter.NoRows() && opts.Filter.Statistics() && !opts.NoStatistics,
 	}
 	for _, o := range c.schemas {
 		m.Schemas = append(m.Schemas, archive.Object{OID: o.OID, Name: o.Name})

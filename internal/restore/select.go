@@ -43,7 +43,9 @@ type selection struct {
 // noRows says whether no rows are loaded while statistics may still be
 // restored: every table's then comes back (as pg_restore --no-data and
 // --statistics-only do), not only those of loaded tables.
-func (s *selection) noRows() bool { return s.schemaOnly || s.statsOnly }
+func (s *selection) noRows() bool {
+	return s.schemaOnly || s.statsOnly || (s.m != nil && s.m.StatisticsWithoutData)
+}
 
 // Selection is the part of an archive a partial restore takes, for
 // writing it as SQL (restore --to-sql), where no target is at hand: as if
@@ -180,7 +182,7 @@ func (ch *chooser) chooseParts(ctx context.Context, skip func(...uint32)) error 
 		}
 	}
 	full := *ch.m
-	ch.m = narrow(&full, matched, ch.sel.noRows(), f.SequenceData && !ch.sel.statsOnly)
+	ch.m = narrow(&full, matched, ch.sel.schemaOnly || ch.sel.statsOnly, f.SequenceData && !ch.sel.statsOnly)
 	ch.m.DataOnly = ch.sel.dataOnly
 	skipUnread(&full, ch.m, skip)
 	if matched == nil || (ch.sel.dataOnly && !ch.sel.statsOnly) {
