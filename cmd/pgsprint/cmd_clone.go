@@ -247,7 +247,7 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 	res, err := cluster.Clone(ctx, cluster.CloneOptions{
 		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, Settings: o.settings, Filter: o.filter,
 		Split: chunk.Options{ChunkSize: int64(o.chunkSize), Method: method}, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
-		ExcludeDatabases: o.all.exclude, Resume: o.resume, Version: version, Logger: o.log.logger(), Progress: w.reporter,
+		ExcludeDatabases: o.all.exclude, NoRolePasswords: o.all.noPasswords, Resume: o.resume, Version: version, Logger: o.log.logger(), Progress: w.reporter,
 		Programs: &pgbin.Finder{},
 	})
 	if errors.Is(err, cluster.ErrSameServer) {

@@ -33,6 +33,9 @@ type CloneOptions struct {
 	LockWaitTimeout  string
 	TextCopy         bool
 	ExcludeDatabases []string
+	// NoRolePasswords copies the roles without their passwords (as
+	// pg_dumpall --no-role-passwords).
+	NoRolePasswords bool
 	// Resume finishes an interrupted clone --all of the same source: the
 	// globals and the databases it finished are skipped, the others
 	// cloned again from the start in a fresh snapshot (a database's
@@ -83,11 +86,11 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 		}
 		return nil, err
 	}
-	script, noPasswords, err := readGlobals(ctx, conn, opts.Source, tools)
+	script, noPasswords, err := readGlobals(ctx, conn, opts.Source, tools, opts.NoRolePasswords)
 	if err != nil {
 		return nil, err
 	}
-	if noPasswords {
+	if noPasswords && !opts.NoRolePasswords {
 		opts.Logger.Warn("cannot read pg_authid: roles are copied without their passwords (as pg_dumpall --no-role-passwords); set them again on the target")
 	}
 	var list []archive.Database

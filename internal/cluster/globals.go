@@ -23,14 +23,14 @@ import (
 // the user cannot read pg_authid (a managed service's admin, a
 // non-superuser), roles come without passwords (noPasswords), as with
 // pg_dumpall --no-role-passwords.
-func readGlobals(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig, tools pgbin.Tools) (script []byte, noPasswords bool, err error) {
+func readGlobals(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig, tools pgbin.Tools, withoutPasswords bool) (script []byte, noPasswords bool, err error) {
 	var readable bool
 	if err := conn.QueryRow(ctx, "SELECT pg_catalog.has_table_privilege('pg_catalog.pg_authid', 'SELECT')").Scan(&readable); err != nil {
 		return nil, false, fmt.Errorf("check access to pg_authid: %w", err)
 	}
 	dsn, env := pg.ChildConn(cfg)
 	args := []string{"--globals-only", "--no-password", "--dbname=" + dsn}
-	if !readable {
+	if !readable || withoutPasswords {
 		args = append(args, "--no-role-passwords")
 	}
 	cmd := pgbin.Command(ctx, tools.PgDumpall(), args...)
