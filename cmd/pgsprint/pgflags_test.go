@@ -651,6 +651,19 @@ func TestPgFlagsRefused(t *testing.T) {
 		{[]string{"dump", "-d", "x", "-f", "-", "-W", "-w"}, "-W (ask for a password) and -w (never ask) cannot be used together"},
 		{[]string{"dump", "-d", "x", "--statistics", "--no-statistics"}, "--statistics and --no-statistics cannot be used together"},
 		{[]string{"restore", "-f", "x.pgs", "-d", "x", "--statistics", "--no-statistics"}, "--statistics and --no-statistics cannot be used together"},
+		// PostgreSQL 18's: pg_dump's and pg_restore's own conflicts, and
+		// the flags pgsprint does not take.
+		{[]string{"dump", "-d", "x", "--no-data", "-a"}, "options -a/--data-only and --no-data cannot be used together"},
+		{[]string{"restore", "-f", "x.pgs", "-d", "x", "--no-schema", "-s"}, "options -s/--schema-only and --no-schema cannot be used together"},
+		{[]string{"clone", "--source", "x", "--target", "y", "--statistics-only", "--no-statistics"}, "options --statistics-only and --no-statistics cannot be used together"},
+		{[]string{"restore", "-f", "x.pgs", "--to-sql", "--statistics-only"}, "--statistics-only does not combine with --to-sql"},
+		{[]string{"restore", "-f", "x.pgs", "-d", "x", "--transaction-size", "0"}, "--transaction-size must be in range 1..2147483647"},
+		{[]string{"dump", "-d", "x", "--with-statistics"}, "PostgreSQL 18's betas had it"},
+		{[]string{"restore", "-f", "x.pgs", "-d", "x", "--restrict-key", "k"}, "--restrict-key is not supported by pgsprint restore"},
+		{[]string{"dump", "-d", "x", "--serializable-deferrable"}, "export one from a SERIALIZABLE READ ONLY DEFERRABLE transaction"},
+		{[]string{"dump", "-d", "x", "--use-set-session-authorization"}, "use pgsprint restore --use-set-session-authorization"},
+		{[]string{"dump", "--all", "-g"}, "use pg_dumpall --globals-only"},
+		{[]string{"dump", "-d", "x", "--no-role-passwords"}, "--no-role-passwords applies to --all only"},
 	} {
 		r := pgsprint(t, nil, tc.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
