@@ -293,7 +293,9 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.filter.DataOnly && (o.create || o.clean) {
 		return usageError{fmt.Errorf("--data-only loads into existing tables: it does not take --create or --clean")}
 	}
-	if o.noTrig && !o.filter.DataOnly {
+	if o.noTrig && o.filter.NoRows() {
+		// Without -a it is the archive's to say (one dumped with
+		// --data-only or --no-schema restores as data only).
 		return usageError{fmt.Errorf("--disable-triggers applies to --data-only restores only")}
 	}
 	cfg, err := o.conn.config(ctx)
