@@ -419,6 +419,27 @@ func TestPgFlags(t *testing.T) {
 		}
 	})
 
+	// -b brings the large objects into a dump narrowed by -t, which
+	// leaves them out by default, as pg_dump's.
+	t.Run("dump -t -b", func(t *testing.T) {
+		count := func(name string, args ...string) string {
+			file := filepath.Join(tmp, name+".pgs")
+			mustPgsprint(t, append([]string{"dump", "-d", src, "-f", file, "-q", "-t", "app.orders"}, args...)...)
+			var l struct {
+				Manifest struct {
+					LargeObjects []json.RawMessage `json:"large_objects"`
+				}
+			}
+			if err := json.Unmarshal([]byte(mustPgsprint(t, "list", "--json", file).stdout), &l); err != nil {
+				t.Fatal(err)
+			}
+			return strconv.Itoa(len(l.Manifest.LargeObjects))
+		}
+		if with, without, want := count("lo-b", "-b"), count("lo"), query(t, "src", "SELECT count(*)::text FROM pg_largeobject_metadata"); with != want || without != "0" || want == "0" {
+			t.Errorf("large objects of -t app.orders: %s with -b, %s without; the source has %s", with, without, want)
+		}
+	})
+
 	t.Run("--strict-names", func(t *testing.T) {
 		for _, args := range [][]string{
 			{"dump", "-d", src, "-f", filepath.Join(tmp, "strict.pgs"), "-t", "app.orders", "-t", "app.nope"},
