@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,8 +104,25 @@ func TestProgress(t *testing.T) {
 		if err := c.CreateDB(context.Background(), "dst"); err != nil {
 			t.Fatal(err)
 		}
-		r := mustPgsprint(t, "restore", "-f", file, "-d", c.ConnString("dst"), "-j", "2",
+		// A killed run's temporary file, which this run removes and logs:
+		// under --progress=json the log line is JSON too.
+		tmp := t.TempDir()
+		gone := exec.Command("true")
+		if err := gone.Run(); err != nil {
+			t.Fatal(err)
+		}
+		stale := filepath.Join(tmp, fmt.Sprintf("pgsprint-schema-%d-1.dump", gone.Process.Pid))
+		if err := os.WriteFile(stale, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := pgsprint(t, []string{"TMPDIR=" + tmp}, "restore", "-f", file, "-d", c.ConnString("dst"), "-j", "2",
 			"--progress=json", "--progress-interval", "20ms")
+		if r.code != 0 {
+			t.Fatalf("restore: exit %d\n%s", r.code, r.stderr)
+		}
+		if !strings.Contains(r.stderr, `"msg":"removed a stale temporary file left by a killed run"`) {
+			t.Errorf("no JSON line for the removed stale file:\n%s", r.stderr)
+		}
 		counts := map[string]int{}
 		var last progress.Event
 		for _, e := range events(t, r.stderr) {

@@ -31,7 +31,7 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
-			if m := ar.Manifest(); m.Codec != tt.codec || m.FormatVersion != 1 {
+			if m := ar.Manifest(); m.Codec != tt.codec || m.FormatVersion != formatPacked {
 				t.Errorf("manifest codec %q version %d", m.Codec, m.FormatVersion)
 			}
 			if got := len(ar.Streams()); got != len(streams) {
@@ -184,7 +184,7 @@ func TestOpenErrors(t *testing.T) {
 		{"text", []byte("hello, world, this is not it"), "not a pgsprint archive", ErrNotArchive},
 		{"magic only", []byte(headerMagic), "archive is incomplete: no trailer (truncated or still being written)", ErrIncomplete},
 		{"truncated", good[:len(good)-1], "archive is incomplete", ErrIncomplete},
-		{"newer version", patch(8, 7, 0, 0, 0), "archive format version 7 is newer than this pgsprint understands (4)", nil},
+		{"newer version", patch(8, 7, 0, 0, 0), "archive format version 7 is newer than this pgsprint understands (5)", nil},
 		{"version zero", patch(8, 0, 0, 0, 0), "format version 0", ErrCorrupt},
 		{"trailer version", patch(len(good)-12, 2, 0, 0, 0), "trailer says 2", ErrCorrupt},
 		{"huge manifest length", patch(12, 0xff, 0xff, 0xff, 0xff), "manifest length", ErrCorrupt},

@@ -221,8 +221,12 @@ func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 	}
 	ns := uint64(binary.LittleEndian.Uint32(fb[4:]))
 	nf := binary.LittleEndian.Uint64(fb[8:])
-	rest := uint64(len(fb) - footerFixedSize - seal.Overhead)
-	if ns > rest/streamEntrySize || nf > rest/frameEntrySize || ns*streamEntrySize+nf*frameEntrySize != rest {
+	if l.version >= formatPacked {
+		// The entries are compressed: only their length can be checked.
+		if len(fb) < footerFixedSize+footerLenSize || binary.LittleEndian.Uint64(fb[footerFixedSize:]) != uint64(len(fb)-footerFixedSize-footerLenSize) {
+			return info, corruptf("archive: footer length %d does not match the length it records", len(fb))
+		}
+	} else if rest := uint64(len(fb) - footerFixedSize - seal.Overhead); ns > rest/streamEntrySize || nf > rest/frameEntrySize || ns*streamEntrySize+nf*frameEntrySize != rest {
 		return info, corruptf("archive: footer length %d does not fit %d streams and %d frames", len(fb), ns, nf)
 	}
 	type seen struct {
@@ -230,7 +234,7 @@ func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 		ended bool
 	}
 	streams := map[uint32]*seen{}
-	var frames uint64
+	var frames, packs uint64
 	var buf []byte
 	for off := l.dataStart; off < l.trailer.footerOff; {
 		var fh [frameHeaderSize]byte
@@ -251,16 +255,22 @@ func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 			return info, fail("lengths %d/%d exceed the %d byte limit", h.rawLen, h.storedLen, MaxBlockSize)
 		}
 		st := streams[h.stream]
-		if st == nil {
+		if h.kind == KindPack {
+			// Its streams are in its sealed directory.
+			st = &seen{}
+			packs++
+		} else if st == nil {
 			st = &seen{}
 			streams[h.stream] = st
 		}
 		switch {
+		case h.kind == KindPack && l.version < formatPacked:
+			return info, fail("Pack frame in a format version %d archive", l.version)
 		case st.ended:
 			return info, fail("frame follows the stream's End frame")
 		case h.seq != st.next:
 			return info, fail("out of sequence (want seq %d)", st.next)
-		case h.kind != KindEnd && !h.kind.contentKind():
+		case h.kind != KindEnd && h.kind != KindPack && !h.kind.contentKind():
 			return info, fail("invalid kind %d", uint8(h.kind))
 		}
 		n := int64(h.storedLen) + seal.Overhead
@@ -287,7 +297,7 @@ func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 			return info, corruptf("archive: stream %d has no End frame", id)
 		}
 	}
-	if uint64(len(streams)) != ns || frames != nf {
+	if (packs == 0 && uint64(len(streams)) != ns) || uint64(len(streams)) > ns || frames != nf {
 		return info, corruptf("archive: footer lists %d streams and %d frames, the archive has %d and %d", ns, nf, len(streams), frames)
 	}
 	return info, nil

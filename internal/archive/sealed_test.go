@@ -89,8 +89,8 @@ func TestSealedRoundTrip(t *testing.T) {
 	ids, rs := testIdentities(t, 2)
 	for _, name := range []string{"zstd", "none"} {
 		data, streams := sealedArchive(t, name, rs...)
-		if v := binary.LittleEndian.Uint32(data[8:]); v != formatSealed {
-			t.Fatalf("%s: encrypted archive has format version %d, want %d", name, v, formatSealed)
+		if v := binary.LittleEndian.Uint32(data[8:]); v != formatPacked {
+			t.Fatalf("%s: encrypted archive has format version %d, want %d", name, v, formatPacked)
 		}
 		for i, id := range ids {
 			if err := checkAll(t, data, streams, id); err != nil {
@@ -110,14 +110,14 @@ func TestSealedRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ar.Manifest().FormatVersion != formatSealed || ar.Manifest().Tables[0].Name != "t" {
+		if ar.Manifest().FormatVersion != formatPacked || ar.Manifest().Tables[0].Name != "t" {
 			t.Fatalf("%s: manifest read back as %+v", name, ar.Manifest())
 		}
 	}
-	// A clear archive keeps the lowest version.
+	// A clear archive has the same version, without the envelope.
 	clear, _ := smallArchive(t, "zstd")
-	if v := binary.LittleEndian.Uint32(clear[8:]); v != 1 {
-		t.Fatalf("clear archive has format version %d, want 1", v)
+	if v := binary.LittleEndian.Uint32(clear[8:]); v != formatPacked || bytes.Contains(clear, []byte(envelopeMagic)) {
+		t.Fatalf("clear archive has format version %d, want %d, and no envelope", v, formatPacked)
 	}
 }
 
@@ -185,12 +185,22 @@ func TestSealedWrongKey(t *testing.T) {
 	}
 }
 
-// TestSealedNoPlaintext greps the raw archive, stored uncompressed, for a
-// row value, a table name and the schema's text.
+// TestSealedNoPlaintext greps the raw archive, stored uncompressed (but
+// for its manifest, compressed in any archive), for a row value, a table
+// name and the schema's text.
 func TestSealedNoPlaintext(t *testing.T) {
 	_, rs := testIdentities(t, 1)
 	clear, _ := sealedArchive(t, "none")
 	data, _ := sealedArchive(t, "none", rs...)
+	ar, err := Open(bytes.NewReader(clear), int64(len(clear)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _, err := MarshalManifest(ar.Manifest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear = append(clear, js...)
 	for _, s := range []string{"zebracorn-4711", "secret_tbl_xyz", `"tables"`, "large object"} {
 		if !bytes.Contains(clear, []byte(s)) {
 			t.Fatalf("the clear archive lacks %q: the test proves nothing", s)
@@ -225,7 +235,8 @@ func TestSealedDamage(t *testing.T) {
 		{"frame payload", frame + frameHeaderSize + 3, []string{"frame 1 at offset", "payload does not authenticate"}},
 		{"End frame payload", l.frames[len(l.frames)-1] + frameHeaderSize + 1, []string{"payload does not authenticate"}},
 		{"footer counts", l.footerOff + 4, []string{"footer"}},
-		{"footer entries", l.footerOff + footerFixedSize + 7, []string{"footer does not authenticate"}},
+		{"footer length", l.footerOff + footerFixedSize + 1, []string{"footer"}},
+		{"footer entries", l.footerOff + footerFixedSize + footerLenSize + 7, []string{"footer does not authenticate"}},
 		{"footer tag", len(data) - trailerSize - 1, []string{"footer does not authenticate"}},
 		{"trailer", len(data) - 10, []string{"trailer", "version", "incomplete"}},
 	} {
