@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,11 +75,27 @@ func TestAllProgress(t *testing.T) {
 	t.Run("restore", func(t *testing.T) {
 		dst := pgtest.New(t)
 		file := filepath.Join(dir, "server.pgs")
-		mustPgsprint(t, "dump", "--all", "-d", src.ConnString("postgres"), "-f", file, "-j", "2", "--chunk-size", "256kB")
+		dumpSum := filepath.Join(dir, "dump.json")
+		mustPgsprint(t, "dump", "--all", "-d", src.ConnString("postgres"), "-f", file, "-j", "2", "--chunk-size", "256kB", "--summary-json", dumpSum)
+		// The largest tables name their database: same-named tables of
+		// two databases are never summed into one.
+		dumped := readSummary(t, dumpSum)
+		if len(dumped.Largest) == 0 || dumped.Largest[0].Table != `shop: "public"."orders"` {
+			t.Errorf("dump --all's largest tables %+v, want shop's orders first, named with its database", dumped.Largest)
+		}
+		for _, tt := range dumped.Largest {
+			if db, _, ok := strings.Cut(tt.Table, ": "); !ok || pipeServerDatabases[db] == 0 {
+				t.Errorf("dump --all's largest table %q does not name its database", tt.Table)
+			}
+		}
 		sum := filepath.Join(dir, "restore.json")
 		res := mustPgsprint(t, append([]string{"restore", "--all", "-f", file, "-d", dst.ConnString("postgres"), "-j", "2", "--summary-json", sum}, json...)...)
 		r := readServerRun(t, res.stderr)
 		checkRun(t, r, sum)
+		// The totals are the server's, not the first database's.
+		if want := fmt.Sprintf("%d databases (totals) on ", len(pipeServerDatabases)); !strings.HasPrefix(r.summary.Target, want) {
+			t.Errorf("restore --all's summary target %q, want %q...", r.summary.Target, want)
+		}
 		if r.summary.Globals == nil || r.summary.Globals.Roles != 1 {
 			t.Errorf("summary's globals: %+v", r.summary.Globals)
 		}

@@ -132,6 +132,8 @@ starts the whole copy over.`,
 	fs.BoolVarP(&o.clean, "clean", "c", false, "drop the source's objects from the target first")
 	fs.BoolVarP(&o.settings.NoOwner, "no-owner", "O", false, "do not restore object ownership")
 	fs.BoolVarP(&o.settings.NoACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
+	fs.BoolVar(&o.settings.SessionAuthorization, "use-set-session-authorization", false, "set ownership with SET SESSION AUTHORIZATION instead of ALTER OWNER (as pg_restore)")
+	fs.IntVar(&o.settings.TransactionSize, "transaction-size", 0, "create pre-data's objects N to a transaction (pg_restore 17+; default 100); rows, indexes and constraints commit one step at a time, journaled (see README)")
 	fs.StringVar(&o.settings.MaintenanceWorkMem, "maintenance-work-mem", "512MB", "maintenance_work_mem of each target connection (empty: the server's)")
 	fs.BoolVar(&o.settings.NoAnalyze, "no-analyze", false, "do not ANALYZE the copied tables")
 	o.chunkSize = chunk.DefaultSize
@@ -293,12 +295,12 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 		return err
 	}
 	defer w.stop()
-	res, err := cluster.Clone(ctx, cluster.CloneOptions{Options: o.options(src, dst, method, w), ExcludeDatabases: o.all.exclude})
+	res, err := cluster.Clone(ctx, cluster.CloneOptions{Options: o.options(src, dst, method, w), ExcludeDatabases: o.all.exclude, NoRolePasswords: o.all.noPasswords})
 	if errors.Is(err, cluster.ErrSameServer) {
 		return usageError{err}
 	}
 	if err != nil {
 		return err
 	}
-	return w.finishServer(o.log, res, pg.Describe(dst), "cloned")
+	return w.finishServer(o.log, res, serverTarget(dst, len(res.Databases)), "cloned")
 }

@@ -263,19 +263,31 @@ func (o *dumpOptions) validate() (codec.Codec, chunk.Method, error) {
 
 // allDumpFlags are dump's whole-server flags.
 type allDumpFlags struct {
-	all     bool
-	exclude []string
+	all         bool
+	exclude     []string
+	noPasswords bool
+	// pg_dumpall's parts alone, refused
+	globalsOnly, rolesOnly, tablespacesOnly bool
 }
 
 func (a *allDumpFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&a.all, "all", false, "dump the whole server: globals (roles, tablespaces) and every database, in one archive (see above)")
 	fs.StringArrayVar(&a.exclude, "exclude-database", nil, "with --all: do not dump databases matching this pattern (as pg_dumpall; repeatable)")
+	fs.BoolVar(&a.noPasswords, "no-role-passwords", false, "with --all: leave the roles' passwords out (as pg_dumpall)")
+	fs.BoolVarP(&a.globalsOnly, "globals-only", "g", false, "not taken: use pg_dumpall (see README)")
+	fs.BoolVarP(&a.rolesOnly, "roles-only", "r", false, "not taken: use pg_dumpall (see README)")
+	fs.BoolVar(&a.tablespacesOnly, "tablespaces-only", false, "not taken: use pg_dumpall (see README)")
 }
 
 func (a *allDumpFlags) check(snapshot string) error {
 	switch {
+	case a.globalsOnly || a.rolesOnly || a.tablespacesOnly:
+		return usageError{fmt.Errorf("--globals-only, --roles-only and --tablespaces-only are not supported by pgsprint: the globals alone are a short script " +
+			"with no table data for pgsprint to move in parallel: use pg_dumpall --globals-only (pgsprint --all archives carry them with every database)")}
 	case !a.all && len(a.exclude) > 0:
 		return usageError{fmt.Errorf("--exclude-database applies to --all only")}
+	case !a.all && a.noPasswords:
+		return usageError{fmt.Errorf("--no-role-passwords applies to --all only")}
 	case a.all && snapshot != "":
 		return usageError{fmt.Errorf("--all does not take --snapshot: each database is read in its own snapshot")}
 	}
@@ -287,7 +299,7 @@ func runDumpAll(ctx context.Context, a allDumpFlags, conn connFlags, o dump.Opti
 	if conn.DSN == "" {
 		o.Source.Database = "postgres"
 	}
-	res, err := cluster.Dump(ctx, cluster.DumpOptions{Options: o, ExcludeDatabases: a.exclude})
+	res, err := cluster.Dump(ctx, cluster.DumpOptions{Options: o, ExcludeDatabases: a.exclude, NoRolePasswords: a.noPasswords})
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/filter"
-	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
@@ -220,6 +219,8 @@ reports and passes), then for each database its CREATE DATABASE and
 	fs.BoolVarP(&o.clean, "clean", "c", false, "drop the archive's objects before recreating them")
 	fs.BoolVarP(&o.settings.NoOwner, "no-owner", "O", false, "do not restore object ownership")
 	fs.BoolVarP(&o.settings.NoACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
+	fs.BoolVar(&o.settings.SessionAuthorization, "use-set-session-authorization", false, "set ownership with SET SESSION AUTHORIZATION instead of ALTER OWNER (as pg_restore)")
+	fs.IntVar(&o.settings.TransactionSize, "transaction-size", 0, "create pre-data's objects N to a transaction (pg_restore 17+; default 100); rows, indexes and constraints commit one step at a time, journaled (see README)")
 	fs.StringVar(&o.settings.MaintenanceWorkMem, "maintenance-work-mem", "512MB", "maintenance_work_mem of each connection, for index builds (empty: the server's)")
 	fs.BoolVar(&o.settings.NoAnalyze, "no-analyze", false, "do not ANALYZE the restored tables")
 	registerFilterFlags(fs, &o.filter, "restore")
@@ -260,6 +261,9 @@ func (o *restoreOptions) check(cmd *cobra.Command) error {
 	if o.single && !o.toSQL {
 		return usageError{fmt.Errorf("-1/--single-transaction is not supported by pgsprint restore: it loads on -j connections at once, each step committed with its journal row so that --resume can finish it; " +
 			"for one transaction, pipe --to-sql into psql (pgsprint restore -f FILE --to-sql | psql -X -d TARGET), whose script is one")}
+	}
+	if o.toSQL && o.filter.StatisticsOnly {
+		return usageError{fmt.Errorf("--statistics-only does not combine with --to-sql: the script leaves optimizer statistics out")}
 	}
 	return nil
 }
@@ -351,7 +355,9 @@ func (o *restoreOptions) validate() error {
 	if o.filter.DataOnly && (o.create || o.clean) {
 		return usageError{fmt.Errorf("--data-only loads into existing tables: it does not take --create or --clean")}
 	}
-	if o.noTrig && !o.filter.DataOnly {
+	if o.noTrig && o.filter.NoRows() {
+		// Without -a it is the archive's to say (one dumped with
+		// --data-only or --no-schema restores as data only).
 		return usageError{fmt.Errorf("--disable-triggers applies to --data-only restores only")}
 	}
 	return nil
@@ -511,7 +517,7 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 	if err != nil {
 		return err
 	}
-	target := pg.Describe(cfg)
+	target := serverTarget(cfg, len(res.Databases))
 	if o.all.database != "" {
 		target = strconv.Quote(o.all.database)
 	}

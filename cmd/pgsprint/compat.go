@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -32,6 +34,13 @@ type compatFlags struct {
 	noTableAMDump      bool
 	noToastCompression bool
 	statistics         bool // --statistics: the default, accepted as pg_dump 18's
+	// pg_dump 18's parts: each leaves out one part, where --schema-only
+	// and --data-only leave the statistics out too (applyParts).
+	noData, noSchema, statisticsOnly bool
+	// values of refused flags
+	withParts                  [3]bool
+	restrictKey                string
+	sessionAuthDump, serialDef bool
 }
 
 // register adds the flags to fs for f's command (f.Objects and the
@@ -53,10 +62,36 @@ func (c *compatFlags) register(fs *pflag.FlagSet, f *filter.Options) {
 	fs.BoolVar(&ob.NoPublications, "no-publications", false, "leave out publications")
 	fs.BoolVar(&ob.NoSubscriptions, "no-subscriptions", false, "leave out subscriptions")
 	fs.BoolVar(&ob.NoSecurityLabels, "no-security-labels", false, "leave out security labels")
+	fs.BoolVar(&ob.NoPolicies, "no-policies", false, "leave out row security policies (needs pg_dump/pg_restore 18)")
+	fs.BoolVar(&c.noData, "no-data", false, "leave out the data (rows, sequence values, large objects) but keep the schema and the statistics (as pg_dump 18)")
+	fs.BoolVar(&c.noSchema, "no-schema", false, "leave out the schema but keep the data and the statistics: into existing tables (as pg_dump 18)")
+	fs.BoolVar(&c.statisticsOnly, "statistics-only", false, "only the optimizer statistics, into existing tables (PostgreSQL 18+)")
+	if live {
+		fs.BoolVar(&f.SequenceData, "sequence-data", false, "with --schema-only, --no-data or --statistics-only: keep the sequences' values (as pg_dump)")
+		fs.BoolVar(&f.NoUnloggedTableData, "no-unlogged-table-data", false, "leave out the rows of unlogged tables, keeping their definitions")
+		fs.BoolVarP(&f.IncludeLargeObjects, "large-objects", "b", false, "large objects even when -n or -t narrows the selection (as pg_dump)")
+		fs.BoolVar(&f.IncludeLargeObjects, "blobs", false, "same as --large-objects (deprecated, as in pg_dump)")
+		fs.BoolVarP(&f.ExcludeLargeObjects, "no-large-objects", "B", false, "leave out large objects")
+		fs.BoolVar(&f.ExcludeLargeObjects, "no-blobs", false, "same as --no-large-objects (deprecated, as in pg_dump)")
+		fs.BoolVar(&c.serialDef, "serializable-deferrable", false, "not taken: see README")
+	}
 	c.refused = map[string]string{
 		"encoding": "pgsprint archives always hold table data in the source database's encoding, and restore converts it to the target's (a --to-sql script names the encoding of each part): -E has no meaning here",
 		"load-via-partition-root": "pgsprint loads each partition's rows into that partition, in parallel and journaled by chunk; " +
 			"for a target that routes rows differently, use pg_dump --load-via-partition-root",
+		"restrict-key": "it sets the psql \\restrict key of a pg_dump or pg_restore plain-text script, which pgsprint never writes " +
+			"(restore --to-sql writes a script of its own)",
+	}
+	for i, part := range []string{"schema", "data", "statistics"} {
+		name := "with-" + part
+		fs.BoolVar(&c.withParts[i], name, false, "not taken: PostgreSQL 18's betas only")
+		c.refused[name] = "PostgreSQL 18's betas had it, its release has not (pg_dump 18 does not take it either): " +
+			"schema and data come by default, statistics too (--statistics is accepted as that default); leave a part out with --no-schema, --no-data or --no-statistics"
+	}
+	fs.StringVar(&c.restrictKey, "restrict-key", "", "not taken: plain-text scripts only (see README)")
+	if live {
+		c.refused["serializable-deferrable"] = "pgsprint reads every table in the one exported snapshot of a REPEATABLE READ transaction shared by its " +
+			"readers and pg_dump; for a snapshot free of serialization anomalies, export one from a SERIALIZABLE READ ONLY DEFERRABLE transaction and pass it with --snapshot"
 	}
 	fs.StringVarP(&c.encoding, "encoding", "E", "", "not taken: the archive holds the source's encoding and restore converts (see README)")
 	fs.BoolVar(&c.loadViaRoot, "load-via-partition-root", false, "not taken: pgsprint loads each partition itself (see README)")
@@ -70,6 +105,8 @@ func (c *compatFlags) register(fs *pflag.FlagSet, f *filter.Options) {
 	}
 	switch c.cmd {
 	case "dump":
+		fs.BoolVar(&c.sessionAuthDump, "use-set-session-authorization", false, "not taken: give it to pgsprint restore")
+		c.refused["use-set-session-authorization"] = "ownership is set when restoring, as for a pg_dump archive: use pgsprint restore --use-set-session-authorization"
 		fs.BoolVar(&c.noTablespacesDump, "no-tablespaces", false, "not taken: give it to pgsprint restore (pg_dump ignores it for archives too)")
 		fs.BoolVar(&c.noTableAMDump, "no-table-access-method", false, "not taken: give it to pgsprint restore (pg_dump ignores it for archives too)")
 		fs.StringVarP(&c.format, "format", "F", "", "not taken: pgsprint writes its own archive format (see README)")
@@ -107,6 +144,14 @@ func (c *compatFlags) apply(fs *pflag.FlagSet, f *filter.Options, clean bool) er
 	if c.statistics && fs.Changed("no-statistics") {
 		return usageError{fmt.Errorf("--statistics and --no-statistics cannot be used together")}
 	}
+	if err := c.applyParts(fs, f); err != nil {
+		return usageError{err}
+	}
+	if fl := fs.Lookup("transaction-size"); fl != nil && fs.Changed("transaction-size") {
+		if n, err := strconv.Atoi(fl.Value.String()); err != nil || n < 1 {
+			return usageError{fmt.Errorf("--transaction-size must be in range 1..%d", math.MaxInt32)}
+		}
+	}
 	if c.ifExists && !clean {
 		return usageError{fmt.Errorf("--if-exists requires --clean (as in pg_restore)")}
 	}
@@ -118,6 +163,46 @@ func (c *compatFlags) apply(fs *pflag.FlagSet, f *filter.Options, clean bool) er
 		if err := readFilterFile(f, name, tool); err != nil {
 			return usageError{err}
 		}
+	}
+	return nil
+}
+
+// applyParts turns pg_dump 18's --no-data, --no-schema and
+// --statistics-only into f's selection, refusing the combinations pg_dump
+// refuses. --no-data is --schema-only that keeps the statistics, and
+// --no-schema --data-only that keeps them; both together leave the
+// statistics alone, as --statistics-only does.
+func (c *compatFlags) applyParts(fs *pflag.FlagSet, f *filter.Options) error {
+	for _, p := range []struct {
+		on       bool
+		a, b     string
+		conflict bool
+	}{
+		{c.noData, "-a/--data-only", "--no-data", f.DataOnly},
+		{c.noSchema, "-s/--schema-only", "--no-schema", f.SchemaOnly},
+		{c.statisticsOnly, "-s/--schema-only", "--statistics-only", f.SchemaOnly},
+		{c.statisticsOnly, "-a/--data-only", "--statistics-only", f.DataOnly},
+		{c.statisticsOnly, "--statistics-only", "--no-statistics", fs.Changed("no-statistics")},
+		{c.statistics, "-s/--schema-only", "--statistics", f.SchemaOnly},
+		{c.statistics, "-a/--data-only", "--statistics", f.DataOnly},
+	} {
+		if p.on && p.conflict {
+			return fmt.Errorf("options %s and %s cannot be used together", p.a, p.b)
+		}
+	}
+	switch {
+	case c.statisticsOnly || (c.noData && c.noSchema):
+		if fs.Changed("no-statistics") {
+			return fmt.Errorf("--no-data and --no-schema with --no-statistics leave nothing")
+		}
+		f.StatisticsOnly = true
+	case c.noData && !f.SchemaOnly:
+		f.SchemaOnly, f.KeepStatistics = true, true
+	case c.noSchema && !f.DataOnly:
+		f.DataOnly, f.KeepStatistics = true, true
+	}
+	if f.StatisticsOnly && len(c.sections) > 0 {
+		return fmt.Errorf("--section cannot be used with --statistics-only")
 	}
 	return nil
 }

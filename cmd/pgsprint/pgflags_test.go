@@ -35,7 +35,20 @@ CREATE TABLE public.other_am (id int) USING heap_two;
 CREATE EXTENSION tablefunc;
 CREATE TABLE public.snap (id int);
 CREATE ROLE pgsprint_flags_owner SUPERUSER NOLOGIN;
+ANALYZE;
 `
+
+// pg18 starts a PostgreSQL 18 cluster: pg_dump and pg_restore 18 are the
+// reference for their flags (--no-data, --statistics-only, --no-policies,
+// ...) and 17's (--filter, --exclude-extension, --transaction-size).
+func pg18(t *testing.T) *pgtest.Cluster {
+	t.Helper()
+	dir, err := pgtest.BinDirFor(18)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pgtest.New(t, pgtest.Options{BinDir: dir, Settings: map[string]string{"autovacuum": "off"}})
+}
 
 // pg17 starts a PostgreSQL 17 cluster: pg_dump 17 is the reference for
 // --filter and --exclude-extension.
@@ -69,7 +82,7 @@ func createdTables(script string) []string {
 func TestPgFlags(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := pg17(t)
+	c := pg18(t)
 	if err := c.CreateDB(ctx, "src"); err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +122,43 @@ func TestPgFlags(t *testing.T) {
 		return s
 	}
 
+	// appStats is the optimizer statistics of schema app: what pg_dump 18
+	// carries.
+	appStats := func(t *testing.T, db string) string {
+		t.Helper()
+		return query(t, db, "SELECT count(*) || ' ' || coalesce(sum(hashtext(s::text)), 0) FROM pg_stats s WHERE schemaname = 'app'")
+	}
+	sameStats := func(t *testing.T, db string) {
+		t.Helper()
+		if got, want := appStats(t, db), appStats(t, "src"); got != want || strings.HasPrefix(want, "0 ") {
+			t.Errorf("pg_stats of schema app: %s, the source's %s", got, want)
+		}
+	}
+	rows := func(t *testing.T, db, table string) string {
+		t.Helper()
+		return query(t, db, "SELECT count(*)::text FROM "+table)
+	}
+	sequence := func(t *testing.T, db string) string {
+		t.Helper()
+		return query(t, db, "SELECT last_value || ' ' || is_called FROM app.weird_seq")
+	}
+	largeObjects := func(t *testing.T, db string) string {
+		t.Helper()
+		return query(t, db, "SELECT count(*)::text FROM pg_largeobject_metadata")
+	}
+	sameData := func(t *testing.T, db string) {
+		t.Helper()
+		if d := compare.FingerprintDiff(pgtest.Fingerprint(t, src), pgtest.Fingerprint(t, c.ConnString(db))); len(d) > 0 {
+			t.Errorf("data differs from the source's: %v", d)
+		}
+	}
+	// schemaFirst creates the archive's schema in db, for the flags that
+	// load into existing tables.
+	schemaFirst := func(t *testing.T, db string) {
+		t.Helper()
+		mustPgsprint(t, "restore", "-f", all, "-d", c.ConnString(db), "-q", "-s")
+	}
+
 	// reference restores the source's schema the way pg_dump and
 	// pg_restore do with the equivalent flags, into a database of its own.
 	reference := func(t *testing.T, pgdump, pgrestore []string) string {
@@ -137,6 +187,8 @@ func TestPgFlags(t *testing.T) {
 		pgdump    []string // pg_dump's equivalent, for the reference
 		pgrestore []string // pg_restore's equivalent, for the reference
 		same      bool     // the flag changes nothing in this source's schema
+		restore   []string // more flags for the restore of a dump
+		prepare   func(t *testing.T, db string)
 		check     func(t *testing.T, db string)
 	}{
 		{name: "restore --no-comments --no-publications --no-subscriptions", cmd: "restore", args: []string{"--no-comments", "--no-publications", "--no-subscriptions"},
@@ -173,9 +225,104 @@ func TestPgFlags(t *testing.T) {
 			pgdump: []string{"--no-publications", "--no-subscriptions", "--no-toast-compression", "--exclude-extension=tablefunc"}},
 		{name: "dump --section pre-data", cmd: "dump", args: []string{"--section", "pre-data"}, pgdump: []string{"--section=pre-data"}},
 		{name: "clone --no-comments", cmd: "clone", args: []string{"--no-comments"}, pgdump: []string{"--no-comments"}},
+		// PostgreSQL 18's flags, against pg_dump and pg_restore 18.
+		{name: "restore --no-policies", cmd: "restore", args: []string{"--no-policies"}, pgrestore: []string{"--no-policies"}},
+		{name: "dump --no-policies", cmd: "dump", args: []string{"--no-policies"}, pgdump: []string{"--no-policies"}},
+		{name: "clone --no-policies", cmd: "clone", args: []string{"--no-policies"}, pgdump: []string{"--no-policies"}},
+		// --no-data is --schema-only that keeps the statistics: the
+		// empty tables get the source's, as pg_restore --no-data gives them.
+		{name: "restore --no-data", cmd: "restore", args: []string{"--no-data"}, pgrestore: []string{"--no-data"}, same: true,
+			check: func(t *testing.T, db string) {
+				if n := rows(t, db, "app.orders"); n != "0" {
+					t.Errorf("--no-data restored %s rows", n)
+				}
+				sameStats(t, db)
+			}},
+		{name: "dump --no-data", cmd: "dump", args: []string{"--no-data"}, pgdump: []string{"--no-data"}, same: true,
+			check: func(t *testing.T, db string) {
+				if n, lo := rows(t, db, "app.orders"), largeObjects(t, db); n != "0" || lo != "0" {
+					t.Errorf("--no-data dumped %s rows, %s large objects", n, lo)
+				}
+				sameStats(t, db)
+			}},
+		{name: "clone --no-data", cmd: "clone", args: []string{"--no-data"}, pgdump: []string{"--no-data"}, same: true,
+			check: func(t *testing.T, db string) {
+				if n := rows(t, db, "app.orders"); n != "0" {
+					t.Errorf("--no-data cloned %s rows", n)
+				}
+				sameStats(t, db)
+			}},
+		// --no-schema and --statistics-only load into existing tables:
+		// the archive's schema is created first, and the result must be
+		// what pg_restore's same flag leaves, the source's rows and
+		// statistics (--no-schema) or its statistics alone.
+		{name: "restore --no-schema", cmd: "restore", args: []string{"--no-schema", "--disable-triggers"}, same: true, prepare: schemaFirst,
+			check: func(t *testing.T, db string) {
+				sameData(t, db)
+				sameStats(t, db)
+			}},
+		{name: "dump --no-schema", cmd: "dump", args: []string{"--no-schema"}, restore: []string{"--disable-triggers"}, same: true, prepare: schemaFirst,
+			check: func(t *testing.T, db string) {
+				sameData(t, db)
+				sameStats(t, db)
+			}},
+		{name: "restore --statistics-only", cmd: "restore", args: []string{"--statistics-only"}, same: true, prepare: schemaFirst,
+			check: func(t *testing.T, db string) {
+				if n := rows(t, db, "app.orders"); n != "0" {
+					t.Errorf("--statistics-only restored %s rows", n)
+				}
+				sameStats(t, db)
+			}},
+		{name: "dump --statistics-only", cmd: "dump", args: []string{"--statistics-only"}, same: true, prepare: schemaFirst,
+			check: func(t *testing.T, db string) {
+				if n := rows(t, db, "app.orders"); n != "0" {
+					t.Errorf("--statistics-only dumped %s rows", n)
+				}
+				sameStats(t, db)
+			}},
+		{name: "clone --statistics-only -t app.orders", cmd: "clone", args: []string{"--statistics-only", "-t", "app.orders"}, same: true, prepare: schemaFirst,
+			check: func(t *testing.T, db string) {
+				if got, want := query(t, db, "SELECT count(*)::text FROM pg_stats WHERE schemaname = 'app' AND tablename <> 'orders'"), "0"; got != want {
+					t.Errorf("-t app.orders --statistics-only brought %s other tables' statistics", got)
+				}
+				if got, want := query(t, db, "SELECT count(*)::text FROM pg_stats WHERE schemaname = 'app' AND tablename = 'orders'"),
+					query(t, "src", "SELECT count(*)::text FROM pg_stats WHERE schemaname = 'app' AND tablename = 'orders'"); got != want || want == "0" {
+					t.Errorf("app.orders has %s rows of pg_stats, the source %s", got, want)
+				}
+			}},
+		{name: "dump --schema-only --sequence-data", cmd: "dump", args: []string{"--schema-only", "--sequence-data"}, pgdump: []string{"--sequence-data"}, same: true,
+			check: func(t *testing.T, db string) {
+				if got, want := sequence(t, db), sequence(t, "src"); got != want {
+					t.Errorf("app.weird_seq is %s, the source's %s", got, want)
+				}
+			}},
+		{name: "clone --schema-only --sequence-data", cmd: "clone", args: []string{"--schema-only", "--sequence-data"}, pgdump: []string{"--sequence-data"}, same: true,
+			check: func(t *testing.T, db string) {
+				if got, want := sequence(t, db), sequence(t, "src"); got != want {
+					t.Errorf("app.weird_seq is %s, the source's %s", got, want)
+				}
+			}},
+		{name: "dump --no-unlogged-table-data -B", cmd: "dump", args: []string{"--no-unlogged-table-data", "-B"}, pgdump: []string{"--no-unlogged-table-data", "-B"}, same: true,
+			check: func(t *testing.T, db string) {
+				if n, logged, lo := rows(t, db, "app.cache"), rows(t, db, "app.orders"), largeObjects(t, db); n != "0" || logged == "0" || lo != "0" {
+					t.Errorf("unlogged app.cache has %s rows (want 0), app.orders %s (want some), %s large objects (want 0)", n, logged, lo)
+				}
+			}},
+		{name: "clone --no-unlogged-table-data -B", cmd: "clone", args: []string{"--no-unlogged-table-data", "--no-blobs"}, pgdump: []string{"--no-unlogged-table-data", "-B"}, same: true,
+			check: func(t *testing.T, db string) {
+				if n, lo := rows(t, db, "app.cache"), largeObjects(t, db); n != "0" || lo != "0" {
+					t.Errorf("unlogged app.cache has %s rows (want 0), %s large objects (want 0)", n, lo)
+				}
+			}},
+		{name: "restore --transaction-size", cmd: "restore", args: []string{"--transaction-size", "3"}, pgrestore: []string{"--transaction-size=3"}, same: true,
+			check: func(t *testing.T, db string) { sameData(t, db) }},
+		{name: "clone --transaction-size", cmd: "clone", args: []string{"--transaction-size", "1"}, pgrestore: []string{"--transaction-size=1"}, same: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := fresh(t)
+			if tc.prepare != nil {
+				tc.prepare(t, db)
+			}
 			switch tc.cmd {
 			case "restore":
 				// Pre-data split over both connections: every run takes the flags.
@@ -183,7 +330,7 @@ func TestPgFlags(t *testing.T) {
 			case "dump":
 				file := filepath.Join(tmp, db+".pgs")
 				mustPgsprint(t, append([]string{"dump", "-d", src, "-f", file, "-j", "2", "-q"}, tc.args...)...)
-				mustPgsprint(t, "restore", "-f", file, "-d", c.ConnString(db), "-j", "2", "-q")
+				mustPgsprint(t, append([]string{"restore", "-f", file, "-d", c.ConnString(db), "-j", "2", "-q"}, tc.restore...)...)
 			case "clone":
 				mustPgsprint(t, append([]string{"clone", "--source", src, "--target", c.ConnString(db), "-j", "2", "-q"}, tc.args...)...)
 			}
@@ -269,6 +416,27 @@ func TestPgFlags(t *testing.T) {
 		}
 		if got, now := count("--snapshot", id), count(); got != 0 || now != 2 {
 			t.Errorf("rows in the exported snapshot %d (want 0), now %d (want 2)", got, now)
+		}
+	})
+
+	// -b brings the large objects into a dump narrowed by -t, which
+	// leaves them out by default, as pg_dump's.
+	t.Run("dump -t -b", func(t *testing.T) {
+		count := func(name string, args ...string) string {
+			file := filepath.Join(tmp, name+".pgs")
+			mustPgsprint(t, append([]string{"dump", "-d", src, "-f", file, "-q", "-t", "app.orders"}, args...)...)
+			var l struct {
+				Manifest struct {
+					LargeObjects []json.RawMessage `json:"large_objects"`
+				}
+			}
+			if err := json.Unmarshal([]byte(mustPgsprint(t, "list", "--json", file).stdout), &l); err != nil {
+				t.Fatal(err)
+			}
+			return strconv.Itoa(len(l.Manifest.LargeObjects))
+		}
+		if with, without, want := count("lo-b", "-b"), count("lo"), query(t, "src", "SELECT count(*)::text FROM pg_largeobject_metadata"); with != want || without != "0" || want == "0" {
+			t.Errorf("large objects of -t app.orders: %s with -b, %s without; the source has %s", with, without, want)
 		}
 	})
 
@@ -504,6 +672,19 @@ func TestPgFlagsRefused(t *testing.T) {
 		{[]string{"dump", "-d", "x", "-f", "-", "-W", "-w"}, "-W (ask for a password) and -w (never ask) cannot be used together"},
 		{[]string{"dump", "-d", "x", "--statistics", "--no-statistics"}, "--statistics and --no-statistics cannot be used together"},
 		{[]string{"restore", "-f", "x.pgs", "-d", "x", "--statistics", "--no-statistics"}, "--statistics and --no-statistics cannot be used together"},
+		// PostgreSQL 18's: pg_dump's and pg_restore's own conflicts, and
+		// the flags pgsprint does not take.
+		{[]string{"dump", "-d", "x", "--no-data", "-a"}, "options -a/--data-only and --no-data cannot be used together"},
+		{[]string{"restore", "-f", "x.pgs", "-d", "x", "--no-schema", "-s"}, "options -s/--schema-only and --no-schema cannot be used together"},
+		{[]string{"clone", "--source", "x", "--target", "y", "--statistics-only", "--no-statistics"}, "options --statistics-only and --no-statistics cannot be used together"},
+		{[]string{"restore", "-f", "x.pgs", "--to-sql", "--statistics-only"}, "--statistics-only does not combine with --to-sql"},
+		{[]string{"restore", "-f", "x.pgs", "-d", "x", "--transaction-size", "0"}, "--transaction-size must be in range 1..2147483647"},
+		{[]string{"dump", "-d", "x", "--with-statistics"}, "PostgreSQL 18's betas had it"},
+		{[]string{"restore", "-f", "x.pgs", "-d", "x", "--restrict-key", "k"}, "--restrict-key is not supported by pgsprint restore"},
+		{[]string{"dump", "-d", "x", "--serializable-deferrable"}, "export one from a SERIALIZABLE READ ONLY DEFERRABLE transaction"},
+		{[]string{"dump", "-d", "x", "--use-set-session-authorization"}, "use pgsprint restore --use-set-session-authorization"},
+		{[]string{"dump", "--all", "-g"}, "use pg_dumpall --globals-only"},
+		{[]string{"dump", "-d", "x", "--no-role-passwords"}, "--no-role-passwords applies to --all only"},
 	} {
 		r := pgsprint(t, nil, tc.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
@@ -97,6 +98,13 @@ func (w *watch) textOut(l logFlags) io.Writer {
 		return io.Discard
 	}
 	return l.summaryOut()
+}
+
+// serverTarget is where a whole-server run put its n databases, as its
+// summary line names it: the totals before it are the whole server's, not
+// those of the database it connected to first.
+func serverTarget(cfg *pgx.ConnConfig, n int) string {
+	return fmt.Sprintf("%d databases (totals) on %s:%d as %q", n, cfg.Host, cfg.Port, cfg.User)
 }
 
 // serverSummary is the end-of-run summary of restore --all and clone

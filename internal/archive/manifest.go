@@ -47,6 +47,11 @@ type Manifest struct {
 	// into existing tables and creates nothing, as pg_restore does with
 	// pg_dump --data-only's output.
 	DataOnly bool `json:"data_only,omitempty"`
+	// StatisticsWithoutData marks an archive dumped with --no-data or
+	// --statistics-only: its optimizer statistics come without rows, and
+	// every table's is restored (onto empty tables, as pg_restore does),
+	// not only those of the tables whose rows are loaded.
+	StatisticsWithoutData bool `json:"statistics_without_data,omitempty"`
 	// Schemas and Relations name, with their source OIDs, the schemas and
 	// relations (tables, views, sequences, ...) the schema stream defines.
 	// pg_dump's table of contents carries each object's OID but only a

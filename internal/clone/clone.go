@@ -128,7 +128,9 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	// The selection is made on the target side (restore), from the
 	// source's whole list; what pg_dump alone can leave out is left out
 	// there.
-	dumped := filter.Options{Selection: filter.Selection{Extensions: opts.Filter.Extensions, ExcludeExtensions: opts.Filter.ExcludeExtensions}, Objects: opts.Filter.Objects}
+	f := opts.Filter
+	dumped := filter.Options{Selection: filter.Selection{Extensions: f.Extensions, ExcludeExtensions: f.ExcludeExtensions,
+		NoUnloggedTableData: f.NoUnloggedTableData, ExcludeLargeObjects: f.ExcludeLargeObjects && !f.IncludeLargeObjects}, Objects: f.Objects}
 	sess, err := dump.Begin(ctx, dump.SessionOptions{EarlySchema: true, BinaryForMajor: binaryFor, Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock, Filter: dumped,
 		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger,
 		NoStatistics: opts.NoStatistics, Programs: opts.Programs, Locks: opts.Locks, Subset: opts.Subset})

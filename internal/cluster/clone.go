@@ -35,6 +35,9 @@ type CloneOptions struct {
 	// database's work, as one stream.
 	clone.Options
 	ExcludeDatabases []string
+	// NoRolePasswords copies the roles without their passwords (as
+	// pg_dumpall --no-role-passwords).
+	NoRolePasswords bool
 }
 
 // ErrSameServer is returned, before anything is written, when the source
@@ -75,11 +78,11 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 		}
 		return nil, err
 	}
-	script, noPasswords, err := readGlobals(ctx, conn, opts.Source, tools)
+	script, noPasswords, err := readGlobals(ctx, conn, opts.Source, tools, opts.NoRolePasswords)
 	if err != nil {
 		return nil, err
 	}
-	if noPasswords {
+	if noPasswords && !opts.NoRolePasswords {
 		opts.Logger.Warn("cannot read pg_authid: roles are copied without their passwords (as pg_dumpall --no-role-passwords); set them again on the target")
 	}
 	var list []archive.Database

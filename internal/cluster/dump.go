@@ -21,6 +21,9 @@ type DumpOptions struct {
 	dump.Options
 	// ExcludeDatabases are pg_dumpall --exclude-database patterns.
 	ExcludeDatabases []string
+	// NoRolePasswords leaves the roles' passwords out, as pg_dumpall
+	// --no-role-passwords (always so when pg_authid cannot be read).
+	NoRolePasswords bool
 }
 
 // DumpResult summarises a whole-server dump.
@@ -54,11 +57,11 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	if len(dbs) == 0 {
 		return nil, fmt.Errorf("no database to dump on %s: every one is a template, refuses connections or is excluded", pg.Describe(opts.Source))
 	}
-	globals, noPasswords, err := readGlobals(ctx, conn, opts.Source, tools)
+	globals, noPasswords, err := readGlobals(ctx, conn, opts.Source, tools, opts.NoRolePasswords)
 	if err != nil {
 		return nil, err
 	}
-	if noPasswords {
+	if noPasswords && !opts.NoRolePasswords {
 		log.Warn("cannot read pg_authid: roles are dumped without their passwords (as pg_dumpall --no-role-passwords); set them again after restoring")
 	}
 	res := &DumpResult{Skipped: skipped, NoRolePasswords: noPasswords}

@@ -21,16 +21,17 @@ import (
 // readGlobals runs pg_dumpall --globals-only against the server cfg
 // connects to: roles, their settings and memberships, tablespaces. When
 // the user cannot read pg_authid (a managed service's admin, a
-// non-superuser), roles come without passwords (noPasswords), as with
-// pg_dumpall --no-role-passwords.
-func readGlobals(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig, tools pgbin.Tools) (script []byte, noPasswords bool, err error) {
+// non-superuser), or when withoutPasswords asks for it (--no-role-passwords),
+// roles come without passwords (noPasswords), as with pg_dumpall
+// --no-role-passwords.
+func readGlobals(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig, tools pgbin.Tools, withoutPasswords bool) (script []byte, noPasswords bool, err error) {
 	var readable bool
 	if err := conn.QueryRow(ctx, "SELECT pg_catalog.has_table_privilege('pg_catalog.pg_authid', 'SELECT')").Scan(&readable); err != nil {
 		return nil, false, fmt.Errorf("check access to pg_authid: %w", err)
 	}
 	dsn, env := pg.ChildConn(cfg)
 	args := []string{"--globals-only", "--no-password", "--dbname=" + dsn}
-	if !readable {
+	if !readable || withoutPasswords {
 		args = append(args, "--no-role-passwords")
 	}
 	cmd := pgbin.Command(ctx, tools.PgDumpall(), args...)
@@ -43,7 +44,7 @@ func readGlobals(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig, tools
 		}
 		return nil, false, fmt.Errorf("pg_dumpall --globals-only: %s", pg.ToolError(stderr.Bytes(), err))
 	}
-	return out.Bytes(), !readable, nil
+	return out.Bytes(), !readable || withoutPasswords, nil
 }
 
 // globalStmt is one statement of the globals script and what it is about.

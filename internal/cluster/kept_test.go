@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
@@ -53,6 +54,21 @@ ALTER ROLE carol WITH LOGIN PASSWORD 'md5other';
 CREATE ROLE dave;
 ALTER ROLE dave WITH LOGIN CONNECTION LIMIT 2;
 `
+	// The globals as read: with the passwords, or without them as
+	// pg_dumpall --no-role-passwords (dump --all --no-role-passwords).
+	tools, err := pgbin.Find(ctx, c.Version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, without := range []bool{false, true} {
+		read, noPasswords, err := readGlobals(ctx, conn, conn.Config(), tools, without)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if has := strings.Contains(string(read), samePW); has == without || noPasswords != without {
+			t.Errorf("globals read with --no-role-passwords %v hold the password: %v (reported without: %v)", without, has, noPasswords)
+		}
+	}
 	rep, err := applyGlobals(ctx, conn, script, GlobalsOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -76,8 +76,13 @@ func listCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split chunk
 			return chosen.Selected[rel] && !chosen.NoData[rel]
 		})
 	}
-	if sel.SchemaOnly {
+	if sel.NoRows() {
 		c.tables = nil
+	}
+	if sel.NoUnloggedTableData {
+		if c.tables, err = logged(ctx, conn, c.tables); err != nil {
+			return nil, err
+		}
 	}
 	if c.filenodes, err = filenodes(ctx, conn, c.tables); err != nil {
 		return nil, err
@@ -110,11 +115,34 @@ func listCatalog(ctx context.Context, conn *pgx.Conn, srv pg.Server, split chunk
 		c.sequences = keep(c.sequences, func(s pg.SequenceInfo) bool { return chosen.Selected[filter.Rel{Schema: s.Schema, Name: s.Name}] })
 		c.matviews = keep(c.matviews, func(mv [2]string) bool { return chosen.Selected[filter.Rel{Schema: mv[0], Name: mv[1]}] })
 	}
-	if sel.SchemaOnly {
-		// As pg_dump --schema-only: no sequence values, no refreshes.
-		c.sequences, c.matviews = nil, nil
+	if sel.NoRows() {
+		// As pg_dump --schema-only: no sequence values (unless
+		// --sequence-data), no refreshes.
+		c.matviews = nil
+		if !sel.SequenceData {
+			c.sequences = nil
+		}
 	}
 	return &c, nil
+}
+
+// logged drops the unlogged tables from tables (--no-unlogged-table-data:
+// their definitions stay, their rows are not read).
+func logged(ctx context.Context, conn *pgx.Conn, tables []pg.TableInfo) ([]pg.TableInfo, error) {
+	oids := make([]uint32, len(tables))
+	for i, t := range tables {
+		oids[i] = t.OID
+	}
+	rows, err := conn.Query(ctx, `SELECT oid FROM pg_catalog.pg_class WHERE oid = ANY ($1::oid[]) AND relpersistence = 'u'`, oids)
+	if err != nil {
+		return nil, fmt.Errorf("list unlogged tables: %w", err)
+	}
+	unlogged := map[uint32]bool{}
+	var oid uint32
+	if _, err := pgx.ForEachRow(rows, []any{&oid}, func() error { unlogged[oid] = true; return nil }); err != nil {
+		return nil, fmt.Errorf("list unlogged tables: %w", err)
+	}
+	return keep(tables, func(t pg.TableInfo) bool { return !unlogged[t.OID] }), nil
 }
 
 // filenodes returns the tables' pg_class.relfilenode in the snapshot, by
@@ -157,19 +185,20 @@ func keep[T any](s []T, ok func(T) bool) []T {
 func (c *catalog) manifest(srv pg.Server, snap *pg.Snapshot, tools pgbin.Tools, opts SessionOptions) (m *archive.Manifest, sizes map[uint32]int64) {
 	sizes = make(map[uint32]int64)
 	m = &archive.Manifest{
-		ToolVersion:      opts.Version,
-		ServerVersion:    srv.Version,
-		ServerVersionNum: srv.VersionNum,
-		PgDumpVersion:    tools.Version,
-		Database:         databaseName(srv, opts.Source),
-		Encoding:         srv.Encoding,
-		CopyEncoding:     srv.Encoding,
-		Snapshot:         snap.ID,
-		SnapshotTime:     snap.Time,
-		BlockSize:        opts.BlockSize,
-		MaxInterleave:    max(opts.Jobs, 1) + 1,
-		SchemaStream:     0,
-		DataOnly:         opts.Filter.DataOnly,
+		ToolVersion:           opts.Version,
+		ServerVersion:         srv.Version,
+		ServerVersionNum:      srv.VersionNum,
+		PgDumpVersion:         tools.Version,
+		Database:              databaseName(srv, opts.Source),
+		Encoding:              srv.Encoding,
+		CopyEncoding:          srv.Encoding,
+		Snapshot:              snap.ID,
+		SnapshotTime:          snap.Time,
+		BlockSize:             opts.BlockSize,
+		MaxInterleave:         max(opts.Jobs, 1) + 1,
+		SchemaStream:          0,
+		DataOnly:              opts.Filter.DataOnly || opts.Filter.StatisticsOnly, // nothing to create
+		StatisticsWithoutData: opts.Filter.NoRows() && opts.Filter.Statistics() && !opts.NoStatistics,
 	}
 	for _, o := range c.schemas {
 		m.Schemas = append(m.Schemas, archive.Object{OID: o.OID, Name: o.Name})

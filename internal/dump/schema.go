@@ -130,9 +130,13 @@ func (s *Session) pgDumpLocks() []string {
 // --schema-only; --no-data --statistics is the schema plus statistics,
 // without table data, sequence values or large objects, which pgsprint
 // carries itself. A --schema-only or --data-only dump carries none, as
-// pg_dump's.
+// pg_dump's; --no-data and --no-schema keep them (filter.Statistics), and
+// --statistics-only is pg_dump's own (CheckPgDump refused it before 18).
 func (s *Session) schemaArgs() []string {
-	if s.tools.Major < 18 || s.noStat || s.filter.SchemaOnly || s.filter.DataOnly {
+	switch {
+	case s.filter.StatisticsOnly:
+		return []string{"--statistics-only"}
+	case s.tools.Major < 18 || s.noStat || !s.filter.Statistics():
 		return []string{"--schema-only"}
 	}
 	return []string{"--no-data", "--statistics"}

@@ -149,9 +149,16 @@ func runPool(ctx context.Context, opts Options, w *archive.Writer, sessions []*S
 		return nil
 	})
 	rows := make([]int64, opts.Jobs)
+	var parts *progress.Parts
+	if perDatabase {
+		// Tables are named after their database: two databases' tables
+		// of the same name are two tables in the summary's largest.
+		parts = progress.NewParts(opts.Progress, "dump")
+	}
 	for i := range opts.Jobs {
 		g.Go(func() error {
 			k := NewWorker(opts, w)
+			k.parts = parts
 			defer k.Close(gctx)
 			for u := range work {
 				n, err := k.Dump(gctx, u)
@@ -182,6 +189,9 @@ type Worker struct {
 	w    *archive.Writer
 	sess *Session
 	r    *Reader
+	// parts, when set, reports each unit as work of its session's
+	// database (a whole-server dump).
+	parts *progress.Parts
 }
 
 // NewWorker returns a worker writing into w; opts gives the block size and
@@ -203,7 +213,11 @@ func (k *Worker) Dump(ctx context.Context, u Unit) (int64, error) {
 		}
 		k.sess, k.r = u.sess, r
 	}
-	return dumpUnit(ctx, k.opts, k.w, u.sess.Manifest, k.r, u.u)
+	opts := k.opts
+	if k.parts != nil {
+		opts.Progress = k.parts.Part(u.sess.Manifest.Database)
+	}
+	return dumpUnit(ctx, opts, k.w, u.sess.Manifest, k.r, u.u)
 }
 
 // Close closes the worker's connection, if any.

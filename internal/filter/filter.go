@@ -31,6 +31,25 @@ type Selection struct {
 	ExcludeTableData []string // --exclude-table-data
 	SchemaOnly       bool
 	DataOnly         bool
+	// KeepStatistics keeps the optimizer statistics in a SchemaOnly or
+	// DataOnly selection: pg_dump 18's --no-data and --no-schema leave
+	// out only that one part, where --schema-only and --data-only leave
+	// the statistics out too.
+	KeepStatistics bool
+	// StatisticsOnly takes the optimizer statistics alone (pg_dump 18's
+	// --statistics-only): no schema, no rows, into existing tables.
+	StatisticsOnly bool
+	// SequenceData keeps the sequences' values in a SchemaOnly or
+	// StatisticsOnly selection (pg_dump's --sequence-data).
+	SequenceData bool
+	// IncludeLargeObjects and ExcludeLargeObjects are pg_dump's -b and -B:
+	// large objects even when -n or -t narrows the dump, or never (-b
+	// wins when both are given, as in pg_dump).
+	IncludeLargeObjects bool
+	ExcludeLargeObjects bool
+	// NoUnloggedTableData leaves out the rows of unlogged tables, keeping
+	// their definitions (pg_dump's --no-unlogged-table-data).
+	NoUnloggedTableData bool
 
 	// TableAndChildren, ExcludeTableAndChildren and
 	// ExcludeTableDataAndChildren are pg_dump 16's --table-and-children,
@@ -61,6 +80,7 @@ type Objects struct {
 	NoTablespaces       bool // --no-tablespaces (pg_restore only: pg_dump ignores it for archives)
 	NoTableAccessMethod bool // --no-table-access-method (pg_restore only, likewise)
 	NoToastCompression  bool // --no-toast-compression (pg_dump only: the clause is part of the table's definition)
+	NoPolicies          bool // --no-policies (pg_dump and pg_restore 18)
 }
 
 // Active says whether any -n/-N/-t/-T/--exclude-table-data pattern was
@@ -72,13 +92,32 @@ func (o Selection) Active() bool {
 // Partial says whether anything is selected rather than the whole
 // database: a pattern (Active), --schema-only or --data-only.
 func (o Selection) Partial() bool {
-	return o.Active() || o.SchemaOnly || o.DataOnly
+	return o.Active() || o.SchemaOnly || o.DataOnly || o.StatisticsOnly
 }
 
 // LargeObjects says whether large objects are dumped: pg_dump leaves them
-// out when -n or -t narrows the dump, and with --schema-only.
+// out when -n or -t narrows the dump (unless -b), with -B, and with
+// --schema-only or --statistics-only.
 func (o Selection) LargeObjects() bool {
-	return len(o.Schemas) == 0 && len(o.Tables) == 0 && !o.SchemaOnly
+	switch {
+	case o.SchemaOnly || o.StatisticsOnly:
+		return false
+	case o.IncludeLargeObjects:
+		return true
+	}
+	return len(o.Schemas) == 0 && len(o.Tables) == 0 && !o.ExcludeLargeObjects
+}
+
+// NoRows says whether no table rows are taken: --schema-only, --no-data
+// or --statistics-only.
+func (o Selection) NoRows() bool { return o.SchemaOnly || o.StatisticsOnly }
+
+// Statistics says whether the selection takes optimizer statistics (when
+// there are any): not with --schema-only or --data-only, which leave them
+// out as pg_dump's do, but with --no-data, --no-schema and
+// --statistics-only.
+func (o Selection) Statistics() bool {
+	return o.StatisticsOnly || o.KeepStatistics || (!o.SchemaOnly && !o.DataOnly)
 }
 
 // PgDumpArgs passes the same selection to pg_dump --schema-only, whose
@@ -103,7 +142,7 @@ func (o Options) PgDumpArgs() []string {
 		on   bool
 		flag string
 	}{{ob.NoComments, "--no-comments"}, {ob.NoPublications, "--no-publications"}, {ob.NoSubscriptions, "--no-subscriptions"},
-		{ob.NoSecurityLabels, "--no-security-labels"}, {ob.NoToastCompression, "--no-toast-compression"}} {
+		{ob.NoSecurityLabels, "--no-security-labels"}, {ob.NoToastCompression, "--no-toast-compression"}, {ob.NoPolicies, "--no-policies"}} {
 		if f.on {
 			a = append(a, f.flag)
 		}
@@ -121,6 +160,19 @@ func (o Options) CheckPgDump(major int) error {
 		return fmt.Errorf("--extension needs pg_dump 14 or later, and this source is dumped with pg_dump %d", major)
 	case o.Objects.NoToastCompression && major < 14:
 		return fmt.Errorf("--no-toast-compression needs pg_dump 14 or later, and this source is dumped with pg_dump %d", major)
+	case o.Objects.NoPolicies && major < 18:
+		return fmt.Errorf("--no-policies needs pg_dump 18 or later, and this source is dumped with pg_dump %d", major)
+	case o.StatisticsOnly && major < 18:
+		return fmt.Errorf("--statistics-only needs pg_dump 18 or later (statistics are dumped from PostgreSQL 18 on), and this source is dumped with pg_dump %d", major)
+	}
+	return nil
+}
+
+// CheckPgRestore refuses, before any work, flags the pg_restore of
+// version major that will restore the schema does not have.
+func (o Options) CheckPgRestore(major int) error {
+	if o.Objects.NoPolicies && major < 18 {
+		return fmt.Errorf("--no-policies needs pg_restore 18 or later, and this restore runs pg_restore %d", major)
 	}
 	return nil
 }
@@ -134,7 +186,8 @@ func (o Options) PgRestoreArgs() []string {
 		on   bool
 		flag string
 	}{{ob.NoComments, "--no-comments"}, {ob.NoPublications, "--no-publications"}, {ob.NoSubscriptions, "--no-subscriptions"},
-		{ob.NoSecurityLabels, "--no-security-labels"}, {ob.NoTablespaces, "--no-tablespaces"}, {ob.NoTableAccessMethod, "--no-table-access-method"}} {
+		{ob.NoSecurityLabels, "--no-security-labels"}, {ob.NoTablespaces, "--no-tablespaces"}, {ob.NoTableAccessMethod, "--no-table-access-method"},
+		{ob.NoPolicies, "--no-policies"}} {
 		if f.on {
 			a = append(a, f.flag)
 		}
@@ -144,8 +197,11 @@ func (o Options) PgRestoreArgs() []string {
 
 // Check parses every pattern, for a usage error before any work.
 func (o Options) Check() error {
-	if o.SchemaOnly && o.DataOnly {
+	switch {
+	case o.SchemaOnly && o.DataOnly:
 		return fmt.Errorf("--schema-only and --data-only cannot be used together")
+	case o.StatisticsOnly && (o.SchemaOnly || o.DataOnly):
+		return fmt.Errorf("--statistics-only cannot be used with --schema-only or --data-only")
 	}
 	for _, set := range [][]string{o.TableAndChildren, o.ExcludeTableAndChildren, o.ExcludeTableDataAndChildren} {
 		for _, t := range set {

@@ -11,8 +11,9 @@ type Matched struct {
 	Schemas   map[string]bool // schemas selected as a whole (-n/-N); none with -t
 	Relations map[Rel]bool    // relations selected by name or by schema
 	NoData    map[Rel]bool    // relations matched by --exclude-table-data
-	// LargeObjects says whether large objects come too: only when no -n
-	// or -t narrows the selection (Options.LargeObjects).
+	// LargeObjects says whether large objects come too: when no -n or -t
+	// narrows the selection, or with -b, never with -B
+	// (Selection.LargeObjects).
 	LargeObjects bool
 }
 
@@ -59,7 +60,7 @@ func (o Options) Match(db string, schemas []string, rels []Rel) (*Matched, error
 		return !anyMatch(excN, s, "")
 	}
 	out := &Matched{Schemas: map[string]bool{}, Relations: map[Rel]bool{}, NoData: map[Rel]bool{},
-		LargeObjects: len(o.Schemas) == 0 && len(o.Tables) == 0}
+		LargeObjects: o.LargeObjects()}
 	if len(o.Tables) == 0 {
 		for _, s := range schemas {
 			if schemaChosen(s) {

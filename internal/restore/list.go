@@ -236,7 +236,7 @@ func (ch *chooser) chooseFromList(ctx context.Context) (*archive.Manifest, error
 		}
 	}
 	full := *ch.m
-	ch.m = narrow(&full, matched, ch.sel.schemaOnly)
+	ch.m = narrow(&full, matched, ch.sel.schemaOnly || ch.sel.statsOnly, false)
 	ch.m.DataOnly = ch.sel.dataOnly
 	if ch.sel.dataOnly {
 		return &full, nil

@@ -93,6 +93,24 @@ type Settings struct {
 	// NoStatistics leaves the archive's optimizer statistics (pg_dump 18+)
 	// out: the restored tables are analyzed instead.
 	NoStatistics bool
+	// TransactionSize is how many schema entries each pg_restore run of
+	// pre-data creates per transaction (pg_restore 17's
+	// --transaction-size; 0: preDataTransactionSize). The rows, the
+	// indexes and constraints pgsprint builds itself, and the rest of
+	// post-data commit as they always do: each step with its journal row.
+	TransactionSize int
+	// SessionAuthorization sets ownership with SET SESSION AUTHORIZATION
+	// instead of ALTER OWNER (pg_restore --use-set-session-authorization).
+	SessionAuthorization bool
+}
+
+// checkTools refuses, before any work, what the pg_restore the restore
+// runs (tools) cannot do of opts.
+func checkTools(tools pgbin.Tools, opts Options) error {
+	if opts.TransactionSize > 0 && tools.Major < 17 {
+		return fmt.Errorf("--transaction-size needs pg_restore 17 or later, and this restore runs pg_restore %d", tools.Major)
+	}
+	return opts.Filter.CheckPgRestore(tools.Major)
 }
 
 // Result summarises a finished restore.
@@ -164,6 +182,9 @@ func Run(ctx context.Context, source archive.Source, opts Options) (*Result, err
 	}
 	tools, targetMajor, err := chooseTools(ctx, opts, m, log)
 	if err != nil {
+		return fail(err)
+	}
+	if err := checkTools(tools, opts); err != nil {
 		return fail(err)
 	}
 	schema := newSchemaArchive(tools, schemaFile.Path, m, opts)

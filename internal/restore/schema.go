@@ -2,6 +2,7 @@ package restore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -89,7 +90,7 @@ func (s *schemaArchive) pgRestore(ctx context.Context, cfg *pgx.ConnConfig, args
 	env = pg.WithSetting(env, "synchronous_commit", "off")
 	all := []string{"--exit-on-error", "--no-password", "--dbname=" + dsn, s.statisticsFlag()}
 	if s.tools.Major >= 17 {
-		all = append(all, fmt.Sprintf("--transaction-size=%d", preDataTransactionSize))
+		all = append(all, fmt.Sprintf("--transaction-size=%d", cmp.Or(s.opts.TransactionSize, preDataTransactionSize)))
 	}
 	all = append(all, s.ownershipFlags()...)
 	for _, a := range args {
@@ -118,6 +119,9 @@ func (s *schemaArchive) ownershipFlags() []string {
 	}
 	if s.opts.NoACL {
 		f = append(f, "--no-privileges")
+	}
+	if s.opts.SessionAuthorization {
+		f = append(f, "--use-set-session-authorization")
 	}
 	return f
 }

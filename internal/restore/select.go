@@ -34,6 +34,17 @@ type selection struct {
 	// dataOnly loads rows into existing tables and creates nothing;
 	// schemaOnly creates objects and loads nothing.
 	dataOnly, schemaOnly bool
+	// statsOnly restores the optimizer statistics alone, into existing
+	// tables (--statistics-only; dataOnly too, with nothing to load);
+	// noStats leaves them out (--schema-only, --data-only).
+	statsOnly, noStats bool
+}
+
+// noRows says whether no rows are loaded while statistics may still be
+// restored: every table's then comes back (as pg_restore --no-data and
+// --statistics-only do), not only those of loaded tables.
+func (s *selection) noRows() bool {
+	return s.schemaOnly || s.statsOnly || (s.m != nil && s.m.StatisticsWithoutData)
 }
 
 // Selection is the part of an archive a partial restore takes, for
@@ -125,13 +136,19 @@ func (s *selection) useList() string {
 // unread streams.
 func (ch *chooser) chooseParts(ctx context.Context, skip func(...uint32)) error {
 	f := ch.opts.Filter
-	ch.sel.dataOnly = f.DataOnly || ch.m.DataOnly
+	ch.sel.dataOnly = f.DataOnly || ch.m.DataOnly || f.StatisticsOnly
 	ch.sel.schemaOnly = f.SchemaOnly
+	ch.sel.statsOnly = f.StatisticsOnly
+	ch.sel.noStats = !f.Statistics()
 	switch {
 	case ch.sel.schemaOnly && ch.m.DataOnly:
 		return fmt.Errorf("the archive was dumped with --data-only: it has no schema to restore")
+	case ch.sel.statsOnly && (ch.opts.Create || ch.opts.Clean):
+		return fmt.Errorf("--statistics-only restores statistics into existing tables: it does not take --create or --clean")
 	case ch.sel.dataOnly && (ch.opts.Create || ch.opts.Clean):
 		return fmt.Errorf("--data-only loads into existing tables: it does not take --create or --clean")
+	case ch.sel.statsOnly && ch.opts.UseList != "":
+		return fmt.Errorf("-L/--use-list does not combine with --statistics-only: keep only the STATISTICS DATA entries in the list instead")
 	case ch.opts.DisableTriggers && !ch.sel.dataOnly:
 		return fmt.Errorf("--disable-triggers applies to --data-only restores only")
 	case ch.opts.UseList != "" && f.Active():
@@ -165,13 +182,20 @@ func (ch *chooser) chooseParts(ctx context.Context, skip func(...uint32)) error 
 		}
 	}
 	full := *ch.m
-	ch.m = narrow(&full, matched, ch.sel.schemaOnly)
+	ch.m = narrow(&full, matched, ch.sel.schemaOnly || ch.sel.statsOnly, f.SequenceData && !ch.sel.statsOnly)
 	ch.m.DataOnly = ch.sel.dataOnly
 	skipUnread(&full, ch.m, skip)
-	if matched == nil || ch.sel.dataOnly {
+	if matched == nil || (ch.sel.dataOnly && !ch.sel.statsOnly) {
 		return nil
 	}
-	return ch.chooseEntries(ctx, &full, matched)
+	if err := ch.chooseEntries(ctx, &full, matched); err != nil {
+		return err
+	}
+	if ch.sel.statsOnly {
+		// The entries chosen say which statistics; nothing else moves.
+		ch.m.Sequences, ch.m.Matviews = nil, nil
+	}
+	return nil
 }
 
 // skipUnread tells the source (skip) which streams of the whole manifest
@@ -202,14 +226,21 @@ func skipUnread(full, m *archive.Manifest, skip func(...uint32)) {
 // tables (chunks renumbered to them) but those whose data is excluded,
 // sequences and materialized views; large objects unless -n or -t narrow
 // the selection, as in pg_dump.
-func narrow(m *archive.Manifest, matched *filter.Matched, schemaOnly bool) *archive.Manifest {
+func narrow(m *archive.Manifest, matched *filter.Matched, noRows, sequences bool) *archive.Manifest {
 	out := *m
 	out.Tables, out.Chunks, out.Sequences, out.Matviews, out.LargeObjects = nil, nil, nil, nil, nil
-	if schemaOnly {
-		return &out
-	}
 	keep := func(schema, name string) bool {
 		return matched == nil || matched.Relations[filter.Rel{Schema: schema, Name: name}]
+	}
+	if noRows {
+		if sequences { // clone --schema-only --sequence-data
+			for _, s := range m.Sequences {
+				if keep(s.Schema, s.Name) {
+					out.Sequences = append(out.Sequences, s)
+				}
+			}
+		}
+		return &out
 	}
 	index := map[int]int{}
 	for i, t := range m.Tables {

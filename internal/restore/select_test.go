@@ -97,7 +97,7 @@ func TestNarrow(t *testing.T) {
 		Relations: map[filter.Rel]bool{logRel: true, orders: true, {Schema: "app", Name: "totals"}: true},
 		NoData:    map[filter.Rel]bool{orders: true},
 	}
-	m := narrow(full, matched, false)
+	m := narrow(full, matched, false, false)
 	if len(m.Tables) != 1 || m.Tables[0].Name != "log" {
 		t.Fatalf("tables %+v, want app.log alone", m.Tables)
 	}

@@ -33,13 +33,14 @@ type statistics struct {
 // unless --no-statistics, --schema-only or --data-only (as pg_restore),
 // those the selection keeps, but never a table's or its indexes' when the
 // table's rows are not loaded (--exclude-table-data): its statistics would
-// describe rows it does not have. A table with extended statistics
+// describe rows it does not have; with no rows loaded at all (--no-data,
+// --statistics-only) every table's comes back, as pg_restore's does. A table with extended statistics
 // (CREATE STATISTICS), which pg_dump does not carry, is analyzed anyway.
 // It is part of the choose stage, once the target's version is known.
 func chooseStatistics(ctx context.Context, schema *schemaArchive, sel *selection, noStatistics bool, targetMajor int, log *slog.Logger) (statistics, error) {
 	stats := statistics{tables: map[string]bool{}}
 	m := sel.m
-	if !schema.withStats || noStatistics || sel.dataOnly || sel.schemaOnly || m.DataOnly {
+	if !schema.withStats || noStatistics || sel.noStats {
 		return stats, nil
 	}
 	listing, err := schema.list(ctx)
@@ -108,7 +109,7 @@ func chooseStatistics(ctx context.Context, schema *schemaArchive, sel *selection
 		case e.Type != "STATISTICS DATA":
 		case !ok || kinds[oid] != "r":
 			want[e.ID] = true // a materialized view's, a partitioned table's...
-		case loaded[keys[oid]]:
+		case loaded[keys[oid]] || sel.noRows():
 			want[e.ID] = true
 			if d := byID[e.Deps[0]]; d != nil && d.Class == relationClass && d.OID == oid {
 				stats.tables[keys[oid]] = true // the table's own, not an index's
