@@ -408,7 +408,8 @@ func printList(ctx context.Context, o restoreOptions) error {
 	if err != nil {
 		return err
 	}
-	return restore.List(ctx, src, os.Stdout, o.log.logger())
+	out := &pipeOut{w: os.Stdout}
+	return out.result(restore.List(ctx, src, out, o.log.logger()))
 }
 
 // restoreSummary is the end-of-run summary of a restore or a clone. The
@@ -418,6 +419,7 @@ func restoreSummary(t *progress.Tracker, res *restore.Result) progress.Summary {
 	s := t.Summary()
 	s.Target = strconv.Quote(res.Database)
 	s.Tables, s.Chunks, s.Rows, s.Sequences, s.LargeObj = res.Tables, res.Chunks, res.Rows, res.Sequences, res.LargeObjects
+	s.CopyFormat = res.CopyFormat
 	s.WallSeconds = res.Elapsed.Seconds()
 	s.Phases = nil
 	for _, p := range res.Phases {

@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +25,11 @@ func ExtractSchema(src Source) (string, error) {
 	}
 	if err != nil {
 		os.Remove(f.Name())
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrIncomplete) {
+			// The archive's own error names the stream and frame; read
+			// from a pipe it may be another stream's, met on the way.
+			return "", err
+		}
 		return "", fmt.Errorf("extract schema: %w", err)
 	}
 	return f.Name(), nil

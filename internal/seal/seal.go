@@ -155,17 +155,27 @@ type KeyError struct {
 	Recipients []string
 	Passphrase bool
 	Given      bool // identities were given, and none matched
+	// GivenPassphrase and GivenIdentity say which kinds were given: a
+	// passphrase archive opened with only --identity files is told so,
+	// not that its passphrase does not match.
+	GivenPassphrase, GivenIdentity bool
 }
 
 // Error is one line naming the recipients, never a key.
 func (e *KeyError) Error() string {
 	if e.Passphrase {
-		if e.Given {
+		switch {
+		case e.GivenPassphrase:
 			return "archive is encrypted with a passphrase; the passphrase does not match"
+		case e.GivenIdentity:
+			return "archive is encrypted with a passphrase, not to an age identity: give its passphrase (--passphrase-file FILE or PGSPRINT_PASSPHRASE) instead of --identity"
 		}
 		return "archive is encrypted with a passphrase; none given (--passphrase-file FILE or PGSPRINT_PASSPHRASE)"
 	}
 	to := strings.Join(e.Recipients, ", ")
+	if e.Given && !e.GivenIdentity {
+		return fmt.Sprintf("archive is encrypted to %s, not with a passphrase: give a matching identity (--identity FILE)", to)
+	}
 	if e.Given {
 		return fmt.Sprintf("archive is encrypted to %s; no matching identity", to)
 	}
@@ -231,6 +241,13 @@ func Unwrap(envBytes []byte, identities ...age.Identity) (*Key, error) {
 		return nil, err
 	}
 	kerr := &KeyError{Recipients: env.Recipients, Passphrase: env.Passphrase, Given: len(identities) > 0}
+	for _, id := range identities {
+		if _, ok := id.(*age.ScryptIdentity); ok {
+			kerr.GivenPassphrase = true
+		} else {
+			kerr.GivenIdentity = true
+		}
+	}
 	if len(identities) == 0 {
 		return nil, kerr
 	}

@@ -73,7 +73,10 @@ func (b *Backend) Open(ctx context.Context) (store.Source, error) {
 	}
 	if st.IsDir() {
 		f.Close()
-		return nil, fmt.Errorf("open archive %s: is a directory", b.path)
+		if _, err := os.Stat(filepath.Join(b.path, "toc.dat")); err == nil {
+			return nil, fmt.Errorf("open archive %s: not a pgsprint archive: it is a pg_dump directory-format archive (pg_dump -Fd, it holds toc.dat): restore it with pg_restore", b.path)
+		}
+		return nil, fmt.Errorf("open archive %s: is a directory: give the archive's file", b.path)
 	}
 	return &source{f: f, size: st.Size()}, nil
 }
