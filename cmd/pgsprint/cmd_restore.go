@@ -110,7 +110,8 @@ late) are written to unlinked files in --spill-dir and read back when their
 turn comes; so the restore never deadlocks and never holds unbounded data
 in memory, at the cost of at most the spilled data in disk space. The
 restore succeeds only if the archive's trailer arrives and every checksum
-holds; a cut pipe fails with the target partly restored (use --clean).
+holds; a cut pipe fails with the target partly restored (restore the whole
+archive again with --resume to finish it, or with --clean to start over).
 
 -n/-N/-t/-T restore part of the archive, with pg_dump's patterns (a pattern
 without a schema matches in every schema, as in pg_restore): a table comes

@@ -124,6 +124,12 @@ INSERT INTO u SELECT i, i FROM generate_series(1, 100) i;`); err != nil {
 			"archive is encrypted with a passphrase, not to an age identity: give its passphrase (--passphrase-file FILE or PGSPRINT_PASSPHRASE) instead of --identity", "does not match"},
 		{"clone -t nomatch", []string{"clone", "--source", c.ConnString(src), "--target", empty("clonet"), "-t", "nomatch", "-q"}, "", exitFailure,
 			`no matching tables were found in the source database "` + c.Name(src) + `"`, "archive"},
+		// Files named once, by the flag that names them.
+		{"missing archive", []string{"list", path("nope.pgs")}, "", exitFailure, "open archive " + path("nope.pgs") + ": no such file or directory", "open archive: open"},
+		{"missing directory", []string{"dump", "-d", c.ConnString(src), "-f", path("no/such/x.pgs"), "-q"}, "", exitFailure,
+			"create archive " + path("no/such/x.pgs") + ": directory " + path("no/such") + " does not exist", ".partial"},
+		{"missing -L list", []string{"restore", "-f", good, "-L", path("nope.list"), "-d", c.ConnString("postgres")}, "", exitFailure, "-L " + path("nope.list") + ": no such file or directory", "read list"},
+		{"missing identity file", []string{"list", sealed, "--identity", path("nope.key")}, "", exitFailure, "--identity: " + path("nope.key") + ": no such file or directory", "identity file"},
 		// Item 11: the error and its constraint, the detail, the fix.
 		{"-L keeps a foreign key without its rows", []string{"restore", "-f", good, "-L", noRowsOfT, "-d", empty("fk"), "-q"}, "", exitFailure,
 			`violates foreign key constraint "u_t_fkey"; Key (t)=(1) is not present in table "t". (the -L list keeps this foreign key but not all the rows it refers to`, ""},
