@@ -2,12 +2,25 @@
 GO ?= go
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all build deps deps-demo test test-long test-matrix demo vet fmt clean bench bench-quick bench-deps bench-crypt bench-scale bench-pack
+.PHONY: all build dist deps deps-demo test test-long test-matrix demo vet fmt clean bench bench-quick bench-deps bench-crypt bench-scale bench-pack
 
 all: build
 
+# What `pgsprint --version` shows beside the Go version and the zstd
+# compressor: scripts/version.sh (git describe), the commit, the build time.
+VERSION ?= $(shell scripts/version.sh)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
+
 build:
-	$(GO) build -o bin/pgsprint ./cmd/pgsprint
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/pgsprint ./cmd/pgsprint
+
+# Release files in dist/: pgsprint_VERSION_linux_amd64.tar.gz (static
+# binary, man pages, completions), pgsprint_VERSION_amd64.deb (Depends:
+# postgresql-client) and SHA256SUMS. See scripts/dist.sh.
+dist:
+	@VERSION=$(VERSION) scripts/dist.sh dist
 
 # Everything the tests need: Go modules, one PostgreSQL (Debian's) and the
 # extra majors under /opt/pgsprint-pg (scripts/install-pg-versions.sh).

@@ -152,7 +152,8 @@ func pgsprintEnv(t *testing.T, env []string, args ...string) result {
 // each, which the copy must not keep), killed with SIGKILL right after a
 // database was dropped (its CREATE DATABASE held back by a lock on
 // template0: then cancelled, so the database is gone, or let through, so
-// it is empty and has no journal), and at random points once the globals
+// it is empty and has no journal; `make test` runs one of the two for
+// each command), and at random points once the globals
 // are in, then again while resuming; each time finished with --resume:
 // every database is there, equal to the source's, none of the target's
 // own objects is left, and no journal either.
@@ -165,13 +166,17 @@ func TestAllCleanKilled(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		args func(dst *pgtest.Cluster) []string
+		// cancels are the kills right after a drop: with its CREATE
+		// DATABASE cancelled (true) or let through (false). `make test`
+		// runs one per command, `make test-long` both for each.
+		cancels []bool
 	}{
 		{"clone", func(dst *pgtest.Cluster) []string {
 			return []string{"clone", "--all", "--source", src.ConnString("postgres"), "--target", dst.ConnString("postgres"), "-j", "2", "--chunk-size", "256kB"}
-		}},
+		}, everyOr(true)},
 		{"restore", func(dst *pgtest.Cluster) []string {
 			return []string{"restore", "--all", "-f", file, "-d", dst.ConnString("postgres"), "-j", "2"}
-		}},
+		}, everyOr(false)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -184,7 +189,7 @@ func TestAllCleanKilled(t *testing.T) {
 			}
 			defer conn.Close(ctx)
 			resume := append(slices.Clone(args), "--resume")
-			for _, cancel := range []bool{true, false} {
+			for _, cancel := range c.cancels {
 				addStaleTables(t, dst)
 				killAfterDrop(t, dst, conn, cancel, append(slices.Clone(args), "--clean")...)
 				mustPgsprint(t, resume...)

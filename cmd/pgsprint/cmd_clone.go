@@ -200,6 +200,18 @@ func runClone(ctx context.Context, o cloneOptions) error {
 	return cloneOne(ctx, o, src, dst, method)
 }
 
+// options are the clone's options, for one database or (cluster.Clone)
+// for each of a server's.
+func (o cloneOptions) options(src, dst *pgx.ConnConfig, method chunk.Method, w *watch) clone.Options {
+	return clone.Options{
+		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, Settings: o.settings,
+		Split:    chunk.Options{ChunkSize: int64(o.chunkSize), Method: method},
+		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
+		Version: version, Logger: o.log.logger(), Progress: w.reporter,
+		Programs: &pgbin.Finder{},
+	}
+}
+
 // cloneOne is clone of one database, with its progress and summary.
 func cloneOne(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, method chunk.Method) error {
 	w, err := o.progress.start("clone", o.log)
@@ -207,13 +219,7 @@ func cloneOne(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, met
 		return err
 	}
 	defer w.stop()
-	res, err := clone.Run(ctx, clone.Options{
-		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, Settings: o.settings,
-		Split:    chunk.Options{ChunkSize: int64(o.chunkSize), Method: method},
-		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
-		Version: version, Logger: o.log.logger(), Progress: w.reporter,
-		Programs: &pgbin.Finder{},
-	})
+	res, err := clone.Run(ctx, o.options(src, dst, method, w))
 	if errors.Is(err, clone.ErrSameDatabase) {
 		return usageError{err}
 	}
@@ -242,12 +248,7 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 		return err
 	}
 	defer w.stop()
-	res, err := cluster.Clone(ctx, cluster.CloneOptions{
-		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, Settings: o.settings, Filter: o.filter,
-		Split: chunk.Options{ChunkSize: int64(o.chunkSize), Method: method}, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
-		ExcludeDatabases: o.all.exclude, Resume: o.resume, Version: version, Logger: o.log.logger(), Progress: w.reporter,
-		Programs: &pgbin.Finder{},
-	})
+	res, err := cluster.Clone(ctx, cluster.CloneOptions{Options: o.options(src, dst, method, w), ExcludeDatabases: o.all.exclude})
 	if errors.Is(err, cluster.ErrSameServer) {
 		return usageError{err}
 	}

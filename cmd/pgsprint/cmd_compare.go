@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,9 @@ type compareOptions struct {
 	// acrossVersions compares the schemas of two major versions, leaving
 	// out what each prints differently (follow finish after an upgrade).
 	acrossVersions bool
+	// noReplication leaves publications and subscriptions out of the
+	// schemas: follow finish compares while its own are there.
+	noReplication bool
 }
 
 // errDifferent is returned when the databases differ; the report says how.
@@ -84,6 +88,28 @@ func runCompare(ctx context.Context, o compareOptions, out io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	found, err := compareConfigs(ctx, o, src, dst, nil, out)
+	if err != nil {
+		return err
+	}
+	if found.different() {
+		return errDifferent
+	}
+	return nil
+}
+
+// compared is what compareConfigs found different.
+type compared struct {
+	entries []compare.Entry // the keys that differ
+	schema  string          // the schema diff, "" when equal or not compared
+}
+
+func (c *compared) different() bool { return len(c.entries) > 0 || c.schema != "" }
+
+// compareConfigs compares both databases and reports to out. With
+// tables, only those tables (quoted schema.name) are compared, with the
+// sequences the target has: a clone of a selection.
+func compareConfigs(ctx context.Context, o compareOptions, src, dst *pgx.ConnConfig, tables []string, out io.Writer) (*compared, error) {
 	// The schemas are dumped while the rows are hashed: pg_dump waits on
 	// the servers' catalogs, the hashing on their CPUs.
 	var fa, fb map[string]string
@@ -92,24 +118,45 @@ func runCompare(ctx context.Context, o compareOptions, out io.Writer) error {
 	g.Go(func() (err error) { fa, err = compare.FingerprintParallel(gctx, src, o.jobs); return err })
 	g.Go(func() (err error) { fb, err = compare.FingerprintParallel(gctx, dst, o.jobs); return err })
 	if o.schema {
-		g.Go(func() (err error) { diff, err = compareSchemas(gctx, o); return err })
+		g.Go(func() (err error) { diff, err = compareSchemas(gctx, o, tables); return err })
 	}
 	if err := g.Wait(); err != nil {
-		return err
+		return nil, err
 	}
-	different := reportFingerprints(out, fa, fb, o.all)
+	if tables != nil {
+		keep := make(map[string]bool, len(tables))
+		for _, t := range tables {
+			keep[t] = true
+		}
+		for k, v := range fb {
+			if strings.HasPrefix(v, "last_value=") {
+				keep[k] = true
+			}
+		}
+		for _, fp := range []map[string]string{fa, fb} {
+			for k := range fp {
+				if !keep[k] {
+					delete(fp, k)
+				}
+			}
+		}
+	}
+	found := &compared{}
+	for _, e := range compare.Compare(fa, fb) {
+		if !e.Equal() {
+			found.entries = append(found.entries, e)
+		}
+	}
+	reportFingerprints(out, fa, fb, o.all)
 	if o.schema {
 		if diff != "" {
 			fmt.Fprintf(out, "schema differs (- source, + target):\n%s\n", diff)
-			different = true
+			found.schema = diff
 		} else {
 			fmt.Fprintln(out, "schema: equal")
 		}
 	}
-	if different {
-		return errDifferent
-	}
-	return nil
+	return found, nil
 }
 
 // reportFingerprints prints a line per differing key (and per equal key
@@ -136,7 +183,9 @@ func reportFingerprints(out io.Writer, a, b map[string]string, all bool) bool {
 	return equal != len(entries)
 }
 
-func compareSchemas(ctx context.Context, o compareOptions) (string, error) {
+// compareSchemas diffs pg_dump --schema-only of both sides, of tables
+// only when tables is not nil.
+func compareSchemas(ctx context.Context, o compareOptions, tables []string) (string, error) {
 	// The newest pg_dump can read every older server, and dumping both
 	// sides with the same one keeps version artifacts out of the diff.
 	tools, err := pgbin.Newest(ctx)
@@ -146,11 +195,18 @@ func compareSchemas(ctx context.Context, o compareOptions) (string, error) {
 	// One side after the other: pg_dump locks every table of its database
 	// until it ends, and two at once on one server (a restored copy beside
 	// its source) would need twice the lock slots pg_dump alone needs.
-	sa, err := compare.SchemaDump(ctx, tools.Dir, o.source)
+	var selection []string
+	if o.noReplication {
+		selection = append(selection, "--no-publications", "--no-subscriptions")
+	}
+	for _, t := range tables {
+		selection = append(selection, "--table="+t)
+	}
+	sa, err := compare.SchemaDump(ctx, tools.Dir, o.source, selection...)
 	if err != nil {
 		return "", err
 	}
-	sb, err := compare.SchemaDump(ctx, tools.Dir, o.target)
+	sb, err := compare.SchemaDump(ctx, tools.Dir, o.target, selection...)
 	if err != nil {
 		return "", err
 	}

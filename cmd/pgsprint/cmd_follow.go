@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -59,7 +60,7 @@ func (f *followFlags) options(o cloneOptions, src, dst *pgx.ConnConfig) (*follow
 		return nil, usageError{err}
 	}
 	return &follow.Options{Source: src, Target: dst, Names: names, Conninfo: f.conninfo, Filter: o.filter,
-		ReplicaIdentityFull: f.riFull, SkipNoKey: f.skipNoKey, Logger: o.log.logger()}, nil
+		ReplicaIdentityFull: f.riFull, SkipNoKey: f.skipNoKey, Logger: o.log.oneLineLogger()}, nil
 }
 
 // runCloneFollow is clone --follow: the clone, copy, runs inside the
@@ -88,6 +89,10 @@ type followOptions struct {
 	names   follow.Names
 	jobs    int
 	timeout time.Duration
+	noFence bool
+	grace   time.Duration
+	// graceSet: --fence-grace was given.
+	graceSet bool
 }
 
 func (o *followOptions) register(fs *pflag.FlagSet, sourceHelp string) {
@@ -129,10 +134,11 @@ func newFollowCmd() *cobra.Command {
 logical replication: a publication and a slot on the source, a subscription
 on the target that replays every change since the instant the clone read.
 
-  follow status   how far behind the target is, apply errors, what is left
-  follow finish   when writes to the source have stopped: catch up, copy
-                  sequences, remove the replication, compare, print a verdict
-  follow abort    remove the subscription, slot and publication
+  follow status   how far behind the target is, apply errors, the fence
+  follow finish   fence the source (read-only), catch up, copy sequences,
+                  compare, hand over; a failure lifts the fence
+  follow abort    remove the subscription, slot and publication, and
+                  lift a fence finish left
 
 Not followed (as PostgreSQL's logical replication): DDL (finish compares the
 schemas and refuses to declare success on a difference), large objects,
@@ -169,8 +175,12 @@ func runFollowStatus(ctx context.Context, o followOptions, out io.Writer) error 
 		return err
 	}
 	printStatus(out, st, o)
-	if st.Sub == nil {
+	switch {
+	case st.Sub == nil:
 		return fmt.Errorf("no subscription %s on the target", names.Slot)
+	case st.Sub.ApplyErrors > 0:
+		return fmt.Errorf("the target's apply worker fails: %s; once fixed, reset the count on the target: SELECT pg_stat_reset_subscription_stats(oid) FROM pg_subscription WHERE subname = %s",
+			follow.ApplyErrorText(st.Sub), pg.Literal(names.Slot))
 	}
 	return nil
 }
@@ -199,6 +209,12 @@ func printStatus(out io.Writer, st *follow.State, o followOptions) {
 	if s != nil && s.ApplyErrors >= 0 {
 		fmt.Fprintf(out, "apply errors: %d, sync errors: %d\n", s.ApplyErrors, s.SyncErrors)
 	}
+	if s != nil && s.ApplyErrors > 0 && s.LastError != "" {
+		fmt.Fprintf(out, "last apply error (target's log): %s\n", s.LastError)
+	}
+	if s != nil && s.Partial {
+		fmt.Fprintln(out, "selection: the follow covers the tables clone selected (-t, -n, --filter); finish compares those")
+	}
 	if src != nil {
 		if src.Slot {
 			lag := "idle"
@@ -209,16 +225,29 @@ func printStatus(out io.Writer, st *follow.State, o followOptions) {
 		} else {
 			fmt.Fprintf(out, "slot %s: none on the source\n", st.Slot)
 		}
+		printFence(out, src.Fence, st.Slot)
 		for _, l := range src.Leftovers {
 			fmt.Fprintf(out, "leftover slot %s on the source (it keeps WAL): pgsprint follow abort --slot %s ..., or on the source: %s\n", l, l, follow.DropSlotSQL(l))
 		}
 	}
 	switch {
+	case s != nil && s.ApplyErrors > 0:
+		fmt.Fprintln(out, "next: fix what the apply worker fails on (see above), then finish")
 	case s != nil:
-		fmt.Fprintln(out, "next: stop writes to the source, then pgsprint follow finish --source SRC --target DST")
+		fmt.Fprintln(out, "next: pgsprint follow finish --source SRC --target DST (it fences the source: new sessions are read-only, the others are ended after --fence-grace)")
 	case src != nil && (src.Slot || src.Publication):
 		fmt.Fprintf(out, "the source still has slot %s or publication %s without a subscription (a clone --follow was interrupted): pgsprint follow abort --source SRC --target DST, or on the source: %s; DROP PUBLICATION %s\n",
 			st.Slot, st.Publication, follow.DropSlotSQL(st.Slot), pg.Ident(st.Publication))
+	}
+}
+
+// printFence says whether the source is fenced, and how to lift it.
+func printFence(out io.Writer, f follow.Fence, slot string) {
+	switch {
+	case f.Ours(slot):
+		fmt.Fprintf(out, "fence: the source database %s is READ-ONLY for new sessions (set by follow finish); lift it with: %s\n", f.Database, f.LiftSQL())
+	case f.ReadOnly:
+		fmt.Fprintf(out, "fence: the source database %s is read-only for new sessions by a setting that is not pgsprint's (%s lifts it)\n", f.Database, f.LiftSQL())
 	}
 }
 
@@ -226,34 +255,50 @@ func newFollowFinishCmd() *cobra.Command {
 	var o followOptions
 	cmd := &cobra.Command{
 		Use:   "finish --source SRC --target DST",
-		Short: "Finish a clone --follow: catch up, copy sequences, remove the replication, compare",
-		Long: `Finish a clone --follow once the source no longer changes: stop the
-application (or make the source read-only: ALTER DATABASE ... SET
-default_transaction_read_only = on, and end the sessions) BEFORE running it.
+		Short: "Finish a clone --follow: fence the source, catch up, copy sequences, compare, hand over",
+		Long: `Finish a clone --follow with a fenced switchover:
 
-It reads the source's current WAL position and waits (at most --timeout)
-until the target has applied everything up to it, copies every sequence's
-value, drops the subscription, the slot and the publication, then compares
-both databases as pgsprint compare --schema does (row counts and hashes of
-every table, sequences, large objects, pg_dump --schema-only) and prints a
-one-line verdict with the downtime it took. It exits 0 only when both are
-equal: DDL run on the source since the clone is not followed and shows here
-as a schema difference. Interrupted, it can be run again.`,
+ 1. fence: the source database becomes read-only for new sessions
+    (ALTER DATABASE ... SET default_transaction_read_only = on); the
+    sessions already there get --fence-grace to end their transactions,
+    then every one of them is ended (each is named);
+ 2. wait (at most --timeout) until the target has applied everything up
+    to the fence; an apply error on the target stops it at once, quoted;
+ 3. copy every sequence's value: the target is ready (write downtime);
+ 4. verify: compare both databases as pgsprint compare --schema does (for
+    a clone of a selection, -t, -n, --filter: the tables it followed);
+ 5. hand over: drop the subscription, the slot and the publication.
+
+Any failure before the handover lifts the fence (the source is writable
+again) and keeps the follow running. After the handover the source stays
+read-only, so that nothing writes to the old server by mistake: the output
+gives the ALTER DATABASE ... RESET that lifts it. A finish killed at any
+step can be run again; follow status says whether the source is fenced, and
+follow abort lifts the fence.
+
+--no-fence leaves the source writable: stop every write yourself first.
+It exits 0 only when both databases are equal; the verdict names the kind of
+difference (DDL, unlogged table, materialized view contents, rows, writes
+that went on).`,
 		Example: `  pgsprint follow status --source prod --target "host=new dbname=prod"
-  # stop the application, then:
-  pgsprint follow finish --source prod --target "host=new dbname=prod"`,
+  pgsprint follow finish --source prod --target "host=new dbname=prod"
+  # point the application at the new server; the old one stays read-only`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runFollowFinish(cmd.Context(), o, os.Stdout) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.graceSet = cmd.Flags().Changed("fence-grace")
+			return runFollowFinish(cmd.Context(), o, os.Stdout)
+		},
 	}
 	o.register(cmd.Flags(), "source database: name, connection string or URI")
 	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "tables compared in parallel on each side")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 10*time.Minute, "fail if the target has not caught up within this time")
+	cmd.Flags().BoolVar(&o.noFence, "no-fence", false, "leave the source writable (stop the writes to it yourself first)")
+	cmd.Flags().DurationVar(&o.grace, "fence-grace", 5*time.Second, "how long the source's transactions under way may run after the fence before their sessions are ended")
 	o.log.register(cmd.Flags())
 	return cmd
 }
 
 func runFollowFinish(ctx context.Context, o followOptions, out io.Writer) error {
-	start := time.Now()
 	src, dst, names, err := o.configs(true)
 	if err != nil {
 		return err
@@ -261,42 +306,70 @@ func runFollowFinish(ctx context.Context, o followOptions, out io.Writer) error 
 	if err := checkJobs(o.jobs); err != nil {
 		return err
 	}
-	res, err := follow.Finish(ctx, follow.FinishOptions{Source: src, Target: dst, Names: names, Timeout: o.timeout, Logger: o.log.logger()})
-	if err != nil {
-		return err
+	if o.noFence && o.graceSet {
+		return usageError{fmt.Errorf("--fence-grace goes without --no-fence")}
 	}
-	caught := time.Since(start)
 	report := io.Discard
 	if !o.log.quiet {
 		report = out
 	}
-	err = runCompare(ctx, compareOptions{source: o.source, target: o.target, jobs: o.jobs, schema: true,
-		acrossVersions: res.SourceMajor != res.TargetMajor}, report)
-	if err == errDifferent {
-		return fmt.Errorf("follow finish: the target differs from the source (see above; DDL is not followed) after %s: replication removed, %d sequences copied",
-			time.Since(start).Round(10*time.Millisecond), res.Sequences)
-	}
+	start := time.Now()
+	res, err := follow.Finish(ctx, follow.FinishOptions{Source: src, Target: dst, Names: names, Timeout: o.timeout,
+		NoFence: o.noFence, Grace: o.grace, Out: report, Logger: o.log.oneLineLogger(),
+		Verify: func(ctx context.Context, v follow.Verification) error {
+			return verifyFollow(ctx, o, src, dst, v, report)
+		}})
 	if err != nil {
-		return fmt.Errorf("follow finish: replication removed, but compare failed: %w", err)
+		return fmt.Errorf("follow finish: %w", err)
 	}
-	how := "caught up to " + res.CaughtUp + " and replication removed"
-	if !res.Followed {
-		how = "replication already removed"
+	switch {
+	case !res.Followed && !res.Verified:
+		fmt.Fprintf(report, "follow finish: an earlier finish verified and handed over; replication removed\n")
+	case !res.Followed:
+		fmt.Fprintf(report, "follow finish: target equals source; replication already removed (%d sequences copied)\n", res.Sequences)
+	default:
+		fence := "no fence (--no-fence)"
+		if res.Fence.ReadOnly {
+			fence = fmt.Sprintf("fence to target ready, %d sessions ended", len(res.Ended))
+		}
+		fmt.Fprintf(report, "follow finish: target equals source; write downtime %s (%s: caught up to %s, %d sequences copied), verification %s, handover %s, total %s\n",
+			res.WriteDowntime.Round(10*time.Millisecond), fence, res.CaughtUp, res.Sequences,
+			res.Verification.Round(10*time.Millisecond), res.Handover.Round(10*time.Millisecond), time.Since(start).Round(10*time.Millisecond))
 	}
-	total := time.Since(start)
-	fmt.Fprintf(out, "follow finish: target equals source; downtime %s (%s in %s, %d sequences copied, then schema and data compared in %s)\n",
-		total.Round(10*time.Millisecond), how, caught.Round(10*time.Millisecond), res.Sequences, (total - caught).Round(10*time.Millisecond))
+	if res.Fence.Ours(names.Slot) {
+		fmt.Fprintf(report, "the source database %s stays read-only for new sessions; to lift that, on the source: %s\n", res.Fence.Database, res.Fence.LiftSQL())
+	}
 	return nil
+}
+
+// verifyFollow compares both databases for follow finish (the followed
+// tables only for a selection); its error names each kind of difference.
+func verifyFollow(ctx context.Context, o followOptions, src, dst *pgx.ConnConfig, v follow.Verification, report io.Writer) error {
+	found, err := compareConfigs(ctx, compareOptions{source: o.source, target: o.target, jobs: o.jobs, schema: true,
+		acrossVersions: v.SourceMajor != v.TargetMajor, noReplication: true}, src, dst, v.Tables, report)
+	if err != nil {
+		return fmt.Errorf("compare failed: %w", err)
+	}
+	if !found.different() {
+		return nil
+	}
+	kinds, err := follow.Kinds(ctx, src, found.schema != "", found.entries, v)
+	if err != nil {
+		return fmt.Errorf("the target differs from the source (see above), and %w", err)
+	}
+	return fmt.Errorf("the target differs from the source (see above): %s", strings.Join(kinds, "; "))
 }
 
 func newFollowAbortCmd() *cobra.Command {
 	var o followOptions
 	cmd := &cobra.Command{
 		Use:   "abort --source SRC --target DST",
-		Short: "Remove a clone --follow's subscription, slot and publication",
+		Short: "Remove a clone --follow's subscription, slot and publication, and lift its fence",
 		Long: `Remove what clone --follow created: the subscription on the target, the
 replication slot and the publication on the source, whichever exist (it can
-be run again). The target keeps the rows it has; it no longer follows.
+be run again), and the fence a follow finish left on the source (killed, or
+after its handover): the source is writable again. It says what it did. The
+target keeps the rows it has; it no longer follows.
 Other slots named pgsprint_* left on the source by killed clones are listed.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFollowAbort(cmd.Context(), o, os.Stdout) },
@@ -310,14 +383,33 @@ func runFollowAbort(ctx context.Context, o followOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := follow.Abort(ctx, src, dst, names); err != nil {
+	d, err := follow.Abort(ctx, src, dst, names)
+	if err != nil {
 		return err
 	}
 	st, err := follow.ReadState(ctx, src, dst, names)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "follow abort: no subscription %s on the target, no slot %s nor publication %s on the source\n", names.Slot, names.Slot, names.Publication)
+	var did []string
+	if d.Subscription {
+		did = append(did, "dropped subscription "+names.Slot+" on the target")
+	}
+	if d.Slot {
+		did = append(did, "dropped slot "+names.Slot+" on the source")
+	}
+	if d.Publication {
+		did = append(did, "dropped publication "+names.Publication+" on the source")
+	}
+	if d.Unfenced {
+		did = append(did, "lifted the fence: the source database "+d.Fence.Database+" is writable again")
+	}
+	if len(did) == 0 {
+		fmt.Fprintf(out, "follow abort: nothing to do: no subscription %s on the target, no slot %s nor publication %s on the source\n", names.Slot, names.Slot, names.Publication)
+	} else {
+		fmt.Fprintf(out, "follow abort: %s\n", strings.Join(did, "; "))
+	}
+	printFence(out, d.Fence, names.Slot)
 	for _, l := range st.Source.Leftovers {
 		fmt.Fprintf(out, "leftover slot %s on the source (it keeps WAL): pgsprint follow abort --slot %s ..., or on the source: %s\n", l, l, follow.DropSlotSQL(l))
 	}

@@ -94,6 +94,9 @@ func runList(ctx context.Context, loc string, o listOptions, in io.Reader, out i
 	fmt.Fprintf(out, "snapshot:   %s at %s\n", m.Snapshot, m.SnapshotTime.Format("2006-01-02 15:04:05 MST"))
 	fmt.Fprintf(out, "written by: pgsprint %s with pg_dump %s, format %d\n", m.ToolVersion, m.PgDumpVersion, m.FormatVersion)
 	fmt.Fprintf(out, "codec:      %s level %d, %s blocks\n", m.Codec, m.Level, progress.Bytes(int64(m.BlockSize)))
+	if by := openedBy(ar.Source); by != "" {
+		fmt.Fprintf(out, "encrypted:  opened with %s\n", by)
+	}
 	if m.DataOnly {
 		fmt.Fprintf(out, "contents:   data only (--data-only): restores into existing tables\n")
 	}
@@ -194,6 +197,9 @@ func listServer(ar *archive.Opened, m *archive.Manifest, streams []archive.Strea
 	fmt.Fprintf(out, "server:     PostgreSQL %s, %d databases (dump --all)\n", m.ServerVersion, len(m.Databases))
 	fmt.Fprintf(out, "written by: pgsprint %s with pg_dump %s, format %d\n", m.ToolVersion, m.PgDumpVersion, m.FormatVersion)
 	fmt.Fprintf(out, "codec:      %s level %d, %s blocks\n", m.Codec, m.Level, progress.Bytes(int64(m.BlockSize)))
+	if by := openedBy(ar.Source); by != "" {
+		fmt.Fprintf(out, "encrypted:  opened with %s\n", by)
+	}
 	if random {
 		fmt.Fprintf(out, "roles:      %s\n", orNone(l.Roles))
 		fmt.Fprintf(out, "tablespaces: %s\n", orNone(l.Tablespaces))

@@ -95,8 +95,8 @@ func runVerify(ctx context.Context, loc string, o verifyOptions, in io.Reader, o
 	// pg_dump's archive, not data).
 	raw, stored := archive.DataTotals(streams)
 	encrypted := ""
-	if to := encryptedTo(ar.Source); to != "" {
-		encrypted = ", encrypted to " + to + ", every authentication tag checked"
+	if by := openedBy(ar.Source); by != "" {
+		encrypted = ", encrypted, opened with " + by + ", every authentication tag checked"
 	}
 	fmt.Fprintf(out, "%s: sound: %d streams, %d rows, %s of data raw in %s stored%s, checked in %s\n",
 		loc, len(streams), rows, progress.Bytes(raw), progress.Bytes(stored), encrypted, time.Since(start).Round(time.Millisecond))
@@ -123,16 +123,16 @@ func verifyStructure(ctx context.Context, loc string, lo location.Options, out i
 	if err != nil {
 		return fmt.Errorf("archive on %s is damaged: %w", b, err)
 	}
-	fmt.Fprintf(out, "%s: structure sound (encrypted to %s; contents not checked: give --identity or a passphrase to check every authentication tag), checked in %s\n",
+	fmt.Fprintf(out, "%s: structure sound (%s; contents not checked: give --identity or a passphrase to check every authentication tag), checked in %s\n",
 		loc, info, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
-// encryptedTo names whom an opened archive is encrypted to, or is empty
-// for a clear one.
-func encryptedTo(ar archive.Source) string {
-	if e, ok := ar.(interface{ EncryptedTo() string }); ok {
-		return e.EncryptedTo()
+// openedBy says which of the reader's identities opened an encrypted
+// archive, or is empty for a clear one.
+func openedBy(ar archive.Source) string {
+	if e, ok := ar.(interface{ OpenedBy() string }); ok {
+		return e.OpenedBy()
 	}
 	return ""
 }

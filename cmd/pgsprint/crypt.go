@@ -87,18 +87,20 @@ func (k *keyFlags) identities() ([]age.Identity, error) {
 	}
 	pass := os.Getenv(seal.PassphraseEnv)
 	os.Unsetenv(seal.PassphraseEnv)
+	from := "$" + seal.PassphraseEnv
 	if k.passFile != "" {
 		var err error
 		if pass, err = seal.ReadPassphraseFile(k.passFile); err != nil {
 			return nil, fmt.Errorf("--passphrase-file: %w", err)
 		}
+		from = "passphrase file " + k.passFile
 	}
 	if pass != "" {
 		id, err := seal.PassphraseIdentity(pass)
 		if err != nil {
 			return nil, err
 		}
-		ids = append(ids, id)
+		ids = append(ids, seal.Named{Identity: id, Name: "the passphrase (" + from + ")"})
 	}
 	return ids, nil
 }

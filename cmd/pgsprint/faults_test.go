@@ -253,6 +253,35 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 		})
 	}
 
+	// An encrypted archive's schema is decrypted into a memfd, never a
+	// file: a restore killed mid-way leaves no plaintext in its TMPDIR.
+	t.Run("encrypted restore SIGKILL leaves no schema", func(t *testing.T) {
+		dir, tmp := t.TempDir(), t.TempDir()
+		key, pub, _ := writeIdentity(t, dir, "key.txt")
+		sealed := filepath.Join(dir, "sealed.pgs")
+		mustPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", sealed, "-q", "--encrypt-to", pub)
+		cmd, _ := startPgsprintEnv(t, []string{"TMPDIR=" + tmp}, "restore", "-f", sealed, "-d", newTarget(t), "-j", "2", "--identity", key)
+		waitForCopy(t, admin, restoreRun.copy)
+		// While it loads, the schema pg_restore read is a memfd of its.
+		fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", cmd.Process.Pid))
+		inMemory := false
+		for _, fd := range fds {
+			l, _ := os.Readlink(fd)
+			inMemory = inMemory || strings.HasPrefix(l, "/memfd:pgsprint-schema")
+		}
+		if !inMemory {
+			t.Errorf("the running restore holds no memfd of the schema (fds %v)", fds)
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		waitExit(t, cmd)
+		if left, _ := filepath.Glob(filepath.Join(tmp, "pgsprint-schema-*")); len(left) != 0 {
+			t.Errorf("the killed encrypted restore left %v", left)
+		}
+		noTempFiles(t, tmp)
+	})
+
 	// Last: the restart ends every session, admin's included.
 	t.Run("source server restarts", func(t *testing.T) {
 		dir := t.TempDir()

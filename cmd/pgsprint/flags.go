@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/pflag"
@@ -125,3 +126,65 @@ func registerFilterFlags(fs *pflag.FlagSet, f *filter.Options, verb string) {
 	fs.BoolVarP(&f.SchemaOnly, "schema-only", "s", false, verb+" only the schema, no data")
 	fs.BoolVarP(&f.DataOnly, "data-only", "a", false, verb+" only the data (rows, sequence values, large objects), not the schema")
 }
+
+// oneLineLogger is logger in pgsprint's one-line style ("pgsprint:
+// warning: ..."), silent under -q but for errors: the follow's warnings
+// read as the rest of pgsprint's messages do.
+func (l *logFlags) oneLineLogger() *slog.Logger {
+	if l.fs != nil {
+		if p := l.fs.Lookup("progress"); p != nil && p.Value.String() == string(progress.JSON) {
+			return l.logger()
+		}
+	}
+	level := slog.LevelWarn
+	switch {
+	case l.quiet:
+		level = slog.LevelError
+	case l.verbose:
+		level = slog.LevelDebug
+	}
+	return slog.New(&lineHandler{out: os.Stderr, level: level})
+}
+
+// lineHandler writes a record as one line: "pgsprint: warning: msg
+// (key value, ...)".
+type lineHandler struct {
+	out   io.Writer
+	level slog.Level
+	attrs []slog.Attr
+}
+
+func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
+
+func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString("pgsprint: ")
+	switch {
+	case r.Level >= slog.LevelError:
+		b.WriteString("error: ")
+	case r.Level >= slog.LevelWarn:
+		b.WriteString("warning: ")
+	}
+	b.WriteString(r.Message)
+	var kv []string
+	add := func(a slog.Attr) bool {
+		kv = append(kv, a.Key+" "+a.Value.String())
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	if len(kv) > 0 {
+		b.WriteString(" (" + strings.Join(kv, ", ") + ")")
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(h.out, b.String())
+	return err
+}
+
+func (h *lineHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &lineHandler{out: h.out, level: h.level, attrs: append(append([]slog.Attr(nil), h.attrs...), attrs...)}
+}
+
+func (h *lineHandler) WithGroup(string) slog.Handler { return h }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
@@ -27,7 +29,9 @@ var logicalSettings = map[string]string{"wal_level": "logical", "max_replication
 func newFollowPair(t *testing.T, srcBin, dstBin string) (src, dst *pgtest.Cluster) {
 	t.Helper()
 	return pgtest.New(t, pgtest.Options{BinDir: srcBin, Settings: logicalSettings}),
-		pgtest.New(t, pgtest.Options{BinDir: dstBin, Settings: map[string]string{"wal_retrieve_retry_interval": "200ms"}})
+		pgtest.New(t, pgtest.Options{BinDir: dstBin, Settings: map[string]string{"wal_retrieve_retry_interval": "200ms",
+			// finish and status quote apply errors from the log.
+			"logging_collector": "on"}})
 }
 
 // noFollowLeft fails if the source has a slot or publication, or the
@@ -109,12 +113,22 @@ func TestFollowPgbench(t *testing.T) {
 			t.Fatalf("status under load does not show a running subscription and its lag:\n%s", st.stdout)
 		}
 	}
-	stop()
-	stopped := time.Now()
+	// pgbench writes on through finish: the fence ends its sessions.
 	fin := mustFinish(t, src, dst)
-	t.Logf("downtime (load stopped to verdict): %s; finish said: %s", time.Since(stopped).Round(10*time.Millisecond), lastLine(fin.stdout))
-	if !strings.Contains(fin.stdout, "follow finish: target equals source") {
+	stop()
+	t.Logf("finish under load said:\n%s", fin.stdout)
+	if !strings.Contains(fin.stdout, "follow finish: target equals source; write downtime") {
 		t.Fatalf("finish verdict:\n%s", fin.stdout)
+	}
+	if !strings.Contains(fin.stdout, `application "pgbench"`) {
+		t.Errorf("finish does not name the pgbench sessions it ended:\n%s", fin.stdout)
+	}
+	lift := `SET default_transaction_read_only = off; ALTER DATABASE "app" RESET default_transaction_read_only`
+	if !strings.Contains(fin.stdout, "stays read-only for new sessions; to lift that, on the source: "+lift) {
+		t.Errorf("finish does not say how to lift the fence:\n%s", fin.stdout)
+	}
+	if v := scalar(t, src, "SELECT current_setting('default_transaction_read_only')"); v != "on" {
+		t.Errorf("the source is writable after the handover")
 	}
 	after := scalar(t, dst, "SELECT count(*) FROM pgbench_history")
 	if a, _ := strconv.Atoi(after); a <= mustAtoi(t, before) {
@@ -131,10 +145,15 @@ func TestFollowPgbench(t *testing.T) {
 		t.Errorf("pgbench balance invariant broken on the target: accounts, branches, tellers, history = %s", balances)
 	}
 	noFollowLeft(t, src, dst)
-	// A second finish finds nothing to drop and still compares.
+	// A second finish finds the handover done and the fence still on.
 	again := mustPgsprint(t, "follow", "finish", "--source", src, "--target", dst, "-j", "2")
-	if !strings.Contains(again.stdout, "replication already removed") {
+	if !strings.Contains(again.stdout, "an earlier finish verified and handed over") || !strings.Contains(again.stdout, lift) {
 		t.Errorf("finish run again:\n%s", again.stdout)
+	}
+	// abort lifts the fence.
+	ab := mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst)
+	if !strings.Contains(ab.stdout, `lifted the fence: the source database app is writable again`) {
+		t.Errorf("abort after the handover:\n%s", ab.stdout)
 	}
 }
 
@@ -236,6 +255,7 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 		pgtest.RequireSameData(t, src, dst)
 		noFollowLeft(t, src, dst)
 		// Put the source back for the other cases.
+		mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst)
 		if err := sc.Exec(ctx, "app", `ALTER TABLE nokey REPLICA IDENTITY DEFAULT; INSERT INTO keyed SELECT i, 'v' || i FROM generate_series(1, 50000) i`); err != nil {
 			t.Fatal(err)
 		}
@@ -261,11 +281,122 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 		}
 		defer sc.Exec(ctx, "app", "DROP TABLE added")
 		r := pgsprint(t, nil, "follow", "finish", "--source", src, "--target", dst)
-		checkOneError(t, r.code, 1, r.stderr, "the target differs from the source")
+		checkOneError(t, r.code, 1, r.stderr, "the target differs from the source (see above): DDL: the schemas differ")
 		if !strings.Contains(r.stdout, "CREATE TABLE public.added") {
 			t.Errorf("finish does not show the schema difference:\n%s", r.stdout)
 		}
+		if !strings.Contains(r.stderr, "the source is writable again and the target still follows it") {
+			t.Errorf("a failed finish does not say the source is writable again:\n%s", r.stderr)
+		}
+		if v := scalar(t, src, "SELECT current_setting('default_transaction_read_only')"); v != "off" {
+			t.Errorf("the source is still fenced after a failed finish")
+		}
+		ab := mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst)
+		if !strings.Contains(ab.stdout, "follow abort: dropped subscription pgsprint_ddl on the target; dropped slot pgsprint_ddl on the source; dropped publication pgsprint_ddl on the source") {
+			t.Errorf("abort does not say what it dropped:\n%s", ab.stdout)
+		}
 		noFollowLeft(t, src, dst)
+	})
+
+	t.Run("partial and quiet", func(t *testing.T) {
+		if err := sc.Exec(ctx, "app", "CREATE TABLE other (id int PRIMARY KEY); INSERT INTO other SELECT generate_series(1, 10)"); err != nil {
+			t.Fatal(err)
+		}
+		defer sc.Exec(ctx, "app", "DROP TABLE other")
+		dst := newTarget("partial")
+		// -q: nothing but errors, though nokey and the unlogged-free
+		// selection would warn without it.
+		r := mustPgsprint(t, "clone", "--follow", "-t", "keyed", "-t", "other", "-q", "--source", src, "--target", dst)
+		if r.stdout != "" || r.stderr != "" {
+			t.Errorf("clone --follow -q printed:\n%s%s", r.stdout, r.stderr)
+		}
+		if err := sc.Exec(ctx, "app", "UPDATE keyed SET v = 'p' WHERE id < 100; INSERT INTO other VALUES (11); UPDATE nokey SET b = 'not followed'"); err != nil {
+			t.Fatal(err)
+		}
+		fin := pgsprint(t, nil, "follow", "finish", "-q", "--source", src, "--target", dst)
+		if fin.code != 0 || fin.stdout != "" || fin.stderr != "" {
+			t.Fatalf("follow finish -q of a partial follow: exit %d\n%s%s", fin.code, fin.stdout, fin.stderr)
+		}
+		for _, q := range []string{"SELECT count(*) || ' ' || count(*) FILTER (WHERE v = 'p') FROM keyed", "SELECT count(*) FROM other"} {
+			if a, b := scalar(t, src, q), scalar(t, dst, q); a != b {
+				t.Errorf("%s: source %s, target %s", q, a, b)
+			}
+		}
+		noFollowLeft(t, src, dst)
+		mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst) // lifts the fence
+	})
+
+	t.Run("apply error", func(t *testing.T) {
+		dst := newTarget("applyerr")
+		mustPgsprint(t, "clone", "--follow", "--follow-skip-no-key", "--source", src, "--target", dst)
+		if err := dc.Exec(ctx, "applyerr", "INSERT INTO keyed VALUES (900000, 'target')"); err != nil {
+			t.Fatal(err)
+		}
+		if err := sc.Exec(ctx, "app", "INSERT INTO keyed VALUES (900000, 'source')"); err != nil {
+			t.Fatal(err)
+		}
+		defer sc.Exec(ctx, "app", "DELETE FROM keyed WHERE id = 900000")
+		const quoted = `duplicate key value violates unique constraint \"keyed_pkey\"`
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			st := pgsprint(t, nil, "follow", "status", "--source", src, "--target", dst)
+			if st.code == 1 && strings.Contains(st.stderr, quoted) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("status does not fail quoting the apply error: exit %d\n%s%s", st.code, st.stdout, st.stderr)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		began := time.Now()
+		fin := pgsprint(t, nil, "follow", "finish", "--source", src, "--target", dst)
+		if took := time.Since(began); took > 10*time.Second {
+			t.Errorf("finish took %s to stop on an apply error", took)
+		}
+		checkOneError(t, fin.code, 1, fin.stderr, "the target's apply worker fails")
+		if !strings.Contains(fin.stderr, quoted) {
+			t.Errorf("finish does not quote the apply error:\n%s", fin.stderr)
+		}
+		mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst)
+		noFollowLeft(t, src, dst)
+	})
+
+	t.Run("finish killed", func(t *testing.T) {
+		dst := newTarget("finkilled")
+		mustPgsprint(t, "clone", "--follow", "--follow-skip-no-key", "--source", src, "--target", dst)
+		// An open transaction holds finish in its grace, fenced.
+		tx, err := pgx.Connect(ctx, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Close(ctx)
+		if _, err := tx.Exec(ctx, "BEGIN"); err != nil {
+			t.Fatal(err)
+		}
+		cmd, _ := startPgsprint(t, "follow", "finish", "--fence-grace", "1m", "--source", src, "--target", dst)
+		fence := "SELECT count(*) FROM pg_db_role_setting WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = 'app')"
+		deadline := time.Now().Add(30 * time.Second)
+		for scalar(t, src, fence) == "0" {
+			if time.Now().After(deadline) {
+				t.Fatal("finish did not fence the source within 30s")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cmd.Process.Kill()
+		waitExit(t, cmd)
+		st := pgsprint(t, nil, "follow", "status", "--source", src, "--target", dst)
+		if !strings.Contains(st.stdout, `fence: the source database app is READ-ONLY for new sessions (set by follow finish); lift it with: SET default_transaction_read_only = off; ALTER DATABASE "app" RESET default_transaction_read_only`) {
+			t.Errorf("status after a killed finish does not show the fence:\n%s", st.stdout)
+		}
+		tx.Close(ctx)
+		ab := mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst)
+		if !strings.Contains(ab.stdout, "lifted the fence") {
+			t.Errorf("abort after a killed finish:\n%s", ab.stdout)
+		}
+		noFollowLeft(t, src, dst)
+		if v := scalar(t, src, fence); v != "0" {
+			t.Errorf("abort left the fence's settings on the source")
+		}
 	})
 
 	t.Run("interrupted", func(t *testing.T) {
@@ -424,6 +555,7 @@ func TestFollowUsage(t *testing.T) {
 		{"bad slot name", nil, []string{"clone", "--follow", "--slot", "Bad-Name", "--source", src, "--target", dst}, "slot name"},
 		{"finish without source", nil, []string{"follow", "finish", "--target", dst}, "--source and --target"},
 		{"status without target", nil, []string{"follow", "status"}, "--target is required"},
+		{"grace without fence", nil, []string{"follow", "finish", "--no-fence", "--fence-grace", "1s", "--source", src, "--target", dst}, "--fence-grace goes without --no-fence"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := pgsprint(t, tc.env, tc.args...)

@@ -510,6 +510,15 @@ type dbServer interface {
 	BinDir() string
 }
 
+// everyOr is the cases of a two-way choice a test runs: both under `make
+// test-long`, only short under `make test`.
+func everyOr(short bool) []bool {
+	if long {
+		return []bool{true, false}
+	}
+	return []bool{short}
+}
+
 // repeat is how many times a repeated test runs its cases: n under `make
 // test`, every case once; nLong under `make test-long` (-tags long).
 func repeat(n, nLong int) int {

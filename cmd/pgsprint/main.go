@@ -139,7 +139,7 @@ func newRootCmd() *cobra.Command {
 		}
 		return cmd.Help()
 	}
-	root.AddCommand(newDumpCmd(), newRestoreCmd(), newCloneCmd(), newSnapshotCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newFollowCmd(), newDemoCmd(), newVersionCmd())
+	root.AddCommand(newDumpCmd(), newRestoreCmd(), newCloneCmd(), newSnapshotCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newFollowCmd(), newDemoCmd(), newVersionCmd(), newGenDocsCmd())
 	// Help is --help only, as in the PostgreSQL tools, where -h is the
 	// host: cobra's default -h would silently print help instead of
 	// connecting (pgsprint compare -h db1 ...).

@@ -14,6 +14,12 @@ import (
 // tests drive it exactly as a user would, exit codes and stderr included.
 var binary string
 
+// The commit and build date TestMain stamps the binary with.
+const (
+	testCommit    = "0123456789abcdef0123456789abcdef01234567"
+	testBuildDate = "2026-01-02T03:04:05Z"
+)
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "pgsprint-bin-*")
 	if err != nil {
@@ -24,7 +30,9 @@ func TestMain(m *testing.M) {
 	// binary builds.
 	pgtest.PrepareShared()
 	binary = filepath.Join(dir, "pgsprint")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+	// As make build stamps it (TestVersion reads the stamp back).
+	ldflags := "-X main.commit=" + testCommit + " -X main.buildDate=" + testBuildDate
+	if out, err := exec.Command("go", "build", "-ldflags", ldflags, "-o", binary, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build pgsprint: %v\n%s", err, out)
 		os.Exit(1)
 	}

@@ -13,10 +13,13 @@ import (
 
 // smallTables is how many tables TestRoundTripManySmallTables copies: enough
 // that a cost paid per table (a round trip, a transaction, a sort of every
-// task) dominates, small enough for CI.
-const smallTables = 2000
+// task) dominates and that pre-data is split (more than
+// restore.Options.PreDataSplitMin's default of 200 independent tables),
+// small enough for CI; 2,000 under `make test-long`. A multiple of 6: half
+// the tables go to each pre-data run, a third have a foreign key.
+var smallTables = repeat(600, 2000)
 
-// TestRoundTripManySmallTables dumps and restores 2,000 tiny tables (a
+// TestRoundTripManySmallTables dumps and restores smallTables tiny tables (a
 // primary key, a secondary index, a third with a foreign key:
 // pgtest.SmallTables) at default server settings, where per-table costs
 // add up: pg_dump's schema and every table's rows must come back equal.
@@ -44,7 +47,7 @@ func TestRoundTripManySmallTables(t *testing.T) {
 	r := mustPgsprint(t, "restore", "-v", "-j", "2", "-f", file, "-d", c.ConnString("back"))
 	t.Logf("restore in %v", time.Since(began))
 	// Pre-data is split (the default restore.Options.PreDataSplitMin is
-	// far below 2,000 tables): the tables, all independent, are created
+	// far below smallTables): the tables, all independent, are created
 	// by two pg_restore runs at once, half each.
 	steps := regexp.MustCompile(`msg="pre-data step" .*runs="?\[([0-9 ]+)\]`).FindAllStringSubmatch(r.stderr, -1)
 	if len(steps) != 1 || steps[0][1] != fmt.Sprintf("%d %d", smallTables/2, smallTables/2) {

@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
@@ -103,8 +107,25 @@ func TestProgress(t *testing.T) {
 		if err := c.CreateDB(context.Background(), "dst"); err != nil {
 			t.Fatal(err)
 		}
-		r := mustPgsprint(t, "restore", "-f", file, "-d", c.ConnString("dst"), "-j", "2",
+		// A killed run's temporary file, which this run removes and logs:
+		// under --progress=json the log line is JSON too.
+		tmp := t.TempDir()
+		gone := exec.Command("true")
+		if err := gone.Run(); err != nil {
+			t.Fatal(err)
+		}
+		stale := filepath.Join(tmp, fmt.Sprintf("pgsprint-schema-%d-1.dump", gone.Process.Pid))
+		if err := os.WriteFile(stale, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := pgsprint(t, []string{"TMPDIR=" + tmp}, "restore", "-f", file, "-d", c.ConnString("dst"), "-j", "2",
 			"--progress=json", "--progress-interval", "20ms")
+		if r.code != 0 {
+			t.Fatalf("restore: exit %d\n%s", r.code, r.stderr)
+		}
+		if !strings.Contains(r.stderr, `"msg":"removed a stale temporary file left by a killed run"`) {
+			t.Errorf("no JSON line for the removed stale file:\n%s", r.stderr)
+		}
 		counts := map[string]int{}
 		var last progress.Event
 		for _, e := range events(t, r.stderr) {
@@ -236,14 +257,25 @@ func testBarsInTmux(t *testing.T, c dbServer, src string) {
 	}
 }
 
-// TestVersion: --version, -V and `version` name pgsprint's version and the
-// pg_dump it found.
+// TestVersion: --version, -V and `version` name pgsprint's version, the
+// commit and build date stamped with -ldflags (as make build does), the
+// Go version, the zstd compressor linked in, and the pg_dump it found.
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"--version"}, {"-V"}, {"version"}} {
 		r := mustPgsprint(t, args...)
-		if !strings.HasPrefix(r.stdout, "pgsprint ") || !strings.Contains(r.stdout, "pg_dump") {
-			t.Errorf("%v printed %q", args, r.stdout)
+		lines := strings.Split(r.stdout, "\n")
+		want := []string{
+			"pgsprint " + version,
+			"commit:  " + testCommit,
+			"built:   " + testBuildDate + " with " + runtime.Version() + " for " + runtime.GOOS + "/" + runtime.GOARCH,
+			"zstd:    " + codec.ZstdLinked(),
 		}
+		if len(lines) < len(want)+1 || !slices.Equal(lines[:len(want)], want) || !strings.Contains(r.stdout, "pg_dump") {
+			t.Errorf("%v printed %q, want it to start with %q and name pg_dump", args, r.stdout, want)
+		}
+	}
+	if !regexp.MustCompile(`, github\.com/\S+ v\d`).MatchString(codec.ZstdLinked()) {
+		t.Errorf("the zstd line names no module version: %q", codec.ZstdLinked())
 	}
 }

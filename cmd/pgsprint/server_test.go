@@ -108,7 +108,7 @@ func TestDumpAllRestoreAll(t *testing.T) {
 	}
 	noPartialFiles(t, dir, "server.pgs")
 	r = mustPgsprint(t, "list", file)
-	for _, want := range []string{"roles:      alice, bob, postgres, readers", "tablespaces: space1", "format 4", "noconn (does not allow connections)"} {
+	for _, want := range []string{"roles:      alice, bob, postgres, readers", "tablespaces: space1", "format 5", "noconn (does not allow connections)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("list lacks %q:\n%s", want, r.stdout)
 		}

@@ -189,8 +189,9 @@ func extractSchema(t *testing.T, file string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tmp.Remove()
 	path := filepath.Join(t.TempDir(), "schema.dump")
-	if err := os.Rename(tmp, path); err != nil {
+	if err := os.Rename(tmp.Path, path); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -33,7 +33,7 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
-			if m := ar.Manifest(); m.Codec != tt.codec || m.FormatVersion != 1 {
+			if m := ar.Manifest(); m.Codec != tt.codec || m.FormatVersion != formatPacked {
 				t.Errorf("manifest codec %q version %d", m.Codec, m.FormatVersion)
 			}
 			if got := len(ar.Streams()); got != len(streams) {
@@ -189,7 +189,7 @@ func TestOpenErrors(t *testing.T) {
 		{"text", []byte("hello, world, this is not it"), "not a pgsprint archive", ErrNotArchive},
 		{"magic only", []byte(headerMagic), "archive is incomplete: its 8 bytes end without the archive's trailer (cut short, or the dump writing it failed or is still running)", ErrIncomplete},
 		{"truncated", good[:len(good)-1], fmt.Sprintf("archive is incomplete: its %d bytes end without", len(good)-1), ErrIncomplete},
-		{"newer version", newer, "archive format version 7 is newer than this pgsprint understands (4): read it with a newer pgsprint", nil},
+		{"newer version", newer, fmt.Sprintf("archive format version 7 is newer than this pgsprint understands (%d): read it with a newer pgsprint", FormatVersion), nil},
 		// A flipped bit is damage, not a version from the future, nor a cut.
 		{"version field flipped", patch(10, 1), fmt.Sprintf("the header is damaged: its format version field reads %d, the trailer's %d", version|1<<16, version), ErrCorrupt},
 		{"version field flipped, no trailer", patch(10, 1)[:len(good)-40], fmt.Sprintf("the header is damaged: its format version field reads %d, which no pgsprint writes", version|1<<16), ErrCorrupt},

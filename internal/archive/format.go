@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 
 	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/seal"
 )
 
 // The byte layout below is specified in docs/FORMAT.md; keep the two in
@@ -53,6 +54,7 @@ const (
 	KindSchema      Kind = 2 // pg_dump custom-format archive bytes
 	KindLargeObject Kind = 3 // bytes of one large object
 	KindEnd         Kind = 4 // end of a stream, with its totals
+	KindPack        Kind = 5 // the content of many small streams (pack.go)
 )
 
 // String names the kind for messages and listings.
@@ -66,6 +68,8 @@ func (k Kind) String() string {
 		return "large object"
 	case KindEnd:
 		return "end"
+	case KindPack:
+		return "pack"
 	default:
 		return fmt.Sprintf("kind(%d)", uint8(k))
 	}
@@ -278,6 +282,7 @@ type StreamInfo struct {
 // footer is the decoded index at the end of the archive.
 type footer struct {
 	streams []StreamInfo // sorted by ID
+	packs   []uint32     // by stream: 1 + the index in frames of its Pack frame; 0 when not packed
 	frames  []frameEntry // in file order
 }
 
@@ -291,9 +296,13 @@ func (f *footer) marshal() []byte {
 	binary.LittleEndian.PutUint32(b[4:], uint32(len(f.streams)))
 	binary.LittleEndian.PutUint64(b[8:], uint64(len(f.frames)))
 	p := b[footerFixedSize:]
-	for _, s := range f.streams {
+	for i, s := range f.streams {
 		binary.LittleEndian.PutUint32(p[0:], s.ID)
 		p[4] = byte(s.Kind)
+		if i < len(f.packs) && f.packs[i] != 0 {
+			p[5] = 1
+			binary.LittleEndian.PutUint32(p[44:], f.packs[i]-1)
+		}
 		binary.LittleEndian.PutUint64(p[8:], uint64(s.Rows))
 		binary.LittleEndian.PutUint64(p[16:], uint64(s.RawBytes))
 		binary.LittleEndian.PutUint64(p[24:], uint64(s.StoredBytes))
@@ -314,9 +323,10 @@ func (f *footer) marshal() []byte {
 	return b
 }
 
-// parseFooter decodes the index and checks that its counts fit its length
-// exactly; it does not check the entries against each other.
-func parseFooter(b []byte) (*footer, error) {
+// parseFooter decodes the index of an archive of the given format
+// version and checks that its counts fit its length exactly; it does not
+// check the entries against each other.
+func parseFooter(b []byte, version uint32) (*footer, error) {
 	if len(b) < footerFixedSize || string(b[0:4]) != footerMagic {
 		return nil, corruptf("archive: bad footer magic")
 	}
@@ -328,12 +338,21 @@ func parseFooter(b []byte) (*footer, error) {
 	}
 	f := &footer{
 		streams: make([]StreamInfo, ns),
+		packs:   make([]uint32, ns),
 		frames:  make([]frameEntry, nf),
 	}
 	p := b[footerFixedSize:]
 	for i := range f.streams {
-		if p[5] != 0 || p[6] != 0 || p[7] != 0 || binary.LittleEndian.Uint32(p[44:]) != 0 {
+		packed := version >= formatPacked && p[5] == 1
+		if (p[5] != 0 && !packed) || p[6] != 0 || p[7] != 0 || (!packed && binary.LittleEndian.Uint32(p[44:]) != 0) {
 			return nil, corruptf("archive: footer stream entry %d has nonzero reserved bytes", i)
+		}
+		if packed {
+			at := binary.LittleEndian.Uint32(p[44:])
+			if uint64(at) >= nf {
+				return nil, corruptf("archive: footer stream entry %d names frame %d of %d", i, at, nf)
+			}
+			f.packs[i] = at + 1
 		}
 		s := StreamInfo{
 			ID:          binary.LittleEndian.Uint32(p[0:]),
@@ -387,4 +406,75 @@ func (t *trailer) marshal(b *[trailerSize]byte) {
 	binary.LittleEndian.PutUint32(b[16:], t.footerCRC)
 	binary.LittleEndian.PutUint32(b[20:], t.version)
 	copy(b[24:], trailerMagic)
+}
+
+// footerLenSize is, from format version 5 on, the length of the footer's
+// compressed entries, written after its fixed part so that a reader of a
+// pipe knows how much to read.
+const footerLenSize = 8
+
+// encodeFooter is the footer as an archive of the given version holds it,
+// sealed with k for an encrypted one: the entries as they are before
+// version 5; from version 5 on, compressed (compressIndex) behind the
+// fixed part and their length.
+func encodeFooter(f *footer, version int, k *seal.Key) ([]byte, error) {
+	fb := f.marshal()
+	if version < formatPacked {
+		return sealFooter(k, fb), nil
+	}
+	body, err := compressIndex(fb[footerFixedSize:])
+	if err != nil {
+		return nil, fmt.Errorf("archive: compressing the footer: %w", err)
+	}
+	out := make([]byte, footerFixedSize+footerLenSize, footerFixedSize+footerLenSize+len(body)+int(overhead(k)))
+	copy(out, fb[:footerFixedSize])
+	binary.LittleEndian.PutUint64(out[footerFixedSize:], uint64(len(body))+uint64(overhead(k)))
+	if k == nil {
+		return append(out, body...), nil
+	}
+	return k.Seal(out, seal.PurposeFooter, 0, 0, out, body), nil
+}
+
+// maxIndexRatio bounds how much larger than its compressed bytes a
+// compressed footer may claim to be, so that a damaged count cannot make
+// a reader allocate without bound: index entries compress about tenfold.
+const maxIndexRatio = 1024
+
+// decodeFooter reverses encodeFooter and parses the result.
+func decodeFooter(fb []byte, version uint32, k *seal.Key) (*footer, error) {
+	if version < formatPacked {
+		plain, err := openFooter(k, fb)
+		if err != nil {
+			return nil, err
+		}
+		return parseFooter(plain, version)
+	}
+	const fixed = footerFixedSize + footerLenSize
+	if len(fb) < fixed || string(fb[0:4]) != footerMagic {
+		return nil, corruptf("archive: bad footer magic")
+	}
+	if n := binary.LittleEndian.Uint64(fb[footerFixedSize:]); n != uint64(len(fb)-fixed) {
+		return nil, corruptf("archive: footer says its entries take %d bytes, they take %d", n, len(fb)-fixed)
+	}
+	body := fb[fixed:]
+	if k != nil {
+		var err error
+		if body, err = k.Open(nil, seal.PurposeFooter, 0, 0, fb[:fixed], body); err != nil {
+			return nil, corruptf("archive: footer does not authenticate (changed, or from another archive)")
+		}
+	}
+	ns := uint64(binary.LittleEndian.Uint32(fb[4:]))
+	nf := binary.LittleEndian.Uint64(fb[8:])
+	if nf > 1<<40 {
+		return nil, corruptf("archive: footer lists an impossible %d frames", nf)
+	}
+	raw := ns*streamEntrySize + nf*frameEntrySize
+	if raw > max(1<<20, maxIndexRatio*uint64(len(body))) {
+		return nil, corruptf("archive: footer of %d bytes claims %d bytes of entries", len(body), raw)
+	}
+	entries, err := decompressIndex(body, raw)
+	if err != nil {
+		return nil, corruptf("archive: footer: %v", err)
+	}
+	return parseFooter(append(fb[:footerFixedSize:footerFixedSize], entries...), version)
 }

@@ -83,6 +83,8 @@ func readCorpusFile(path string) ([]byte, error) {
 func FuzzOpen(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte(headerMagic))
+	_, streams := seedArchive(f, "zstd")
+	f.Add(writePacked(f, "zstd", streams, 64, 128))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ar, err := Open(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
@@ -114,8 +116,9 @@ func FuzzSealed(f *testing.F) {
 		f.Fatal(err)
 	}
 	for _, name := range []string{"zstd", "none"} {
-		data, _ := seedArchive(f, name, id.Recipient())
+		data, streams := seedArchive(f, name, id.Recipient())
 		f.Add(data)
+		f.Add(writePacked(f, name, streams, 64, 128, id.Recipient()))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _ = CheckStructure(bytes.NewReader(data), int64(len(data)))

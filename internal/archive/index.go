@@ -13,6 +13,7 @@ type streamEntry struct {
 	rows, raw, stored int64
 	id, crc           uint32
 	first             uint32 // index in Reader.frames of its first frame
+	pack              uint32 // a packed stream's: 1 + its pack's index in Reader.packLocs
 	kind              Kind
 }
 
@@ -52,8 +53,12 @@ func (ar *Reader) frameRange(i int) []frameLoc {
 // info is the stream at position i as StreamInfo describes it.
 func (ar *Reader) info(i int) StreamInfo {
 	s := &ar.streams[i]
+	frames := 0
+	if s.pack == 0 {
+		frames = len(ar.frameRange(i)) - 1
+	}
 	return StreamInfo{ID: s.id, Kind: s.kind, Rows: s.rows, RawBytes: s.raw, StoredBytes: s.stored,
-		Frames: len(ar.frameRange(i)) - 1, CRC: s.crc}
+		Frames: frames, CRC: s.crc}
 }
 
 // entry is the footer entry of frame seq of the stream at position i.

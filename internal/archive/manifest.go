@@ -14,7 +14,7 @@ import (
 // the archive is encrypted (sealed.go), or 4 for a whole-server archive
 // (Databases, encrypted or not), which an older reader must refuse rather
 // than restore as an empty database.
-const FormatVersion = formatServer
+const FormatVersion = formatPacked
 
 // Manifest is written in the header, before any frame, so that a reader of a
 // stream knows every table, chunk and large object it is about to see

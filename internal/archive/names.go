@@ -47,7 +47,7 @@ func marshalManifestAt(m *Manifest, minVersion int) ([]byte, int, error) {
 		version = max(version, formatRawNames)
 	}
 	if m.IsServer() {
-		version = formatServer
+		version = max(version, formatServer)
 	}
 	if cp.FormatVersion != 0 {
 		cp.FormatVersion = version

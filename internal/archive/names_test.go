@@ -50,8 +50,13 @@ func TestRawNames(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := ar.Manifest()
-			if got.FormatVersion != tc.version {
-				t.Errorf("format version %d, want %d", got.FormatVersion, tc.version)
+			if got.FormatVersion != formatPacked {
+				t.Errorf("format version %d, want %d", got.FormatVersion, formatPacked)
+			}
+			// The journal's manifest (MarshalManifest) is still marked
+			// as version 2 when it needs to be.
+			if _, v, err := MarshalManifest(tc.m); err != nil || v != tc.version {
+				t.Errorf("MarshalManifest: version %d, %v; want %d", v, err, tc.version)
 			}
 			orig.FormatVersion, orig.Codec, orig.Level = got.FormatVersion, got.Codec, got.Level
 			if !reflect.DeepEqual(*got, orig) {

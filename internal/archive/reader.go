@@ -32,6 +32,9 @@ type Reader struct {
 	packed  uint8                      // the codec id of compressed frames (the manifest's codec)
 	key     *seal.Key                  // an encrypted archive's data key; nil for a clear one
 	closer  io.Closer                  // a spooled archive's file, closed by Close
+
+	packLocs []packLoc // the Pack frames, in file order
+	packs    packCache // the last packs decompressed
 }
 
 // Close releases what the Reader owns: nothing, unless it reads an
@@ -48,7 +51,7 @@ func (ar *Reader) Close() error {
 // ErrNotArchive, ErrIncomplete, a *VersionError or an error matching
 // ErrCorrupt, each with a one-line message a user can act on. An
 // encrypted archive is opened with the first of ids that matches; with
-// none matching it returns a *seal.KeyError naming its recipients.
+// none matching it returns a *seal.KeyError.
 func Open(r io.ReaderAt, size int64, ids ...age.Identity) (*Reader, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("archive: negative size %d", size)
@@ -68,10 +71,7 @@ func Open(r io.ReaderAt, size int64, ids ...age.Identity) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fb, err = openFooter(key, fb); err != nil {
-		return nil, err
-	}
-	f, err := parseFooter(fb)
+	f, err := decodeFooter(fb, l.version, key)
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +213,9 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 		}
 		ar.streams[i] = streamEntry{id: s.ID, kind: s.Kind, crc: s.CRC, rows: s.Rows, raw: s.RawBytes, stored: s.StoredBytes}
 	}
+	// A packed stream's entry names its Pack frame by its index in the
+	// footer; the Reader keeps the Pack frames apart (packLocs).
+	packAt := map[uint32]uint32{} // footer frame index -> index in packLocs
 	type tally struct {
 		frameState
 		raw, stored int64
@@ -222,7 +225,7 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 		tallies[i].kind = s.Kind
 	}
 	off := dataStart
-	for _, e := range f.frames {
+	for fi, e := range f.frames {
 		where := func(format string, args ...any) error {
 			return corruptf("archive: stream %d frame %d at offset %d: %s", e.stream, e.seq, e.off, fmt.Sprintf(format, args...))
 		}
@@ -236,6 +239,18 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 		si, ok := ar.find(e.stream)
 		if !ok {
 			return where("stream is missing from the footer's stream list")
+		}
+		if e.kind == KindPack {
+			h := e.header(0)
+			if err := checkPackHeader(&h, &ar.codecs, ar.manifest.Codec, where); err != nil {
+				return err
+			}
+			packAt[uint32(fi)] = uint32(len(ar.packLocs))
+			ar.packLocs = append(ar.packLocs, packLoc{off: e.off, stream: e.stream, raw: e.raw, stored: e.stored, codec: e.codec})
+			continue
+		}
+		if f.packs[si] != 0 {
+			return where("the stream is packed, but has a frame of its own")
 		}
 		t := &tallies[si]
 		h := e.header(t.kind)
@@ -251,8 +266,23 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 		return corruptf("archive: frames end at %d but the footer starts at %d", off, dataEnd)
 	}
 	first := uint32(0)
+	packStored := make([]int64, len(ar.packLocs))
 	for i, s := range f.streams {
 		t := tallies[i]
+		if f.packs[i] != 0 {
+			p, ok := packAt[f.packs[i]-1]
+			if !ok {
+				return corruptf("archive: footer places stream %d in frame %d, which is not a Pack frame", s.ID, f.packs[i]-1)
+			}
+			if s.Frames != 0 || s.StoredBytes < 0 {
+				return corruptf("archive: footer entry of packed stream %d has impossible totals", s.ID)
+			}
+			ar.streams[i].pack = p + 1
+			ar.streams[i].first = first
+			ar.packLocs[p].members++
+			packStored[p] += s.StoredBytes
+			continue
+		}
 		switch {
 		case !t.ended:
 			return corruptf("archive: stream %d has no End frame", s.ID)
@@ -265,11 +295,20 @@ func (ar *Reader) buildIndex(f *footer, dataStart, dataEnd int64) error {
 		ar.streams[i].first = first
 		first += t.next
 	}
+	for p, loc := range ar.packLocs {
+		if loc.members == 0 || packStored[p] != int64(loc.stored) {
+			return corruptf("archive: pack at offset %d: the footer places %d streams in it, their stored bytes %d of its %d",
+				loc.off, loc.members, packStored[p], loc.stored)
+		}
+	}
 	// Every frame checked out, so each one's place is its stream's first
 	// plus its seq, and its kind and codec follow from its place and
 	// lengths (frameLoc).
-	ar.frames = make([]frameLoc, len(f.frames))
+	ar.frames = make([]frameLoc, first)
 	for _, e := range f.frames {
+		if e.kind == KindPack {
+			continue
+		}
 		si, _ := ar.find(e.stream)
 		ar.frames[ar.streams[si].first+e.seq] = frameLoc{off: e.off, raw: e.raw, stored: e.stored}
 	}
@@ -322,7 +361,14 @@ func decodeManifest(mb []byte, version uint32) (*Manifest, [codecGzip + 1]codec.
 	if crc32c(mb[:manLen]) != binary.LittleEndian.Uint32(mb[manLen:]) {
 		return nil, codecs, corruptf("archive: manifest checksum mismatch")
 	}
-	m, err := UnmarshalManifest(mb[:manLen])
+	js := mb[:manLen]
+	if version >= formatPacked {
+		var err error
+		if js, err = unpackManifest(js); err != nil {
+			return nil, codecs, corruptf("archive: manifest: %v", err)
+		}
+	}
+	m, err := UnmarshalManifest(js)
 	if err != nil {
 		return nil, codecs, corruptf("archive: decoding manifest: %v", err)
 	}

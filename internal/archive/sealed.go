@@ -181,13 +181,13 @@ func openFooter(k *seal.Key, fb []byte) ([]byte, error) {
 	return out, nil
 }
 
-// EncryptedTo names whom the archive is encrypted to ("a passphrase"),
-// or is empty for a clear archive.
-func (ar *Reader) EncryptedTo() string {
+// OpenedBy says which of the reader's identities opened the archive
+// (seal.Key.OpenedBy), or is empty for a clear archive.
+func (ar *Reader) OpenedBy() string {
 	if ar.key == nil {
 		return ""
 	}
-	return ar.key.Recipients()
+	return ar.key.OpenedBy()
 }
 
 // CheckStructure checks an encrypted archive without its key: the header
@@ -195,7 +195,8 @@ func (ar *Reader) EncryptedTo() string {
 // and every frame's header and payload checksum, its length and its place
 // in its stream, frames tiling the data area exactly. It cannot check the
 // authentication tags, decompression or totals: that needs the key. It
-// returns whom the archive is encrypted to.
+// returns what the envelope says in clear (seal.Info: a passphrase or
+// keys; the recipients only for an older archive that lists them).
 func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 	var info seal.Info
 	l, err := readBounds(r, size, footerFixedSize+seal.Overhead)
@@ -221,8 +222,12 @@ func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 	}
 	ns := uint64(binary.LittleEndian.Uint32(fb[4:]))
 	nf := binary.LittleEndian.Uint64(fb[8:])
-	rest := uint64(len(fb) - footerFixedSize - seal.Overhead)
-	if ns > rest/streamEntrySize || nf > rest/frameEntrySize || ns*streamEntrySize+nf*frameEntrySize != rest {
+	if l.version >= formatPacked {
+		// The entries are compressed: only their length can be checked.
+		if len(fb) < footerFixedSize+footerLenSize || binary.LittleEndian.Uint64(fb[footerFixedSize:]) != uint64(len(fb)-footerFixedSize-footerLenSize) {
+			return info, corruptf("archive: footer length %d does not match the length it records", len(fb))
+		}
+	} else if rest := uint64(len(fb) - footerFixedSize - seal.Overhead); ns > rest/streamEntrySize || nf > rest/frameEntrySize || ns*streamEntrySize+nf*frameEntrySize != rest {
 		return info, corruptf("archive: footer length %d does not fit %d streams and %d frames", len(fb), ns, nf)
 	}
 	type seen struct {
@@ -230,7 +235,7 @@ func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 		ended bool
 	}
 	streams := map[uint32]*seen{}
-	var frames uint64
+	var frames, packs uint64
 	var buf []byte
 	for off := l.dataStart; off < l.trailer.footerOff; {
 		var fh [frameHeaderSize]byte
@@ -251,16 +256,22 @@ func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 			return info, fail("lengths %d/%d exceed the %d byte limit", h.rawLen, h.storedLen, MaxBlockSize)
 		}
 		st := streams[h.stream]
-		if st == nil {
+		if h.kind == KindPack {
+			// Its streams are in its sealed directory.
+			st = &seen{}
+			packs++
+		} else if st == nil {
 			st = &seen{}
 			streams[h.stream] = st
 		}
 		switch {
+		case h.kind == KindPack && l.version < formatPacked:
+			return info, fail("Pack frame in a format version %d archive", l.version)
 		case st.ended:
 			return info, fail("frame follows the stream's End frame")
 		case h.seq != st.next:
 			return info, fail("out of sequence (want seq %d)", st.next)
-		case h.kind != KindEnd && !h.kind.contentKind():
+		case h.kind != KindEnd && h.kind != KindPack && !h.kind.contentKind():
 			return info, fail("invalid kind %d", uint8(h.kind))
 		}
 		n := int64(h.storedLen) + seal.Overhead
@@ -287,17 +298,17 @@ func CheckStructure(r io.ReaderAt, size int64) (seal.Info, error) {
 			return info, corruptf("archive: stream %d has no End frame", id)
 		}
 	}
-	if uint64(len(streams)) != ns || frames != nf {
+	if (packs == 0 && uint64(len(streams)) != ns) || uint64(len(streams)) > ns || frames != nf {
 		return info, corruptf("archive: footer lists %d streams and %d frames, the archive has %d and %d", ns, nf, len(streams), frames)
 	}
 	return info, nil
 }
 
-// EncryptedTo names whom the archive is encrypted to ("a passphrase"),
-// or is empty for a clear archive.
-func (d *Demux) EncryptedTo() string {
+// OpenedBy says which of the reader's identities opened the archive
+// (seal.Key.OpenedBy), or is empty for a clear archive.
+func (d *Demux) OpenedBy() string {
 	if d.seq.key == nil {
 		return ""
 	}
-	return d.seq.key.Recipients()
+	return d.seq.key.OpenedBy()
 }

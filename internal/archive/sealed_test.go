@@ -6,6 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -89,8 +92,8 @@ func TestSealedRoundTrip(t *testing.T) {
 	ids, rs := testIdentities(t, 2)
 	for _, name := range []string{"zstd", "none"} {
 		data, streams := sealedArchive(t, name, rs...)
-		if v := binary.LittleEndian.Uint32(data[8:]); v != formatSealed {
-			t.Fatalf("%s: encrypted archive has format version %d, want %d", name, v, formatSealed)
+		if v := binary.LittleEndian.Uint32(data[8:]); v != formatPacked {
+			t.Fatalf("%s: encrypted archive has format version %d, want %d", name, v, formatPacked)
 		}
 		for i, id := range ids {
 			if err := checkAll(t, data, streams, id); err != nil {
@@ -110,14 +113,14 @@ func TestSealedRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ar.Manifest().FormatVersion != formatSealed || ar.Manifest().Tables[0].Name != "t" {
+		if ar.Manifest().FormatVersion != formatPacked || ar.Manifest().Tables[0].Name != "t" {
 			t.Fatalf("%s: manifest read back as %+v", name, ar.Manifest())
 		}
 	}
-	// A clear archive keeps the lowest version.
+	// A clear archive has the same version, without the envelope.
 	clear, _ := smallArchive(t, "zstd")
-	if v := binary.LittleEndian.Uint32(clear[8:]); v != 1 {
-		t.Fatalf("clear archive has format version %d, want 1", v)
+	if v := binary.LittleEndian.Uint32(clear[8:]); v != formatPacked || bytes.Contains(clear, []byte(envelopeMagic)) {
+		t.Fatalf("clear archive has format version %d, want %d, and no envelope", v, formatPacked)
 	}
 }
 
@@ -162,14 +165,19 @@ func TestSealedPassphrase(t *testing.T) {
 func TestSealedWrongKey(t *testing.T) {
 	ids, rs := testIdentities(t, 3)
 	data, _ := sealedArchive(t, "zstd", rs[0], rs[1])
-	to := rs[0].(*age.X25519Recipient).String() + ", " + rs[1].(*age.X25519Recipient).String()
+	for _, r := range rs[:2] {
+		// The archive does not say who can read it, as age's own format.
+		if pub := r.(*age.X25519Recipient).String(); bytes.Contains(data, []byte(pub)) {
+			t.Fatalf("the archive's bytes hold the recipient %s", pub)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		ids  []age.Identity
 		want string
 	}{
-		{"other key", []age.Identity{ids[2]}, "archive is encrypted to " + to + "; no matching identity"},
-		{"no key", nil, "archive is encrypted to " + to + "; no identity given (--identity FILE)"},
+		{"other key", []age.Identity{ids[2]}, "archive is encrypted; no matching identity (none of the given identities opens it)"},
+		{"no key", nil, "archive is encrypted; no identity given (--identity FILE)"},
 	} {
 		_, err := Open(bytes.NewReader(data), int64(len(data)), tc.ids...)
 		if !errors.Is(err, seal.ErrNoKey) || err.Error() != tc.want {
@@ -185,12 +193,22 @@ func TestSealedWrongKey(t *testing.T) {
 	}
 }
 
-// TestSealedNoPlaintext greps the raw archive, stored uncompressed, for a
-// row value, a table name and the schema's text.
+// TestSealedNoPlaintext greps the raw archive, stored uncompressed (but
+// for its manifest, compressed in any archive), for a row value, a table
+// name and the schema's text.
 func TestSealedNoPlaintext(t *testing.T) {
 	_, rs := testIdentities(t, 1)
 	clear, _ := sealedArchive(t, "none")
 	data, _ := sealedArchive(t, "none", rs...)
+	ar, err := Open(bytes.NewReader(clear), int64(len(clear)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _, err := MarshalManifest(ar.Manifest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear = append(clear, js...)
 	for _, s := range []string{"zebracorn-4711", "secret_tbl_xyz", `"tables"`, "large object"} {
 		if !bytes.Contains(clear, []byte(s)) {
 			t.Fatalf("the clear archive lacks %q: the test proves nothing", s)
@@ -225,7 +243,8 @@ func TestSealedDamage(t *testing.T) {
 		{"frame payload", frame + frameHeaderSize + 3, []string{"frame 1 at offset", "payload does not authenticate"}},
 		{"End frame payload", l.frames[len(l.frames)-1] + frameHeaderSize + 1, []string{"payload does not authenticate"}},
 		{"footer counts", l.footerOff + 4, []string{"footer"}},
-		{"footer entries", l.footerOff + footerFixedSize + 7, []string{"footer does not authenticate"}},
+		{"footer length", l.footerOff + footerFixedSize + 1, []string{"footer"}},
+		{"footer entries", l.footerOff + footerFixedSize + footerLenSize + 7, []string{"footer does not authenticate"}},
 		{"footer tag", len(data) - trailerSize - 1, []string{"footer does not authenticate"}},
 		{"trailer", len(data) - 10, []string{"trailer", "version", "incomplete"}},
 	} {
@@ -400,8 +419,8 @@ func TestCheckStructure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(info.Recipients) != 2 || info.Recipients[0] != rs[0].(*age.X25519Recipient).String() {
-		t.Fatalf("recipients %v", info.Recipients)
+	if len(info.Recipients) != 0 || info.String() != "encrypted" {
+		t.Fatalf("the envelope says %q, recipients %v", info, info.Recipients)
 	}
 	l := sealedLayout(t, data)
 	for _, at := range []int{l.manStart + 2, l.frames[2] + 5, l.frames[2] + frameHeaderSize + 1, l.footerOff + 20, len(data) - 3} {
@@ -424,5 +443,62 @@ func TestCheckStructure(t *testing.T) {
 	}
 	if err := ar.Verify(context.Background(), 2); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestExtractSchemaInMemory extracts an encrypted archive's schema: into
+// a memfd, which another open of its path reads and seeks like a file
+// (as pg_restore does), and which no TMPDIR holds; a clear archive's
+// goes to a temporary file, removed by Remove.
+func TestExtractSchemaInMemory(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ids, rs := testIdentities(t, 1)
+	sealedData, streams := sealedArchive(t, "zstd", rs...)
+	clearData, clearStreams := smallArchive(t, "zstd")
+	for _, tc := range []struct {
+		name     string
+		data     []byte
+		want     []byte
+		inMemory bool
+	}{
+		{"encrypted", sealedData, streams[0].data, runtime.GOOS == "linux"},
+		{"clear", clearData, clearStreams[0].data, false},
+	} {
+		ar, err := Open(bytes.NewReader(tc.data), int64(len(tc.data)), ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ExtractSchema(ar)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.InMemory != tc.inMemory {
+			t.Errorf("%s: in memory %v, want %v (%s)", tc.name, s.InMemory, tc.inMemory, s.Path)
+		}
+		left, _ := filepath.Glob(filepath.Join(tmp, "pgsprint-schema-*"))
+		if tc.inMemory && len(left) != 0 {
+			t.Errorf("%s: the schema is on disk too: %v", tc.name, left)
+		}
+		f, err := os.Open(s.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tail := make([]byte, len(tc.want)-5)
+		if _, err := f.Seek(5, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(f, tail); err != nil || !bytes.Equal(tail, tc.want[5:]) {
+			t.Errorf("%s: read after a seek: %q, %v", tc.name, tail, err)
+		}
+		f.Close()
+		path := s.Path
+		s.Remove()
+		if _, err := os.Stat(path); err == nil {
+			t.Errorf("%s: %s still there after Remove", tc.name, path)
+		}
+		if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 {
+			t.Errorf("%s: left %v", tc.name, left)
+		}
 	}
 }

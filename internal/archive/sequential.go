@@ -35,12 +35,14 @@ type Sequential struct {
 	index    uint32 // rolling CRC-32C over the footer encoding of every frame seen
 	done     bool
 	err      error
+	pending  []*Frame // the frames of a pack's streams, still to return
 }
 
 // seqStream is what Sequential has seen of one stream.
 type seqStream struct {
 	frameState
 	info StreamInfo
+	pack uint32 // a packed stream's: 1 + the index of its Pack frame
 }
 
 // Frame is one frame as read by Sequential. Data is the decompressed
@@ -130,6 +132,11 @@ func (s *Sequential) Next() (*Frame, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
+	if len(s.pending) > 0 {
+		f := s.pending[0]
+		s.pending = s.pending[1:]
+		return f, nil
+	}
 	f, err := s.next()
 	if err != nil {
 		s.err = err
@@ -155,6 +162,9 @@ func (s *Sequential) next() (*Frame, error) {
 	}
 	fail := func(format string, args ...any) error {
 		return corruptf("archive: stream %d frame %d at offset %d: %s", h.stream, h.seq, at, fmt.Sprintf(format, args...))
+	}
+	if h.kind == KindPack {
+		return s.unpack(&h, hb[:], at, fail)
 	}
 	st := s.streams[h.stream]
 	if st == nil {
@@ -227,9 +237,26 @@ func (s *Sequential) finish() error {
 	if ns != uint64(len(s.streams)) || nf != uint64(s.frames) {
 		return corruptf("archive: footer lists %d streams and %d frames, the archive has %d and %d", ns, nf, len(s.streams), s.frames)
 	}
-	body := make([]byte, footerFixedSize+ns*streamEntrySize+nf*frameEntrySize+uint64(overhead(s.key)))
-	copy(body, fixed[:])
-	if _, err := io.ReadFull(s.r, body[footerFixedSize:]); err != nil {
+	entries := ns*streamEntrySize + nf*frameEntrySize
+	head := fixed[:]
+	if s.version >= formatPacked {
+		// The compressed entries' length, which the counts only bound.
+		var lb [footerLenSize]byte
+		if _, err := io.ReadFull(s.r, lb[:]); err != nil {
+			return s.truncated(err)
+		}
+		n := binary.LittleEndian.Uint64(lb[:])
+		if n > entries+entries/8+64*(entries/MaxBlockSize+1)+uint64(overhead(s.key)) {
+			return corruptf("archive: footer says its entries take %d bytes, too many for %d streams and %d frames", n, ns, nf)
+		}
+		head = append(head, lb[:]...)
+		entries = n
+	} else {
+		entries += uint64(overhead(s.key))
+	}
+	body := make([]byte, uint64(len(head))+entries)
+	copy(body, head)
+	if _, err := io.ReadFull(s.r, body[len(head):]); err != nil {
 		return s.truncated(err)
 	}
 	s.off += int64(len(body))
@@ -256,11 +283,7 @@ func (s *Sequential) finish() error {
 	case crc32c(body) != t.footerCRC:
 		return corruptf("archive: footer checksum mismatch")
 	}
-	plain, err := openFooter(s.key, body)
-	if err != nil {
-		return err
-	}
-	f, err := parseFooter(plain)
+	f, err := decodeFooter(body, s.version, s.key)
 	if err != nil {
 		return err
 	}
@@ -271,7 +294,7 @@ func (s *Sequential) finish() error {
 	if index != s.index {
 		return corruptf("archive: footer index does not match the frames read")
 	}
-	for _, fs := range f.streams {
+	for i, fs := range f.streams {
 		st := s.streams[fs.ID]
 		switch {
 		case st == nil:
@@ -280,6 +303,8 @@ func (s *Sequential) finish() error {
 			return corruptf("archive: stream %d has no End frame", fs.ID)
 		case fs != st.info:
 			return corruptf("archive: footer totals of stream %d do not match its frames", fs.ID)
+		case f.packs[i] != st.pack:
+			return corruptf("archive: footer places stream %d in another pack than the archive", fs.ID)
 		}
 	}
 	s.done = true
@@ -290,4 +315,58 @@ func (s *Sequential) finish() error {
 func frameEntryBytes(e frameEntry) []byte {
 	f := footer{frames: []frameEntry{e}}
 	return f.marshal()[footerFixedSize:]
+}
+
+// unpack reads the payload of the Pack frame h, at offset at, and
+// returns the first frame of its streams, queueing the rest: each
+// stream's content as one data frame (none when empty), then its End
+// frame with the totals the directory gives, checked.
+func (s *Sequential) unpack(h *frameHeader, hb []byte, at int64, fail func(format string, args ...any) error) (*Frame, error) {
+	if err := checkPackHeader(h, &s.codecs, s.manifest.Codec, fail); err != nil {
+		return nil, err
+	}
+	payload := make([]byte, int64(h.storedLen)+overhead(s.key))
+	if _, err := io.ReadFull(s.r, payload); err != nil {
+		return nil, s.truncated(err)
+	}
+	if crc32c(payload) != h.payloadCRC {
+		return nil, fail("checksum mismatch")
+	}
+	s.off += frameHeaderSize + int64(len(payload))
+	payload, err := openFrame(s.key, hb, payload)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	raw, err := s.codecs[h.codec].Decompress(nil, payload, int(h.rawLen))
+	if err != nil {
+		return nil, fail("decompressing: %v", err)
+	}
+	ms, parts, err := parseDirectory(raw)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	if ms[0].id != h.stream {
+		return nil, fail("pack named after stream %d starts with stream %d", h.stream, ms[0].id)
+	}
+	stored := memberStored(ms, h.storedLen)
+	pack := uint32(s.frames) + 1
+	s.frames++
+	s.index = crc32cUpdate(s.index, frameEntryBytes(frameEntry{off: at, stream: h.stream, seq: h.seq,
+		raw: h.rawLen, stored: h.storedLen, kind: h.kind, codec: h.codec}))
+	for j, m := range ms {
+		if s.streams[m.id] != nil {
+			return nil, fail("stream %d of the pack was seen before", m.id)
+		}
+		st := &seqStream{info: StreamInfo{ID: m.id, Kind: m.kind, Rows: int64(m.rows), RawBytes: int64(m.raw),
+			StoredBytes: stored[j], CRC: m.crc}, pack: pack}
+		st.kind, st.ended = m.kind, true
+		s.streams[m.id] = st
+		if len(parts[j]) > 0 {
+			s.pending = append(s.pending, &Frame{Kind: m.kind, Stream: m.id, Data: parts[j]})
+		}
+		s.pending = append(s.pending, &Frame{Kind: m.kind, Stream: m.id, End: true, Totals: st.info})
+	}
+	f := s.pending[0]
+	s.pending = s.pending[1:]
+	return f, nil
 }

@@ -45,8 +45,8 @@ func TestServerArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := ar.Manifest().FormatVersion; v != formatServer {
-		t.Errorf("format version %d, want %d", v, formatServer)
+	if v := ar.Manifest().FormatVersion; v != formatPacked {
+		t.Errorf("format version %d, want %d", v, formatPacked)
 	}
 	if err := ar.Verify(t.Context(), 2); err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestServerArchive(t *testing.T) {
 			t.Fatal(err)
 		}
 		dm := d.Manifest()
-		if dm.Database != tc.name || dm.Codec != "zstd" || dm.FormatVersion != formatServer {
+		if dm.Database != tc.name || dm.Codec != "zstd" || dm.FormatVersion != formatPacked {
 			t.Errorf("database %s: manifest %q codec %q version %d", tc.name, dm.Database, dm.Codec, dm.FormatVersion)
 		}
 		schema, _ := io.ReadAll(d.OpenStream(dm.SchemaStream))
@@ -84,9 +84,10 @@ func TestServerArchive(t *testing.T) {
 	if err := ar.Verify(t.Context(), 2); err == nil || !strings.Contains(err.Error(), `database "b": archive: manifest chunk 0 refers to stream 9`) {
 		t.Errorf("Verify of a database whose chunk is missing: %v", err)
 	}
-	// A one-database archive stays version 1.
+	// A one-database archive is written in the same version, its
+	// manifest without databases.
 	one := writeArchive(t, mustCodec(t, "zstd", 1), standardStreams(1), 1024)
-	if ar, err = Open(bytes.NewReader(one), int64(len(one))); err != nil || ar.Manifest().FormatVersion != 1 {
+	if ar, err = Open(bytes.NewReader(one), int64(len(one))); err != nil || ar.Manifest().FormatVersion != formatPacked || ar.Manifest().IsServer() {
 		t.Errorf("one-database archive: version %d, %v", ar.Manifest().FormatVersion, err)
 	}
 }

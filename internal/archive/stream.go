@@ -26,6 +26,9 @@ func (ar *Reader) OpenStream(id uint32) io.ReadCloser {
 		return &streamReader{err: fmt.Errorf("archive: no stream %d in archive", id)}
 	}
 	info := ar.info(i)
+	if ar.streams[i].pack != 0 {
+		return &streamReader{ar: ar, info: &info, at: i, packed: true}
+	}
 	frames := ar.frameRange(i)
 	s := &streamReader{ar: ar, info: &info, at: i, frames: len(frames)}
 	if rr, ok := ar.r.(store.RangeReader); ok {
@@ -47,6 +50,7 @@ type streamReader struct {
 	frames int // how many frames it has, End included
 	next   int
 	ahead  io.ReadCloser // the frames in order, when the medium reads ahead
+	packed bool          // its content is in a pack (memberContent)
 
 	buf    []byte // header + stored payload of the current frame
 	raw    []byte // decompressed payload
@@ -133,6 +137,19 @@ func (s *streamReader) drain(ctx context.Context) error {
 // after the End frame has been read and every total matched.
 func (s *streamReader) nextFrame() error {
 	s.raw, s.pos = s.raw[:0], 0
+	if s.packed {
+		// The pack's bytes, shared with the cache: never written to.
+		if s.next > 0 {
+			return io.EOF
+		}
+		s.next++
+		b, err := s.ar.memberContent(s.at)
+		if err != nil {
+			return err
+		}
+		s.raw = b[:len(b):len(b)]
+		return nil
+	}
 	if s.next >= s.frames {
 		// Open guarantees the End frame is last; this is defensive.
 		return corruptf("archive: stream %d ends without an End frame", s.info.ID)

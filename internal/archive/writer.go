@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"sync"
 
@@ -39,6 +40,7 @@ type Writer struct {
 type streamState struct {
 	info   StreamInfo
 	closed bool
+	pack   uint32 // a packed stream's: 1 + the index in frames of its Pack frame
 }
 
 // errWriterClosed is returned by calls made after Writer.Close.
@@ -55,20 +57,19 @@ func NewWriter(w io.Writer, m *Manifest, c codec.Codec, recipients ...age.Recipi
 	if !ok {
 		return nil, fmt.Errorf("archive: codec %q has no frame codec id", c.Name())
 	}
-	minVersion := 1
-	if len(recipients) > 0 {
-		minVersion = formatSealed
-	}
 	m.FormatVersion = FormatVersion
 	m.Codec = c.Name()
 	m.Level = c.Level()
-	js, version, err := marshalManifestAt(m, minVersion)
+	js, version, err := marshalManifestAt(m, formatPacked)
 	m.FormatVersion = version
 	if err != nil {
 		return nil, fmt.Errorf("archive: encoding manifest: %w", err)
 	}
 	if len(js) > MaxManifestSize {
 		return nil, fmt.Errorf("archive: manifest is %d bytes, more than the %d byte limit", len(js), MaxManifestSize)
+	}
+	if js, err = packManifest(js); err != nil {
+		return nil, fmt.Errorf("archive: compressing manifest: %w", err)
 	}
 	var hdr []byte
 	var key *seal.Key
@@ -207,11 +208,21 @@ func (w *Writer) Close() error {
 		return w.err
 	}
 	f := footer{frames: w.frames}
-	for _, st := range w.streams {
-		f.streams = append(f.streams, st.info)
+	ids := make([]uint32, 0, len(w.streams))
+	for id := range w.streams {
+		ids = append(ids, id)
 	}
-	sort.Slice(f.streams, func(i, j int) bool { return f.streams[i].ID < f.streams[j].ID })
-	fb := sealFooter(w.key, f.marshal())
+	slices.Sort(ids)
+	for _, id := range ids {
+		st := w.streams[id]
+		f.streams = append(f.streams, st.info)
+		f.packs = append(f.packs, st.pack)
+	}
+	fb, err := encodeFooter(&f, w.version, w.key)
+	if err != nil {
+		w.err = err
+		return err
+	}
 	t := trailer{
 		footerOff: w.off,
 		footerLen: int64(len(fb)),
@@ -273,6 +284,9 @@ type StreamWriter struct {
 	sealed []byte // an encrypted archive's sealed payload, reused
 	closed bool
 	err    error
+
+	pack  *Packer // while the stream is packed
+	start int     // where its content begins in pack's buffer
 }
 
 // ID is the stream's id, as given to Writer.Stream.
@@ -305,6 +319,31 @@ func (s *StreamWriter) WriteBlock(raw []byte, rows int64) error {
 		}
 		return nil
 	}
+	if s.pack != nil {
+		if !s.pack.add(s, raw) {
+			// Too big for a pack: what the pack held of it becomes its
+			// first frame, already counted.
+			first := s.pack.unpack(s)
+			s.pack = nil
+			if err := s.frame(first); err != nil {
+				return err
+			}
+			return s.WriteBlock(raw, rows)
+		}
+	} else if err := s.frame(raw); err != nil {
+		return err
+	}
+	s.rows += rows
+	s.raw += int64(len(raw))
+	s.crc = crc32cUpdate(s.crc, raw)
+	return nil
+}
+
+// frame compresses raw and appends it as the stream's next frame.
+func (s *StreamWriter) frame(raw []byte) error {
+	if len(raw) == 0 {
+		return nil
+	}
 	payload, id := raw, codecNone
 	if s.w.codecID != codecNone {
 		out, err := s.w.codec.Compress(s.buf, raw)
@@ -330,10 +369,7 @@ func (s *StreamWriter) WriteBlock(raw []byte, rows int64) error {
 		return s.fail(err)
 	}
 	s.seq++
-	s.rows += rows
-	s.raw += int64(len(raw))
 	s.stored += stored
-	s.crc = crc32cUpdate(s.crc, raw)
 	return nil
 }
 
@@ -349,6 +385,14 @@ func (s *StreamWriter) Close() error {
 		return s.err
 	}
 	if s.closed {
+		return nil
+	}
+	if p := s.pack; p != nil {
+		// Its pack closes it once written.
+		s.closed, s.pack = true, nil
+		if err := p.close(s); err != nil {
+			return s.fail(err)
+		}
 		return nil
 	}
 	var pb [endPayloadSize]byte

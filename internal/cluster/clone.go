@@ -10,42 +10,31 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
-	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/clone"
-	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
-// CloneOptions configure a whole-server clone.
+// CloneOptions configure a whole-server clone: what clone.Options says of
+// one database, said once for every database, and which databases to
+// leave out.
 type CloneOptions struct {
-	Source *pgx.ConnConfig // the source server, through the database to list the others from
-	Target *pgx.ConnConfig // the target server, through the database to connect to first
-	Jobs   int
-	Clean  bool // replace the source's databases the target has
-	// Settings and Filter.Objects apply to every database (and
-	// NoTablespaces, NoOwner, NoACL to the globals), as in restore.
-	restore.Settings
-	Filter           filter.Options
-	Split            chunk.Options
-	LockWaitTimeout  string
-	TextCopy         bool
+	// Options apply to every database, as clone applies them to one, with
+	// these meanings for the whole server: Source is the source server,
+	// through the database to list the others from; Target the target
+	// server, through the database to connect to first; Clean replaces
+	// the source's databases the target has; Settings' NoOwner and NoACL,
+	// and Filter.Objects.NoTablespaces, apply to the globals too; Resume
+	// finishes an interrupted clone --all of the same source: the globals
+	// and the databases it finished are skipped, the others cloned again
+	// from the start in a fresh snapshot (a database's snapshot ends with
+	// the run that took it), so Snapshot is not taken; Programs, when nil,
+	// is one Finder for every database; Progress hears about every
+	// database's work, as one stream.
+	clone.Options
 	ExcludeDatabases []string
-	// Resume finishes an interrupted clone --all of the same source: the
-	// globals and the databases it finished are skipped, the others
-	// cloned again from the start in a fresh snapshot (a database's
-	// snapshot ends with the run that took it).
-	Resume  bool
-	Version string
-	// Programs finds the client programs once for every database; nil
-	// looks each time.
-	Programs *pgbin.Finder
-	Logger   *slog.Logger
-	// Progress hears about every database's work, as one stream; nil
-	// reports nowhere.
-	Progress progress.Reporter
 }
 
 // ErrSameServer is returned, before anything is written, when the source
@@ -61,6 +50,9 @@ var ErrSameServer = errors.New("--source and --target are the same server")
 // snapshot), the others are dropped and cloned again in a new snapshot.
 func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 	start := time.Now()
+	if opts.Snapshot != "" {
+		return nil, errors.New("clone --all takes a snapshot of each database: it does not take --snapshot")
+	}
 	opts.Jobs = max(opts.Jobs, 1)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -105,10 +97,10 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 			// A database the interrupted run began is replaced, never
 			// resumed (resumable is false): it is cloned again from the
 			// start in a fresh snapshot.
-			co := clone.Options{Source: src, Target: opts.Target, Jobs: jobs, Clean: s == replaceDB, Create: true, Settings: opts.Settings,
-				Split: opts.Split, Filter: opts.Filter, Version: opts.Version,
-				LockWaitTimeout: opts.LockWaitTimeout, TextCopy: opts.TextCopy, Logger: opts.Logger.With("database", name),
-				Progress: rep, Programs: opts.Programs, Locks: locks}
+			co := opts.Options
+			co.Source, co.Jobs, co.Clean, co.Create = src, jobs, s == replaceDB, true
+			co.Snapshot, co.Resume = "", false
+			co.Logger, co.Progress, co.Locks = opts.Logger.With("database", name), rep, locks
 			if name == "postgres" {
 				// Every server has one: cloned into, as restore --all does.
 				co.Target = opts.Target.Copy()

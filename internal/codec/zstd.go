@@ -2,6 +2,7 @@ package codec
 
 import (
 	"fmt"
+	"runtime/debug"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -49,6 +50,24 @@ type zstdCompressor interface {
 // cgo by default, klauspost/compress when built with CGO_ENABLED=0 or the
 // pgsprint_purego tag. Benchmarks print it so numbers say what they measured.
 const ZstdEngine = zstdEngine
+
+// ZstdLinked is ZstdEngine with the version of the module that brings it
+// (DataDog/zstd's is the libzstd it bundles), as the binary records it:
+// what `pgsprint --version` shows, so that a report names the compressor
+// exactly.
+func ZstdLinked() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == zstdModule {
+				if m.Replace != nil {
+					m = m.Replace
+				}
+				return fmt.Sprintf("%s, %s %s", zstdEngine, m.Path, m.Version)
+			}
+		}
+	}
+	return zstdEngine
+}
 
 // Name implements Codec.
 func (z *zstdCodec) Name() string { return "zstd" }

@@ -12,6 +12,10 @@ import (
 // zstdEngine names the zstd compressor this build uses, for reports.
 const zstdEngine = "libzstd (cgo)"
 
+// zstdModule is the Go module that brings the compressor: its version is
+// the bundled libzstd's.
+const zstdModule = "github.com/DataDog/zstd"
+
 // cZstd compresses with the reference C libzstd, built from the source
 // that github.com/DataDog/zstd bundles (only a C compiler is needed). On
 // pgsprint's dump path it is about twice as fast as the pure Go encoder at

@@ -94,7 +94,20 @@ func batchSmallTables(us []unit) []unit {
 }
 
 // dumpUnit dumps one unit of m on reader r, returning the rows copied.
+// Its small streams (small tables, large objects) share packs
+// (archive.Packer): a quarter of a block at most each, a block's worth
+// in a pack.
 func dumpUnit(ctx context.Context, opts Options, w *archive.Writer, m *archive.Manifest, r *Reader, u unit) (int64, error) {
+	p := w.Packer(opts.BlockSize/4, opts.BlockSize)
+	rows, err := dumpPacked(ctx, opts, p, m, r, u)
+	if err != nil {
+		return rows, err
+	}
+	return rows, p.Close()
+}
+
+// dumpPacked is dumpUnit with the unit's Packer.
+func dumpPacked(ctx context.Context, opts Options, w *archive.Packer, m *archive.Manifest, r *Reader, u unit) (int64, error) {
 	switch {
 	case u.chunk != nil:
 		if err := r.Lock(ctx, m.Tables[u.chunk.Table]); err != nil {
@@ -174,7 +187,7 @@ func CopyOutSQL(t archive.Table, c archive.Chunk, enc string) string {
 	return stmt.To()
 }
 
-func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Writer, m *archive.Manifest, c *archive.Chunk, blockSize int, rep progress.Reporter) (int64, error) {
+func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Packer, m *archive.Manifest, c *archive.Chunk, blockSize int, rep progress.Reporter) (int64, error) {
 	t := m.Tables[c.Table]
 	name := pg.Qualified(t.Schema, t.Name)
 	work := progress.Work{Kind: "data", Table: name, Name: name, Whole: c.Where == ""}
@@ -222,7 +235,7 @@ func chunkBlockSize(estimate int64, blockSize int) int {
 // stream, one stream at a time (the archive's interleave stays one stream
 // per worker): their heads come in one query, and what is left of a
 // longer one is read in blockSize pieces after it.
-func copyLargeObjects(ctx context.Context, conn *pgx.Conn, w *archive.Writer, los []*archive.LargeObject, blockSize int, rep progress.Reporter) error {
+func copyLargeObjects(ctx context.Context, conn *pgx.Conn, w *archive.Packer, los []*archive.LargeObject, blockSize int, rep progress.Reporter) error {
 	oids := make([]uint32, len(los))
 	byOID := make(map[uint32]*archive.LargeObject, len(los))
 	for i, lo := range los {
@@ -257,7 +270,7 @@ func copyLargeObjects(ctx context.Context, conn *pgx.Conn, w *archive.Writer, lo
 
 // writeLargeObject writes one large object's stream: head, its first
 // bytes, then, if head is loHead long, the rest read from there.
-func writeLargeObject(ctx context.Context, conn *pgx.Conn, w *archive.Writer, lo *archive.LargeObject, head []byte, blockSize int, rep progress.Reporter) error {
+func writeLargeObject(ctx context.Context, conn *pgx.Conn, w *archive.Packer, lo *archive.LargeObject, head []byte, blockSize int, rep progress.Reporter) error {
 	work := progress.Work{Kind: "data", Table: "large objects", Name: fmt.Sprintf("large object %d", lo.OID)}
 	rep.Start(work)
 	began := time.Now()

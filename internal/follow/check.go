@@ -115,6 +115,7 @@ type table struct {
 	name    string // quoted schema.name
 	logged  bool
 	keyless bool // a table with rows of its own, no primary key and no replica identity
+	full    bool // REPLICA IDENTITY FULL already
 }
 
 // listTables lists the tables (plain, partitioned, partitions) whose rows
@@ -132,7 +133,8 @@ func listTables(ctx context.Context, conn *pgx.Conn, f filter.Options) ([]table,
 	rows, err := conn.Query(ctx, `SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname),
 		c.relpersistence = 'p',
 		c.relkind = 'r' AND (c.relreplident = 'n' OR c.relreplident = 'd' AND NOT EXISTS (
-			SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary))
+			SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)),
+		c.relreplident = 'f'
 		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't'
 		AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
@@ -145,10 +147,48 @@ func listTables(ctx context.Context, conn *pgx.Conn, f filter.Options) ([]table,
 	}
 	tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (table, error) {
 		var t table
-		return t, r.Scan(&t.name, &t.logged, &t.keyless)
+		return t, r.Scan(&t.name, &t.logged, &t.keyless, &t.full)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list the source's tables: %w", err)
 	}
 	return tables, nil
+}
+
+// noEquality lists, as "schema.table.column (type)", the columns of
+// tables whose type has no equality operator (a default btree or hash
+// operator class, through domains and arrays): under REPLICA IDENTITY
+// FULL the target finds the row an UPDATE or DELETE changes by comparing
+// every column, and its apply worker fails on such a column ("could not
+// identify an equality operator for type json") and retries forever.
+func noEquality(ctx context.Context, conn *pgx.Conn, tables []string) ([]string, error) {
+	if len(tables) == 0 {
+		return nil, nil
+	}
+	rows, err := conn.Query(ctx, `WITH RECURSIVE base(attrelid, attnum, typ) AS (
+			SELECT a.attrelid, a.attnum, a.atttypid FROM pg_catalog.pg_attribute a
+			WHERE a.attrelid IN (SELECT pg_catalog.unnest($1::text[])::pg_catalog.regclass) AND a.attnum > 0 AND NOT a.attisdropped
+			UNION ALL
+			SELECT b.attrelid, b.attnum, CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.typelem END
+			FROM base b JOIN pg_catalog.pg_type t ON t.oid = b.typ
+			WHERE t.typtype = 'd' OR (t.typcategory = 'A' AND t.typelem <> 0 AND t.typlen = -1)
+		)
+		SELECT DISTINCT format('%I.%I.%I (%s)', n.nspname, c.relname, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod))
+		FROM base b JOIN pg_catalog.pg_type t ON t.oid = b.typ
+		JOIN pg_catalog.pg_attribute a ON a.attrelid = b.attrelid AND a.attnum = b.attnum
+		JOIN pg_catalog.pg_class c ON c.oid = b.attrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE NOT (t.typtype = 'd' OR (t.typcategory = 'A' AND t.typelem <> 0 AND t.typlen = -1))
+		AND t.typtype NOT IN ('e', 'r', 'm', 'c')
+		AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_opclass oc JOIN pg_catalog.pg_am am ON am.oid = oc.opcmethod
+			WHERE am.amname IN ('btree', 'hash') AND oc.opcdefault AND (oc.opcintype = t.oid
+				OR EXISTS (SELECT 1 FROM pg_catalog.pg_cast k WHERE k.castsource = t.oid AND k.casttarget = oc.opcintype AND k.castmethod = 'b')))
+		ORDER BY 1`, tables)
+	if err != nil {
+		return nil, fmt.Errorf("read the column types of the tables without key: %w", err)
+	}
+	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read the column types of the tables without key: %w", err)
+	}
+	return cols, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -39,8 +40,11 @@ func (s *Started) subscribe(ctx context.Context, dst *pgx.ConnConfig) error {
 		return fmt.Errorf("create subscription %s on the target: %w; the clone is complete and slot %s and publication %s are kept on the source (the slot holds WAL): create the subscription on the target yourself with a connection string its server can use: %s, or remove them: pgsprint follow abort",
 			s.Slot, err, s.Slot, s.Publication, fmt.Sprintf(create, "'...'"))
 	}
-	if _, err := conn.Exec(ctx, "COMMENT ON SUBSCRIPTION "+pg.Ident(s.Slot)+" IS "+
-		pg.Literal(fmt.Sprintf("%s: slot %s, publication %s on %s", commentPrefix, s.Slot, s.Publication, pg.Describe(s.src)))); err != nil {
+	comment := fmt.Sprintf("%s: slot %s, publication %s on %s", commentPrefix, s.Slot, s.Publication, pg.Describe(s.src))
+	if s.partial {
+		comment += partialMark
+	}
+	if _, err := conn.Exec(ctx, "COMMENT ON SUBSCRIPTION "+pg.Ident(s.Slot)+" IS "+pg.Literal(comment)); err != nil {
 		return fmt.Errorf("comment on subscription %s: %w", s.Slot, err)
 	}
 	return nil
@@ -52,7 +56,36 @@ type FinishOptions struct {
 	Names          Names
 	// Timeout bounds the wait for the target to catch up.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// NoFence leaves the source writable: the caller has stopped every
+	// write to it, and Finish only reads its WAL position.
+	NoFence bool
+	// Grace is how long the transactions under way on the source may
+	// run after the fence before their sessions are ended.
+	Grace time.Duration
+	// Verify compares the databases once the target has caught up and
+	// its sequences are set, before the replication is removed: an
+	// error keeps the follow (and lifts the fence).
+	Verify func(ctx context.Context, v Verification) error
+	// Out receives what the fence does (sessions ended, how to lift
+	// it); nil discards it.
+	Out    io.Writer
+	Logger *slog.Logger
+}
+
+// Verification is what Verify is given.
+type Verification struct {
+	// Tables are the followed tables (quoted schema.name, partitions
+	// included) when the follow covers a selection (-t, -n, --filter):
+	// only they are compared; nil for a whole database.
+	Tables []string
+	// SourceMajor and TargetMajor are the servers' major versions: a
+	// schema comparison across versions must allow for what each prints
+	// differently (compare.NormalizeAcrossVersions).
+	SourceMajor, TargetMajor int
+	// Writes counts the transaction ids the source assigned since the
+	// target caught up: a difference in rows with writes is writes that
+	// went on (autovacuum's ANALYZE takes some too).
+	Writes func(ctx context.Context) (int64, error)
 }
 
 // FinishResult says what Finish did.
@@ -60,32 +93,49 @@ type FinishResult struct {
 	// Followed is false when no subscription was found: an earlier
 	// finish dropped it, and this one only completed the rest.
 	Followed bool
+	// Verified is false when Verify was not called: the subscription
+	// was gone, and the source fenced, so an earlier finish verified.
+	Verified bool
 	// CaughtUp is the source's WAL position the target applied.
 	CaughtUp  string
 	Sequences int
-	// SourceMajor and TargetMajor are the servers' major versions: a
-	// schema comparison across versions must allow for what each prints
-	// differently (compare.NormalizeAcrossVersions).
-	SourceMajor, TargetMajor int
+	// Fence is the source's fence after the handover: read-only when
+	// Finish fenced it (LiftSQL lifts it).
+	Fence Fence
+	// Ended are the source sessions the fence ended.
+	Ended []Session
+	// WriteDowntime is from the fence (or the start, without one) until
+	// the target was ready: caught up, sequences set. Verification is
+	// the time Verify took, Handover the removal of the replication.
+	WriteDowntime, Verification, Handover time.Duration
+	SourceMajor, TargetMajor              int
 }
 
-// Finish ends a follow whose source no longer changes: it waits until the
-// target has applied every change up to the source's current WAL
-// position, copies every sequence's value, and drops the subscription,
-// the slot and the publication. Every step is idempotent, so an
-// interrupted Finish can be run again. Comparing the databases is the
-// caller's last step.
-func Finish(ctx context.Context, o FinishOptions) (*FinishResult, error) {
+// Finish hands a follow over: it fences the source (new sessions are
+// read-only; the sessions already there get o.Grace, then are ended),
+// waits until the target has applied every change up to the fence,
+// copies every sequence's value, has o.Verify compare both sides, and
+// only then drops the subscription, the slot and the publication; the
+// source stays read-only. On any error before the handover the fence is
+// lifted and the follow goes on. Every step is idempotent and the fence
+// is marked in the source's catalog, so a Finish or Abort run after a
+// kill finds it.
+func Finish(ctx context.Context, o FinishOptions) (res *FinishResult, err error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	out := o.Out
+	if out == nil {
+		out = io.Discard
+	}
+	start := time.Now()
 	dconn, err := pg.Connect(ctx, o.Target)
 	if err != nil {
 		return nil, err
 	}
 	defer dconn.Close(context.WithoutCancel(ctx))
-	sconn, err := pg.Connect(ctx, o.Source)
+	sconn, err := pg.Connect(ctx, writable(o.Source))
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +144,7 @@ func Finish(ctx context.Context, o FinishOptions) (*FinishResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &FinishResult{Followed: sub != nil}
+	res = &FinishResult{Followed: sub != nil}
 	for _, side := range []struct {
 		conn  *pgx.Conn
 		major *int
@@ -105,32 +155,165 @@ func Finish(ctx context.Context, o FinishOptions) (*FinishResult, error) {
 		}
 		*side.major = srv.Major()
 	}
-	if sub != nil {
-		if !sub.Enabled {
-			log.Warn("subscription was disabled: enabling it to catch up", "subscription", o.Names.Slot)
-			if _, err := dconn.Exec(ctx, "ALTER SUBSCRIPTION "+pg.Ident(o.Names.Slot)+" ENABLE"); err != nil {
-				return nil, fmt.Errorf("enable subscription %s on the target: %w", o.Names.Slot, err)
-			}
-		}
-		if res.CaughtUp, err = waitCaughtUp(ctx, sconn, o.Names.Slot, o.Timeout, log); err != nil {
+	if res.Fence, err = readFence(ctx, sconn); err != nil {
+		return nil, err
+	}
+	if sub == nil {
+		// An earlier finish handed over (or was killed handing over):
+		// its fence says it verified first.
+		if err := dropAll(ctx, sconn, dconn, o.Names, false); err != nil {
 			return nil, err
 		}
-	} else {
-		log.Warn("no subscription on the target: an earlier finish dropped it; completing the other steps", "subscription", o.Names.Slot)
+		if res.Fence.Ours(o.Names.Slot) {
+			return res, nil
+		}
+		log.Warn("no subscription on the target: an earlier finish dropped it; comparing", "subscription", o.Names.Slot)
+		return res, o.verify(ctx, sconn, Verification{SourceMajor: res.SourceMajor, TargetMajor: res.TargetMajor}, res)
+	}
+	// Before the handover, any failure lifts the fence this follow put
+	// on the source: it is writable again and the follow goes on.
+	// Once the handover began the subscription may be gone: a writable
+	// source would then take writes the target never gets, so the fence
+	// stays and a rerun completes the handover.
+	r, handingOver := res, false
+	defer func() {
+		if err == nil || !r.Fence.Ours(o.Names.Slot) {
+			return
+		}
+		if handingOver {
+			err = fmt.Errorf("%w; the handover did not complete: the source stays fenced; run pgsprint follow finish again", err)
+			return
+		}
+		if uerr := o.unfence(context.WithoutCancel(ctx), sconn, r.Fence.Database); uerr != nil {
+			err = fmt.Errorf("%w; and lifting the source's fence failed: %v: the source is still read-only: run pgsprint follow abort, or on the source: %s", err, uerr, r.Fence.LiftSQL())
+			return
+		}
+		r.Fence.ReadOnly, r.Fence.Slot = false, ""
+		err = fmt.Errorf("%w; the source is writable again and the target still follows it (pgsprint follow status; finish again, or abort)", err)
+	}()
+	if !sub.Enabled {
+		log.Warn("subscription was disabled: enabling it to catch up", "subscription", o.Names.Slot)
+		if _, err := dconn.Exec(ctx, "ALTER SUBSCRIPTION "+pg.Ident(o.Names.Slot)+" ENABLE"); err != nil {
+			return res, fmt.Errorf("enable subscription %s on the target: %w", o.Names.Slot, err)
+		}
+	}
+	if !o.NoFence {
+		if err := o.fence(ctx, sconn, res, out); err != nil {
+			return res, err
+		}
+		start = time.Now()
+	}
+	if res.CaughtUp, err = waitCaughtUp(ctx, sconn, dconn, o.Names.Slot, sub.ApplyErrors, o.Timeout, log); err != nil {
+		return res, err
 	}
 	if res.Sequences, err = copySequences(ctx, sconn, dconn); err != nil {
-		return nil, err
+		return res, err
 	}
-	if err := dropAll(ctx, sconn, dconn, o.Names, sub != nil); err != nil {
-		return nil, err
+	res.WriteDowntime = time.Since(start)
+	v := Verification{SourceMajor: res.SourceMajor, TargetMajor: res.TargetMajor}
+	if sub.Partial {
+		if v.Tables, err = publishedTables(ctx, sconn, o.Names.Publication); err != nil {
+			return res, err
+		}
 	}
+	verified := time.Now()
+	if err := o.verify(ctx, sconn, v, res); err != nil {
+		return res, err
+	}
+	res.Verification = time.Since(verified)
+	handover, handingOver := time.Now(), true
+	if err := dropAll(ctx, sconn, dconn, o.Names, true); err != nil {
+		return res, err
+	}
+	res.Handover = time.Since(handover)
 	return res, nil
+}
+
+// unfence lifts the fence on sconn, or on a new connection when a query
+// cut short by ctx closed sconn.
+func (o FinishOptions) unfence(ctx context.Context, sconn *pgx.Conn, db string) error {
+	if sconn.IsClosed() {
+		conn, err := pg.Connect(ctx, writable(o.Source))
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		sconn = conn
+	}
+	return unfence(ctx, sconn, db)
+}
+
+// fence makes the source read-only for new sessions and ends the
+// sessions that began before, unless the database is read-only already
+// by a setting of the DBA's, which is left as it is.
+func (o FinishOptions) fence(ctx context.Context, sconn *pgx.Conn, res *FinishResult, out io.Writer) error {
+	f := res.Fence
+	switch {
+	case f.Ours(o.Names.Slot):
+		fmt.Fprintf(out, "fence: the source database %s is still fenced by an earlier finish\n", f.Database)
+	case f.ReadOnly:
+		fmt.Fprintf(out, "fence: the source database %s is read-only by a setting that is not pgsprint's: left as it is\n", f.Database)
+	default:
+		if err := setFence(ctx, sconn, f.Database, o.Names.Slot); err != nil {
+			return err
+		}
+		res.Fence.ReadOnly, res.Fence.Slot = true, o.Names.Slot
+		fmt.Fprintf(out, "fence: the source database %s is read-only for new sessions (if this run dies, lift it with: %s)\n", f.Database, res.Fence.LiftSQL())
+	}
+	var at time.Time
+	if err := sconn.QueryRow(ctx, "SELECT pg_catalog.statement_timestamp()").Scan(&at); err != nil {
+		return fmt.Errorf("read the source's clock: %w", err)
+	}
+	var err error
+	res.Ended, err = endSessions(ctx, sconn, at, o.Grace, out)
+	return err
+}
+
+// verify runs o.Verify, with v.Writes counting from now.
+func (o FinishOptions) verify(ctx context.Context, sconn *pgx.Conn, v Verification, res *FinishResult) error {
+	if o.Verify == nil {
+		return nil
+	}
+	const next = "SELECT pg_catalog.txid_snapshot_xmax(pg_catalog.txid_current_snapshot())"
+	var from int64
+	if err := sconn.QueryRow(ctx, next).Scan(&from); err != nil {
+		return fmt.Errorf("read the source's next transaction id: %w", err)
+	}
+	v.Writes = func(ctx context.Context) (int64, error) {
+		var to int64
+		err := sconn.QueryRow(ctx, next).Scan(&to)
+		return to - from, err
+	}
+	res.Verified = true
+	return o.Verify(ctx, v)
+}
+
+// publishedTables lists the tables the publication covers, partitioned
+// tables and their partitions both: what a partial follow compares.
+func publishedTables(ctx context.Context, conn *pgx.Conn, pub string) ([]string, error) {
+	rows, err := conn.Query(ctx, `SELECT format('%I.%I', n.nspname, c.relname)
+		FROM pg_catalog.pg_publication_rel pr JOIN pg_catalog.pg_publication p ON p.oid = pr.prpubid
+		JOIN pg_catalog.pg_class c ON c.oid = pr.prrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE p.pubname = $1
+		UNION
+		SELECT format('%I.%I', schemaname, tablename) FROM pg_catalog.pg_publication_tables WHERE pubname = $1
+		ORDER BY 1`, pub)
+	if err != nil {
+		return nil, fmt.Errorf("list publication %s's tables: %w", pub, err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list publication %s's tables: %w", pub, err)
+	}
+	return tables, nil
 }
 
 // waitCaughtUp reads the source's current WAL position and waits until
 // the slot's confirmed position, which the target's apply worker
-// advances as it applies, reaches it.
-func waitCaughtUp(ctx context.Context, sconn *pgx.Conn, slot string, timeout time.Duration, log *slog.Logger) (string, error) {
+// advances as it applies, reaches it. It stops as soon as the target
+// counts an apply error beyond errors (PostgreSQL 15 and later), quoting
+// it from the target's log when it can.
+func waitCaughtUp(ctx context.Context, sconn, dconn *pgx.Conn, slot string, baseline int64, timeout time.Duration, log *slog.Logger) (string, error) {
 	// The target is the end of the last record inserted: every commit
 	// is before it. pg_current_wal_lsn() will not do: it is where WAL
 	// was written up to, which may be inside a record the walsender
@@ -148,7 +331,7 @@ func waitCaughtUp(ctx context.Context, sconn *pgx.Conn, slot string, timeout tim
 		}
 	}
 	deadline := time.Now().Add(timeout)
-	lastLog := time.Now()
+	lastLog, lastCheck := time.Now(), time.Now()
 	for {
 		var done bool
 		var behind int64
@@ -167,16 +350,33 @@ func waitCaughtUp(ctx context.Context, sconn *pgx.Conn, slot string, timeout tim
 		if time.Now().After(deadline) {
 			return "", fmt.Errorf("the target has not caught up with the source's WAL position %s within %s (%d bytes behind): see pgsprint follow status for apply errors, and make sure nothing writes to the source", target, timeout, behind)
 		}
+		if baseline >= 0 && time.Since(lastCheck) > 250*time.Millisecond {
+			lastCheck = time.Now()
+			sub, err := readSubscription(ctx, dconn, slot)
+			if err != nil {
+				return "", err
+			}
+			if sub != nil && sub.ApplyErrors > baseline {
+				return "", fmt.Errorf("the target's apply worker fails (%d bytes behind): %s", behind, ApplyErrorText(sub))
+			}
+		}
 		if time.Since(lastLog) > 2*time.Second {
 			log.Info("follow: waiting for the target to catch up", "bytes behind", behind, "source position", target)
 			lastLog = time.Now()
 		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return "", err
 		}
 	}
+}
+
+// ApplyErrorText says what the target's apply worker failed on: its
+// error quoted from the target's log, or where to find it.
+func ApplyErrorText(s *Subscription) string {
+	if s.LastError != "" {
+		return fmt.Sprintf("%q (from the target's server log; %d apply errors counted)", s.LastError, s.ApplyErrors)
+	}
+	return fmt.Sprintf("%d apply errors counted; the error is in the target's server log (pgsprint quotes it when the target runs the logging collector and the role may read it)", s.ApplyErrors)
 }
 
 // copySequences sets every target sequence to its source value: logical
@@ -199,24 +399,51 @@ func copySequences(ctx context.Context, sconn, dconn *pgx.Conn) (int, error) {
 	return n, nil
 }
 
+// Dropped says what Abort removed.
+type Dropped struct {
+	Subscription, Slot, Publication bool
+	// Unfenced: the source was fenced by this follow's finish and is
+	// writable again.
+	Unfenced bool
+	// Fence is the source's fence as Abort leaves it: read-only by a
+	// setting that is not pgsprint's, Abort leaves it.
+	Fence Fence
+}
+
 // Abort drops the subscription on the target and the slot and the
-// publication on the source, whichever exist.
-func Abort(ctx context.Context, src, dst *pgx.ConnConfig, n Names) error {
+// publication on the source, whichever exist, and lifts the fence a
+// finish of this follow left on the source (killed, or after its
+// handover).
+func Abort(ctx context.Context, src, dst *pgx.ConnConfig, n Names) (*Dropped, error) {
 	dconn, err := pg.Connect(ctx, dst)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer dconn.Close(context.WithoutCancel(ctx))
-	sconn, err := pg.Connect(ctx, src)
+	sconn, err := pg.Connect(ctx, writable(src))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer sconn.Close(context.WithoutCancel(ctx))
 	sub, err := readSubscription(ctx, dconn, n.Slot)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return dropAll(ctx, sconn, dconn, n, sub != nil)
+	before, err := readSource(ctx, sconn, n)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dropped{Subscription: sub != nil, Slot: before.Slot, Publication: before.Publication, Fence: before.Fence}
+	if err := dropAll(ctx, sconn, dconn, n, sub != nil); err != nil {
+		return nil, err
+	}
+	if d.Fence.Ours(n.Slot) {
+		if err := unfence(ctx, sconn, d.Fence.Database); err != nil {
+			return nil, err
+		}
+		d.Unfenced, d.Fence.ReadOnly, d.Fence.Slot = true, false, ""
+	}
+	return d, nil
 }
 
 // dropAll drops the subscription (if sub), the slot and the publication.

@@ -76,3 +76,7 @@ var slotName = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
 // commentPrefix starts the comment pgsprint puts on a subscription it
 // created, so that status and abort can tell it from others.
 const commentPrefix = "pgsprint clone --follow"
+
+// partialMark ends the comment of a subscription whose follow covers a
+// selection of the source's tables, so that finish compares those only.
+const partialMark = "; partial (-t, -n, --filter)"

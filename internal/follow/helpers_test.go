@@ -23,6 +23,9 @@ func newLogical(t *testing.T) *pgtest.Cluster {
 	return pgtest.New(t, pgtest.Options{Settings: map[string]string{
 		"wal_level": "logical", "max_replication_slots": "10", "max_wal_senders": "10",
 		"wal_retrieve_retry_interval": "200ms",
+		// The collector gives pg_current_logfile(): finish quotes the
+		// apply worker's errors from the log.
+		"logging_collector": "on",
 	}})
 }
 

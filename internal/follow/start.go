@@ -52,6 +52,7 @@ type Started struct {
 	// Identity lists the tables set to REPLICA IDENTITY FULL.
 	Identity []string
 
+	partial  bool   // the clone copies a selection (Options.Filter)
 	conninfo string // how the target server reaches the source
 	src      *pgx.ConnConfig
 	repl     *pgconn.PgConn
@@ -96,10 +97,29 @@ func start(ctx context.Context, o Options) (*Started, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Tables whose rows the target finds by every column: those already
+	// REPLICA IDENTITY FULL, and the keyless ones under the option.
+	var full []string
+	if o.ReplicaIdentityFull {
+		full = append(full, keyless...)
+	}
+	for _, t := range tables {
+		if t.full && t.logged {
+			full = append(full, t.name)
+		}
+	}
+	cols, err := noEquality(ctx, conn, full)
+	if err != nil {
+		return nil, err
+	}
+	if len(cols) > 0 {
+		return nil, fmt.Errorf("tables followed with REPLICA IDENTITY FULL (set by --replica-identity-full, or already): the target finds the row an UPDATE or DELETE changes by comparing every column, and these columns' types have no equality operator: %s; give those tables a primary key (or a REPLICA IDENTITY USING INDEX), or use --follow-skip-no-key (their changes are not followed)",
+			pg.Shorten(strings.Join(cols, ", "), 300))
+	}
 	if err := probeReach(ctx, conn, o.Target, o.Names, o.Conninfo); err != nil {
 		return nil, err
 	}
-	s := &Started{Names: o.Names, conninfo: o.Conninfo, src: o.Source, log: log}
+	s := &Started{Names: o.Names, partial: o.Filter.Active(), conninfo: o.Conninfo, src: o.Source, log: log}
 	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if o.ReplicaIdentityFull {
 			for _, t := range keyless {

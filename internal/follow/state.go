@@ -3,6 +3,7 @@ package follow
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,6 +35,12 @@ type Subscription struct {
 	// ApplyErrors and SyncErrors are pg_stat_subscription_stats' counts
 	// (PostgreSQL 15 and later); -1 when the target cannot tell.
 	ApplyErrors, SyncErrors int64
+	// LastError is the apply worker's last error, quoted from the
+	// target's server log when ApplyErrors > 0 and the log can be read.
+	LastError string
+	// Partial says the follow covers a selection (-t, -n, --filter):
+	// finish compares what it followed.
+	Partial bool
 }
 
 // SourceState is the source's view: the slot, the publication and the
@@ -51,6 +58,8 @@ type SourceState struct {
 	// serving the slot; negative when unknown (no walsender, or idle).
 	ReplayLag   time.Duration
 	Publication bool
+	// Fence is the source database's write fence.
+	Fence Fence
 	// Leftovers are other inactive slots named pgsprint_* in the source
 	// database: killed clones' slots, which keep WAL on the source.
 	Leftovers []string
@@ -115,6 +124,10 @@ func readSubscription(ctx context.Context, conn *pgx.Conn, name string) (*Subscr
 			return nil, fmt.Errorf("read subscription %s's errors on the target: %w", name, err)
 		}
 	}
+	if s.ApplyErrors > 0 {
+		s.LastError = lastApplyError(ctx, conn)
+	}
+	s.Partial = strings.Contains(s.Comment, partialMark)
 	return &s, nil
 }
 
@@ -146,6 +159,9 @@ func readSource(ctx context.Context, conn *pgx.Conn, n Names) (*SourceState, err
 		if replay != nil {
 			s.ReplayLag = time.Duration(*replay * float64(time.Second))
 		}
+	}
+	if s.Fence, err = readFence(ctx, conn); err != nil {
+		return nil, err
 	}
 	rows, err := conn.Query(ctx, `SELECT slot_name::text FROM pg_catalog.pg_replication_slots
 		WHERE slot_name LIKE 'pgsprint\_%' AND slot_name <> $1 AND NOT active

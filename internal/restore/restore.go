@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -173,12 +172,12 @@ func Run(ctx context.Context, source archive.Source, opts Options) (*Result, err
 	if err != nil {
 		return fail(err)
 	}
-	defer os.Remove(schemaFile)
+	defer schemaFile.Remove()
 	tools, targetMajor, err := chooseTools(ctx, opts, m, log)
 	if err != nil {
 		return fail(err)
 	}
-	schema := newSchemaArchive(tools, schemaFile, m, opts)
+	schema := newSchemaArchive(tools, schemaFile.Path, m, opts)
 	sel, err := choose(ctx, opts, m, schema, opts.Target, log, src.skip)
 	if err != nil {
 		return fail(err)

@@ -39,7 +39,7 @@ func newSchemaArchive(tools pgbin.Tools, file string, m *archive.Manifest, opts 
 }
 
 // SchemaFile is ar's schema (pg_dump's custom archive) in a private
-// temporary file, with the client programs that read it (at least as new
+// file (archive.ExtractSchema: a memfd for an encrypted archive), with the client programs that read it (at least as new
 // as the pg_dump that wrote it): what everything that reads a schema
 // without a target starts from (restore -l, --to-sql of one database or of
 // a whole server). cleanup removes the file.
@@ -48,11 +48,11 @@ func SchemaFile(ctx context.Context, ar archive.Source) (tools pgbin.Tools, file
 	if err != nil {
 		return pgbin.Tools{}, "", nil, err
 	}
-	file, err = archive.ExtractSchema(ar)
+	f, err := archive.ExtractSchema(ar)
 	if err != nil {
 		return pgbin.Tools{}, "", nil, err
 	}
-	return tools, file, func() { os.Remove(file) }, nil
+	return tools, f.Path, f.Remove, nil
 }
 
 // offlineSchema is the schema archive of ar without a target, for reading

@@ -58,7 +58,8 @@ func ReadRecipientsFile(path string) ([]age.Recipient, error) {
 }
 
 // ReadIdentityFile reads an identity file as age's -i does (the output of
-// age-keygen: AGE-SECRET-KEY-1... lines, # comments).
+// age-keygen: AGE-SECRET-KEY-1... lines, # comments). Each identity comes
+// back as a Named one, so that a reader can say which opened an archive.
 func ReadIdentityFile(path string) ([]age.Identity, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -69,7 +70,34 @@ func ReadIdentityFile(path string) ([]age.Identity, error) {
 		// age's messages never quote key material.
 		return nil, fmt.Errorf("%s: not an identity file: %v", path, err)
 	}
+	for i, id := range ids {
+		ids[i] = Named{Identity: id, Name: "identity file " + path + " (" + Describe(id) + ")"}
+	}
 	return ids, nil
+}
+
+// Named is an identity with the words that say where it came from, so
+// that list and verify can tell which of the reader's identities opened
+// an archive (the archive itself no longer names its recipients).
+type Named struct {
+	age.Identity
+	Name string
+}
+
+// Describe names an identity without its secret: a Named one by its
+// name, a key by its public key, a passphrase as such.
+func Describe(id age.Identity) string {
+	switch id := id.(type) {
+	case Named:
+		return id.Name
+	case *age.X25519Identity:
+		return id.Recipient().String()
+	case *age.HybridIdentity:
+		return id.Recipient().String()
+	case *age.ScryptIdentity:
+		return "the passphrase"
+	}
+	return fmt.Sprintf("a %T identity", id)
 }
 
 // ReadPassphraseFile returns the first line of path, without its line

@@ -56,10 +56,9 @@ const (
 // Key is one archive's data key, ready to seal and open its pieces. It
 // never leaves the process: only its wrapped form is written.
 type Key struct {
-	aead       cipher.AEAD
-	id         [IDSize]byte
-	recipients []string
-	passphrase bool
+	aead     cipher.AEAD
+	id       [IDSize]byte
+	openedBy string // which identity unwrapped it, for messages; empty when written
 }
 
 // envelope is the clear part of an encrypted archive's header: what a
@@ -67,8 +66,10 @@ type Key struct {
 type envelope struct {
 	Cipher    string `json:"cipher"`
 	ArchiveID string `json:"archive_id"` // hex
-	// Recipients are the public keys the data key is wrapped to, so that
-	// a reader without a matching identity can say which one it needs.
+	// Recipients are the public keys the data key is wrapped to. Only
+	// archives written before pgsprint stopped recording them have it:
+	// whoever holds the file would learn who can read it (age's own
+	// format names no recipient). Read, never written.
 	Recipients []string `json:"recipients,omitempty"`
 	Passphrase bool     `json:"passphrase,omitempty"`
 	// WrappedKey is an age file (binary format) whose content is the
@@ -86,20 +87,15 @@ func New(recipients ...age.Recipient) (*Key, []byte, error) {
 	}
 	env := envelope{Cipher: Cipher}
 	for _, r := range recipients {
-		switch r := r.(type) {
-		case *age.ScryptRecipient:
+		if _, ok := r.(*age.ScryptRecipient); ok {
 			if len(recipients) > 1 {
 				return nil, nil, errors.New("encrypt: a passphrase cannot be combined with recipients (age allows a passphrase only alone)")
 			}
 			env.Passphrase = true
-		case fmt.Stringer:
-			env.Recipients = append(env.Recipients, r.String())
-		default:
-			env.Recipients = append(env.Recipients, fmt.Sprintf("(a %T recipient)", r))
 		}
 	}
 	dataKey := make([]byte, keySize)
-	k := &Key{recipients: env.Recipients, passphrase: env.Passphrase}
+	k := &Key{}
 	if _, err := rand.Read(dataKey); err != nil {
 		return nil, nil, fmt.Errorf("encrypt: %w", err)
 	}
@@ -149,10 +145,11 @@ var ErrNoKey = errors.New("no key for the encrypted archive")
 // malformed envelope: the bytes were changed, by accident or not.
 var ErrDamaged = errors.New("damaged")
 
-// KeyError says whom an archive is encrypted to, when the reader has no
-// matching identity (or the wrong passphrase, or none).
+// KeyError says that no key given opens an archive (no matching
+// identity, the wrong passphrase, or none). It names the recipients only
+// for an older archive whose envelope lists them.
 type KeyError struct {
-	Recipients []string
+	Recipients []string // empty for archives that do not list them
 	Passphrase bool
 	Given      bool // identities were given, and none matched
 	// GivenPassphrase and GivenIdentity say which kinds were given: a
@@ -161,7 +158,8 @@ type KeyError struct {
 	GivenPassphrase, GivenIdentity bool
 }
 
-// Error is one line naming the recipients, never a key.
+// Error is one line, never naming a key the archive does not already
+// name in clear.
 func (e *KeyError) Error() string {
 	if e.Passphrase {
 		switch {
@@ -172,14 +170,17 @@ func (e *KeyError) Error() string {
 		}
 		return "archive is encrypted with a passphrase; none given (--passphrase-file FILE or PGSPRINT_PASSPHRASE)"
 	}
-	to := strings.Join(e.Recipients, ", ")
+	what := "archive is encrypted"
+	if len(e.Recipients) > 0 {
+		what += " to " + strings.Join(e.Recipients, ", ")
+	}
 	if e.Given && !e.GivenIdentity {
-		return fmt.Sprintf("archive is encrypted to %s, not with a passphrase: give a matching identity (--identity FILE)", to)
+		return what + ", not with a passphrase: give a matching identity (--identity FILE)"
 	}
 	if e.Given {
-		return fmt.Sprintf("archive is encrypted to %s; no matching identity", to)
+		return what + "; no matching identity (none of the given identities opens it)"
 	}
-	return fmt.Sprintf("archive is encrypted to %s; no identity given (--identity FILE)", to)
+	return what + "; no identity given (--identity FILE)"
 }
 
 // Is makes errors.Is(err, ErrNoKey) true.
@@ -193,12 +194,18 @@ type Info struct {
 	Passphrase bool
 }
 
-// String names the recipients for a message.
+// String says how the archive is encrypted, for a message: "encrypted
+// with a passphrase", "encrypted" (an envelope that names no recipient,
+// as pgsprint writes them), or, for an older archive that lists them,
+// "encrypted to age1...".
 func (i Info) String() string {
-	if i.Passphrase {
-		return "a passphrase"
+	switch {
+	case i.Passphrase:
+		return "encrypted with a passphrase"
+	case len(i.Recipients) > 0:
+		return "encrypted to " + strings.Join(i.Recipients, ", ")
 	}
-	return strings.Join(i.Recipients, ", ")
+	return "encrypted"
 }
 
 // Inspect parses an envelope and checks it is one this package can open,
@@ -232,32 +239,39 @@ func parseEnvelope(b []byte) (*envelope, error) {
 	return &env, nil
 }
 
-// Unwrap opens the envelope with the first identity that matches. With
-// none matching (or none given) it returns a *KeyError naming the
-// recipients; a wrapped key that age finds damaged matches ErrDamaged.
+// Unwrap opens the envelope with the first identity that matches, tried
+// one at a time so that the key can say which one opened it (OpenedBy).
+// With none matching (or none given) it returns a *KeyError; a wrapped
+// key that age finds damaged matches ErrDamaged.
 func Unwrap(envBytes []byte, identities ...age.Identity) (*Key, error) {
 	env, err := parseEnvelope(envBytes)
 	if err != nil {
 		return nil, err
 	}
-	kerr := &KeyError{Recipients: env.Recipients, Passphrase: env.Passphrase, Given: len(identities) > 0}
+	var r io.Reader
+	var by age.Identity
 	for _, id := range identities {
-		if _, ok := id.(*age.ScryptIdentity); ok {
-			kerr.GivenPassphrase = true
-		} else {
-			kerr.GivenIdentity = true
+		r, err = age.Decrypt(bytes.NewReader(env.WrappedKey), id)
+		var noMatch *age.NoIdentityMatchError
+		if errors.As(err, &noMatch) {
+			continue
 		}
+		if err != nil {
+			return nil, fmt.Errorf("wrapped data key: %v: %w", err, ErrDamaged)
+		}
+		by = id
+		break
 	}
-	if len(identities) == 0 {
+	if by == nil {
+		kerr := &KeyError{Recipients: env.Recipients, Passphrase: env.Passphrase, Given: len(identities) > 0}
+		for _, id := range identities {
+			if _, ok := id.(*age.ScryptIdentity); ok {
+				kerr.GivenPassphrase = true
+			} else {
+				kerr.GivenIdentity = true
+			}
+		}
 		return nil, kerr
-	}
-	r, err := age.Decrypt(bytes.NewReader(env.WrappedKey), identities...)
-	var noMatch *age.NoIdentityMatchError
-	switch {
-	case errors.As(err, &noMatch):
-		return nil, kerr
-	case err != nil:
-		return nil, fmt.Errorf("wrapped data key: %v: %w", err, ErrDamaged)
 	}
 	dataKey, err := io.ReadAll(io.LimitReader(r, keySize+1))
 	if err != nil {
@@ -266,7 +280,7 @@ func Unwrap(envBytes []byte, identities ...age.Identity) (*Key, error) {
 	if len(dataKey) != keySize {
 		return nil, fmt.Errorf("wrapped data key holds %d bytes, not %d: %w", len(dataKey), keySize, ErrDamaged)
 	}
-	k := &Key{recipients: env.Recipients, passphrase: env.Passphrase}
+	k := &Key{openedBy: Describe(by)}
 	copy(k.id[:], mustHex(env.ArchiveID))
 	if k.aead, err = newAEAD(dataKey); err != nil {
 		return nil, err
@@ -317,8 +331,7 @@ func (k *Key) Open(dst []byte, p Purpose, stream, seq uint32, ad, sealed []byte)
 	return out, nil
 }
 
-// Recipients names whom the archive is encrypted to ("a passphrase" for
-// a passphrase), for messages.
-func (k *Key) Recipients() string {
-	return Info{Recipients: k.recipients, Passphrase: k.passphrase}.String()
-}
+// OpenedBy says which of the reader's identities opened the archive
+// ("identity file key.txt (age1...)", "the passphrase"), for list and
+// verify; empty for a key made to write.
+func (k *Key) OpenedBy() string { return k.openedBy }

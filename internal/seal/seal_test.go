@@ -2,6 +2,7 @@ package seal
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -32,6 +33,9 @@ func TestEveryRecipientUnwraps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if k2.OpenedBy() != id.(*age.X25519Identity).Recipient().String() {
+			t.Fatalf("opened by %q, want %s's public key", k2.OpenedBy(), id)
+		}
 		plain, err := k2.Open(nil, PurposeFrame, 3, 4, []byte("header"), sealed)
 		if err != nil || string(plain) != "rows" {
 			t.Fatalf("Open: %q, %v", plain, err)
@@ -39,11 +43,48 @@ func TestEveryRecipientUnwraps(t *testing.T) {
 	}
 	_, err = Unwrap(env, other)
 	var kerr *KeyError
-	if !errors.As(err, &kerr) || !kerr.Given || len(kerr.Recipients) != 2 || kerr.Recipients[1] != b.Recipient().String() {
+	if !errors.As(err, &kerr) || !kerr.Given || len(kerr.Recipients) != 0 || err.Error() != "archive is encrypted; no matching identity (none of the given identities opens it)" {
 		t.Fatalf("other identity: %v", err)
 	}
-	if bytes.Contains(env, []byte(a.String())) || bytes.Contains(env, []byte(b.String())) {
-		t.Fatal("envelope holds a secret key")
+	for _, id := range []*age.X25519Identity{a, b} {
+		if bytes.Contains(env, []byte(id.String())) {
+			t.Fatal("envelope holds a secret key")
+		}
+		// As age's own format, the envelope does not say who can read it.
+		if bytes.Contains(env, []byte(id.Recipient().String())) {
+			t.Fatal("envelope names a recipient's public key")
+		}
+	}
+}
+
+// TestOlderEnvelopeNamesRecipients reads an envelope as pgsprint wrote
+// them before it stopped recording recipients: still opened, and a
+// reader without the key is told the recipients it lists.
+func TestOlderEnvelopeNamesRecipients(t *testing.T) {
+	a, other := newIdentity(t), newIdentity(t)
+	_, env, err := New(a.Recipient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e map[string]any
+	if err := json.Unmarshal(env, &e); err != nil {
+		t.Fatal(err)
+	}
+	e["recipients"] = []string{a.Recipient().String()}
+	old, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Unwrap(old, a); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Unwrap(old, other)
+	if want := "archive is encrypted to " + a.Recipient().String() + "; no matching identity (none of the given identities opens it)"; err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+	info, err := Inspect(old)
+	if err != nil || info.String() != "encrypted to "+a.Recipient().String() {
+		t.Fatalf("Inspect: %v, %v", info, err)
 	}
 }
 
@@ -138,6 +179,15 @@ func TestKeyFiles(t *testing.T) {
 	ids, err := ReadIdentityFile(idFile)
 	if err != nil || len(ids) != 1 {
 		t.Fatalf("identity file: %v", err)
+	}
+	// A key opened with it says which file and which public key.
+	_, env, err := New(id.Recipient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := Unwrap(env, newIdentity(t), ids[0])
+	if want := "identity file " + idFile + " (" + id.Recipient().String() + ")"; err != nil || k2.OpenedBy() != want {
+		t.Fatalf("opened by %q (%v), want %q", k2.OpenedBy(), err, want)
 	}
 	recFile := filepath.Join(dir, "recipients.txt")
 	os.WriteFile(recFile, []byte("# backup keys\n"+id.Recipient().String()+"\n\n"+newIdentity(t).Recipient().String()+"\n"), 0o644)

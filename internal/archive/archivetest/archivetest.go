@@ -212,7 +212,8 @@ func stopEarly(t *testing.T, src archive.Source, want []Stream) {
 // Archive writes the archive RunBytes uses: every stream kind, several
 // frames per stream (compressed ones and, for random bytes, stored ones),
 // a stream without frames, written by concurrent goroutines as a dump's
-// workers write.
+// workers write, and small streams (an empty one among them) packed
+// together in one Pack frame, as a dump worker packs a unit's.
 func Archive(t testing.TB) ([]byte, []Stream) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -233,14 +234,18 @@ func Archive(t testing.TB) ([]byte, []Stream) {
 		{ID: 3, Kind: archive.KindData, Data: rows(3, 25), Rows: 25},
 		{ID: 4, Kind: archive.KindData},
 		{ID: 5, Kind: archive.KindLargeObject, Data: bytes.Repeat([]byte("a large object "), 60)},
+		{ID: 6, Kind: archive.KindLargeObject, Data: []byte("a small large object")},
+		{ID: 7, Kind: archive.KindData, Data: rows(7, 3), Rows: 3},
+		{ID: 8, Kind: archive.KindLargeObject},
 	}
+	packed := streams[5:]
 	m := &archive.Manifest{
 		ToolVersion: "archivetest", Database: "db", Encoding: "UTF8",
 		SnapshotTime: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC),
 		Tables:       []archive.Table{{Schema: "public", Name: "t", Columns: []string{"a", "b", "c"}}},
 		SchemaStream: 1,
-		Chunks:       []archive.Chunk{{Stream: 2, Table: 0}, {Stream: 3, Table: 0}, {Stream: 4, Table: 0}},
-		LargeObjects: []archive.LargeObject{{Stream: 5, OID: 16001, Size: 900}},
+		Chunks:       []archive.Chunk{{Stream: 2, Table: 0}, {Stream: 3, Table: 0}, {Stream: 4, Table: 0}, {Stream: 7, Table: 0}},
+		LargeObjects: []archive.LargeObject{{Stream: 5, OID: 16001, Size: 900}, {Stream: 6, OID: 16002, Size: 20}, {Stream: 8, OID: 16003}},
 	}
 	c, err := codec.New("zstd", 0)
 	if err != nil {
@@ -252,8 +257,24 @@ func Archive(t testing.TB) ([]byte, []Stream) {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	errs := make([]error, len(streams))
-	for i, s := range streams {
+	errs := make([]error, len(streams)+1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		p := w.Packer(0, 0)
+		for i, s := range packed {
+			bw := archive.NewBlockWriter(p.Stream(s.Kind, s.ID), 256)
+			if _, err := bw.Write(s.Data); err != nil {
+				errs[5+i] = err
+				return
+			}
+			if errs[5+i] = bw.Close(); errs[5+i] != nil {
+				return
+			}
+		}
+		errs[len(streams)] = p.Close()
+	}()
+	for i, s := range streams[:5] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -223,3 +223,50 @@ func TestPartSize(t *testing.T) {
 		t.Errorf("a configured 1 byte part is %d, want S3's minimum", got)
 	}
 }
+
+// TestS3StaleUploads: the uploads a killed dump left open on a key (here
+// sinks dropped without Commit or Abort, as SIGKILL drops them) are
+// aborted by the next dump to that key, each named in one warning; an
+// upload to a longer key with the same prefix is left alone.
+func TestS3StaleUploads(t *testing.T) {
+	srv := remotetest.StartS3(t)
+	srv.SetEnv(t, srv.Endpoint)
+	bucket := srv.Bucket(t)
+	ctx := context.Background()
+	var warnings []string
+	cfg := testConfig()
+	cfg.Warn = func(msg string) { warnings = append(warnings, msg) }
+	b, _ := Parse("s3://"+bucket+"/nightly.pgs", cfg)
+	other, _ := Parse("s3://"+bucket+"/nightly.pgs.old", cfg)
+	chunk := randomBytes(6 << 20) // one part uploaded
+	var stale []string
+	for _, be := range []*Backend{b, b, other} {
+		sk, err := be.Create(ctx, store.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sk.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+		// A killed process's uploads end with it: none in flight.
+		sk.(*sink).wg.Wait()
+		stale = append(stale, sk.(*sink).uploadID)
+	}
+	// The second Create already aborted the first one's upload.
+	if len(warnings) != 1 || !strings.Contains(warnings[0], stale[0]) {
+		t.Fatalf("warnings %q, want one naming %s", warnings, stale[0])
+	}
+	warnings = nil
+	data := randomBytes(3 << 20)
+	if err := upload(t, b, data, store.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	readBack(t, b, data)
+	want := "s3://" + bucket + "/nightly.pgs: aborted a stale multipart upload left by a killed run (upload " + stale[1] + ", begun "
+	if len(warnings) != 1 || !strings.HasPrefix(warnings[0], want) {
+		t.Fatalf("warnings %q, want one starting %q", warnings, want)
+	}
+	if up := srv.OpenUploads(t, bucket); len(up) != 1 || up[0] != "nightly.pgs.old "+stale[2] {
+		t.Fatalf("open uploads %v, want only nightly.pgs.old's", up)
+	}
+}

@@ -78,8 +78,9 @@ type sink struct {
 }
 
 // Create implements store.Backend: unless opts.Overwrite, an existing
-// object is store.ErrExists; then a multipart upload starts, so that
-// missing credentials or bucket fail before the dump begins.
+// object is store.ErrExists; then the uploads a killed dump left open on
+// the same key are aborted (abortStale), and a multipart upload starts,
+// so that missing credentials or bucket fail before the dump begins.
 func (b *Backend) Create(ctx context.Context, opts store.CreateOptions) (store.Sink, error) {
 	cl, err := b.client(ctx)
 	if err != nil {
@@ -94,6 +95,7 @@ func (b *Backend) Create(ctx context.Context, opts store.CreateOptions) (store.S
 			return nil, err
 		}
 	}
+	b.abortStale(ctx, cl)
 	out, err := cl.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: &b.bucket, Key: &b.key})
 	if err != nil {
 		return nil, b.explain("starting the upload", err)
@@ -289,5 +291,49 @@ func (s *sink) abortUpload(ctx context.Context) error {
 			return err
 		case <-time.After(delay):
 		}
+	}
+}
+
+// abortStale aborts the multipart uploads still open on the backend's
+// key: what a dump killed before it could abort its own left (SIGKILL, a
+// crash, a lost machine), whose parts S3 keeps, and bills, until they
+// are aborted. Each is reported in one line, as a stale temporary file
+// is. Uploads to other keys are left alone (a lifecycle rule with
+// AbortIncompleteMultipartUpload removes those: README, "Object
+// storage"). A dump to the same key running at this moment loses its
+// upload too: two dumps to one key cannot both stand, the later
+// completion would replace the earlier. Listing or aborting refused
+// (a policy without s3:ListBucketMultipartUploads) is reported and the
+// dump goes on.
+func (b *Backend) abortStale(ctx context.Context, cl *awss3.Client) {
+	warn := func(msg string) {
+		if b.cfg.Warn != nil {
+			b.cfg.Warn(msg)
+		}
+	}
+	in := &awss3.ListMultipartUploadsInput{Bucket: &b.bucket, Prefix: &b.key}
+	for {
+		out, err := cl.ListMultipartUploads(ctx, in)
+		if err != nil {
+			warn(fmt.Sprintf("%s: could not look for multipart uploads a killed run left open (%v)", b, lastLine(err)))
+			return
+		}
+		for _, u := range out.Uploads {
+			if aws.ToString(u.Key) != b.key {
+				continue // a longer key with ours as its prefix
+			}
+			id := aws.ToString(u.UploadId)
+			_, err := cl.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &b.bucket, Key: &b.key, UploadId: &id})
+			switch {
+			case err == nil || apiCode(err) == "NoSuchUpload":
+				warn(fmt.Sprintf("%s: aborted a stale multipart upload left by a killed run (upload %s, begun %s)", b, id, aws.ToTime(u.Initiated).UTC().Format(time.RFC3339)))
+			default:
+				warn(fmt.Sprintf("%s: could not abort the stale multipart upload %s (%v); its parts stay stored until it is aborted or a lifecycle rule removes it", b, id, lastLine(err)))
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) || (out.NextKeyMarker == nil && out.NextUploadIdMarker == nil) {
+			return
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
 	}
 }

@@ -1,0 +1,55 @@
+package follow
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/pgsprint/pgsprint/internal/compare"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+)
+
+// testKinds: each kind of difference finish can meet is named as what it
+// is, from the source's catalog, and rows with writes since the catch-up
+// read as writes that went on. It runs on TestFinishFenced's cluster.
+func testKinds(t *testing.T, c *pgtest.Cluster) {
+	ctx := context.Background()
+	o := newCase(t, c, 100, `CREATE TABLE t (id int PRIMARY KEY); CREATE UNLOGGED TABLE u (id int);
+		CREATE MATERIALIZED VIEW m AS SELECT 1 AS x; CREATE TABLE "Odd ""name" (id int)`)
+	diff := func(keys ...string) []compare.Entry {
+		var out []compare.Entry
+		for _, k := range keys {
+			out = append(out, compare.Entry{Key: k, A: "rows=1", B: "rows=2", InA: true, InB: true})
+		}
+		return out
+	}
+	writes := func(n int64) func(context.Context) (int64, error) {
+		return func(context.Context) (int64, error) { return n, nil }
+	}
+	for _, tc := range []struct {
+		name    string
+		schema  bool
+		entries []compare.Entry
+		writes  int64
+		want    []string
+	}{
+		{name: "ddl", schema: true, entries: []compare.Entry{{Key: "public.added", A: "rows=0", InA: true}},
+			want: []string{"DDL: the schemas differ (DDL run on the source since the clone is not followed)", "DDL: relations on one side only: public.added"}},
+		{name: "unlogged", entries: diff("public.u"), want: []string{"unlogged tables (their changes are not followed): public.u"}},
+		{name: "materialized view", entries: diff("public.m"), want: []string{"materialized view contents (not followed: a REFRESH on one side): public.m"}},
+		{name: "large object", entries: diff("large object 16400"), want: []string{"large objects (not followed): 16400"}},
+		{name: "rows", entries: diff(`public."Odd ""name"`), want: []string{`rows of public."Odd ""name"`}},
+		{name: "writes went on", entries: diff("public.t"), writes: 3,
+			want: []string{"writes that went on: the source took 3 transaction ids after the target caught up, and the rows of public.t differ"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Kinds(ctx, o.Source, tc.schema, tc.entries, Verification{Writes: writes(tc.writes)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("Kinds:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
