@@ -265,6 +265,9 @@ func Unwrap(envBytes []byte, identities ...age.Identity) (*Key, error) {
 	if by == nil {
 		kerr := &KeyError{Recipients: env.Recipients, Passphrase: env.Passphrase, Given: len(identities) > 0}
 		for _, id := range identities {
+			if n, ok := id.(Named); ok {
+				id = n.Identity
+			}
 			if _, ok := id.(*age.ScryptIdentity); ok {
 				kerr.GivenPassphrase = true
 			} else {
