@@ -337,4 +337,29 @@ func TestRestoreAsNonOwner(t *testing.T) {
 	}
 	mustPgsprint(t, "restore", "-f", file, "-d", bob, "-O", "-x", "-q")
 	pgtest.RequireSameData(t, c.ConnString("owned"), bob)
+
+	// A role the archive names and the target lacks: even as superuser
+	// the restore stops, and the message names that role, not ownership.
+	t.Run("missing role", func(t *testing.T) {
+		for _, s := range []string{"CREATE ROLE gone", "CREATE DATABASE gones", "CREATE DATABASE landing"} {
+			if err := c.Exec(ctx, "postgres", s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Exec(ctx, "gones", "CREATE TABLE g (i int); ALTER TABLE g OWNER TO gone"); err != nil {
+			t.Fatal(err)
+		}
+		gone := filepath.Join(t.TempDir(), "gone.pgs")
+		mustPgsprint(t, "dump", "-d", c.ConnString("gones"), "-f", gone, "-q")
+		for _, s := range []string{"DROP DATABASE gones", "DROP ROLE gone"} {
+			if err := c.Exec(ctx, "postgres", s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := pgsprint(t, nil, "restore", "-f", gone, "-d", c.ConnString("landing"), "-q")
+		checkOneError(t, r.code, exitFailure, r.stderr, `role "gone" does not exist (statement: ALTER TABLE public.g OWNER TO gone;) (the archive's objects name role "gone", which the target server lacks: create it first`)
+		if strings.Contains(r.stderr, "does not own") {
+			t.Errorf("the error still blames ownership:\n%s", r.stderr)
+		}
+	})
 }

@@ -217,6 +217,9 @@ func runDump(ctx context.Context, o dumpOptions) error {
 	}
 	s.Tables, s.Chunks, s.Rows, s.Sequences, s.LargeObj = res.Tables, res.Chunks, res.Rows, res.Sequences, res.LargeObjects
 	s.RawBytes, s.StoredBytes, s.Codec = res.RawBytes, res.StoredBytes, c.Name()
+	if res.Chunks > 0 {
+		s.CopyFormat = "text" // archives hold COPY text (archive.Chunk.Binary is clone's)
+	}
 	s.WallSeconds = res.Elapsed.Seconds()
 	return w.finish(s)
 }

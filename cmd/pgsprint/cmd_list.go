@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/cluster"
@@ -20,15 +21,16 @@ import (
 )
 
 type listOptions struct {
-	json  bool
-	keys  keyFlags
-	store storeFlags
+	json    bool
+	archive archiveFlag
+	keys    keyFlags
+	store   storeFlags
 }
 
 func newListCmd() *cobra.Command {
 	var o listOptions
 	cmd := &cobra.Command{
-		Use:   "list FILE|-",
+		Use:   "list [-f] FILE|-",
 		Short: "Show what an archive holds: source, snapshot, codec, tables with rows and sizes",
 		Long: `Show what an archive holds. With "-" the archive is read from standard
 input; its totals come at the end of each stream, so the whole archive is
@@ -36,13 +38,18 @@ read (and checked) before anything is printed.`,
 		Example: `  pgsprint list mydb.pgs
   ssh backup 'cat prod.pgs' | pgsprint list -
   pgsprint list --json mydb.pgs | jq '.tables[] | select(.rows > 1000000)'`,
-		Args: exactlyOneFile,
+		Args: atMostOneFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			loc, err := o.archive.location(cmd, args)
+			if err != nil {
+				return err
+			}
 			out := &pipeOut{w: os.Stdout}
-			return out.result(runList(cmd.Context(), args[0], o, os.Stdin, out))
+			return out.result(runList(cmd.Context(), loc, o, os.Stdin, out))
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	o.archive.register(cmd.Flags())
 	o.keys.register(cmd.Flags())
 	o.store.register(cmd.Flags(), false)
 	return cmd
@@ -122,12 +129,34 @@ func runList(ctx context.Context, loc string, o listOptions, in io.Reader, out i
 	return nil
 }
 
-// exactlyOneFile requires one positional archive path.
-func exactlyOneFile(cmd *cobra.Command, args []string) error {
-	if len(args) != 1 {
+// atMostOneFile allows the archive as the one positional argument.
+func atMostOneFile(cmd *cobra.Command, args []string) error {
+	if len(args) > 1 {
 		return usageError{fmt.Errorf("want one archive file, got %d arguments (see %s --help)", len(args), cmd.CommandPath())}
 	}
 	return nil
+}
+
+// archiveFlag is the archive list and verify read: -f FILE, as dump and
+// restore name it, or the argument, as these commands always took it.
+type archiveFlag struct{ file string }
+
+func (a *archiveFlag) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&a.file, "file", "f", "", "the archive: a file, - for standard input, s3://... or https://... (the same as giving it as the argument)")
+}
+
+// location is the archive named by -f or by the argument (atMostOneFile
+// has checked there is at most one); both may be given if they agree.
+func (a *archiveFlag) location(cmd *cobra.Command, args []string) (string, error) {
+	switch {
+	case len(args) == 1 && a.file != "" && args[0] != a.file:
+		return "", usageError{fmt.Errorf("-f %s and the argument %s name two archives: give one (see %s --help)", a.file, args[0], cmd.CommandPath())}
+	case len(args) == 1:
+		return args[0], nil
+	case a.file != "":
+		return a.file, nil
+	}
+	return "", usageError{fmt.Errorf("no archive given: name it with -f FILE or as the argument (see %s --help)", cmd.CommandPath())}
 }
 
 // openArchive opens the archive at loc, whatever its medium; "-" reads

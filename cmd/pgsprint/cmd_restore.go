@@ -122,7 +122,8 @@ late) are written to unlinked files in --spill-dir and read back when their
 turn comes; so the restore never deadlocks and never holds unbounded data
 in memory, at the cost of at most the spilled data in disk space. The
 restore succeeds only if the archive's trailer arrives and every checksum
-holds; a cut pipe fails with the target partly restored (use --clean).
+holds; a cut pipe fails with the target partly restored (restore the whole
+archive again with --resume to finish it, or with --clean to start over).
 
 -n/-N/-t/-T restore part of the archive, with pg_dump's patterns (a pattern
 without a schema matches in every schema, as in pg_restore): a table comes
@@ -438,7 +439,8 @@ func printList(ctx context.Context, o restoreOptions) error {
 	if err != nil {
 		return err
 	}
-	return restore.List(ctx, src, os.Stdout, o.log.logger())
+	out := &pipeOut{w: os.Stdout}
+	return out.result(restore.List(ctx, src, out, o.log.logger()))
 }
 
 // restoreSummary is the end-of-run summary of a restore or a clone. The
@@ -448,6 +450,7 @@ func restoreSummary(t *progress.Tracker, res *restore.Result) progress.Summary {
 	s := t.Summary()
 	s.Target = strconv.Quote(res.Database)
 	s.Tables, s.Chunks, s.Rows, s.Sequences, s.LargeObj = res.Tables, res.Chunks, res.Rows, res.Sequences, res.LargeObjects
+	s.CopyFormat = res.CopyFormat
 	s.WallSeconds = res.Elapsed.Seconds()
 	s.Phases = nil
 	for _, p := range res.Phases {

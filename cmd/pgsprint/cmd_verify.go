@@ -18,15 +18,16 @@ import (
 )
 
 type verifyOptions struct {
-	jobs  int
-	keys  keyFlags
-	store storeFlags
+	jobs    int
+	archive archiveFlag
+	keys    keyFlags
+	store   storeFlags
 }
 
 func newVerifyCmd() *cobra.Command {
 	var o verifyOptions
 	cmd := &cobra.Command{
-		Use:   "verify FILE|-",
+		Use:   "verify [-f] FILE|-",
 		Short: "Check every block checksum, the footer and per-chunk totals of an archive",
 		Long: `Read the whole archive in parallel and check it: every frame's header and
 payload checksum, decompression to the recorded size, each stream's totals
@@ -41,12 +42,18 @@ structure is checked (checksums of the encrypted frames, their order, the
 footer's counts), and verify says so.`,
 		Example: `  pgsprint verify mydb.pgs && echo "backup is sound"
   ssh backup 'cat prod.pgs' | pgsprint verify -`,
-		Args: exactlyOneFile,
+		Args: atMostOneFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerify(cmd.Context(), args[0], o, os.Stdin, os.Stdout)
+			loc, err := o.archive.location(cmd, args)
+			if err != nil {
+				return err
+			}
+			out := &pipeOut{w: os.Stdout}
+			return out.result(runVerify(cmd.Context(), loc, o, os.Stdin, out))
 		},
 	}
 	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "streams checked in parallel")
+	o.archive.register(cmd.Flags())
 	o.keys.register(cmd.Flags())
 	o.store.register(cmd.Flags(), false)
 	return cmd

@@ -462,6 +462,9 @@ func TestPgFlags(t *testing.T) {
 		}{
 			{[]string{"list", all}, exitClosedPipe, ""},
 			{[]string{"restore", "-f", all, "--to-sql"}, exitClosedPipe, ""},
+			// As pg_restore -l | head: quiet, not "write /dev/stdout: broken pipe".
+			{[]string{"restore", "-f", all, "-l"}, exitClosedPipe, ""},
+			{[]string{"verify", "-f", all}, exitClosedPipe, ""},
 			// A dump that could not write its archive must never look finished.
 			{[]string{"dump", "-d", src, "-f", "-", "-q"}, exitFailure, "broken pipe"},
 		} {

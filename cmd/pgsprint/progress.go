@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/progress"
 )
@@ -123,6 +124,7 @@ func serverSummary(t *progress.Tracker, res *cluster.RestoreResult, target strin
 			continue
 		}
 		one := restoreSummary(t, d.Result)
+		s.CopyFormat = archive.JoinCopyFormats(s.CopyFormat, d.CopyFormat)
 		s.Tables += d.Tables
 		s.Chunks += d.Chunks
 		s.Rows += d.Rows

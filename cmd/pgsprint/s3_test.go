@@ -164,6 +164,10 @@ func TestS3Faults(t *testing.T) {
 	flippedLoc := put("flipped.pgs", flipped)
 
 	wrongSecret := append(append([]string(nil), env...), "AWS_SECRET_ACCESS_KEY=wrong-secret")
+	imds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
+	defer imds.Close()
+	noCredentials := append(append([]string(nil), env...), "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=",
+		"AWS_EC2_METADATA_DISABLED=false", "AWS_EC2_METADATA_SERVICE_ENDPOINT="+imds.URL)
 	cases := []struct {
 		name string
 		env  []string
@@ -181,6 +185,10 @@ func TestS3Faults(t *testing.T) {
 		{"truncated", env, []string{"verify", truncatedLoc}, exitFailure, truncatedLoc},
 		{"byte flipped", env, []string{"verify", flippedLoc}, exitFailure, flippedLoc},
 		{"byte flipped restore", env, []string{"restore", "-f", flippedLoc, "-d", c.ConnString(src), "--clean", "-q"}, exitFailure, "archive on " + flippedLoc + " is damaged: restore table"},
+		// No credentials anywhere, and an instance metadata service that
+		// refuses IMDSv2 tokens: the SDK's "WARN falling back to IMDSv1"
+		// line must not come before the one error line.
+		{"no credentials", noCredentials, []string{"list", good}, exitConnection, good},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,7 +3,9 @@ package archive
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -174,6 +176,9 @@ func TestOpenErrors(t *testing.T) {
 		copy(d[off:], b)
 		return d
 	}
+	version := binary.LittleEndian.Uint32(good[8:])
+	newer := patch(8, 7, 0, 0, 0)
+	copy(newer[len(newer)-12:], []byte{7, 0, 0, 0}) // the trailer repeats it
 	tests := []struct {
 		name  string
 		data  []byte
@@ -182,9 +187,19 @@ func TestOpenErrors(t *testing.T) {
 	}{
 		{"empty", nil, "not a pgsprint archive", ErrNotArchive},
 		{"text", []byte("hello, world, this is not it"), "not a pgsprint archive", ErrNotArchive},
-		{"magic only", []byte(headerMagic), "archive is incomplete: no trailer (truncated or still being written)", ErrIncomplete},
-		{"truncated", good[:len(good)-1], "archive is incomplete", ErrIncomplete},
-		{"newer version", patch(8, 7, 0, 0, 0), "archive format version 7 is newer than this pgsprint understands (5)", nil},
+		{"magic only", []byte(headerMagic), "archive is incomplete: its 8 bytes end without the archive's trailer (cut short, or the dump writing it failed or is still running)", ErrIncomplete},
+		{"truncated", good[:len(good)-1], fmt.Sprintf("archive is incomplete: its %d bytes end without", len(good)-1), ErrIncomplete},
+		{"newer version", newer, fmt.Sprintf("archive format version 7 is newer than this pgsprint understands (%d): read it with a newer pgsprint", FormatVersion), nil},
+		// A flipped bit is damage, not a version from the future, nor a cut.
+		{"version field flipped", patch(10, 1), fmt.Sprintf("the header is damaged: its format version field reads %d, the trailer's %d", version|1<<16, version), ErrCorrupt},
+		{"version field flipped, no trailer", patch(10, 1)[:len(good)-40], fmt.Sprintf("the header is damaged: its format version field reads %d, which no pgsprint writes", version|1<<16), ErrCorrupt},
+		{"newer version, plausible, no trailer", newer[:len(good)-40], "archive format version 7 is newer", nil},
+		{"trailer magic flipped", patch(len(good)-1, 1), "the trailer is damaged: its magic changed", ErrCorrupt},
+		// pg_dump's formats, named with the tool that reads them.
+		{"pg_dump -Fc", []byte("PGDMP\x01\x10\x00\x04\x08\x01\x01\x01\x00\x00\x00"), "not a pgsprint archive: it is a pg_dump custom-format archive (pg_dump -Fc): restore it with pg_restore", ErrNotArchive},
+		{"pg_dump -Ft", append([]byte("toc.dat\x00"), make([]byte, 504)...), "it is a pg_dump tar-format archive (pg_dump -Ft): restore it with pg_restore", ErrNotArchive},
+		{"pg_dump plain", []byte("--\n-- PostgreSQL database dump\n--\n"), "it is a plain SQL script from pg_dump or pg_dumpall: run it with psql -f FILE", ErrNotArchive},
+		{"gzip", []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2, 3, 4, 5, 6}, "it is gzip-compressed data", ErrNotArchive},
 		{"version zero", patch(8, 0, 0, 0, 0), "format version 0", ErrCorrupt},
 		{"trailer version", patch(len(good)-12, 2, 0, 0, 0), "trailer says 2", ErrCorrupt},
 		{"huge manifest length", patch(12, 0xff, 0xff, 0xff, 0xff), "manifest length", ErrCorrupt},

@@ -116,6 +116,24 @@ var ErrIncomplete = errors.New("archive is incomplete: no trailer (truncated or 
 // not check out: bad checksums, inconsistent lengths, totals or indexes.
 var ErrCorrupt = errors.New("corrupted archive")
 
+// incompleteError is ErrIncomplete with how many bytes arrived: the
+// number a user compares with the archive's size to see where it was cut.
+type incompleteError struct {
+	size int64
+	pipe bool // read front to back: the input ended, rather than the file
+}
+
+// Error says what arrived and the likely causes, once.
+func (e *incompleteError) Error() string {
+	if e.pipe {
+		return fmt.Sprintf("archive is incomplete: the input ended after %d bytes, before the archive's trailer (cut off, or the dump writing it failed or is still running)", e.size)
+	}
+	return fmt.Sprintf("archive is incomplete: its %d bytes end without the archive's trailer (cut short, or the dump writing it failed or is still running)", e.size)
+}
+
+// Is makes errors.Is(err, ErrIncomplete) true.
+func (e *incompleteError) Is(target error) bool { return target == ErrIncomplete }
+
 // VersionError reports an archive written by a newer pgsprint, which this
 // one must not guess at.
 type VersionError struct {
@@ -124,7 +142,22 @@ type VersionError struct {
 
 // Error names both versions so the user knows to upgrade pgsprint.
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("archive format version %d is newer than this pgsprint understands (%d)", e.Version, FormatVersion)
+	return fmt.Sprintf("archive format version %d is newer than this pgsprint understands (%d): read it with a newer pgsprint", e.Version, FormatVersion)
+}
+
+// maxPlausibleVersion bounds the format versions a newer pgsprint could
+// have written: a header naming a larger one is damaged (a flipped bit in
+// the version field), not from the future.
+const maxPlausibleVersion = 255
+
+// versionError is the error for a header whose version this reader does
+// not know: a *VersionError if a newer pgsprint could have written it,
+// else a damaged header.
+func versionError(v uint32) error {
+	if v > maxPlausibleVersion {
+		return corruptf("archive: the header is damaged: its format version field reads %d, which no pgsprint writes", v)
+	}
+	return &VersionError{Version: int(v)}
 }
 
 // corruptError is a consistency failure; it reads "<what> (corrupted

@@ -252,6 +252,38 @@ type Chunk struct {
 	Keep string `json:"-"`
 }
 
+// CopyFormat names the COPY format of m's table data, which is what a
+// run's "raw" bytes count: "text", "binary", "text and binary" (a clone
+// whose tables differ), or "" without chunks. The same rows take more or
+// fewer bytes in each, so a summary names it beside the number.
+func (m *Manifest) CopyFormat() string {
+	var text, binary bool
+	for _, c := range m.Chunks {
+		text, binary = text || !c.Binary, binary || c.Binary
+	}
+	return JoinCopyFormats(map[bool]string{true: "text"}[text], map[bool]string{true: "binary"}[binary])
+}
+
+// JoinCopyFormats is the COPY format of data in the given formats (as
+// CopyFormat names them; "" for none): a whole-server run's, from its
+// databases'.
+func JoinCopyFormats(formats ...string) string {
+	var text, binary bool
+	for _, f := range formats {
+		text = text || strings.Contains(f, "text")
+		binary = binary || strings.Contains(f, "binary")
+	}
+	switch {
+	case text && binary:
+		return "text and binary"
+	case binary:
+		return "binary"
+	case text:
+		return "text"
+	}
+	return ""
+}
+
 // Sequence carries a sequence's state as read inside the snapshot.
 type Sequence struct {
 	Schema    string `json:"schema"`

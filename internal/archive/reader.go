@@ -104,26 +104,35 @@ func readBounds(r io.ReaderAt, size, minFooter int64) (*bounds, error) {
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("archive: reading header: %w", err)
 		}
-		return nil, ErrNotArchive
+		return nil, notArchive(b.header[:n])
 	}
 	if string(b.header[:8]) != headerMagic {
-		return nil, ErrNotArchive
+		return nil, notArchive(b.header[:n])
 	}
 	if n < headerFixedSize {
-		return nil, ErrIncomplete
+		return nil, &incompleteError{size: size}
 	}
 	b.version = binary.LittleEndian.Uint32(b.header[8:])
-	if b.version > FormatVersion {
-		return nil, &VersionError{Version: int(b.version)}
-	}
 	if b.version == 0 {
 		return nil, corruptf("archive: format version 0")
 	}
 	manLen := int64(binary.LittleEndian.Uint32(b.header[12:]))
-	if b.trailer, err = readTrailer(r, size); err != nil {
+	if b.trailer, err = readTrailer(r, size, b.version); err != nil {
+		if b.version > FormatVersion {
+			return nil, versionError(b.version)
+		}
 		return nil, err
 	}
 	t := b.trailer
+	if b.version > FormatVersion {
+		// The trailer repeats the version: a header that names a
+		// version the trailer does not was damaged, not written by a
+		// newer pgsprint.
+		if t.version != b.version && t.version <= FormatVersion {
+			return nil, corruptf("archive: the header is damaged: its format version field reads %d, the trailer's %d", b.version, t.version)
+		}
+		return nil, versionError(b.version)
+	}
 	if t.version != b.version {
 		return nil, corruptf("archive: header says format version %d, trailer says %d", b.version, t.version)
 	}
@@ -153,17 +162,25 @@ func (b *bounds) readFooter(r io.ReaderAt) ([]byte, error) {
 	return fb, nil
 }
 
-// readTrailer reads and checks the last 32 bytes.
-func readTrailer(r io.ReaderAt, size int64) (trailer, error) {
+// readTrailer reads and checks the last 32 bytes of an archive whose
+// header says version.
+func readTrailer(r io.ReaderAt, size int64, version uint32) (trailer, error) {
 	if size < minArchiveLength {
-		return trailer{}, ErrIncomplete
+		return trailer{}, &incompleteError{size: size}
 	}
 	var b [trailerSize]byte
 	if err := readFull(r, b[:], size-trailerSize); err != nil {
 		return trailer{}, fmt.Errorf("archive: reading trailer: %w", err)
 	}
 	if string(b[24:]) != trailerMagic {
-		return trailer{}, ErrIncomplete
+		// A truncated file ends anywhere in a frame; a trailer whose
+		// magic alone changed still places the footer just before
+		// itself and repeats the header's version.
+		off, n := binary.LittleEndian.Uint64(b[0:]), binary.LittleEndian.Uint64(b[8:])
+		if off < uint64(size) && n < uint64(size) && off+n == uint64(size-trailerSize) && binary.LittleEndian.Uint32(b[20:]) == version {
+			return trailer{}, corruptf("archive: the trailer is damaged: its magic changed, though it places the footer where the file has one (not cut short)")
+		}
+		return trailer{}, &incompleteError{size: size}
 	}
 	off := binary.LittleEndian.Uint64(b[0:])
 	n := binary.LittleEndian.Uint64(b[8:])

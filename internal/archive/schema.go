@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -66,6 +67,11 @@ func ExtractSchema(src Source) (*SchemaFile, error) {
 	}
 	if err != nil {
 		s.Remove()
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrIncomplete) {
+			// The archive's own error names the stream and frame; read
+			// from a pipe it may be another stream's, met on the way.
+			return nil, err
+		}
 		return nil, fmt.Errorf("extract schema: %w", err)
 	}
 	return s, nil

@@ -24,6 +24,7 @@ import (
 // complete: a consumer must treat what it read as provisional.
 type Sequential struct {
 	r        *bufio.Reader
+	in       *countingReader // under r: the bytes that arrived
 	off      int64
 	version  uint32
 	manifest *Manifest
@@ -60,24 +61,25 @@ type Frame struct {
 // encrypted archive is opened with the first of ids that matches (see
 // Open).
 func NewSequential(r io.Reader, ids ...age.Identity) (*Sequential, error) {
-	s := &Sequential{r: bufio.NewReaderSize(r, 1<<20), streams: map[uint32]*seqStream{}}
+	in := &countingReader{r: r}
+	s := &Sequential{r: bufio.NewReaderSize(in, 1<<20), in: in, streams: map[uint32]*seqStream{}}
 	var hb [headerFixedSize]byte
 	n, err := io.ReadFull(s.r, hb[:])
 	if n < len(headerMagic) {
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("archive: reading header: %w", err)
 		}
-		return nil, ErrNotArchive
+		return nil, notArchive(hb[:n])
 	}
 	if string(hb[:8]) != headerMagic {
-		return nil, ErrNotArchive
+		return nil, notArchive(hb[:n])
 	}
 	if err != nil {
 		return nil, s.truncated(err)
 	}
 	s.version = binary.LittleEndian.Uint32(hb[8:])
 	if s.version > FormatVersion {
-		return nil, &VersionError{Version: int(s.version)}
+		return nil, versionError(s.version)
 	}
 	if s.version == 0 {
 		return nil, corruptf("archive: format version 0")
@@ -100,13 +102,27 @@ func NewSequential(r io.Reader, ids ...age.Identity) (*Sequential, error) {
 // Manifest returns the archive's manifest.
 func (s *Sequential) Manifest() *Manifest { return s.manifest }
 
-// truncated reports an archive that ended early as incomplete, and passes
-// other read errors on.
+// truncated reports an archive that ended early as incomplete, with the
+// number of bytes that arrived (every one of them, read ahead or not: the
+// input is at its end), and passes other read errors on.
 func (s *Sequential) truncated(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("%w: input ended at byte %d before the trailer (truncated, or the dump failed)", ErrIncomplete, s.off)
+		return &incompleteError{size: s.in.n, pipe: true}
 	}
 	return fmt.Errorf("archive: reading at byte %d: %w", s.off, err)
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+// Read implements io.Reader.
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // Next returns the next frame. It returns io.EOF only after the footer and

@@ -3,6 +3,7 @@ package archive
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -87,14 +88,19 @@ func TestSequentialDamage(t *testing.T) {
 	}
 }
 
+// TestSequentialIncompleteMessage: a cut input is reported with the bytes
+// that arrived (not the end of the last whole frame), its causes said once.
 func TestSequentialIncompleteMessage(t *testing.T) {
 	data, _ := smallArchive(t, "zstd")
-	_, err := readSequential(data[:len(data)-10])
-	if !errors.Is(err, ErrIncomplete) {
-		t.Fatalf("err = %v", err)
-	}
-	if want := "truncated, or the dump failed"; !bytes.Contains([]byte(err.Error()), []byte(want)) {
-		t.Errorf("message %q lacks %q", err, want)
+	for _, n := range []int{100, 1000, len(data) - 10} {
+		_, err := readSequential(data[:n])
+		if !errors.Is(err, ErrIncomplete) {
+			t.Fatalf("cut at %d: err = %v", n, err)
+		}
+		want := fmt.Sprintf("archive is incomplete: the input ended after %d bytes, before the archive's trailer (cut off, or the dump writing it failed or is still running)", n)
+		if err.Error() != want {
+			t.Errorf("cut at %d: message %q, want %q", n, err, want)
+		}
 	}
 }
 

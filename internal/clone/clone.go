@@ -145,7 +145,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	src := newLiveSource(ctx, sess)
 	defer src.close()
 	res, err := restore.Run(ctx, src, restore.Options{
-		Target: opts.Target, SaveManifest: true, Jobs: opts.Jobs, Clean: opts.Clean, Create: opts.Create, Settings: opts.Settings,
+		Target: opts.Target, From: fmt.Sprintf("the source database %q", opts.Source.Database), SaveManifest: true, Jobs: opts.Jobs, Clean: opts.Clean, Create: opts.Create, Settings: opts.Settings,
 		Resume: opts.Resume, Filter: opts.Filter, Logger: opts.Logger, Progress: opts.Progress, Programs: opts.Programs,
 	})
 	if err != nil {

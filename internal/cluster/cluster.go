@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -131,6 +132,31 @@ func chooseDatabases(all []database, exclude []string) (keep []database, skipped
 		}
 	}
 	return keep, skipped, nil
+}
+
+// noDatabase is the error of a whole-server run that has no database
+// left to read: the server (not the database it connected to) and why
+// each one was skipped, so that the --exclude-database that took them
+// all is seen.
+func noDatabase(verb string, src *pgx.ConnConfig, skipped []archive.SkippedDatabase) error {
+	var reasons []string
+	var order []string
+	names := map[string][]string{}
+	for _, d := range skipped {
+		if names[d.Reason] == nil {
+			order = append(order, d.Reason)
+		}
+		names[d.Reason] = append(names[d.Reason], pg.Ident(d.Name))
+	}
+	next := ""
+	for _, r := range order {
+		label := r
+		if r == "--exclude-database" {
+			label, next = "excluded by --exclude-database", ": loosen --exclude-database"
+		}
+		reasons = append(reasons, fmt.Sprintf("%s: %s", label, strings.Join(names[r], ", ")))
+	}
+	return fmt.Errorf("no database to %s on the server at %s:%d: every one is skipped (%s)%s", verb, src.Host, src.Port, strings.Join(reasons, "; "), next)
 }
 
 func matchAny(res []*regexp.Regexp, s string) bool {

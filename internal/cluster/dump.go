@@ -55,7 +55,7 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	defer src.close(ctx)
 	conn, srv, tools, locks, dbs, skipped := src.conn, src.srv, src.tools, src.locks, src.dbs, src.skipped
 	if len(dbs) == 0 {
-		return nil, fmt.Errorf("no database to dump on %s: every one is a template, refuses connections or is excluded", pg.Describe(opts.Source))
+		return nil, noDatabase("dump", opts.Source, skipped)
 	}
 	globals, noPasswords, err := readGlobals(ctx, conn, opts.Source, tools, opts.NoRolePasswords)
 	if err != nil {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"io"
@@ -340,7 +341,11 @@ func finishSource(opts RestoreOptions) error {
 		if opts.Database != "" {
 			again = "restore it again with --clean from a sound archive"
 		}
-		return fmt.Errorf("archive on %s is incomplete or damaged (%w): the restore is not finished; %s", opts.Where, err, again)
+		if errors.Is(err, archive.ErrCorrupt) {
+			return fmt.Errorf("archive on %s is damaged: %w; the restore is not finished; %s", opts.Where, err, again)
+		}
+		// The error says it is incomplete, and how many bytes came.
+		return fmt.Errorf("archive on %s: %w; the restore is not finished; %s", opts.Where, err, again)
 	}
 	return nil
 }

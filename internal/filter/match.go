@@ -89,11 +89,27 @@ func (o Options) Match(db string, schemas []string, rels []Rel) (*Matched, error
 	}
 	switch {
 	case len(o.Tables) > 0 && len(out.Relations) == 0:
-		return nil, fmt.Errorf("no matching tables were found in the archive")
+		return nil, &NoMatchError{What: "tables"}
 	case len(o.Tables) == 0 && len(o.Schemas) > 0 && len(out.Schemas) == 0:
-		return nil, fmt.Errorf("no matching schemas were found in the archive")
+		return nil, &NoMatchError{What: "schemas"}
 	}
 	return out, nil
+}
+
+// NoMatchError is Match finding nothing that -t (or -n) selects, in pg_dump's
+// words; In names where it looked (the archive, a clone's source), which the
+// caller knows and Match does not.
+type NoMatchError struct {
+	What string // "tables" or "schemas"
+	In   string // e.g. "the archive"; empty: not said
+}
+
+// Error implements error.
+func (e *NoMatchError) Error() string {
+	if e.In == "" {
+		return fmt.Sprintf("no matching %s were found", e.What)
+	}
+	return fmt.Sprintf("no matching %s were found in %s", e.What, e.In)
 }
 
 // CheckDatabase refuses three-part names (db.schema.table) and two-part

@@ -36,8 +36,8 @@ func TestMatch(t *testing.T) {
 		{"three-part name", Options{Selection: Selection{Tables: []string{"shop.app.users"}}}, "", "app.users", ""},
 		{"other database", Options{Selection: Selection{Tables: []string{"other.app.users"}}}, "", "", "cross-database references are not implemented: other.app.users"},
 		{"exclude table data keeps the table", Options{Selection: Selection{Schemas: []string{"app"}, ExcludeTableData: []string{"app.users"}}}, "app", "app.orders,app.users", ""},
-		{"no match", Options{Selection: Selection{Tables: []string{"nope"}}}, "", "", "no matching tables were found in the archive"},
-		{"no schema match", Options{Selection: Selection{Schemas: []string{"nope"}}}, "", "", "no matching schemas were found in the archive"},
+		{"no match", Options{Selection: Selection{Tables: []string{"nope"}}}, "", "", "no matching tables were found"},
+		{"no schema match", Options{Selection: Selection{Schemas: []string{"nope"}}}, "", "", "no matching schemas were found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := tc.opts.Match("shop", schemas, rels)

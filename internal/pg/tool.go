@@ -24,16 +24,24 @@ func ToolError(stderr []byte, err error) string {
 		line = last
 	}
 	for i, l := range lines {
-		if strings.Contains(l, "error:") {
-			line = strings.TrimSpace(l)
-			// A server's hint that is the remedy ("out of shared memory":
-			// increase max_locks_per_transaction) follows on its own line.
-			if i+1 < len(lines) {
-				if hint, ok := strings.CutPrefix(strings.TrimSpace(lines[i+1]), "HINT:"); ok {
-					line += "; " + strings.TrimSpace(hint)
+		if strings.Contains(l, "error:") || isPsqlError(l) {
+			line = strings.TrimSpace(psqlLocation(l))
+			// The server's detail (the key a foreign key misses) and its
+			// hint, often the remedy ("out of shared memory": increase
+			// max_locks_per_transaction), follow on lines of their own.
+			rest := lines[i+1:]
+			for len(rest) > 0 {
+				more, ok := strings.CutPrefix(strings.TrimSpace(rest[0]), "HINT:")
+				if !ok {
+					more, ok = strings.CutPrefix(strings.TrimSpace(rest[0]), "DETAIL:")
 				}
+				if !ok {
+					break
+				}
+				line += "; " + strings.TrimSpace(more)
+				rest = rest[1:]
 			}
-			if stmt := failedCommand(lines[i+1:]); stmt != "" {
+			if stmt := failedCommand(rest); stmt != "" {
 				line += " (statement: " + stmt + ")"
 			}
 			break
@@ -49,6 +57,23 @@ func ToolError(stderr []byte, err error) string {
 		}
 	}
 	return line
+}
+
+// isPsqlError reports whether l is psql's report of a server error in a
+// script ("ERROR:  ...", or "psql:FILE:12: ERROR:  ..." for a file), which
+// says ERROR where client programs say "error:".
+func isPsqlError(l string) bool {
+	return strings.HasPrefix(l, "ERROR:  ") || strings.HasPrefix(l, "psql:") && strings.Contains(l, ": ERROR:  ")
+}
+
+// psqlLocation drops the script location psql may put before a server's
+// message ("psql:FILE:12: "): it names a line of pgsprint's own script.
+func psqlLocation(l string) string {
+	if !strings.HasPrefix(l, "psql:") || !isPsqlError(l) {
+		return l
+	}
+	_, rest, _ := strings.Cut(l, ": ")
+	return rest
 }
 
 // toolPrefixes are what client programs start their messages with.

@@ -349,7 +349,7 @@ func TestLinesMode(t *testing.T) {
 
 // TestSummaryText checks the people's summary and the JSON file.
 func TestSummaryText(t *testing.T) {
-	s := Summary{Op: "dump", Target: "db.pgs", WallSeconds: 2, Tables: 3, Chunks: 4, Rows: 1500, RawBytes: 4 << 20,
+	s := Summary{Op: "dump", Target: "db.pgs", WallSeconds: 2, Tables: 3, Chunks: 4, Rows: 1500, RawBytes: 4 << 20, CopyFormat: "text",
 		StoredBytes: 1 << 20, Codec: "zstd", Sequences: 1, LargeObj: 2, RawPerSec: 2 << 20, RowsPerSec: 750,
 		Phases:  []PhaseTime{{Name: "data", Start: time.Second, Elapsed: time.Second, Busy: 2 * time.Second, Items: 4}},
 		Largest: []TableTime{{Table: `"public"."t"`, Bytes: 3 << 20, Seconds: 1.5}},
@@ -358,7 +358,7 @@ func TestSummaryText(t *testing.T) {
 	s.WriteText(&out)
 	for _, want := range []string{
 		"dumped 3 tables in 4 chunks, 1,500 rows, 1 sequences, 2 large objects to db.pgs in 2s\n",
-		"  data:    4.0 MiB raw, 1.0 MiB stored (zstd, 4.0x); 2.0 MiB/s, 750 rows/s\n",
+		"  data:    4.0 MiB raw (COPY text), 1.0 MiB stored (zstd, 4.0x); 2.0 MiB/s, 750 rows/s\n",
 		"data", "2s      4\n",
 		`  largest: "public"."t" 3.0 MiB 1.5s`,
 		"  slowest: index i 250ms\n",

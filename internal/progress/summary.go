@@ -14,13 +14,18 @@ import (
 // Summary is the end-of-run report: what moved, how fast, where the time
 // went. --summary-json writes it for scripts; WriteText for people.
 type Summary struct {
-	Op          string      `json:"op"`
-	Target      string      `json:"target"` // file or database
-	WallSeconds float64     `json:"wall_s"`
-	Tables      int         `json:"tables"`
-	Chunks      int         `json:"chunks"`
-	Rows        int64       `json:"rows"`
-	RawBytes    int64       `json:"raw_bytes"`
+	Op          string  `json:"op"`
+	Target      string  `json:"target"` // file or database
+	WallSeconds float64 `json:"wall_s"`
+	Tables      int     `json:"tables"`
+	Chunks      int     `json:"chunks"`
+	Rows        int64   `json:"rows"`
+	RawBytes    int64   `json:"raw_bytes"`
+	// CopyFormat is the COPY format the raw bytes are counted in
+	// ("text", "binary", "text and binary"): a clone between servers of
+	// one major moves binary COPY, an archive holds text, and the same
+	// rows differ in size between them.
+	CopyFormat  string      `json:"copy_format,omitempty"`
 	StoredBytes int64       `json:"stored_bytes,omitempty"` // compressed, in the archive
 	Sequences   int         `json:"sequences"`
 	LargeObj    int         `json:"large_objects"`
@@ -167,6 +172,9 @@ func (s *Summary) WriteText(w io.Writer) {
 		verb, s.Tables, s.Chunks, Count(s.Rows), s.Sequences, s.LargeObj, map[bool]string{true: "to", false: "into"}[s.Op == "dump"],
 		s.Target, Dur(time.Duration(s.WallSeconds*float64(time.Second))))
 	bytes := "  data:    " + Bytes(s.RawBytes) + " raw"
+	if s.CopyFormat != "" {
+		bytes += " (COPY " + s.CopyFormat + ")"
+	}
 	if s.StoredBytes > 0 {
 		bytes += fmt.Sprintf(", %s stored (%s, %.1fx)", Bytes(s.StoredBytes), s.Codec, float64(s.RawBytes)/float64(s.StoredBytes))
 	}

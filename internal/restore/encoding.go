@@ -37,8 +37,24 @@ func explain(err error, archiveEncoding, targetEncoding string, opts Options) er
 		return err
 	case preflight.IsEncodingError(err) && targetEncoding != "" && targetEncoding != archiveEncoding:
 		return fmt.Errorf("%w (this archive's text is %s, which a %s database cannot hold: restore into a %s database)", err, archiveEncoding, targetEncoding, preflight.WideEnough(archiveEncoding))
+	case missingRole(err) != "" && !(opts.NoOwner && opts.NoACL):
+		return fmt.Errorf("%w (the archive's objects name role %q, which the target server lacks: create it first (dump --all carries the roles), or leave out ownership and privileges with -O (--no-owner) and -x (--no-privileges))", err, missingRole(err))
 	case isPrivilegeError(err) && !(opts.NoOwner && opts.NoACL):
 		return fmt.Errorf("%w (restoring as a role that does not own the archive's objects? -O (--no-owner) and -x (--no-privileges) leave out ownership and privileges)", err)
+	case opts.UseList != "" && strings.Contains(err.Error(), "violates foreign key constraint"):
+		return fmt.Errorf("%w (the -L list keeps this foreign key but not all the rows it refers to: keep the referenced table's TABLE DATA entry, or comment out the FK CONSTRAINT entry)", err)
 	}
 	return err
+}
+
+// missingRole is the role that err says does not exist, or "": the
+// server quotes the name as it is, quotes inside it included.
+func missingRole(err error) string {
+	msg := err.Error()
+	i := strings.Index(msg, `role "`)
+	j := strings.Index(msg, `" does not exist`)
+	if i < 0 || j < i+len(`role "`) {
+		return ""
+	}
+	return msg[i+len(`role "`) : j]
 }

@@ -2,8 +2,10 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
@@ -184,7 +186,11 @@ func List(ctx context.Context, ar archive.Source, w io.Writer, log *slog.Logger)
 func (ch *chooser) chooseFromList(ctx context.Context) (*archive.Manifest, error) {
 	text, err := os.ReadFile(ch.opts.UseList)
 	if err != nil {
-		return nil, fmt.Errorf("read list: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path once: "-L x.list: no such file or directory"
+		}
+		return nil, fmt.Errorf("-L %s: %w", ch.opts.UseList, err)
 	}
 	lines, err := toc.ParseUseList(string(text))
 	if err != nil {

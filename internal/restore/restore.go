@@ -15,6 +15,7 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -36,6 +37,10 @@ type Options struct {
 	// archive of its own (clone's live source, a database's view of a
 	// whole-server archive).
 	Where string
+	// From names what the restore reads in messages about its content
+	// ("no matching tables were found in ..."): "the archive" when
+	// empty; a clone names its source database.
+	From string
 	// SaveManifest keeps the manifest with the journal in the target: a
 	// resumed clone, whose source has no archive to read it from again,
 	// plans nothing without it (journal.ReadManifest).
@@ -119,6 +124,7 @@ type Result struct {
 	Tables       int
 	Chunks       int // table data chunks, as the dump counted them (large objects apart)
 	Rows         int64
+	CopyFormat   string // the COPY format of the data read (archive.Manifest.CopyFormat)
 	LargeObjects int
 	Sequences    int
 	Resumed      int // steps an earlier, interrupted run had finished
@@ -164,12 +170,6 @@ func Run(ctx context.Context, source archive.Source, opts Options) (*Result, err
 		return nil, fmt.Errorf("the archive holds a whole server (dump --all): restore it with --all, or one of its databases with --database NAME")
 	}
 
-	schemaFile, err := archive.ExtractSchema(ar)
-	if err != nil {
-		return nil, err
-	}
-	defer schemaFile.Remove()
-
 	// Failures are explained with the target's encoding once pre-data has
 	// read it.
 	var pre *preData
@@ -178,8 +178,19 @@ func Run(ctx context.Context, source archive.Source, opts Options) (*Result, err
 		if pre != nil {
 			enc = pre.encoding
 		}
-		return nil, explain(src.damaged(err), m.Encoding, enc, opts)
+		err = explain(src.damaged(err), m.Encoding, enc, opts)
+		if pre != nil && errors.Is(err, archive.ErrIncomplete) {
+			// The journal in the target knows what was done: the next
+			// run is told to finish it (checkJournal says the same).
+			err = fmt.Errorf("%w; the target is partly restored: restore the whole archive with --resume to finish it, or with --clean to start over", err)
+		}
+		return nil, err
 	}
+	schemaFile, err := archive.ExtractSchema(ar)
+	if err != nil {
+		return fail(err)
+	}
+	defer schemaFile.Remove()
 	tools, targetMajor, err := chooseTools(ctx, opts, m, log)
 	if err != nil {
 		return fail(err)
@@ -222,7 +233,7 @@ func Run(ctx context.Context, source archive.Source, opts Options) (*Result, err
 	return &Result{
 		Database: t.cfg.Database,
 		Tables:   len(sel.m.Tables), Chunks: len(sel.m.Chunks), LargeObjects: len(sel.m.LargeObjects), Sequences: len(sel.m.Sequences),
-		Rows: rows, Resumed: t.resumed, Elapsed: time.Since(start), Phases: ph.list, Slowest: slowest,
+		Rows: rows, CopyFormat: sel.m.CopyFormat(), Resumed: t.resumed, Elapsed: time.Since(start), Phases: ph.list, Slowest: slowest,
 	}, nil
 }
 

@@ -1,7 +1,9 @@
 package restore
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -178,6 +180,10 @@ func (ch *chooser) chooseParts(ctx context.Context, skip func(...uint32)) error 
 		}
 		var err error
 		if matched, err = f.Match(ch.m.Database, schemas, rels); err != nil {
+			var none *filter.NoMatchError
+			if errors.As(err, &none) {
+				none.In = cmp.Or(ch.opts.From, "the archive")
+			}
 			return err
 		}
 	}

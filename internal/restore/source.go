@@ -27,12 +27,17 @@ type openedSource struct {
 
 // damaged names the archive in an error caused by its bytes (a checksum
 // mismatch found while a table loads says which stream and frame, not
-// which file or object).
+// which file or object), or by its end (a pipe cut before the trailer).
 func (s *openedSource) damaged(err error) error {
-	if s.where == "" || !errors.Is(err, archive.ErrCorrupt) {
+	switch {
+	case s.where == "":
 		return err
+	case errors.Is(err, archive.ErrCorrupt):
+		return fmt.Errorf("archive on %s is damaged: %w", s.where, err)
+	case errors.Is(err, archive.ErrIncomplete):
+		return fmt.Errorf("archive on %s: %w", s.where, err)
 	}
-	return fmt.Errorf("archive on %s is damaged: %w", s.where, err)
+	return err
 }
 
 // openSource returns what the restore reads from src, which the archive
@@ -43,15 +48,7 @@ func openSource(src archive.Source, where string) *openedSource {
 	o := &openedSource{Source: src, finish: func() error { return nil }, skip: func(...uint32) {}, where: where,
 		indexed: src.Order() == archive.Indexed, demuxed: src.Order() == archive.Interleaved}
 	if f, ok := src.(archive.Finisher); ok {
-		o.finish = f.Finish
-		if where != "" {
-			o.finish = func() error {
-				if err := f.Finish(); err != nil {
-					return fmt.Errorf("archive on %s is incomplete or damaged (%w); the target is partly restored: restore again with --clean", where, err)
-				}
-				return nil
-			}
-		}
+		o.finish = f.Finish // its error is named by damaged, as any other
 	}
 	if s, ok := src.(archive.Skipper); ok {
 		o.skip = s.Skip

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -31,16 +32,27 @@ func ParseRecipient(s string) (age.Recipient, error) {
 	return rs[0], nil
 }
 
+// fileError is a key file that cannot be read, named once: the caller
+// says which flag named it ("--identity: keys.txt: no such file or
+// directory", not "open keys.txt" inside "identity file").
+func fileError(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", path, pe.Err)
+	}
+	return err
+}
+
 // ReadRecipientsFile reads a recipients file as age's -R does: one public
 // key per line, # comments and empty lines ignored.
 func ReadRecipientsFile(path string) ([]age.Recipient, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("recipients file: %w", err)
+		return nil, fileError(path, err)
 	}
 	rs, err := age.ParseRecipients(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("recipients file %s: %v", path, err)
+		return nil, fmt.Errorf("%s: not a recipients file: %v", path, err)
 	}
 	return rs, nil
 }
@@ -51,12 +63,12 @@ func ReadRecipientsFile(path string) ([]age.Recipient, error) {
 func ReadIdentityFile(path string) ([]age.Identity, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("identity file: %w", err)
+		return nil, fileError(path, err)
 	}
 	ids, err := age.ParseIdentities(bytes.NewReader(b))
 	if err != nil {
 		// age's messages never quote key material.
-		return nil, fmt.Errorf("identity file %s: %v", path, err)
+		return nil, fmt.Errorf("%s: not an identity file: %v", path, err)
 	}
 	for i, id := range ids {
 		ids[i] = Named{Identity: id, Name: "identity file " + path + " (" + Describe(id) + ")"}
@@ -93,7 +105,7 @@ func Describe(id age.Identity) string {
 func ReadPassphraseFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("passphrase file: %w", err)
+		return "", fileError(path, err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -103,10 +115,10 @@ func ReadPassphraseFile(path string) (string, error) {
 		line = strings.TrimSuffix(sc.Text(), "\r")
 	}
 	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("passphrase file %s: %w", path, err)
+		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	if line == "" {
-		return "", fmt.Errorf("passphrase file %s: the first line is empty", path)
+		return "", fmt.Errorf("%s: the first line is empty: the passphrase is the first line", path)
 	}
 	return line, nil
 }

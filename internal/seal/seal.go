@@ -152,20 +152,30 @@ type KeyError struct {
 	Recipients []string // empty for archives that do not list them
 	Passphrase bool
 	Given      bool // identities were given, and none matched
+	// GivenPassphrase and GivenIdentity say which kinds were given: a
+	// passphrase archive opened with only --identity files is told so,
+	// not that its passphrase does not match.
+	GivenPassphrase, GivenIdentity bool
 }
 
 // Error is one line, never naming a key the archive does not already
 // name in clear.
 func (e *KeyError) Error() string {
 	if e.Passphrase {
-		if e.Given {
+		switch {
+		case e.GivenPassphrase:
 			return "archive is encrypted with a passphrase; the passphrase does not match"
+		case e.GivenIdentity:
+			return "archive is encrypted with a passphrase, not to an age identity: give its passphrase (--passphrase-file FILE or PGSPRINT_PASSPHRASE) instead of --identity"
 		}
 		return "archive is encrypted with a passphrase; none given (--passphrase-file FILE or PGSPRINT_PASSPHRASE)"
 	}
 	what := "archive is encrypted"
 	if len(e.Recipients) > 0 {
 		what += " to " + strings.Join(e.Recipients, ", ")
+	}
+	if e.Given && !e.GivenIdentity {
+		return what + ", not with a passphrase: give a matching identity (--identity FILE)"
 	}
 	if e.Given {
 		return what + "; no matching identity (none of the given identities opens it)"
@@ -253,7 +263,18 @@ func Unwrap(envBytes []byte, identities ...age.Identity) (*Key, error) {
 		break
 	}
 	if by == nil {
-		return nil, &KeyError{Recipients: env.Recipients, Passphrase: env.Passphrase, Given: len(identities) > 0}
+		kerr := &KeyError{Recipients: env.Recipients, Passphrase: env.Passphrase, Given: len(identities) > 0}
+		for _, id := range identities {
+			if n, ok := id.(Named); ok {
+				id = n.Identity
+			}
+			if _, ok := id.(*age.ScryptIdentity); ok {
+				kerr.GivenPassphrase = true
+			} else {
+				kerr.GivenIdentity = true
+			}
+		}
+		return nil, kerr
 	}
 	dataKey, err := io.ReadAll(io.LimitReader(r, keySize+1))
 	if err != nil {

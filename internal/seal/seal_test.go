@@ -153,6 +153,42 @@ func TestPassphrase(t *testing.T) {
 	}
 }
 
+// TestKeyErrorNamesWhatWasGiven: a key of the wrong kind is named as
+// such (an identity for a passphrase archive, a passphrase for one
+// encrypted to keys), not as a passphrase or identity that does not match;
+// the command line's Named wrappers included.
+func TestKeyErrorNamesWhatWasGiven(t *testing.T) {
+	r, err := PassphraseRecipient("s3cret words", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, byPass, err := New(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, byKey, err := New(newIdentity(t).Recipient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong, _ := PassphraseIdentity("other words")
+	for _, tc := range []struct {
+		name string
+		env  []byte
+		ids  []age.Identity
+		want string
+	}{
+		{"wrong passphrase", byPass, []age.Identity{Named{Identity: wrong, Name: "the passphrase"}}, "archive is encrypted with a passphrase; the passphrase does not match"},
+		{"identity for a passphrase", byPass, []age.Identity{Named{Identity: newIdentity(t), Name: "k"}},
+			"archive is encrypted with a passphrase, not to an age identity: give its passphrase (--passphrase-file FILE or PGSPRINT_PASSPHRASE) instead of --identity"},
+		{"passphrase for keys", byKey, []age.Identity{Named{Identity: wrong, Name: "the passphrase"}}, "archive is encrypted, not with a passphrase: give a matching identity (--identity FILE)"},
+		{"other identity", byKey, []age.Identity{newIdentity(t)}, "archive is encrypted; no matching identity (none of the given identities opens it)"},
+	} {
+		if _, err := Unwrap(tc.env, tc.ids...); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
 func TestEnvelopeRefused(t *testing.T) {
 	id := newIdentity(t)
 	_, env, err := New(id.Recipient())

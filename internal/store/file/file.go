@@ -48,6 +48,14 @@ func (b *Backend) Create(ctx context.Context, _ store.CreateOptions) (store.Sink
 	}
 	f, err := tempfile.Create(tempfile.Partial(b.path))
 	if err != nil {
+		// Name the archive's directory, not the temporary name in it.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("create archive %s: directory %s does not exist", b.path, filepath.Dir(b.path))
+			}
+			return nil, fmt.Errorf("create archive %s: in directory %s: %w", b.path, filepath.Dir(b.path), pe.Err)
+		}
 		return nil, fmt.Errorf("create archive %s: %w", b.path, err)
 	}
 	return &sink{f: f, buf: bufio.NewWriterSize(f, writeBuffer), final: b.path}, nil
@@ -61,10 +69,15 @@ func (b *Backend) Open(ctx context.Context) (store.Source, error) {
 	}
 	f, err := os.Open(b.path)
 	if err != nil {
+		// The path once, not "open archive: open PATH: ...".
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			err = notFound{err}
 		}
-		return nil, fmt.Errorf("open archive: %w", err)
+		return nil, fmt.Errorf("open archive %s: %w", b.path, err)
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -73,7 +86,10 @@ func (b *Backend) Open(ctx context.Context) (store.Source, error) {
 	}
 	if st.IsDir() {
 		f.Close()
-		return nil, fmt.Errorf("open archive %s: is a directory", b.path)
+		if _, err := os.Stat(filepath.Join(b.path, "toc.dat")); err == nil {
+			return nil, fmt.Errorf("open archive %s: not a pgsprint archive: it is a pg_dump directory-format archive (pg_dump -Fd, it holds toc.dat): restore it with pg_restore", b.path)
+		}
+		return nil, fmt.Errorf("open archive %s: is a directory: give the archive's file", b.path)
 	}
 	return &source{f: f, size: st.Size()}, nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/pgsprint/pgsprint/internal/store"
 	"github.com/pgsprint/pgsprint/internal/store/remote"
@@ -90,6 +91,11 @@ func (b *Backend) String() string { return "s3://" + b.bucket + "/" + b.key }
 // surface (as *store.AccessError).
 func (b *Backend) client(ctx context.Context) (*awss3.Client, error) {
 	opts := []func(*config.LoadOptions) error{
+		// The SDK's own log lines ("WARN falling back to IMDSv1" while it
+		// looks for credentials) would come before pgsprint's one-line
+		// error, and name a step rather than the cause: the error that
+		// ends the run says what is missing.
+		config.WithLogger(logging.Nop{}),
 		// A restore keeps up to 4 ranges in flight per connection: keep
 		// their connections open between requests.
 		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
