@@ -247,11 +247,13 @@ func (p *Packer) flush() error {
 // appendPack writes a Pack frame and closes its members' streams, each
 // naming the pack in its footer entry.
 func (w *Writer) appendPack(h *frameHeader, payload []byte, ms []member, stored []int64) error {
-	if err := w.appendFrame(h, payload); err != nil {
-		return err
-	}
+	// One lock for the frame and its index: another worker's frame
+	// appended in between would take the pack's place in the entries.
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err := w.appendFrameLocked(h, payload); err != nil {
+		return err
+	}
 	at := uint32(len(w.frames) - 1)
 	for i, m := range ms {
 		st := w.streams[m.id]

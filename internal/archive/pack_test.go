@@ -3,6 +3,7 @@ package archive
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -287,5 +288,57 @@ func TestPackerMustClose(t *testing.T) {
 	}
 	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "1 stream(s) opened but not closed") {
 		t.Errorf("Close: %v", err)
+	}
+}
+
+// TestPackedConcurrentWorkers writes the streams as a dump does with
+// several workers: each its own Packer, all into one Writer at once, with
+// ordinary frames of other workers landing between a pack's frame and its
+// footer entries. Every stream must read back from the pack it is in (a
+// race once indexed a pack's streams at another worker's frame).
+func TestPackedConcurrentWorkers(t *testing.T) {
+	const workers = 4
+	var streams []testStream
+	for i := uint32(0); i < 400; i++ {
+		switch {
+		case i%10 == 0: // big: ordinary frames, written while the others pack
+			streams = append(streams, testStream{id: 10 + i, kind: KindLargeObject, data: randomBytes(uint64(i), 5000)})
+		default:
+			n := int(i%4) + 1
+			streams = append(streams, testStream{id: 10 + i, kind: KindData, data: copyRows(uint64(i), n), rows: int64(n)})
+		}
+	}
+	for round := 0; round < 20; round++ {
+		var out bytes.Buffer
+		w, err := NewWriter(&out, testManifest(streams), mustCodec(t, "zstd", 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, workers)
+		for k := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := w.Packer(1000, 2000)
+				for i := k; i < len(streams); i += workers {
+					if err := writeThrough(p, streams[i], 256); err != nil {
+						errs[k] = err
+						return
+					}
+				}
+				errs[k] = p.Close()
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkAll(t, out.Bytes(), streams); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
 	}
 }

@@ -139,10 +139,16 @@ func (w *Writer) Stream(kind Kind, id uint32) *StreamWriter {
 
 // appendFrame writes one finished frame and indexes it.
 func (w *Writer) appendFrame(h *frameHeader, payload []byte) error {
-	var hb [frameHeaderSize]byte
-	h.marshal(&hb)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.appendFrameLocked(h, payload)
+}
+
+// appendFrameLocked is appendFrame with w.mu held: a caller that needs the
+// frame's index (len(w.frames)-1) reads it before another frame follows.
+func (w *Writer) appendFrameLocked(h *frameHeader, payload []byte) error {
+	var hb [frameHeaderSize]byte
+	h.marshal(&hb)
 	if w.err != nil {
 		return w.err
 	}
