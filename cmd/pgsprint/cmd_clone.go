@@ -202,7 +202,7 @@ func (o cloneOptions) options(src, dst *pgx.ConnConfig, method chunk.Method, w *
 	return clone.Options{
 		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, Settings: o.settings,
 		Split:    chunk.Options{ChunkSize: int64(o.chunkSize), Method: method},
-		Snapshot: o.snapshot, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
+		Snapshot: o.snapshot, SerializableDeferrable: o.compat.serialDef, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		Version: version, Logger: o.log.logger(), Progress: w.reporter,
 		Programs: &pgbin.Finder{}, Subset: o.spec,
 	}

@@ -73,7 +73,7 @@ func (c *compatFlags) register(fs *pflag.FlagSet, f *filter.Options) {
 		fs.BoolVar(&f.IncludeLargeObjects, "blobs", false, "same as --large-objects (deprecated, as in pg_dump)")
 		fs.BoolVarP(&f.ExcludeLargeObjects, "no-large-objects", "B", false, "leave out large objects")
 		fs.BoolVar(&f.ExcludeLargeObjects, "no-blobs", false, "same as --no-large-objects (deprecated, as in pg_dump)")
-		fs.BoolVar(&c.serialDef, "serializable-deferrable", false, "not taken: see README")
+		fs.BoolVar(&c.serialDef, "serializable-deferrable", false, "read in a snapshot no running serializable transaction can make anomalous, waiting for one if need be (as pg_dump)")
 	}
 	c.refused = map[string]string{
 		"encoding": "pgsprint archives always hold table data in the source database's encoding, and restore converts it to the target's (a --to-sql script names the encoding of each part): -E has no meaning here",
@@ -89,10 +89,6 @@ func (c *compatFlags) register(fs *pflag.FlagSet, f *filter.Options) {
 			"schema and data come by default, statistics too (--statistics is accepted as that default); leave a part out with --no-schema, --no-data or --no-statistics"
 	}
 	fs.StringVar(&c.restrictKey, "restrict-key", "", "not taken: plain-text scripts only (see README)")
-	if live {
-		c.refused["serializable-deferrable"] = "pgsprint reads every table in the one exported snapshot of a REPEATABLE READ transaction shared by its " +
-			"readers and pg_dump; for a snapshot free of serialization anomalies, export one from a SERIALIZABLE READ ONLY DEFERRABLE transaction and pass it with --snapshot"
-	}
 	fs.StringVarP(&c.encoding, "encoding", "E", "", "not taken: the archive holds the source's encoding and restore converts (see README)")
 	fs.BoolVar(&c.loadViaRoot, "load-via-partition-root", false, "not taken: pgsprint loads each partition itself (see README)")
 	if c.cmd == "restore" {

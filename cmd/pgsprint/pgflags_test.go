@@ -684,7 +684,6 @@ func TestPgFlagsRefused(t *testing.T) {
 		{[]string{"restore", "-f", "x.pgs", "-d", "x", "--transaction-size", "0"}, "--transaction-size must be in range 1..2147483647"},
 		{[]string{"dump", "-d", "x", "--with-statistics"}, "PostgreSQL 18's betas had it"},
 		{[]string{"restore", "-f", "x.pgs", "-d", "x", "--restrict-key", "k"}, "--restrict-key is not supported by pgsprint restore"},
-		{[]string{"dump", "-d", "x", "--serializable-deferrable"}, "export one from a SERIALIZABLE READ ONLY DEFERRABLE transaction"},
 		{[]string{"dump", "-d", "x", "--use-set-session-authorization"}, "use pgsprint restore --use-set-session-authorization"},
 		{[]string{"dump", "--all", "-g"}, "use pg_dumpall --globals-only"},
 		{[]string{"dump", "-d", "x", "--no-role-passwords"}, "--no-role-passwords applies to --all only"},

@@ -62,6 +62,8 @@ type Options struct {
 	// clone exports, so that a killed clone can be finished at the same
 	// instant of the source.
 	Snapshot string
+	// SerializableDeferrable is dump.SessionOptions.SerializableDeferrable.
+	SerializableDeferrable bool
 	// Resume finishes a clone in Snapshot that was interrupted, even
 	// killed: the plan it saved in the target's journal is reused and the
 	// steps it finished are skipped. Without a journal in the target it is
@@ -132,7 +134,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	dumped := filter.Options{Selection: filter.Selection{Extensions: f.Extensions, ExcludeExtensions: f.ExcludeExtensions,
 		NoUnloggedTableData: f.NoUnloggedTableData, ExcludeLargeObjects: f.ExcludeLargeObjects && !f.IncludeLargeObjects}, Objects: f.Objects}
 	sess, err := dump.Begin(ctx, dump.SessionOptions{EarlySchema: true, BinaryForMajor: binaryFor, Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock, Filter: dumped,
-		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger,
+		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, SerializableDeferrable: opts.SerializableDeferrable, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger,
 		NoStatistics: opts.NoStatistics, Programs: opts.Programs, Locks: opts.Locks, Subset: opts.Subset})
 	if err != nil {
 		return nil, explainSnapshot(err, opts)

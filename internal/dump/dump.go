@@ -44,6 +44,8 @@ type Options struct {
 	// Snapshot is SessionOptions.Snapshot: read in a snapshot another
 	// session exported (pg_dump --snapshot) instead of exporting one.
 	Snapshot string
+	// SerializableDeferrable is SessionOptions.SerializableDeferrable.
+	SerializableDeferrable bool
 	// Progress hears about the work as it happens; nil reports nowhere.
 	Progress progress.Reporter
 	// NoStatistics is SessionOptions.NoStatistics.
@@ -90,7 +92,7 @@ func (opts Options) WithDefaults() Options {
 // EarlySchema and Locks are the caller's to add.
 func (opts Options) SessionOptions(cfg *pgx.ConnConfig) SessionOptions {
 	return SessionOptions{Source: cfg, Jobs: opts.Jobs, BlockSize: opts.BlockSize, Split: opts.Split, Version: opts.Version,
-		Filter: opts.Filter, LockWaitTimeout: opts.LockWaitTimeout, NoStatistics: opts.NoStatistics, Programs: opts.Programs, Logger: opts.Logger, Subset: opts.Subset}
+		Filter: opts.Filter, LockWaitTimeout: opts.LockWaitTimeout, SerializableDeferrable: opts.SerializableDeferrable, NoStatistics: opts.NoStatistics, Programs: opts.Programs, Logger: opts.Logger, Subset: opts.Subset}
 }
 
 // Result summarises a finished dump.

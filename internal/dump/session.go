@@ -31,6 +31,11 @@ type SessionOptions struct {
 	// snapshot), so that an interrupted clone can be finished in the very
 	// instant it began in.
 	Snapshot string
+	// SerializableDeferrable exports the snapshot from a SERIALIZABLE READ
+	// ONLY DEFERRABLE transaction (pg.ExportSafeSnapshot), as pg_dump
+	// --serializable-deferrable; it means nothing with Snapshot, and is
+	// ignored on a standby, which cannot run one.
+	SerializableDeferrable bool
 	// Manifest, when set, is used instead of planning one: the plan an
 	// earlier, interrupted run in the same Snapshot made (saved in the
 	// target's journal). Planning again would not give the same chunks,
@@ -145,7 +150,15 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 		}
 		log.Info("snapshot imported", "snapshot", s.snap.ID, "server", s.srv.Version, "pg_dump", s.tools.Version)
 	} else {
-		if s.snap, err = pg.ExportSnapshot(ctx, s.leader); err != nil {
+		export := pg.ExportSnapshot
+		switch {
+		case opts.SerializableDeferrable && s.srv.InRecovery:
+			log.Warn("--serializable-deferrable is ignored on a standby, which cannot run a serializable transaction: the snapshot is an ordinary one")
+		case opts.SerializableDeferrable:
+			log.Info("waiting for a snapshot no running serializable transaction can make anomalous (--serializable-deferrable)")
+			export = pg.ExportSafeSnapshot
+		}
+		if s.snap, err = export(ctx, s.leader); err != nil {
 			return err
 		}
 		log.Info("snapshot exported", "snapshot", s.snap.ID, "server", s.srv.Version, "pg_dump", s.tools.Version)

@@ -21,7 +21,21 @@ type Snapshot struct {
 // ExportSnapshot starts a REPEATABLE READ READ ONLY transaction on conn and
 // exports its snapshot. Works on a hot standby and without superuser.
 func ExportSnapshot(ctx context.Context, conn *pgx.Conn) (*Snapshot, error) {
-	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+	return exportSnapshot(ctx, conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+}
+
+// ExportSafeSnapshot is ExportSnapshot from a SERIALIZABLE READ ONLY
+// DEFERRABLE transaction, as pg_dump --serializable-deferrable: the server
+// hands it a snapshot only once no serializable transaction still running
+// could make it show an anomaly, so that a dump of a database whose writers
+// rely on SERIALIZABLE matches some serial order of their transactions. It
+// may wait for those writers; a hot standby cannot run it.
+func ExportSafeSnapshot(ctx context.Context, conn *pgx.Conn) (*Snapshot, error) {
+	return exportSnapshot(ctx, conn, "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE")
+}
+
+func exportSnapshot(ctx context.Context, conn *pgx.Conn, begin string) (*Snapshot, error) {
+	if _, err := conn.Exec(ctx, begin); err != nil {
 		return nil, fmt.Errorf("begin snapshot transaction: %w", err)
 	}
 	var s Snapshot
