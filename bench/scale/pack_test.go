@@ -13,9 +13,10 @@ import (
 
 // TestPackAtSmallScale builds the bench pack as `make bench-pack` does
 // (gzip instead of xz, for time), unpacks it and runs its script at scale
-// 1 and -j 2, as a many-core machine would at scale 200: every step on
-// both datasets must succeed, every restore and clone must match its
-// source, and the results must be written.
+// 1 and -j 2, as a many-core machine would at scale 200: every step must
+// succeed, every restore and clone must match its source, and the results
+// must be written. `make test` runs the flat dataset (DATASETS=flat),
+// `make test-long` both.
 func TestPackAtSmallScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds static binaries and runs the pack")
@@ -41,7 +42,7 @@ func TestPackAtSmallScale(t *testing.T) {
 	results := filepath.Join(unpacked, "results")
 	run := exec.Command(filepath.Join(unpacked, "bench-pack", "run.sh"))
 	run.Dir = unpacked
-	run.Env = append(os.Environ(), "SCALE=1", "JOBS=2", "OUT="+results)
+	run.Env = append(os.Environ(), "SCALE=1", "JOBS=2", "OUT="+results, "DATASETS="+strings.Join(packDatasets, ","))
 	out, err := run.CombinedOutput()
 	if err != nil {
 		t.Fatalf("run.sh: %v\n%s", err, out)
@@ -50,8 +51,9 @@ func TestPackAtSmallScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, title := range []string{"### pgbench -s 1 (", "### pgbench -s 1 --partitions=30 ("} {
-		if !strings.Contains(string(md), title) {
+	names := map[string]string{"flat": "pgbench -s 1", "parts": "pgbench -s 1 --partitions=30"}
+	for _, ds := range packDatasets {
+		if title := "### " + names[ds] + " ("; !strings.Contains(string(md), title) {
 			t.Errorf("results.md has no table %q:\n%s", title, md)
 		}
 	}
@@ -69,7 +71,8 @@ func TestPackAtSmallScale(t *testing.T) {
 		col[name] = i
 	}
 	want := map[string]bool{}
-	for _, ds := range []string{"pgbench -s 1", "pgbench -s 1 --partitions=30"} {
+	for _, ds := range packDatasets {
+		ds := names[ds]
 		for _, step := range []string{"pgsprint dump -j2", "pg_dump -Fd -j2", "pgsprint restore -j2", "pg_restore -j2 + vacuumdb -Z -j2", "pgsprint clone -j2"} {
 			want[ds+" / "+step] = true
 		}
