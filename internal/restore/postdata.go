@@ -45,7 +45,11 @@ func (p *postData) addTasks(ctx context.Context, g *schedule.Graph, opts schedul
 		return
 	}
 	if err := p.plan(ctx, g, opts); err != nil {
-		p.log.Warn("post-data left to pg_restore", "reason", err)
+		// A cancelled run (interrupted, or another database of --all
+		// failed) says why it stopped, once, elsewhere.
+		if ctx.Err() == nil {
+			p.log.Warn("post-data left to pg_restore", "reason", err)
+		}
 		return
 	}
 	p.planned = true
