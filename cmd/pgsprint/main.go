@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -61,7 +60,7 @@ func main() {
 			msg = cmd.Name() + " " + msg
 		}
 	}
-	reportError(cmd, start, oneLine(msg), code)
+	reportError(cmd, start, pg.OneLine(msg), code)
 	os.Exit(code)
 }
 
@@ -80,21 +79,6 @@ func reportError(cmd *cobra.Command, start time.Time, msg string, code int) {
 func jsonProgress(cmd *cobra.Command) bool {
 	p, q := cmd.Flags().Lookup("progress"), cmd.Flags().Lookup("quiet")
 	return p != nil && p.Value.String() == string(progress.JSON) && (q == nil || q.Value.String() != "true")
-}
-
-// oneLine joins the lines of a message that has several (a child's
-// stderr, joined errors) with "; ": errors are one line.
-func oneLine(msg string) string {
-	if !strings.Contains(msg, "\n") {
-		return msg
-	}
-	var parts []string
-	for _, l := range strings.Split(msg, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			parts = append(parts, l)
-		}
-	}
-	return strings.Join(parts, "; ")
 }
 
 func exitCode(ctx context.Context, err error) int {

@@ -178,16 +178,9 @@ func (s *Sequential) next() (*Frame, error) {
 	if err := st.check(&h, &s.codecs, s.manifest.Codec, fail); err != nil {
 		return nil, err
 	}
-	payload := make([]byte, int64(h.storedLen)+overhead(s.key))
-	if _, err := io.ReadFull(s.r, payload); err != nil {
-		return nil, s.truncated(err)
-	}
-	if crc32c(payload) != h.payloadCRC {
-		return nil, fail("checksum mismatch")
-	}
-	s.off += frameHeaderSize + int64(len(payload))
-	if payload, err = openFrame(s.key, hb[:], payload); err != nil {
-		return nil, fail("%v", err)
+	payload, err := s.readPayload(&h, hb[:], fail)
+	if err != nil {
+		return nil, err
 	}
 	s.frames++
 	s.index = crc32cUpdate(s.index, frameEntryBytes(frameEntry{off: at, stream: h.stream, seq: h.seq,
@@ -325,17 +318,9 @@ func (s *Sequential) unpack(h *frameHeader, hb []byte, at int64, fail func(forma
 	if err := checkPackHeader(h, &s.codecs, s.manifest.Codec, fail); err != nil {
 		return nil, err
 	}
-	payload := make([]byte, int64(h.storedLen)+overhead(s.key))
-	if _, err := io.ReadFull(s.r, payload); err != nil {
-		return nil, s.truncated(err)
-	}
-	if crc32c(payload) != h.payloadCRC {
-		return nil, fail("checksum mismatch")
-	}
-	s.off += frameHeaderSize + int64(len(payload))
-	payload, err := openFrame(s.key, hb, payload)
+	payload, err := s.readPayload(h, hb, fail)
 	if err != nil {
-		return nil, fail("%v", err)
+		return nil, err
 	}
 	raw, err := s.codecs[h.codec].Decompress(nil, payload, int(h.rawLen))
 	if err != nil {
@@ -369,4 +354,23 @@ func (s *Sequential) unpack(h *frameHeader, hb []byte, at int64, fail func(forma
 	f := s.pending[0]
 	s.pending = s.pending[1:]
 	return f, nil
+}
+
+// readPayload reads the payload of the frame h (its header hb just read),
+// checks its checksum and opens it (encrypted archives), moving s.off
+// past the frame.
+func (s *Sequential) readPayload(h *frameHeader, hb []byte, fail func(format string, args ...any) error) ([]byte, error) {
+	payload := make([]byte, int64(h.storedLen)+overhead(s.key))
+	if _, err := io.ReadFull(s.r, payload); err != nil {
+		return nil, s.truncated(err)
+	}
+	if crc32c(payload) != h.payloadCRC {
+		return nil, fail("checksum mismatch")
+	}
+	s.off += frameHeaderSize + int64(len(payload))
+	payload, err := openFrame(s.key, hb, payload)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	return payload, nil
 }

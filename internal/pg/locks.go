@@ -88,6 +88,21 @@ func Blocked(ctx context.Context, conn *pgx.Conn, tables []string) *LockConflict
 	return e
 }
 
+// OneLine joins the lines of a message that has several (a child's
+// stderr, joined errors) with "; ": pgsprint's messages are one line.
+func OneLine(s string) string {
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Shorten collapses whitespace and cuts s to at most n characters, for a
 // statement quoted in a one-line message.
 func Shorten(s string, n int) string {

@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
 // Item is one line of a checklist: a check that passed (Detail says what
@@ -81,11 +83,11 @@ func (c *Checklist) Print(w io.Writer) error {
 	for _, it := range c.Items {
 		switch {
 		case it.Err != nil:
-			fmt.Fprintf(&b, "✗ %s: %s\n", it.Name, oneLine(it.Err.Error()))
+			fmt.Fprintf(&b, "✗ %s: %s\n", it.Name, pg.OneLine(it.Err.Error()))
 		case it.Warning:
-			fmt.Fprintf(&b, "! %s: %s\n", it.Name, oneLine(it.Detail))
+			fmt.Fprintf(&b, "! %s: %s\n", it.Name, pg.OneLine(it.Detail))
 		default:
-			fmt.Fprintf(&b, "✓ %s: %s\n", it.Name, oneLine(it.Detail))
+			fmt.Fprintf(&b, "✓ %s: %s\n", it.Name, pg.OneLine(it.Detail))
 		}
 	}
 	failed := 0
@@ -101,18 +103,4 @@ func (c *Checklist) Print(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// oneLine joins a message's lines with "; ".
-func oneLine(s string) string {
-	if !strings.Contains(s, "\n") {
-		return s
-	}
-	var parts []string
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			parts = append(parts, l)
-		}
-	}
-	return strings.Join(parts, "; ")
 }
