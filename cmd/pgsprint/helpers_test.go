@@ -510,6 +510,17 @@ type dbServer interface {
 	BinDir() string
 }
 
+// smallLockTable are the settings of a server whose lock table is small
+// (max_locks_per_transaction locks per slot, and few slots: 10
+// connections, no prepared transactions, few workers), for tests of what
+// fits in it.
+func smallLockTable(locks int) map[string]string {
+	return map[string]string{
+		"max_locks_per_transaction": strconv.Itoa(locks), "max_connections": "10", "max_worker_processes": "2",
+		"max_wal_senders": "0", "autovacuum_max_workers": "1", "max_prepared_transactions": "0",
+	}
+}
+
 // everyOr is the cases of a two-way choice a test runs: both under `make
 // test-long`, only short under `make test`.
 func everyOr(short bool) []bool {

@@ -35,10 +35,7 @@ const manyTables = 1100
 func TestManyTablesFewLockSlots(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t, pgtest.Options{Settings: map[string]string{
-		"max_locks_per_transaction": "64", "max_connections": "10", "max_worker_processes": "2",
-		"max_wal_senders": "0", "autovacuum_max_workers": "1", "max_prepared_transactions": "0",
-	}})
+	c := pgtest.New(t, pgtest.Options{Settings: smallLockTable(64)})
 	for _, db := range []string{"many", "back"} {
 		if err := c.CreateDB(ctx, db); err != nil {
 			t.Fatal(err)

@@ -136,10 +136,7 @@ func TestPreflight(t *testing.T) {
 func TestPreflightPrivilegesAndLocks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t, pgtest.Options{Settings: map[string]string{
-		"max_locks_per_transaction": "10", "max_connections": "10", "max_worker_processes": "2",
-		"max_wal_senders": "0", "autovacuum_max_workers": "1", "max_prepared_transactions": "0",
-	}})
+	c := pgtest.New(t, pgtest.Options{Settings: smallLockTable(10)})
 	for _, db := range []string{"app", "many"} {
 		if err := c.CreateDB(ctx, db); err != nil {
 			t.Fatal(err)
