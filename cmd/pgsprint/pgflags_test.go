@@ -161,8 +161,15 @@ func TestPgFlags(t *testing.T) {
 
 	// reference restores the source's schema the way pg_dump and
 	// pg_restore do with the equivalent flags, into a database of its own.
+	// Rows whose flags are the same for pg_dump and pg_restore share one
+	// reference.
+	references := map[string]string{}
 	reference := func(t *testing.T, pgdump, pgrestore []string) string {
 		t.Helper()
+		key := strings.Join(pgdump, "\x00") + "\x01" + strings.Join(pgrestore, "\x00")
+		if s, ok := references[key]; ok {
+			return s
+		}
 		db := fresh(t)
 		file := filepath.Join(tmp, db+".dump")
 		args := []string{"--format=custom", "--file=" + file, "--dbname=" + src}
@@ -176,7 +183,8 @@ func TestPgFlags(t *testing.T) {
 		if out, err := exec.Command(filepath.Join(c.BinDir(), "pg_restore"), append(append(args, pgrestore...), file)...).CombinedOutput(); err != nil {
 			t.Fatalf("pg_restore %v: %v\n%s", pgrestore, err, out)
 		}
-		return schema(t, c.ConnString(db))
+		references[key] = schema(t, c.ConnString(db))
+		return references[key]
 	}
 	plain := reference(t, nil, nil)
 

@@ -83,10 +83,23 @@ func QuoteConnValue(v string) string {
 // CreateDB creates database name (any string without NUL) owned by the
 // superuser, from template0 so that nothing added to template1 leaks in.
 func (c *Cluster) CreateDB(ctx context.Context, name string) error {
+	return c.CreateDBFrom(ctx, name, "template0")
+}
+
+// CreateDBFrom creates database name as a copy of database template. On
+// PostgreSQL 15 and later it copies the files (STRATEGY FILE_COPY), as
+// 14 and earlier always did: 15's default writes every page of the
+// template to the WAL, which costs a test server three times the CPU,
+// and tests create hundreds of databases.
+func (c *Cluster) CreateDBFrom(ctx context.Context, name, template string) error {
 	if strings.ContainsRune(name, 0) {
 		return fmt.Errorf("pgctl: database name %q contains NUL", name)
 	}
-	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+pg.Ident(name)+" TEMPLATE template0"); err != nil {
+	sql := "CREATE DATABASE " + pg.Ident(name) + " TEMPLATE " + pg.Ident(template)
+	if c.version >= 15 {
+		sql += " STRATEGY FILE_COPY"
+	}
+	if err := c.Exec(ctx, "postgres", sql); err != nil {
 		return fmt.Errorf("pgctl: creating database %q: %w", name, err)
 	}
 	return nil

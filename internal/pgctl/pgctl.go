@@ -312,6 +312,7 @@ func (c *Cluster) config(extra map[string]string) string {
 	set("max_connections", "100")
 	set("wal_level", "replica")
 	set("max_wal_size", "1GB")
+	set("wal_init_zero", "off")
 	set("password_encryption", "scram-sha-256")
 	set("logging_collector", "off")
 	set("lc_messages", "C")

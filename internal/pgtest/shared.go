@@ -145,7 +145,7 @@ func CopyTorture(t testing.TB, c *Cluster, db string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Copies may run at once: each takes a share lock on the template.
-	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+pg.Ident(db)+" TEMPLATE "+pg.Ident(tortureTemplateDB)); err != nil {
+	if err := c.CreateDBFrom(ctx, db, tortureTemplateDB); err != nil {
 		t.Fatalf("pgtest: copying the torture database: %v", err)
 	}
 }
@@ -221,7 +221,7 @@ func tortureReference(t testing.TB, c *Cluster) *tortureTemplate {
 	tt.refOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		if tt.refErr = c.Exec(ctx, "postgres", "CREATE DATABASE "+pg.Ident(tortureReferenceDB)+" TEMPLATE "+pg.Ident(tortureTemplateDB)); tt.refErr != nil {
+		if tt.refErr = c.CreateDBFrom(ctx, tortureReferenceDB, tortureTemplateDB); tt.refErr != nil {
 			return
 		}
 		conn := c.ConnString(tortureReferenceDB)

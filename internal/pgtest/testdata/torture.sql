@@ -364,8 +364,8 @@ CREATE INDEX all_types_txt_trgm_idx ON app.all_types (md5(txt));
 CREATE INDEX all_types_tsv_idx ON app.all_types USING gin (tsv);
 
 ------------------------------------------------------------------------------
--- TOAST: several MB of incompressible-ish text, a large bytea, and a large
--- but highly compressible value.
+-- TOAST: values larger than an archive block (1 MiB) in every COPY format:
+-- incompressible-ish text, a bytea, and a highly compressible value.
 ------------------------------------------------------------------------------
 CREATE TABLE app.blobs (
     id          integer PRIMARY KEY,
@@ -376,14 +376,14 @@ CREATE TABLE app.blobs (
 ALTER TABLE app.blobs ALTER COLUMN big_bytea SET STORAGE EXTERNAL;
 
 INSERT INTO app.blobs (id, big_text, note)
-SELECT 1, string_agg(md5(g::text), '' ORDER BY g), '3.2 MB of md5 hex'
-FROM generate_series(1, 100000) g;
+SELECT 1, string_agg(md5(g::text), '' ORDER BY g), '1.3 MB of md5 hex'
+FROM generate_series(1, 40000) g;
 
 INSERT INTO app.blobs (id, big_bytea, note)
-SELECT 2, decode(string_agg(md5('b' || g), '' ORDER BY g), 'hex'), '2 MB of md5 bytes'
-FROM generate_series(1, 131072) g;
+SELECT 2, decode(string_agg(md5('b' || g), '' ORDER BY g), 'hex'), '1.1 MB of md5 bytes'
+FROM generate_series(1, 70000) g;
 
-INSERT INTO app.blobs VALUES (3, repeat(E'pgsprint \\. \n', 400000), NULL, '5 MB that compresses well');
+INSERT INTO app.blobs VALUES (3, repeat(E'pgsprint \\. \n', 100000), NULL, '1.3 MB that compresses well');
 INSERT INTO app.blobs VALUES (4, NULL, NULL, NULL);
 INSERT INTO app.blobs VALUES (5, '', ''::bytea, '');
 
@@ -765,9 +765,10 @@ ALTER MATERIALIZED VIEW app.mv_empty OWNER TO pgtest_owner;
 ------------------------------------------------------------------------------
 CREATE TABLE app.documents (id integer PRIMARY KEY, name text NOT NULL, content oid);
 
--- ~11 MB, larger than any sane single read buffer.
+-- 3.2 MB, larger than every read and write buffer (1 MiB archive blocks,
+-- 256 KiB lo_put pieces).
 SELECT lo_from_bytea(900001, decode(string_agg(md5('lo' || g), '' ORDER BY g), 'hex'))
-FROM generate_series(1, 700000) g;
+FROM generate_series(1, 200000) g;
 -- Owned by another role.
 SELECT lo_from_bytea(900002, convert_to('owned by pgtest_owner', 'UTF8'));
 ALTER LARGE OBJECT 900002 OWNER TO pgtest_owner;
