@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -72,6 +73,11 @@ func startTransfers(t *testing.T, connString string, workers int) *bankTransfers
 					return
 				}
 				b.n.Add(1)
+				// Hundreds of transfers a second are plenty to catch a
+				// table read outside the snapshot; unthrottled, the
+				// workers would take the cores from the run under test
+				// and from every test beside it.
+				time.Sleep(2 * time.Millisecond)
 			}
 		}()
 	}

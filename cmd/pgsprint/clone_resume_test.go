@@ -247,6 +247,8 @@ func updateRows(t *testing.T, connString string) (stop func()) {
 				t.Error(err)
 				return
 			}
+			time.Sleep(time.Millisecond) // as startTransfers: enough writes, not a core
+
 		}
 	}()
 	return func() { cancel(); wg.Wait() }

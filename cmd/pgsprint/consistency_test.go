@@ -12,7 +12,7 @@ import (
 func TestConsistencyUnderWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := newBank(t, 1500000)
+	c := newBank(t, 400000)
 	bank := startTransfers(t, c.ConnString("bank"), 4)
 	time.Sleep(300 * time.Millisecond)
 	before := bank.Count()
