@@ -100,7 +100,8 @@ type FinishResult struct {
 	CaughtUp  string
 	Sequences int
 	// LargeObjects is what the target's large objects needed to be the
-	// source's (not for a follow of a selection, whose clone copies none).
+	// source's; none for a follow of a selection (-t, -n, --filter), whose
+	// clone copies none unless -b, and whose comparison leaves them out.
 	LargeObjects LargeObjectSync
 	// Fence is the source's fence after the handover: read-only when
 	// Finish fenced it (LiftSQL lifts it).
