@@ -3,7 +3,6 @@ package follow
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
@@ -130,50 +129,87 @@ func syncLargeObjects(ctx context.Context, sconn, dconn *pgx.Conn) (LargeObjectS
 				return fmt.Errorf("unlink the target's large objects the source has not: %w", err)
 			}
 		}
-		for _, lo := range meta {
-			if err := copyLargeObject(ctx, sconn, tx, lo, write[lo.OID]); err != nil {
-				return fmt.Errorf("copy large object %d to the target: %w", lo.OID, err)
+		for len(meta) > 0 {
+			n := min(len(meta), loBatch)
+			if err := copyLargeObjects(ctx, sconn, tx, meta[:n], write); err != nil {
+				return err
 			}
+			meta = meta[n:]
 		}
 		return nil
 	})
 	return res, err
 }
 
-// loChunk is how much of a large object is read and written at a time.
-const loChunk = 1 << 20
+// loChunk is how much of a large object is read and written at a time;
+// loBatch how many objects are read in one query and written in one
+// round trip (their first loChunk bytes each, at most).
+const (
+	loChunk = 1 << 20
+	loBatch = 32
+)
 
-// copyLargeObject writes source large object lo into tx with its OID,
-// contents, owner, privileges and comment (as restore gives them),
-// unlinking the target's object of that OID first if exists.
-func copyLargeObject(ctx context.Context, sconn *pgx.Conn, tx pgx.Tx, lo pg.LargeObjectInfo, exists bool) error {
-	if exists {
-		if _, err := tx.Exec(ctx, "SELECT pg_catalog.lo_unlink($1)", lo.OID); err != nil {
-			return err
-		}
+// copyLargeObjects writes source large objects los into tx with their
+// OIDs, contents, owners, privileges and comments (as restore gives
+// them), unlinking first those whose OID exists[oid] says the target
+// has. Their first loChunk bytes are read in one query and written in
+// one batch, so that many small objects cost few round trips; the rest
+// of a longer one follows loChunk bytes at a time.
+func copyLargeObjects(ctx context.Context, sconn *pgx.Conn, tx pgx.Tx, los []pg.LargeObjectInfo, exists map[uint32]bool) error {
+	oids := make([]uint32, len(los))
+	for i, lo := range los {
+		oids[i] = lo.OID
 	}
-	if _, err := tx.Exec(ctx, "SELECT pg_catalog.lo_create($1)", lo.OID); err != nil {
-		return err
-	}
-	var off int64
-	err := pg.ReadLargeObject(ctx, sconn, lo.OID, loChunk, func(b []byte) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_catalog.lo_put($1, $2, $3)", lo.OID, off, b); err != nil {
-			return err
+	heads := make(map[uint32][]byte, len(los))
+	if err := pg.ReadLargeObjectHeads(ctx, sconn, oids, loChunk, func(oid uint32, b []byte) error {
+		if b == nil {
+			b = []byte{} // an empty object: lo_from_bytea of NULL creates none
 		}
-		off += int64(len(b))
+		heads[oid] = b
 		return nil
-	})
-	if err != nil {
-		return err
+	}); err != nil {
+		return fmt.Errorf("source: %w", err)
 	}
-	alo := archive.LargeObject{OID: lo.OID, Owner: lo.Owner, HasACL: lo.HasACL, Comment: lo.Comment}
-	for _, g := range lo.Grants {
-		alo.ACL = append(alo.ACL, archive.Grant{Grantee: g.Grantee, Privilege: g.Privilege, Grantable: g.Grantable})
-	}
-	if stmts := restore.LargeObjectSQL(&alo, false, false); len(stmts) > 0 {
-		if _, err := tx.Conn().PgConn().Exec(ctx, strings.Join(stmts, ";\n")).ReadAll(); err != nil {
-			return err
+	var b pgx.Batch
+	for _, lo := range los {
+		if exists[lo.OID] {
+			b.Queue("SELECT pg_catalog.lo_unlink($1)", lo.OID)
 		}
+		b.Queue("SELECT pg_catalog.lo_from_bytea($1, $2)", lo.OID, heads[lo.OID])
+	}
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("write large objects %d to %d on the target: %w", oids[0], oids[len(oids)-1], err)
+	}
+	for _, lo := range los {
+		if len(heads[lo.OID]) < loChunk {
+			continue
+		}
+		off := int64(loChunk)
+		err := pg.ReadLargeObjectFrom(ctx, sconn, lo.OID, off, loChunk, func(b []byte) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_catalog.lo_put($1, $2, $3)", lo.OID, off, b); err != nil {
+				return err
+			}
+			off += int64(len(b))
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("copy large object %d to the target: %w", lo.OID, err)
+		}
+	}
+	// The owner last: writing needs UPDATE on the object, which the new
+	// owner's privileges may not give this role.
+	var m pgx.Batch
+	for _, lo := range los {
+		alo := archive.LargeObject{OID: lo.OID, Owner: lo.Owner, HasACL: lo.HasACL, Comment: lo.Comment}
+		for _, g := range lo.Grants {
+			alo.ACL = append(alo.ACL, archive.Grant{Grantee: g.Grantee, Privilege: g.Privilege, Grantable: g.Grantable})
+		}
+		for _, stmt := range restore.LargeObjectSQL(&alo, false, false) {
+			m.Queue(stmt)
+		}
+	}
+	if err := tx.SendBatch(ctx, &m).Close(); err != nil {
+		return fmt.Errorf("set the owners, privileges and comments of large objects %d to %d on the target: %w", oids[0], oids[len(oids)-1], err)
 	}
 	return nil
 }

@@ -11,11 +11,12 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
-// testLargeObjects: large objects created, changed (contents of a small
-// one and, mid-chunk, of one over a chunk; owner, privileges, comment) and
-// deleted on the source while it is followed are on the target after
-// Finish, which says what it did: logical replication carried none of it.
-// It runs on TestFinishFenced's cluster.
+// testLargeObjects: large objects created (an empty one, and more than
+// one batch of them), changed (contents of a small one and, mid-chunk, of
+// one over a chunk; owner, privileges, comment) and deleted on the source
+// while it is followed are on the target after Finish, which says what it
+// did: logical replication carried none of it. It runs on
+// TestFinishFenced's cluster.
 func testLargeObjects(t *testing.T, c *pgtest.Cluster) {
 	ctx := context.Background()
 	o := newCase(t, c, 70, `CREATE TABLE keyed (id int PRIMARY KEY, v text);
@@ -30,6 +31,8 @@ func testLargeObjects(t *testing.T, c *pgtest.Cluster) {
 		SELECT lo_from_bytea(1005, 'unchanged')`)
 	following(t, o)
 	exec(t, o.Source, `SELECT lo_from_bytea(2001, 'created while followed');
+		SELECT lo_from_bytea(2002, '');
+		SELECT lo_from_bytea(3000 + i, convert_to('batch ' || i, 'UTF8')) FROM generate_series(1, 40) i;
 		SELECT lo_put(1001, 2, 'ALL and longer');
 		GRANT UPDATE ON LARGE OBJECT 1002 TO "lo ""reader""";
 		ALTER LARGE OBJECT 1002 OWNER TO "lo ""reader""";
@@ -47,10 +50,10 @@ func testLargeObjects(t *testing.T, c *pgtest.Cluster) {
 	if err != nil {
 		t.Fatalf("Finish: %v\n%s", err, out.String())
 	}
-	if want := (LargeObjectSync{Created: 1, Changed: 3, Deleted: 1, Source: 5}); res.LargeObjects != want {
+	if want := (LargeObjectSync{Created: 42, Changed: 3, Deleted: 1, Source: 46}); res.LargeObjects != want {
 		t.Errorf("Finish's large objects: %+v, want %+v", res.LargeObjects, want)
 	}
-	if want := "large objects: 1 created, 3 changed, 1 deleted (the source has 5)\n"; !strings.Contains(out.String(), want) {
+	if want := "large objects: 42 created, 3 changed, 1 deleted (the source has 46)\n"; !strings.Contains(out.String(), want) {
 		t.Errorf("Finish's output lacks %q:\n%s", want, out.String())
 	}
 	if !res.Verified || res.WriteDowntime <= 0 {
