@@ -264,7 +264,9 @@ func newFollowFinishCmd() *cobra.Command {
     then every one of them is ended (each is named);
  2. wait (at most --timeout) until the target has applied everything up
     to the fence; an apply error on the target stops it at once, quoted;
- 3. copy every sequence's value: the target is ready (write downtime);
+ 3. copy every sequence's value and the large objects that differ
+    (created, changed or deleted since the clone; not for a clone of a
+    selection): the target is ready (write downtime);
  4. verify: compare both databases as pgsprint compare --schema does (for
     a clone of a selection, -t, -n, --filter: the tables it followed);
  5. hand over: drop the subscription, the slot and the publication.

@@ -68,6 +68,7 @@ func TestFinishFenced(t *testing.T) {
 	c := newLogical(t)
 	t.Run("kinds", func(t *testing.T) { t.Parallel(); testKinds(t, c) })
 	t.Run("writer", func(t *testing.T) { t.Parallel(); testWriter(t, c) })
+	t.Run("large objects", func(t *testing.T) { t.Parallel(); testLargeObjects(t, c) })
 	t.Run("no fence", func(t *testing.T) {
 		t.Parallel()
 		o := newCase(t, c, 50, sourceSQL)

@@ -99,6 +99,10 @@ type FinishResult struct {
 	// CaughtUp is the source's WAL position the target applied.
 	CaughtUp  string
 	Sequences int
+	// LargeObjects is what the target's large objects needed to be the
+	// source's; none for a follow of a selection (-t, -n, --filter), whose
+	// clone copies none unless -b, and whose comparison leaves them out.
+	LargeObjects LargeObjectSync
 	// Fence is the source's fence after the handover: read-only when
 	// Finish fenced it (LiftSQL lifts it).
 	Fence Fence
@@ -114,7 +118,7 @@ type FinishResult struct {
 // Finish hands a follow over: it fences the source (new sessions are
 // read-only; the sessions already there get o.Grace, then are ended),
 // waits until the target has applied every change up to the fence,
-// copies every sequence's value, has o.Verify compare both sides, and
+// copies every sequence's value and the large objects that differ, has o.Verify compare both sides, and
 // only then drops the subscription, the slot and the publication; the
 // source stays read-only. On any error before the handover the fence is
 // lifted and the follow goes on. Every step is idempotent and the fence
@@ -208,6 +212,14 @@ func Finish(ctx context.Context, o FinishOptions) (res *FinishResult, err error)
 	}
 	if res.Sequences, err = copySequences(ctx, sconn, dconn); err != nil {
 		return res, err
+	}
+	if !sub.Partial {
+		if res.LargeObjects, err = syncLargeObjects(ctx, sconn, dconn); err != nil {
+			return res, fmt.Errorf("large objects: %w", err)
+		}
+		if res.LargeObjects != (LargeObjectSync{}) {
+			fmt.Fprintln(out, res.LargeObjects)
+		}
 	}
 	res.WriteDowntime = time.Since(start)
 	v := Verification{SourceMajor: res.SourceMajor, TargetMajor: res.TargetMajor}

@@ -14,7 +14,8 @@ import (
 // Kinds names, for finish's verdict, each kind of difference between the
 // source and the target once the target caught up: DDL (schema, or a
 // table only one side has), unlogged tables and materialized views
-// (logical replication carries neither), large objects, and the rows of
+// (logical replication carries neither), large objects changed after
+// finish copied them, and the rows of
 // followed tables, with the writes the source took since the target
 // caught up when there were any (writes went on, unfenced).
 func Kinds(ctx context.Context, src *pgx.ConnConfig, schema bool, entries []compare.Entry, v Verification) ([]string, error) {
@@ -76,7 +77,7 @@ func Kinds(ctx context.Context, src *pgx.ConnConfig, schema bool, entries []comp
 		kinds = append(kinds, "materialized view contents (not followed: a REFRESH on one side): "+list(matviews))
 	}
 	if len(los) > 0 {
-		kinds = append(kinds, "large objects (not followed): "+list(los))
+		kinds = append(kinds, "large objects changed after finish copied them: "+list(los))
 	}
 	if len(seqs) > 0 {
 		kinds = append(kinds, "sequences changed after finish copied them: "+list(seqs))

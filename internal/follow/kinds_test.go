@@ -37,7 +37,7 @@ func testKinds(t *testing.T, c *pgtest.Cluster) {
 			want: []string{"DDL: the schemas differ (DDL run on the source since the clone is not followed)", "DDL: relations on one side only: public.added"}},
 		{name: "unlogged", entries: diff("public.u"), want: []string{"unlogged tables (their changes are not followed): public.u"}},
 		{name: "materialized view", entries: diff("public.m"), want: []string{"materialized view contents (not followed: a REFRESH on one side): public.m"}},
-		{name: "large object", entries: diff("large object 16400"), want: []string{"large objects (not followed): 16400"}},
+		{name: "large object", entries: diff("large object 16400"), want: []string{"large objects changed after finish copied them: 16400"}},
 		{name: "rows", entries: diff(`public."Odd ""name"`), want: []string{`rows of public."Odd ""name"`}},
 		{name: "writes went on", entries: diff("public.t"), writes: 3,
 			want: []string{"writes that went on: the source took 3 transaction ids after the target caught up, and the rows of public.t differ"}},

@@ -20,6 +20,7 @@ const MinFollowMajor = 13
 // ReadFollowSource; Items says what is missing.
 type FollowSource struct {
 	VersionNum             int
+	InRecovery             bool // a standby: pg_is_in_recovery()
 	WalLevel               string
 	MaxSlots, Slots        int
 	MaxSenders, Senders    int
@@ -34,6 +35,7 @@ type FollowSource struct {
 func ReadFollowSource(ctx context.Context, conn *pgx.Conn, slot, publication string) (FollowSource, error) {
 	r := FollowSource{slot: slot, publication: publication}
 	err := conn.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version_num')::int,
+		pg_catalog.pg_is_in_recovery(),
 		pg_catalog.current_setting('wal_level'),
 		pg_catalog.current_setting('max_replication_slots')::int,
 		(SELECT count(*) FROM pg_catalog.pg_replication_slots)::int,
@@ -44,7 +46,7 @@ func ReadFollowSource(ctx context.Context, conn *pgx.Conn, slot, publication str
 		EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots WHERE slot_name = $1),
 		EXISTS (SELECT 1 FROM pg_catalog.pg_publication WHERE pubname = $2)
 		FROM pg_catalog.pg_roles r WHERE r.rolname = current_user`, slot, publication).Scan(
-		&r.VersionNum, &r.WalLevel, &r.MaxSlots, &r.Slots, &r.MaxSenders, &r.Senders,
+		&r.VersionNum, &r.InRecovery, &r.WalLevel, &r.MaxSlots, &r.Slots, &r.MaxSenders, &r.Senders,
 		&r.Superuser, &r.Replication, &r.CreateOnDB, &r.SlotExists, &r.PubExists)
 	if err != nil {
 		return r, fmt.Errorf("read the source's replication settings: %w", err)
@@ -53,8 +55,14 @@ func ReadFollowSource(ctx context.Context, conn *pgx.Conn, slot, publication str
 }
 
 // Items is one checklist line per requirement of a follow on the source;
-// Failed(Items()) is what clone --follow refuses with.
+// Failed(Items()) is what clone --follow refuses with. A standby is
+// refused alone: PostgreSQL 16 decodes there, but the publication, the
+// fence and finish's WAL flush are writes, which a standby refuses.
 func (r FollowSource) Items() []Item {
+	if r.InRecovery {
+		return []Item{fail("follow: source is a standby", errors.New(
+			"source is a standby (pg_is_in_recovery() is true): --follow needs the primary, where the publication is created and finish fences the writes; point --source at the primary"))}
+	}
 	if r.VersionNum < MinFollowMajor*10000 {
 		return []Item{fail("follow: source version", fmt.Errorf("source is PostgreSQL %d.%d: --follow needs %d or later", r.VersionNum/10000, r.VersionNum%10000/100, MinFollowMajor))}
 	}

@@ -1,0 +1,50 @@
+package follow
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/preflight"
+)
+
+// TestCloneRefusedStandby: a streaming standby as the source is refused
+// before anything is created, with one reason naming pg_is_in_recovery(),
+// and preflight's follow checks (what pgsprint preflight clone --follow
+// prints) say the same. On PostgreSQL 16 and later the standby could
+// decode, but the publication and finish's fence are writes.
+func TestCloneRefusedStandby(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary := newLogical(t)
+	o := newCase(t, primary, 0, sourceSQL)
+	o.SkipNoKey = true
+	// The base backup holds the source database: the standby accepts
+	// connections once it is consistent, so nothing need be replayed.
+	standby := pgtest.NewStandby(t, primary)
+	o.Source = config(t, standby.ConnString(o.Source.Database))
+	const want = "source is a standby (pg_is_in_recovery() is true): --follow needs the primary"
+	withConn(t, o.Source, func(ctx context.Context, conn *pgx.Conn) {
+		req, err := preflight.ReadFollowSource(ctx, conn, o.Names.Slot, o.Names.Publication)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items := req.Items()
+		if len(items) != 1 || items[0].Err == nil || !strings.Contains(items[0].Err.Error(), want) {
+			t.Errorf("preflight's follow items on a standby: %+v", items)
+		}
+	})
+	_, err := Clone(ctx, o, func(context.Context, string) error {
+		t.Error("copy ran on a standby source")
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Clone from a standby: %v, want one line saying %q", err, want)
+	}
+	if v := scalar(t, o.Target, "SELECT count(*)::text FROM pg_subscription"); v != "0" {
+		t.Errorf("%s subscriptions on the target after the refusal", v)
+	}
+}
