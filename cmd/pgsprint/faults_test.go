@@ -99,10 +99,13 @@ CREATE TABLE small AS SELECT i FROM generate_series(1, 1000) i; ANALYZE;`)
 		noSessionsLeft(t, admin)
 	})
 
+	// An archive of big for the restores below (the row the target
+	// rejects included), and one of small for the quick second runs.
+	archives := t.TempDir()
+	bigFile, smallFile := filepath.Join(archives, "big.pgs"), filepath.Join(archives, "small.pgs")
+	mustPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", bigFile, "-q")
+	mustPgsprint(t, "dump", "-d", c.ConnString("big"), "-t", "small", "-f", smallFile, "-q")
 	t.Run("target rejects a row", func(t *testing.T) {
-		dir := t.TempDir()
-		file := filepath.Join(dir, "big.pgs")
-		mustPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", file, "-q")
 		if err := c.CreateDB(ctx, "strict"); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +123,7 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 		}
 		// The event trigger makes the target non-empty: --clean accepts
 		// it (and drops only the archive's objects, none of which exist).
-		r := pgsprint(t, nil, "restore", "-f", file, "-d", c.ConnString("strict"), "-j", "2", "--clean")
+		r := pgsprint(t, nil, "restore", "-f", bigFile, "-d", c.ConnString("strict"), "-j", "2", "--clean")
 		checkOneError(t, r.code, exitFailure, r.stderr, `"public"."small"`)
 		if !strings.Contains(r.stderr, "no_777") {
 			t.Errorf("error does not name the violated constraint: %s", r.stderr)
@@ -128,12 +131,6 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 		noSessionsLeft(t, admin)
 	})
 
-	// An archive of big for the restores below, and one of small for the
-	// quick second runs.
-	archives := t.TempDir()
-	bigFile, smallFile := filepath.Join(archives, "big.pgs"), filepath.Join(archives, "small.pgs")
-	mustPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", bigFile, "-q")
-	mustPgsprint(t, "dump", "-d", c.ConnString("big"), "-t", "small", "-f", smallFile, "-q")
 	targets := 0
 	newTarget := func(t *testing.T) string {
 		t.Helper()
