@@ -394,7 +394,7 @@ func foreignKeys(ctx context.Context, conn *pgx.Conn, rels []uint32) ([]fk, erro
 	sort.Slice(rels, func(i, j int) bool { return rels[i] < rels[j] })
 	rows, err := conn.Query(ctx, `
 		SELECT c.conname::text, c.conrelid, c.confrelid,
-		       pg_catalog.format('%I.%I', cn.nspname, cc.relname), pg_catalog.format('%I.%I', pn.nspname, pc.relname),
+		       cn.nspname::text, cc.relname::text, pn.nspname::text, pc.relname::text,
 		       c.conkey::int2[], c.confkey::int2[],
 		       ARRAY(SELECT a.attname::text FROM unnest(c.conkey) WITH ORDINALITY k(n, o) JOIN pg_catalog.pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.o),
 		       ARRAY(SELECT a.attname::text FROM unnest(c.confkey) WITH ORDINALITY k(n, o) JOIN pg_catalog.pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n ORDER BY k.o)
@@ -408,7 +408,10 @@ func foreignKeys(ctx context.Context, conn *pgx.Conn, rels []uint32) ([]fk, erro
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (fk, error) {
 		var f fk
-		return f, r.Scan(&f.name, &f.child, &f.parent, &f.childName, &f.parentName, &f.childCols, &f.parentCols, &f.childAtt, &f.parentAtt)
+		var cs, cn, ps, pn string
+		err := r.Scan(&f.name, &f.child, &f.parent, &cs, &cn, &ps, &pn, &f.childCols, &f.parentCols, &f.childAtt, &f.parentAtt)
+		f.childName, f.parentName = pg.Qualified(cs, cn), pg.Qualified(ps, pn)
+		return f, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mask: read foreign keys: %w", err)
