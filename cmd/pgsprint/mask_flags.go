@@ -63,13 +63,15 @@ func (m *maskFlags) spec() (mask.Spec, error) {
 }
 
 // checkMaskWith refuses what masking cannot be combined with.
-func checkMaskWith(spec mask.Spec, all, follow, schemaOnly bool) error {
+func checkMaskWith(spec mask.Spec, all, resume, follow, schemaOnly bool) error {
 	if !spec.Active() {
 		return nil
 	}
 	switch {
 	case all:
 		return usageError{fmt.Errorf("--mask applies to one database: it does not take --all")}
+	case resume:
+		return usageError{fmt.Errorf("--mask does not take --resume: a masked clone is started over (--clean)")}
 	case follow:
 		return usageError{fmt.Errorf("--mask does not take --follow: replication would bring the changes unmasked")}
 	case schemaOnly:

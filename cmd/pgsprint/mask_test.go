@@ -134,6 +134,8 @@ func TestMask(t *testing.T) {
 			r := pgsprint(t, nil, append([]string{"dump", "-d", c.ConnString(src), "-f", filepath.Join(t.TempDir(), "x.pgs")}, tc.args...)...)
 			checkOneError(t, r.code, exitUsage, r.stderr, tc.want)
 		}
+		r := pgsprint(t, nil, append([]string{"clone", "--source", c.ConnString(src), "--target", c.ConnString(src), "--resume", "--snapshot", "00000003-00000002-1"}, masking...)...)
+		checkOneError(t, r.code, exitUsage, r.stderr, "--mask does not take --resume")
 	})
 	t.Run("mask check", func(t *testing.T) {
 		t.Parallel()

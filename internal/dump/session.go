@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"reflect"
 
 	"github.com/jackc/pgx/v5"
 
@@ -182,10 +181,10 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 		if opts.Subset.Active() {
 			return fmt.Errorf("--subset cannot resume: the subset's rows are chosen anew by each run; run the clone again without --resume")
 		}
-		if err := s.reuse(opts.Manifest, log); err != nil {
-			return err
+		if opts.Mask.Active() || opts.Manifest.Mask != nil {
+			return fmt.Errorf("a masked clone cannot resume: start it over with --clean, without --resume")
 		}
-		return s.applyMask(ctx, opts.Mask, true, log)
+		return s.reuse(opts.Manifest, log)
 	}
 	if err := s.filter.CheckPgDump(s.tools.Major); err != nil {
 		return err
@@ -223,18 +222,14 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	// and at 100,000 tables the catalog is tens of MB more.
 	s.Manifest, s.sizes = cat.manifest(s.srv, s.snap, s.tools, opts)
 	s.Manifest.Subset = rec
-	return s.applyMask(ctx, opts.Mask, false, log)
+	return s.applyMask(ctx, opts.Mask, log)
 }
 
 // applyMask resolves the masking rules in the snapshot and prepares each
 // masked table's rewriter; masked tables are read as COPY text, which the
-// rewriter parses (binary would need every type's decoder). On a resumed
-// plan the rules must be the ones the plan was made with.
-func (s *Session) applyMask(ctx context.Context, spec mask.Spec, resumed bool, log *slog.Logger) error {
+// rewriter parses (binary would need every type's decoder).
+func (s *Session) applyMask(ctx context.Context, spec mask.Spec, log *slog.Logger) error {
 	if !spec.Active() {
-		if resumed && s.Manifest.Mask != nil {
-			return fmt.Errorf("the interrupted run was masked: resume it with the same --mask rules and secret")
-		}
 		return nil
 	}
 	plan, err := mask.Resolve(ctx, s.leader, spec, s.Manifest.DataEncoding())
@@ -242,13 +237,7 @@ func (s *Session) applyMask(ctx context.Context, spec mask.Spec, resumed bool, l
 		return err
 	}
 	rec := plan.Record()
-	if resumed {
-		if !reflect.DeepEqual(rec, s.Manifest.Mask) {
-			return fmt.Errorf("the interrupted run was masked with other rules: resume it with the same --mask rules and secret")
-		}
-	} else {
-		s.Manifest.Mask = rec
-	}
+	s.Manifest.Mask = rec
 	s.masks = map[int]*mask.Table{}
 	for i, t := range s.Manifest.Tables {
 		if mt := plan.Table(t.Schema, t.Name, t.Columns); mt != nil {
