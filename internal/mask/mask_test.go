@@ -305,4 +305,70 @@ func TestResolve(t *testing.T) {
 	if _, err := Resolve(ctx, conn, Spec{Rules: good.Rules}, "UTF8"); !errors.As(err, &refused) {
 		t.Errorf("no secret: %v", err)
 	}
+	t.Run("LATIN1", func(t *testing.T) { latin1(t, c) })
+}
+
+// latin1 masks text in a LATIN1 database, read as the data path reads
+// it (COPY in the server's encoding): characters are bytes there, the
+// output is ASCII and fits a varchar(n), and loads back; regex, which
+// reads UTF8, is refused.
+func latin1(t *testing.T, c *pgtest.Cluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Exec(ctx, "postgres", "CREATE DATABASE latin ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, "latin", "CREATE TABLE t (s varchar(3), n text); INSERT INTO t VALUES ('été', 'naïve café')"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(c.ConnString("latin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pg.Connect(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	spec := Spec{Secret: []byte("s")}
+	for _, l := range []string{"public.t.s=text", "public.t.n=name"} {
+		r, _ := Parse(l)
+		spec.Rules = append(spec.Rules, r)
+	}
+	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Resolve(ctx, conn, spec, "LATIN1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw, out bytes.Buffer
+	if _, err := conn.PgConn().CopyTo(ctx, &raw, pg.Copy{Schema: "public", Table: "t", Columns: []string{"s", "n"}, Encoding: "LATIN1"}.To()); err != nil {
+		t.Fatal(err)
+	}
+	w := plan.Table("public", "t", []string{"s", "n"}).Writer(&out)
+	if _, err := w.Write(raw.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\t")
+	if len(f) != 2 || len(f[0]) != 3 || !ascii(out.String()) {
+		t.Fatalf("masked LATIN1 row %q (from %q)", out.String(), raw.String())
+	}
+	if _, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(out.Bytes()), pg.Copy{Schema: "public", Table: "t", Columns: []string{"s", "n"}, Encoding: "LATIN1"}.From()); err != nil {
+		t.Fatalf("load the masked row back: %v", err)
+	}
+	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := Parse("public.t.n=regex:/a/b/")
+	rep, err := Check(ctx, conn, Spec{Rules: []Rule{r}, Secret: []byte("s")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(rep.Errors, "\n"), "rule regex reads UTF8 text; the database's encoding is LATIN1") {
+		t.Errorf("regex in LATIN1: %q", rep.Errors)
+	}
 }

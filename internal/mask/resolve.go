@@ -280,11 +280,11 @@ func readColumn(ctx context.Context, conn *pgx.Conn, relid uint32, name string) 
 
 // check says why rule r cannot be used on column c, or "".
 func check(r Rule, c columnInfo, encoding string) string {
-	if c.generated {
-		return "a generated column: the target computes it (mask the columns it is computed from)"
-	}
 	if r.Kind == Keep {
 		return ""
+	}
+	if c.generated {
+		return "a generated column: the target computes it (mask the columns it is computed from)"
 	}
 	switch r.Kind {
 	case Email, Name, Phone, Text, Regex:
