@@ -16,7 +16,7 @@ import (
 
 func newMaskCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "mask check -d SOURCE --mask RULE|--mask-file FILE",
+		Use:   "mask check [FLAGS]",
 		Short: "Check masking rules against a database, and what they make of its rows",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

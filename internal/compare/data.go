@@ -387,27 +387,23 @@ func MaskedOf(ctx context.Context, cfg *pgx.ConnConfig) (map[string]bool, string
 // SameRows says whether fingerprints a and b are of tables with as many
 // rows each (whatever their values).
 func SameRows(a, b string) bool {
-	var na, nb int64
-	var ha, hb string
-	if _, err := fmt.Sscanf(a, "rows=%d hash=%s", &na, &ha); err != nil {
-		return false
-	}
-	if _, err := fmt.Sscanf(b, "rows=%d hash=%s", &nb, &hb); err != nil {
-		return false
-	}
-	return na == nb
+	na, okA := rowsOf(a)
+	nb, okB := rowsOf(b)
+	return okA && okB && na == nb
+}
+
+// rowsOf is the row count of a table's fingerprint ("rows=N hash=H").
+func rowsOf(fp string) (int64, bool) {
+	var n int64
+	var h string
+	_, err := fmt.Sscanf(fp, "rows=%d hash=%s", &n, &h)
+	return n, err == nil
 }
 
 // FewerRows says whether fingerprint a is a table's with fewer rows than
 // b's (the values hashRelation gives: "rows=N hash=H").
 func FewerRows(a, b string) bool {
-	var na, nb int64
-	var ha, hb string
-	if _, err := fmt.Sscanf(a, "rows=%d hash=%s", &na, &ha); err != nil {
-		return false
-	}
-	if _, err := fmt.Sscanf(b, "rows=%d hash=%s", &nb, &hb); err != nil {
-		return false
-	}
-	return na < nb
+	na, okA := rowsOf(a)
+	nb, okB := rowsOf(b)
+	return okA && okB && na < nb
 }

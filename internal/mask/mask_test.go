@@ -212,15 +212,7 @@ func TestResolve(t *testing.T) {
 	if err := c.Exec(ctx, db, pgtest.MaskSQL()); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pgx.ParseConfig(c.ConnString(db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pg.Connect(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(ctx, t, c, db)
 	parse := func(lines ...string) Spec {
 		spec := Spec{Secret: []byte("s")}
 		for _, l := range lines {
@@ -321,15 +313,7 @@ func latin1(t *testing.T, c *pgtest.Cluster) {
 	if err := c.Exec(ctx, "latin", "CREATE TABLE t (s varchar(3), n text); INSERT INTO t VALUES ('été', 'naïve café')"); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pgx.ParseConfig(c.ConnString("latin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pg.Connect(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(ctx, t, c, "latin")
 	spec := Spec{Secret: []byte("s")}
 	for _, l := range []string{"public.t.s=text", "public.t.n=name"} {
 		r, _ := Parse(l)
@@ -371,4 +355,19 @@ func latin1(t *testing.T, c *pgtest.Cluster) {
 	if !strings.Contains(strings.Join(rep.Errors, "\n"), "rule regex reads UTF8 text; the database's encoding is LATIN1") {
 		t.Errorf("regex in LATIN1: %q", rep.Errors)
 	}
+}
+
+// connect opens a connection to database db of c, closed when the test ends.
+func connect(ctx context.Context, t *testing.T, c *pgtest.Cluster, db string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(c.ConnString(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pg.Connect(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.WithoutCancel(ctx)) })
+	return conn
 }
