@@ -273,6 +273,18 @@ func TestResolve(t *testing.T) {
 			t.Errorf("%v: errors %q, want %q", tc.rules, rep.Errors, tc.want)
 		}
 	}
+	// A unique index on an expression of the column holds it too.
+	if _, err := conn.Exec(ctx, "CREATE UNIQUE INDEX ON crm.users (lower(phone))"); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = Check(ctx, conn, good); err != nil {
+		t.Fatal(err)
+	} else if !strings.Contains(strings.Join(rep.Errors, "\n"), `"crm"."users"."phone": in a primary key or unique index: rule phone cannot keep it unique`) {
+		t.Errorf("a unique index on lower(phone): errors %q", rep.Errors)
+	}
+	if _, err := conn.Exec(ctx, "DROP INDEX crm.users_lower_idx"); err != nil {
+		t.Fatal(err)
+	}
 	rep, err = Check(ctx, conn, parse("crm.users.email=email", "crm.logins.user_email=email"))
 	if err != nil {
 		t.Fatal(err)

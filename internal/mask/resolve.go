@@ -228,7 +228,7 @@ type columnInfo struct {
 	attnum    int16
 	notNull   bool
 	generated bool
-	unique    bool // in a primary key or a unique index
+	unique    bool // in a primary key or a unique index, its expressions or predicate included
 	typ       string
 	class     class
 	limit     int
@@ -242,7 +242,9 @@ func readColumn(ctx context.Context, conn *pgx.Conn, relid uint32, name string) 
 		SELECT a.attnum, a.attnotnull, coalesce(pg_catalog.to_jsonb(a)->>'attgenerated', '') <> '',
 		       b.typname::text, b.typcategory::text, CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END,
 		       pg_catalog.format_type(a.atttypid, a.atttypmod),
-		       EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = a.attrelid AND i.indisunique AND a.attnum = ANY (i.indkey::int2[]))
+		       EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = a.attrelid AND i.indisunique AND (a.attnum = ANY (i.indkey::int2[])
+		               OR EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+		                          AND d.objid = i.indexrelid AND d.refobjid = a.attrelid AND d.refobjsubid = a.attnum)))
 		FROM pg_catalog.pg_attribute a
 		JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
 		JOIN pg_catalog.pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
