@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pgsprint/pgsprint/internal/mask"
+	"github.com/pgsprint/pgsprint/internal/seal"
 )
 
 // maskFlags are dump's, clone's and mask check's masking flags
@@ -46,11 +47,10 @@ func (m *maskFlags) spec() (mask.Spec, error) {
 	secret := os.Getenv(mask.SecretEnv)
 	os.Unsetenv(mask.SecretEnv)
 	if m.secretFile != "" {
-		b, err := mask.ReadSecretFile(m.secretFile)
-		if err != nil {
-			return spec, usageError{err}
+		var err error
+		if secret, err = seal.ReadPassphraseFile(m.secretFile); err != nil {
+			return spec, usageError{fmt.Errorf("--mask-secret-file: %w", err)}
 		}
-		secret = string(b)
 	}
 	if !spec.Active() {
 		return spec, nil

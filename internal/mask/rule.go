@@ -187,20 +187,6 @@ func ReadFile(path string) ([]Rule, error) {
 	return rules, nil
 }
 
-// ReadSecretFile returns the first line of path, the masking secret.
-func ReadSecretFile(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--mask-secret-file: %w", err)
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	line = strings.TrimSuffix(line, "\r")
-	if line == "" {
-		return nil, fmt.Errorf("--mask-secret-file %s: the first line is empty: the secret is the first line", path)
-	}
-	return []byte(line), nil
-}
-
 // cutOutsideQuotes cuts s at the first sep outside double quotes.
 func cutOutsideQuotes(s string, sep byte) (string, string, bool) {
 	in := false
