@@ -13,6 +13,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/restore"
@@ -42,6 +43,8 @@ type cloneOptions struct {
 	all       allDumpFlags
 	subset    subsetFlags
 	spec      subset.Spec // what subset asks for
+	mask      maskFlags
+	masking   mask.Spec // what mask asks for
 }
 
 func newCloneCmd() *cobra.Command {
@@ -153,6 +156,7 @@ starts the whole copy over.`,
 	o.follow.register(fs)
 	o.all.register(fs)
 	o.subset.register(fs)
+	o.mask.register(fs)
 	fs.BoolVar(&o.settings.NoStatistics, "no-statistics", false, "analyze the copied tables instead of copying the source's optimizer statistics (copied when both servers are 18 or later)")
 	o.progress.register(fs)
 	o.log.register(fs)
@@ -166,7 +170,10 @@ func (o *cloneOptions) check(cmd *cobra.Command) error {
 		return err
 	}
 	var err error
-	o.spec, err = o.subset.spec(cmd.Flags())
+	if o.spec, err = o.subset.spec(cmd.Flags()); err != nil {
+		return err
+	}
+	o.masking, err = o.mask.spec()
 	return err
 }
 
@@ -204,7 +211,7 @@ func (o cloneOptions) options(src, dst *pgx.ConnConfig, method chunk.Method, w *
 		Split:    chunk.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Snapshot: o.snapshot, SerializableDeferrable: o.compat.serialDef, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		Version: version, Logger: o.log.logger(), Progress: w.reporter,
-		Programs: &pgbin.Finder{}, Subset: o.spec,
+		Programs: &pgbin.Finder{}, Subset: o.spec, Mask: o.masking,
 	}
 }
 
@@ -233,6 +240,9 @@ func (o *cloneOptions) validate() (chunk.Method, error) {
 		return "", usageError{fmt.Errorf("--data-only copies into existing tables: it does not take --clean")}
 	}
 	if err := checkSubsetWith(o.spec, o.all.all, o.resume, o.follow.on, o.filter.SchemaOnly); err != nil {
+		return "", err
+	}
+	if err := checkMaskWith(o.masking, o.all.all, o.resume, o.follow.on, o.filter.SchemaOnly); err != nil {
 		return "", err
 	}
 	method, err := chunk.ParseMethod(o.splitBy)

@@ -113,8 +113,11 @@ func compareConfigs(ctx context.Context, o compareOptions, src, dst *pgx.ConnCon
 	// The schemas are dumped while the rows are hashed: pg_dump waits on
 	// the servers' catalogs, the hashing on their CPUs.
 	var fa, fb map[string]string
-	var diff, subsetA, subsetB string
+	var diff, subsetA, subsetB, maskA, maskB string
+	var maskedA, maskedB map[string]bool
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { maskedA, maskA, err = compare.MaskedOf(gctx, src); return err })
+	g.Go(func() (err error) { maskedB, maskB, err = compare.MaskedOf(gctx, dst); return err })
 	g.Go(func() (err error) { subsetA, err = compare.SubsetOf(gctx, src); return err })
 	g.Go(func() (err error) { subsetB, err = compare.SubsetOf(gctx, dst); return err })
 	g.Go(func() (err error) { fa, err = compare.FingerprintParallel(gctx, src, o.jobs); return err })
@@ -144,6 +147,14 @@ func compareConfigs(ctx context.Context, o compareOptions, src, dst *pgx.ConnCon
 		}
 	}
 	found := &compared{}
+	switch {
+	case maskB != "":
+		fmt.Fprintf(out, "target is a %s: the values of its masked tables differ by design\n", maskB)
+		reportMasked(out, fa, fb, maskedB, o.all)
+	case maskA != "":
+		fmt.Fprintf(out, "source is a %s: the values of its masked tables differ by design\n", maskA)
+		reportMasked(out, fa, fb, maskedA, o.all)
+	}
 	switch {
 	case subsetB != "":
 		fmt.Fprintf(out, "target is a development copy (%s): its tables hold fewer rows by design\n", subsetB)
@@ -221,6 +232,27 @@ func reportSubset(out io.Writer, whole, copy map[string]string, all bool) []comp
 	}
 	fmt.Fprintf(out, "%d objects equal, %d tables with fewer rows (the subset's), %d different\n", equal, fewer, len(different))
 	return different
+}
+
+// reportMasked takes out of a and b the masked tables (of masked) that
+// hold as many rows on both sides, whose values differ by design, and
+// counts them; the rest is compared as usual.
+func reportMasked(out io.Writer, a, b map[string]string, masked map[string]bool, all bool) {
+	n := 0
+	for k := range masked {
+		va, inA := a[k]
+		vb, inB := b[k]
+		if !inA || !inB || !compare.SameRows(va, vb) {
+			continue
+		}
+		if all {
+			fmt.Fprintf(out, "masked: %s (%s, %s)\n", k, va, vb)
+		}
+		delete(a, k)
+		delete(b, k)
+		n++
+	}
+	fmt.Fprintf(out, "%d masked tables with as many rows on both sides\n", n)
 }
 
 // present is a fingerprint, or says that the side lacks the object.

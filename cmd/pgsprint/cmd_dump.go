@@ -18,6 +18,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/store/location"
 	"github.com/pgsprint/pgsprint/internal/subset"
@@ -50,6 +51,8 @@ type dumpOptions struct {
 	all       allDumpFlags
 	subset    subsetFlags
 	spec      subset.Spec // what subset asks for
+	mask      maskFlags
+	masking   mask.Spec // what mask asks for
 }
 
 func newDumpCmd() *cobra.Command {
@@ -143,6 +146,7 @@ server. One connection per database holds its snapshot until the end; the
 	o.store.register(fs, true)
 	o.all.register(fs)
 	o.subset.register(fs)
+	o.mask.register(fs)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -155,7 +159,10 @@ func (o *dumpOptions) check(cmd *cobra.Command) error {
 		return err
 	}
 	var err error
-	o.spec, err = o.subset.spec(cmd.Flags())
+	if o.spec, err = o.subset.spec(cmd.Flags()); err != nil {
+		return err
+	}
+	o.masking, err = o.mask.spec()
 	return err
 }
 
@@ -199,7 +206,7 @@ func runDump(ctx context.Context, o dumpOptions) error {
 		Split:   chunk.Options{ChunkSize: int64(o.chunkSize), Method: method},
 		Version: version, Logger: o.log.logger(), Progress: w.reporter, Filter: o.filter, LockWaitTimeout: o.lockWait, Snapshot: o.snapshot, SerializableDeferrable: o.compat.serialDef,
 		NoStatistics: o.noStats, Recipients: recipients, Location: o.store.options(nil, nil, o.log.logger()), Overwrite: o.store.overwrite,
-		Programs: &pgbin.Finder{}, Subset: o.spec,
+		Programs: &pgbin.Finder{}, Subset: o.spec, Mask: o.masking,
 	}
 	var res *dump.Result
 	if o.all.all {
@@ -251,6 +258,9 @@ func (o *dumpOptions) validate() (codec.Codec, chunk.Method, error) {
 		return nil, "", usageError{err}
 	}
 	if err := checkSubsetWith(o.spec, o.all.all, false, false, o.filter.SchemaOnly); err != nil {
+		return nil, "", err
+	}
+	if err := checkMaskWith(o.masking, o.all.all, false, false, o.filter.SchemaOnly); err != nil {
 		return nil, "", err
 	}
 	c, err := codec.Parse(o.compress)

@@ -104,6 +104,12 @@ func runList(ctx context.Context, loc string, o listOptions, in io.Reader, out i
 		fmt.Fprintf(out, "subset:     development copy, %s\n", s.Describe())
 		fmt.Fprintf(out, "            %d tables hold the rows the rules chose, %d none (--subset-others none), the others all their rows\n", len(s.Tables)-empty, empty)
 	}
+	if mk := m.Mask; mk != nil {
+		fmt.Fprintf(out, "masked:     %s\n", mk.Describe())
+		for _, c := range mk.Columns {
+			fmt.Fprintf(out, "            %s.%s = %s\n", pg.Qualified(c.Schema, c.Table), pg.Ident(c.Column), c.Rule)
+		}
+	}
 	if by := openedBy(ar.Source); by != "" {
 		fmt.Fprintf(out, "encrypted:  opened with %s\n", by)
 	}

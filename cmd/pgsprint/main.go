@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/store"
@@ -85,11 +86,12 @@ func exitCode(ctx context.Context, err error) int {
 	var ue usageError
 	var ce *pg.ConnectError
 	var ae *store.AccessError
+	var re *mask.RefusedError
 	if i, ok := interrupted(ctx); ok {
 		return i.exitCode()
 	}
 	switch {
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &re):
 		return exitUsage
 	case errors.As(err, &ce), errors.As(err, &ae):
 		return exitConnection
@@ -123,7 +125,7 @@ func newRootCmd() *cobra.Command {
 		}
 		return cmd.Help()
 	}
-	root.AddCommand(newDumpCmd(), newRestoreCmd(), newCloneCmd(), newSnapshotCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newFollowCmd(), newPreflightCmd(), newDemoCmd(), newVersionCmd(), newGenDocsCmd())
+	root.AddCommand(newDumpCmd(), newRestoreCmd(), newCloneCmd(), newSnapshotCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newFollowCmd(), newPreflightCmd(), newDemoCmd(), newMaskCmd(), newVersionCmd(), newGenDocsCmd())
 	// Help is --help only, as in the PostgreSQL tools, where -h is the
 	// host: cobra's default -h would silently print help instead of
 	// connecting (pgsprint compare -h db1 ...).

@@ -103,6 +103,8 @@ func TestSubset(t *testing.T) {
 			{"dump", "-d", c.ConnString(src), "-f", "-", "--subset", "app.orders"},
 			{"dump", "--all", "-f", "-", "--subset", "app.orders: true"},
 			{"clone", "--source", c.ConnString(src), "--target", c.ConnString(src), "--subset", "app.orders: true", "--subset-others", "some"},
+			// A subset is chosen anew by each run: its clone cannot resume.
+			{"clone", "--source", c.ConnString(src), "--target", c.ConnString(src), "--subset", "app.orders: true", "--resume", "--snapshot", "00000003-00000002-1"},
 		} {
 			if r := pgsprint(t, nil, args...); r.code != exitUsage {
 				t.Errorf("%v: exit %d, want %d: %s", args, r.code, exitUsage, r.stderr)

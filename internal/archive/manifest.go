@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -82,6 +83,43 @@ type Manifest struct {
 	// against the source says so instead of reporting every table as
 	// different.
 	Subset *Subset `json:"subset,omitempty"`
+
+	// Mask marks a masked development copy (dump or clone --mask): the
+	// columns listed hold masked values, never the secret that keyed
+	// them. list shows it; restore records it in the target (the
+	// database setting pg.MaskSetting), so that compare against the
+	// source says so instead of reporting the masked tables as different.
+	Mask *Mask `json:"mask,omitempty"`
+}
+
+// Mask is every masked column of an archive and its rule, as given
+// (partitions and inheritance children listed with their parent's rule).
+type Mask struct {
+	Columns []MaskColumn `json:"columns"`
+}
+
+// MaskColumn is one masked column and the rule that masked it.
+type MaskColumn struct {
+	Schema string `json:"schema"`
+	Table  string `json:"table"`
+	Column string `json:"column"`
+	Rule   string `json:"rule"`
+}
+
+// Describe is the masking in one line, for list and compare.
+func (m *Mask) Describe() string {
+	tables := map[string]bool{}
+	var parts []string
+	for _, c := range m.Columns {
+		tables[c.Schema+"\x00"+c.Table] = true
+		if len(parts) < 8 {
+			parts = append(parts, quoteIdent(c.Schema)+"."+quoteIdent(c.Table)+"."+quoteIdent(c.Column)+"="+c.Rule)
+		}
+	}
+	if len(m.Columns) > len(parts) {
+		parts = append(parts, fmt.Sprintf("and %d more", len(m.Columns)-len(parts)))
+	}
+	return fmt.Sprintf("masked development copy: %d columns of %d tables (%s)", len(m.Columns), len(tables), strings.Join(parts, ", "))
 }
 
 // Subset is how a subset archive was chosen, as the user gave it, and what
@@ -310,4 +348,10 @@ type Grant struct {
 	Grantee   string `json:"grantee"` // empty for PUBLIC
 	Privilege string `json:"privilege"`
 	Grantable bool   `json:"grantable"`
+}
+
+// quoteIdent quotes an identifier as SQL does (pg.Ident, which this
+// package cannot import).
+func quoteIdent(s string) string {
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }

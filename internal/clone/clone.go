@@ -19,6 +19,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/journal"
+	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/preflight"
@@ -81,6 +82,9 @@ type Options struct {
 	Locks *dump.LockBudget
 	// Subset copies a development copy's rows only (dump.SessionOptions.Subset).
 	Subset subset.Spec
+	// Mask masks the columns its rules name as they are read
+	// (dump.SessionOptions.Mask).
+	Mask mask.Spec
 }
 
 // Run clones the source database into the target, which must hold no
@@ -135,7 +139,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 		NoUnloggedTableData: f.NoUnloggedTableData, ExcludeLargeObjects: f.ExcludeLargeObjects && !f.IncludeLargeObjects}, Objects: f.Objects}
 	sess, err := dump.Begin(ctx, dump.SessionOptions{EarlySchema: true, BinaryForMajor: binaryFor, Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock, Filter: dumped,
 		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, SerializableDeferrable: opts.SerializableDeferrable, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger,
-		NoStatistics: opts.NoStatistics, Programs: opts.Programs, Locks: opts.Locks, Subset: opts.Subset})
+		NoStatistics: opts.NoStatistics, Programs: opts.Programs, Locks: opts.Locks, Subset: opts.Subset, Mask: opts.Mask})
 	if err != nil {
 		return nil, explainSnapshot(err, opts)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
@@ -162,7 +163,15 @@ func (s *liveSource) read(ctx context.Context, r *dump.Reader, u unit, w io.Writ
 	if err := r.Lock(ctx, t); err != nil {
 		return 0, err
 	}
+	var mw *mask.Writer
+	if mt := r.Mask(u.chunk.Table); mt != nil {
+		mw = mt.Writer(w)
+		w = mw
+	}
 	tag, err := r.Conn().PgConn().CopyTo(ctx, w, dump.CopyOutSQL(t, *u.chunk, s.sess.Manifest.DataEncoding()))
+	if err == nil && mw != nil {
+		err = mw.Close()
+	}
 	if err != nil {
 		return 0, fmt.Errorf("read table %s from the source: %w", pg.Qualified(t.Schema, t.Name), pg.ExplainLost(err))
 	}

@@ -5,6 +5,7 @@ package compare
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
@@ -350,16 +352,58 @@ func SubsetOf(ctx context.Context, cfg *pgx.ConnConfig) (string, error) {
 	return *s, nil
 }
 
+// MaskedOf is the masked tables recorded in the database cfg names
+// (pg.MaskSetting, left by a restore or clone of a masked archive), as
+// fingerprint keys (schema.table, quoted as needed), with a one-line
+// description; none for a database that is not masked.
+func MaskedOf(ctx context.Context, cfg *pgx.ConnConfig) (map[string]bool, string, error) {
+	conn, err := pg.Connect(ctx, cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var s *string
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.current_setting($1, true)", pg.MaskSetting).Scan(&s); err != nil {
+		return nil, "", fmt.Errorf("read %s: %w", pg.MaskSetting, err)
+	}
+	if s == nil || *s == "" {
+		return nil, "", nil
+	}
+	var m archive.Mask
+	if err := json.Unmarshal([]byte(*s), &m); err != nil {
+		return nil, "", fmt.Errorf("read %s: %w", pg.MaskSetting, err)
+	}
+	tables := map[string]bool{}
+	for _, c := range m.Columns {
+		var key string
+		if err := conn.QueryRow(ctx, "SELECT pg_catalog.format('%I.%I', $1::text, $2::text)", c.Schema, c.Table).Scan(&key); err != nil {
+			return nil, "", fmt.Errorf("read %s: %w", pg.MaskSetting, err)
+		}
+		tables[key] = true
+	}
+	return tables, m.Describe(), nil
+}
+
+// SameRows says whether fingerprints a and b are of tables with as many
+// rows each (whatever their values).
+func SameRows(a, b string) bool {
+	na, okA := rowsOf(a)
+	nb, okB := rowsOf(b)
+	return okA && okB && na == nb
+}
+
+// rowsOf is the row count of a table's fingerprint ("rows=N hash=H").
+func rowsOf(fp string) (int64, bool) {
+	var n int64
+	var h string
+	_, err := fmt.Sscanf(fp, "rows=%d hash=%s", &n, &h)
+	return n, err == nil
+}
+
 // FewerRows says whether fingerprint a is a table's with fewer rows than
 // b's (the values hashRelation gives: "rows=N hash=H").
 func FewerRows(a, b string) bool {
-	var na, nb int64
-	var ha, hb string
-	if _, err := fmt.Sscanf(a, "rows=%d hash=%s", &na, &ha); err != nil {
-		return false
-	}
-	if _, err := fmt.Sscanf(b, "rows=%d hash=%s", &nb, &hb); err != nil {
-		return false
-	}
-	return na < nb
+	na, okA := rowsOf(a)
+	nb, okB := rowsOf(b)
+	return okA && okB && na < nb
 }

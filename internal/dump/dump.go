@@ -17,6 +17,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/progress"
@@ -63,6 +64,8 @@ type Options struct {
 	Overwrite bool
 	// Subset is SessionOptions.Subset (one database only).
 	Subset subset.Spec
+	// Mask is SessionOptions.Mask (one database only).
+	Mask mask.Spec
 }
 
 // WithDefaults is opts with what was left out filled in: one job, the
@@ -92,7 +95,7 @@ func (opts Options) WithDefaults() Options {
 // EarlySchema and Locks are the caller's to add.
 func (opts Options) SessionOptions(cfg *pgx.ConnConfig) SessionOptions {
 	return SessionOptions{Source: cfg, Jobs: opts.Jobs, BlockSize: opts.BlockSize, Split: opts.Split, Version: opts.Version,
-		Filter: opts.Filter, LockWaitTimeout: opts.LockWaitTimeout, SerializableDeferrable: opts.SerializableDeferrable, NoStatistics: opts.NoStatistics, Programs: opts.Programs, Logger: opts.Logger, Subset: opts.Subset}
+		Filter: opts.Filter, LockWaitTimeout: opts.LockWaitTimeout, SerializableDeferrable: opts.SerializableDeferrable, NoStatistics: opts.NoStatistics, Programs: opts.Programs, Logger: opts.Logger, Subset: opts.Subset, Mask: opts.Mask}
 }
 
 // Result summarises a finished dump.

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
@@ -27,6 +28,8 @@ type Reader struct {
 	snap string
 	inTx bool            // in a transaction in the snapshot
 	held map[string]bool // the tables (quoted, qualified) locked by that transaction
+	// masks is the session's: how masked tables' rows are rewritten.
+	masks map[int]*mask.Table
 }
 
 // MaxLockBatch is the most tables LockAll locks at once: a batch of small
@@ -51,8 +54,12 @@ func (s *Session) OpenReader(ctx context.Context) (*Reader, error) {
 		conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	return &Reader{conn: conn, snap: s.snap.ID, inTx: true}, nil
+	return &Reader{conn: conn, snap: s.snap.ID, inTx: true, masks: s.masks}, nil
 }
+
+// Mask is how the rows of table (its index in the manifest's Tables) are
+// masked as they are read, or nil when they are not.
+func (r *Reader) Mask(table int) *mask.Table { return r.masks[table] }
 
 // Conn is the reader's connection.
 func (r *Reader) Conn() *pgx.Conn { return r.conn }

@@ -10,6 +10,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/preflight"
@@ -73,6 +74,11 @@ type SessionOptions struct {
 	// Subset, when active, narrows the rows read to a development copy's
 	// (internal/subset), computed in the snapshot before any is read.
 	Subset subset.Spec
+	// Mask, when active, masks the columns its rules name as the readers
+	// read them (internal/mask), checked against the schema in the
+	// snapshot before any row is read. It leaves optimizer statistics out
+	// (they hold column values).
+	Mask   mask.Spec
 	Logger *slog.Logger
 }
 
@@ -99,6 +105,9 @@ type Session struct {
 	sizes    map[uint32]int64
 	locks    *LockBudget  // SessionOptions.Locks
 	early    *earlySchema // pg_dump started beside the catalog queries; nil on a resumed plan
+	// masks is how each masked table's rows are rewritten, by its index
+	// in Manifest.Tables (SessionOptions.Mask); nil without masking.
+	masks map[int]*mask.Table
 }
 
 // Begin connects to the source, exports a snapshot (or imports
@@ -108,6 +117,11 @@ func Begin(ctx context.Context, opts SessionOptions) (*Session, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Mask.Active() {
+		// pg_dump's statistics carry column values (most common
+		// values, histograms): a masked copy must not.
+		opts.NoStatistics = true
 	}
 	leader, err := pg.Connect(ctx, opts.Source)
 	if err != nil {
@@ -167,6 +181,9 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 		if opts.Subset.Active() {
 			return fmt.Errorf("--subset cannot resume: the subset's rows are chosen anew by each run; run the clone again without --resume")
 		}
+		if opts.Mask.Active() || opts.Manifest.Mask != nil {
+			return fmt.Errorf("a masked clone cannot resume: start it over with --clean, without --resume")
+		}
 		return s.reuse(opts.Manifest, log)
 	}
 	if err := s.filter.CheckPgDump(s.tools.Major); err != nil {
@@ -205,6 +222,34 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	// and at 100,000 tables the catalog is tens of MB more.
 	s.Manifest, s.sizes = cat.manifest(s.srv, s.snap, s.tools, opts)
 	s.Manifest.Subset = rec
+	return s.applyMask(ctx, opts.Mask, log)
+}
+
+// applyMask resolves the masking rules in the snapshot and prepares each
+// masked table's rewriter; masked tables are read as COPY text, which the
+// rewriter parses (binary would need every type's decoder).
+func (s *Session) applyMask(ctx context.Context, spec mask.Spec, log *slog.Logger) error {
+	if !spec.Active() {
+		return nil
+	}
+	plan, err := mask.Resolve(ctx, s.leader, spec, s.Manifest.DataEncoding())
+	if err != nil {
+		return err
+	}
+	rec := plan.Record()
+	s.Manifest.Mask = rec
+	s.masks = map[int]*mask.Table{}
+	for i, t := range s.Manifest.Tables {
+		if mt := plan.Table(t.Schema, t.Name, t.Columns); mt != nil {
+			s.masks[i] = mt
+		}
+	}
+	for i := range s.Manifest.Chunks {
+		if s.masks[s.Manifest.Chunks[i].Table] != nil {
+			s.Manifest.Chunks[i].Binary = false
+		}
+	}
+	log.Info("masking", "columns", len(rec.Columns), "tables", len(s.masks))
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/chunk"
+	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/progress"
 )
@@ -113,7 +114,7 @@ func dumpPacked(ctx context.Context, opts Options, w *archive.Packer, m *archive
 		if err := r.Lock(ctx, m.Tables[u.chunk.Table]); err != nil {
 			return 0, err
 		}
-		return copyChunk(ctx, r.Conn(), w, m, u.chunk, opts.BlockSize, opts.Progress)
+		return copyChunk(ctx, r.Conn(), w, m, u.chunk, r.Mask(u.chunk.Table), opts.BlockSize, opts.Progress)
 	case u.tables != nil:
 		ts := make([]archive.Table, len(u.tables))
 		for i, c := range u.tables {
@@ -124,7 +125,7 @@ func dumpPacked(ctx context.Context, opts Options, w *archive.Packer, m *archive
 		}
 		var rows int64
 		for _, c := range u.tables {
-			n, err := copyChunk(ctx, r.Conn(), w, m, c, opts.BlockSize, opts.Progress)
+			n, err := copyChunk(ctx, r.Conn(), w, m, c, r.Mask(c.Table), opts.BlockSize, opts.Progress)
 			rows += n
 			if err != nil {
 				return rows, err
@@ -192,7 +193,8 @@ func CopyOutSQL(t archive.Table, c archive.Chunk, enc string) string {
 	return stmt.To()
 }
 
-func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Packer, m *archive.Manifest, c *archive.Chunk, blockSize int, rep progress.Reporter) (int64, error) {
+// copyChunk writes chunk c's rows, masked through mt when it is not nil.
+func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Packer, m *archive.Manifest, c *archive.Chunk, mt *mask.Table, blockSize int, rep progress.Reporter) (int64, error) {
 	t := m.Tables[c.Table]
 	name := pg.Qualified(t.Schema, t.Name)
 	work := progress.Work{Kind: "data", Table: name, Name: name, Whole: c.Where == ""}
@@ -200,7 +202,16 @@ func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Packer, m *archiv
 	began := time.Now()
 	bw := archive.NewBlockWriter(w.Stream(archive.KindData, c.Stream), chunkBlockSize(c.Size, blockSize))
 	counter := progress.NewWriter(bw, rep)
-	tag, err := conn.PgConn().CopyTo(ctx, counter, CopyOutSQL(t, *c, m.DataEncoding()))
+	var out io.Writer = counter
+	var mw *mask.Writer
+	if mt != nil {
+		mw = mt.Writer(counter)
+		out = mw
+	}
+	tag, err := conn.PgConn().CopyTo(ctx, out, CopyOutSQL(t, *c, m.DataEncoding()))
+	if err == nil && mw != nil {
+		err = mw.Close()
+	}
 	counter.Flush()
 	if err != nil {
 		if !errors.As(err, new(outputError)) {

@@ -45,3 +45,10 @@ func Literal(s string) string {
 // copy's tables hold fewer rows by design. A custom setting is invisible
 // to pg_dump without --create, so the schemas still compare equal.
 const SubsetSetting = "pgsprint.subset"
+
+// MaskSetting is the database setting a restore or clone of a masked
+// archive leaves in its target, holding the manifest's masking record
+// (archive.Mask, as JSON: every masked column and its rule, never the
+// secret): compare reads it to say that the masked tables' values differ
+// by design.
+const MaskSetting = "pgsprint.masked"

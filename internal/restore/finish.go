@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 
@@ -42,38 +43,55 @@ func (f *finishStage) run(ctx context.Context) error {
 	return journal.Drop(ctx, f.target.cfg)
 }
 
-// markSubset records in the target database that it holds a subset
-// (pg.SubsetSetting), so that compare against the source says so; a
-// whole copy over an earlier subset (--clean) removes the mark, which
-// would otherwise excuse missing rows. A role that may not set it (not
-// the database's owner) gets a warning: the copy is complete either way.
+// markSubset records in the target database that it is a development
+// copy: a subset (pg.SubsetSetting) and masked (pg.MaskSetting), so that
+// compare against the source says so; a whole copy over an earlier
+// subset (--clean) removes the marks, which would otherwise excuse
+// missing rows or changed values. A role that may not set them (not the
+// database's owner) gets a warning: the copy is complete either way.
 func (f *finishStage) markSubset(ctx context.Context) error {
-	if f.m.Subset == nil && !f.clean {
+	if f.m.Subset == nil && f.m.Mask == nil && !f.clean {
 		return nil
+	}
+	var subset, masked string
+	if f.m.Subset != nil {
+		subset = f.m.Subset.Describe()
+	}
+	if f.m.Mask != nil {
+		b, err := json.Marshal(f.m.Mask)
+		if err != nil {
+			return fmt.Errorf("record the masking: %w", err)
+		}
+		masked = string(b)
 	}
 	conn, err := pg.Connect(ctx, f.target.cfg)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	var db string
-	var mark *string
-	if err := conn.QueryRow(ctx, "SELECT pg_catalog.current_database(), pg_catalog.current_setting($1, true)", pg.SubsetSetting).Scan(&db, &mark); err != nil {
-		return fmt.Errorf("record the subset: %w", err)
-	}
-	q := fmt.Sprintf("ALTER DATABASE %s RESET %s", pg.Ident(db), pg.SubsetSetting)
-	switch {
-	case f.m.Subset != nil:
-		q = fmt.Sprintf("ALTER DATABASE %s SET %s = %s", pg.Ident(db), pg.SubsetSetting, pg.Literal(f.m.Subset.Describe()))
-	case mark == nil || *mark == "":
-		return nil
-	}
-	if _, err := conn.Exec(ctx, q); err != nil {
-		if ctx.Err() != nil {
-			return err
+	for _, mark := range []struct{ setting, value, what string }{
+		{pg.SubsetSetting, subset, "a subset; compare will report its tables as different"},
+		{pg.MaskSetting, masked, "masked; compare will report its masked tables as different"},
+	} {
+		var db string
+		var old *string
+		if err := conn.QueryRow(ctx, "SELECT pg_catalog.current_database(), pg_catalog.current_setting($1, true)", mark.setting).Scan(&db, &old); err != nil {
+			return fmt.Errorf("record the development copy: %w", err)
 		}
-		if f.log != nil {
-			f.log.Warn("could not record in the target that it is a subset; compare will report its tables as different", "error", err)
+		q := fmt.Sprintf("ALTER DATABASE %s RESET %s", pg.Ident(db), mark.setting)
+		switch {
+		case mark.value != "":
+			q = fmt.Sprintf("ALTER DATABASE %s SET %s = %s", pg.Ident(db), mark.setting, pg.Literal(mark.value))
+		case old == nil || *old == "":
+			continue
+		}
+		if _, err := conn.Exec(ctx, q); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			if f.log != nil {
+				f.log.Warn("could not record in the target that it is "+mark.what, "error", err)
+			}
 		}
 	}
 	return nil

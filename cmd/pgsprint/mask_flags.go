@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/pgsprint/pgsprint/internal/mask"
+	"github.com/pgsprint/pgsprint/internal/seal"
+)
+
+// maskFlags are dump's, clone's and mask check's masking flags
+// (internal/mask). The secret is read from a file or the environment,
+// never from the command line.
+type maskFlags struct {
+	rules      []string
+	files      []string
+	secretFile string
+}
+
+func (m *maskFlags) register(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&m.rules, "mask", nil, "mask a column as it is read, 'schema.table.column=RULE': email, name, phone, text, number:MIN:MAX, dateshift:DAYS, null, const:VALUE, regex:/P/R/, hash[:N], keep (repeatable; see \"Development copy\" in the README)")
+	fs.StringArrayVar(&m.files, "mask-file", nil, "read masking rules from `FILE`, one 'schema.table.column = RULE' a line, # comments")
+	fs.StringVar(&m.secretFile, "mask-secret-file", "", "key the masking with the secret on the first line of `FILE` (else $"+mask.SecretEnv+"); the same secret gives the same masked values")
+}
+
+// spec is what the flags ask for, the secret read; an error is a usage
+// error. The secret's variable is removed from the environment once read,
+// so that no child program (pg_dump) inherits it.
+func (m *maskFlags) spec() (mask.Spec, error) {
+	var spec mask.Spec
+	for _, f := range m.files {
+		rules, err := mask.ReadFile(f)
+		if err != nil {
+			return spec, usageError{err}
+		}
+		spec.Rules = append(spec.Rules, rules...)
+	}
+	for _, v := range m.rules {
+		r, err := mask.Parse(v)
+		if err != nil {
+			return spec, usageError{err}
+		}
+		spec.Rules = append(spec.Rules, r)
+	}
+	secret := os.Getenv(mask.SecretEnv)
+	os.Unsetenv(mask.SecretEnv)
+	if m.secretFile != "" {
+		var err error
+		if secret, err = seal.ReadPassphraseFile(m.secretFile); err != nil {
+			return spec, usageError{fmt.Errorf("--mask-secret-file: %w", err)}
+		}
+	}
+	if !spec.Active() {
+		return spec, nil
+	}
+	if secret == "" {
+		return spec, usageError{fmt.Errorf("--mask needs a secret: --mask-secret-file FILE or $%s (never on the command line)", mask.SecretEnv)}
+	}
+	spec.Secret = []byte(secret)
+	return spec, nil
+}
+
+// checkMaskWith refuses what masking cannot be combined with.
+func checkMaskWith(spec mask.Spec, all, resume, follow, schemaOnly bool) error {
+	if !spec.Active() {
+		return nil
+	}
+	switch {
+	case all:
+		return usageError{fmt.Errorf("--mask applies to one database: it does not take --all")}
+	case resume:
+		return usageError{fmt.Errorf("--mask does not take --resume: a masked clone is started over (--clean)")}
+	case follow:
+		return usageError{fmt.Errorf("--mask does not take --follow: replication would bring the changes unmasked")}
+	case schemaOnly:
+		return usageError{fmt.Errorf("--mask masks rows: it does not take --schema-only")}
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package mask
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"hash"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// class is what a column's type lets a rule write into it.
+type class int
+
+const (
+	classOther class = iota
+	classText        // string types (text, varchar, char, citext, name; domains over them)
+	classUUID
+	classInt2
+	classInt4
+	classInt8
+	classNumeric // numeric, float4, float8
+	classDate    // date, timestamp, timestamptz
+)
+
+// keyer computes the keyed hashes of one writer's values: an HMAC-SHA256
+// keyed with the secret (crypto/hmac, reset for each value), so one
+// writer (one worker's chunk) allocates it once.
+type keyer struct {
+	h   hash.Hash
+	sum []byte
+}
+
+func newKeyer(secret []byte) *keyer {
+	return &keyer{h: hmac.New(sha256.New, secret), sum: make([]byte, 0, sha256.Size)}
+}
+
+// mac is HMAC(secret, kind || 0 || value): the kind keeps one rule's
+// output from telling another's (email and hash of one value differ).
+func (k *keyer) mac(kind string, v []byte) []byte {
+	k.h.Reset()
+	k.h.Write([]byte(kind))
+	k.h.Write([]byte{0})
+	k.h.Write(v)
+	k.sum = k.h.Sum(k.sum[:0])
+	return k.sum
+}
+
+// column is one masked column of a table being read: where it is in the
+// COPY row, and how its values are replaced.
+type column struct {
+	index int
+	rule  Rule
+	class class
+	limit int  // varchar(n)/char(n): at most n characters; 0 none
+	utf8  bool // the data's encoding is UTF8 (characters are runes), else one byte each
+}
+
+// apply returns the masked value of v (unescaped COPY text, never NULL),
+// appended to out, or null.
+func (c *column) apply(k *keyer, v, out []byte) ([]byte, bool) {
+	r := &c.rule
+	start := len(out)
+	switch r.Kind {
+	case Null:
+		return out, true
+	case Const:
+		out = append(out, r.Value...)
+	case Regex:
+		out = append(out, r.re.ReplaceAll(v, r.repl)...)
+	case Email:
+		m := k.mac(Email, v)
+		out = appendLower(out, pick(firstNames, m[0:2]))
+		out = append(out, '.')
+		out = appendLower(out, pick(lastNames, m[2:4]))
+		out = append(out, '.')
+		out = hex.AppendEncode(out, m[4:12])
+		out = append(out, "@example.com"...)
+	case Name:
+		m := k.mac(Name, v)
+		out = append(out, pick(firstNames, m[0:2])...)
+		out = append(out, ' ')
+		out = append(out, pick(lastNames, m[2:4])...)
+	case Phone:
+		m := k.mac(Phone, v)
+		n := binary.BigEndian.Uint64(m) % 10000000
+		out = append(out, "+1-555-"...)
+		d := strconv.AppendUint(nil, n+10000000, 10)[1:] // seven digits, leading zeros
+		out = append(out, d[:3]...)
+		out = append(out, '-')
+		out = append(out, d[3:]...)
+	case Text:
+		out = appendText(out, k.mac(Text, v), c.chars(v))
+	case Number:
+		m := k.mac(Number, v)
+		span := uint64(r.Max-r.Min) + 1
+		out = strconv.AppendInt(out, r.Min+int64(binary.BigEndian.Uint64(m)%span), 10)
+	case DateDays:
+		return shiftDate(out, v, k.mac(DateDays, v), r.Days), false
+	case Hash:
+		m := k.mac(Hash, v)
+		switch c.class {
+		case classUUID:
+			x := hex.EncodeToString(m[:16])
+			out = append(out, x[0:8]+"-"+x[8:12]+"-"+x[12:16]+"-"+x[16:20]+"-"+x[20:32]...)
+		case classInt8, classNumeric:
+			out = strconv.AppendUint(out, binary.BigEndian.Uint64(m)>>1, 10)
+		default:
+			out = append(out, hex.EncodeToString(m)[:r.Hex]...)
+		}
+	}
+	if c.limit > 0 {
+		out = out[:start+c.cut(out[start:], c.limit)]
+	}
+	return out, false
+}
+
+// chars is v's length in characters: runes in UTF8, else bytes.
+func (c *column) chars(v []byte) int {
+	if c.utf8 {
+		return utf8.RuneCount(v)
+	}
+	return len(v)
+}
+
+// cut is how many bytes of b hold its first n characters.
+func (c *column) cut(b []byte, n int) int {
+	if !c.utf8 {
+		return min(n, len(b))
+	}
+	i := 0
+	for ; n > 0 && i < len(b); n-- {
+		_, size := utf8.DecodeRune(b[i:])
+		i += size
+	}
+	return i
+}
+
+// pick is an entry of list chosen by two bytes of a keyed hash.
+func pick(list []string, b []byte) string {
+	return list[int(binary.BigEndian.Uint16(b))%len(list)]
+}
+
+func appendLower(out []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// appendText appends words chosen by seed (rehashed with SHA-256 when its
+// bytes run out), separated by spaces, n characters in all: text of the
+// value's length, so that a length limit and the shape of the data hold.
+func appendText(out, seed []byte, n int) []byte {
+	if n <= 0 {
+		return out
+	}
+	s := append([]byte(nil), seed...)
+	i, written := 0, 0
+	for written < n {
+		if i+2 > len(s) {
+			sum := sha256.Sum256(s)
+			s, i = sum[:], 0
+		}
+		w := pick(words, s[i:i+2])
+		i += 2
+		if written > 0 {
+			out = append(out, ' ')
+			written++
+			if written == n {
+				break
+			}
+		}
+		w = w[:min(len(w), n-written)]
+		out = append(out, w...)
+		written += len(w)
+	}
+	return out
+}
+
+// shiftDate moves the date at the start of v (ISO: YYYY-MM-DD, as
+// DateStyle ISO prints date, timestamp and timestamptz) by a keyed number
+// of days in [-days, days], keeping the rest (time, zone) as it is. A
+// value that does not start with such a date (infinity, a BC or
+// five-digit year) is left as it is.
+func shiftDate(out, v, m []byte, days int64) []byte {
+	if len(v) < 10 || v[4] != '-' || v[7] != '-' || (len(v) > 10 && v[10] != ' ') || hasBC(v) {
+		return append(out, v...)
+	}
+	d, err := time.Parse("2006-01-02", string(v[:10]))
+	if err != nil {
+		return append(out, v...)
+	}
+	shift := int64(binary.BigEndian.Uint64(m)%uint64(2*days+1)) - days
+	d = d.AddDate(0, 0, int(shift))
+	if d.Year() < 1 || d.Year() > 9999 {
+		return append(out, v...)
+	}
+	out = d.AppendFormat(out, "2006-01-02")
+	return append(out, v[10:]...)
+}
+
+func hasBC(v []byte) bool {
+	return len(v) >= 3 && string(v[len(v)-3:]) == " BC"
+}
