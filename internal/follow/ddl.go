@@ -243,9 +243,17 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 			cmd text := NEW.command;
 			old text := pg_catalog.current_setting('search_path');
 		BEGIN
-			IF pg_catalog.current_setting('session_replication_role') <> 'replica' OR NEW.action <> 'apply'
-				OR EXISTS (SELECT 1 FROM ` + c.table + ` WHERE action = 'stop') THEN
-				RETURN NULL; -- on the source; or after a stop, nothing more is replayed
+			IF pg_catalog.current_setting('session_replication_role') <> 'replica' THEN
+				RETURN NULL; -- on the source
+			END IF;
+			IF NEW.action = 'stop' THEN
+				-- The rows that follow may no longer fit the target: its
+				-- apply worker stops instead of failing on them over and over.
+				EXECUTE 'ALTER SUBSCRIPTION ' || ` + pg.Literal(pg.Ident(n.Slot)) + ` || ' DISABLE';
+				RETURN NULL;
+			END IF;
+			IF EXISTS (SELECT 1 FROM ` + c.table + ` WHERE action = 'stop') THEN
+				RETURN NULL; -- after a stop, nothing more is replayed
 			END IF;
 			IF cmd ~* '^\s*(CREATE\s+(UNIQUE\s+)?INDEX|DROP\s+INDEX|REINDEX\s+\w+)\s+CONCURRENTLY' THEN
 				cmd := pg_catalog.regexp_replace(cmd, '\mCONCURRENTLY\M', '', 'i');

@@ -175,6 +175,9 @@ func TestFollowDDL(t *testing.T) {
 				t.Errorf("status (source read: %v): %v", from != nil, err)
 			}
 		}
+		// The target's apply worker stops rather than fail on the rows.
+		waitFor(t, dst, "false", "SELECT subenabled::text FROM pg_subscription WHERE subname = $1", n.Slot)
+		waitFor(t, dst, "0", "SELECT count(*)::text FROM pg_stat_subscription WHERE subname = $1 AND pid IS NOT NULL", n.Slot)
 		began := time.Now()
 		_, err := Finish(context.Background(), FinishOptions{Source: src, Target: dst, Names: n, Timeout: time.Minute, Verify: sameAll(c, src.Database, dst.Database)})
 		if err == nil || !strings.Contains(err.Error(), "cannot follow: ALTER TABLE public.keyed") || time.Since(began) > 10*time.Second {

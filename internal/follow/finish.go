@@ -196,16 +196,17 @@ func Finish(ctx context.Context, o FinishOptions) (res *FinishResult, err error)
 		r.Fence.ReadOnly, r.Fence.Slot = false, ""
 		err = fmt.Errorf("%w; the source is writable again and the target still follows it (pgsprint follow status; finish again, or abort)", err)
 	}()
+	// DDL the target cannot follow stops finish before the fence (and
+	// before it enables a subscription such a stop disabled); the tables
+	// created since the clone are copied while writes go on.
+	if err := beforeFence(ctx, sconn, dconn, o.Names, sub.Partial, o.Timeout, log); err != nil {
+		return res, err
+	}
 	if !sub.Enabled {
 		log.Warn("subscription was disabled: enabling it to catch up", "subscription", o.Names.Slot)
 		if _, err := dconn.Exec(ctx, "ALTER SUBSCRIPTION "+pg.Ident(o.Names.Slot)+" ENABLE"); err != nil {
 			return res, fmt.Errorf("enable subscription %s on the target: %w", o.Names.Slot, err)
 		}
-	}
-	// DDL the target cannot follow stops finish before the fence; the
-	// tables created since the clone are copied while writes go on.
-	if err := beforeFence(ctx, sconn, dconn, o.Names, sub.Partial, o.Timeout, log); err != nil {
-		return res, err
 	}
 	if !o.NoFence {
 		if err := o.fence(ctx, sconn, res, out); err != nil {

@@ -53,9 +53,9 @@ type Started struct {
 	// Identity lists the tables set to REPLICA IDENTITY FULL.
 	Identity []string
 
-	partial  bool   // the clone copies a selection (Options.Filter)
+	partial  bool // the clone copies a selection (Options.Filter)
 	filter   filter.Options
-	capture  bool // DDL is captured on the source and replayed on the target
+	capture  bool   // DDL is captured on the source and replayed on the target
 	conninfo string // how the target server reaches the source
 	src      *pgx.ConnConfig
 	repl     *pgconn.PgConn
@@ -230,10 +230,11 @@ func (s *Started) release(ctx context.Context) {
 	}
 }
 
-// cancel removes what start created on the source: the slot, the
+// cancel removes what start created on the source: the slot, the DDL capture, the
 // publication, and the REPLICA IDENTITY FULL it set (back to DEFAULT).
 func (s *Started) cancel(ctx context.Context) error {
 	var errs []error
+	slot := s.Slot // emptied once the slot is dropped
 	if s.repl != nil {
 		// The slot belongs to this connection: dropping it there
 		// needs no wait for a walsender to let go of it.
@@ -255,7 +256,7 @@ func (s *Started) cancel(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "DROP PUBLICATION IF EXISTS "+pg.Ident(s.Publication)); err != nil {
 		errs = append(errs, fmt.Errorf("drop publication %s on the source: %w", s.Publication, err))
 	}
-	if err := dropCapture(ctx, conn, s.Slot); err != nil {
+	if err := dropCapture(ctx, conn, slot); err != nil {
 		errs = append(errs, err)
 	}
 	for _, t := range s.Identity {
