@@ -71,6 +71,8 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 	partialSQL := map[bool]string{true: "true", false: "false"}[partial]
 	return []string{
 		"CREATE SCHEMA IF NOT EXISTS " + pg.Ident(captureSchema),
+		// Every role's DDL calls the recording function.
+		"GRANT USAGE ON SCHEMA " + pg.Ident(captureSchema) + " TO PUBLIC",
 		`CREATE TABLE ` + c.table + ` (
 			xid bigint NOT NULL, n int NOT NULL,
 			tag text NOT NULL, object text NOT NULL, command text NOT NULL,
@@ -236,12 +238,16 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 			END IF;
 			PERFORM ` + c.record + `(TG_EVENT, TG_TAG, pg_catalog.current_setting('search_path'),
 				CASE pg_catalog.current_setting('role') WHEN 'none' THEN session_user::text ELSE pg_catalog.current_setting('role') END);
+		EXCEPTION WHEN OTHERS THEN
+			RAISE WARNING 'pgsprint: this statement is not captured for the follow (%); the follow''s finish will find the difference', SQLERRM;
 		END
 		$body$`,
 		`CREATE FUNCTION ` + c.apply + `() RETURNS trigger LANGUAGE plpgsql AS $body$
 		DECLARE
 			cmd text := NEW.command;
 			old text := pg_catalog.current_setting('search_path');
+			as_role boolean := NEW.role <> '' AND NEW.role <> current_user::text
+				AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = NEW.role);
 		BEGIN
 			IF pg_catalog.current_setting('session_replication_role') <> 'replica' THEN
 				RETURN NULL; -- on the source
@@ -259,7 +265,27 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 				cmd := pg_catalog.regexp_replace(cmd, '\mCONCURRENTLY\M', '', 'i');
 			END IF;
 			PERFORM pg_catalog.set_config('search_path', NEW.search_path, true);
-			IF ` + partialSQL + ` THEN
+			-- As the role that ran it, so that what it creates has the same
+			-- owner; as the subscription's owner when that role may not
+			-- (a clone without owners).
+			IF as_role THEN
+				BEGIN
+					PERFORM pg_catalog.set_config('role', NEW.role, true);
+					EXECUTE cmd;
+					PERFORM pg_catalog.set_config('role', 'none', true);
+					cmd := NULL;
+				EXCEPTION WHEN insufficient_privilege THEN
+					NULL;
+				WHEN undefined_table OR undefined_object THEN
+					IF NOT ` + partialSQL + ` THEN
+						RAISE;
+					END IF;
+					cmd := NULL; -- an object outside the follow's selection
+				END;
+			END IF;
+			IF cmd IS NULL THEN
+				NULL;
+			ELSIF ` + partialSQL + ` THEN
 				BEGIN
 					EXECUTE cmd;
 				EXCEPTION WHEN undefined_table OR undefined_object THEN

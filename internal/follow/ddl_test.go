@@ -27,7 +27,9 @@ const ddlSourceSQL = `CREATE TABLE keyed (id int PRIMARY KEY, v text);
 	INSERT INTO keyed SELECT i, 'v' || i FROM generate_series(1, 500) i;
 	INSERT INTO events SELECT i, i % 200 FROM generate_series(1, 400) i;
 	INSERT INTO gone SELECT generate_series(1, 10);
-	INSERT INTO selected_a SELECT generate_series(1, 10)`
+	INSERT INTO selected_a SELECT generate_series(1, 10);
+	DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'ddl_app') THEN CREATE ROLE ddl_app LOGIN; END IF; END $$;
+	GRANT CREATE ON SCHEMA public TO ddl_app`
 
 // sameAll is a Verify that compares the rows (of v.Tables for a
 // selection) and pg_dump's schemas of both sides (of v.Tables too), as
@@ -127,12 +129,17 @@ func TestFollowDDL(t *testing.T) {
 		} {
 			exec(t, src, q)
 		}
+		// Replayed as the role that ran it: the same owner on both sides.
+		app := src.Copy()
+		app.User = "ddl_app"
+		exec(t, app, "CREATE TABLE owned (id int PRIMARY KEY)")
+		exec(t, app, "INSERT INTO owned VALUES (1)")
 		st, err := ReadState(context.Background(), src, dst, n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.DDL == nil || !st.DDL.Captured || st.DDL.Err() != nil || st.DDL.Replayed != 8 {
-			t.Errorf("status's DDL: %+v, want 8 statements captured and no stop", st.DDL)
+		if st.DDL == nil || !st.DDL.Captured || st.DDL.Err() != nil || st.DDL.Replayed != 9 {
+			t.Errorf("status's DDL: %+v, want 9 statements captured and no stop", st.DDL)
 		}
 		// The target replays in order, the new table's rows come at finish.
 		waitFor(t, dst, "1", "SELECT count(*)::text FROM pg_attribute WHERE attrelid = 'keyed'::regclass AND attname = 'extra' AND atttypid = 'int8'::regtype")
@@ -143,6 +150,9 @@ func TestFollowDDL(t *testing.T) {
 		}
 		if !res.Verified {
 			t.Errorf("not verified: %+v", res)
+		}
+		if v := scalar(t, dst, "SELECT relowner::regrole::text FROM pg_class WHERE relname = 'owned'"); v != "ddl_app" {
+			t.Errorf("owned is owned by %s on the target, want ddl_app", v)
 		}
 		if v := scalar(t, dst, "SELECT count(*)::text FROM fresh WHERE t = 'changed'"); v != "19" {
 			t.Errorf("fresh on the target: %s changed rows, want 19", v)
