@@ -11,9 +11,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
 // ddlSourceSQL is the DDL tests' source: a keyed table, a partitioned one
@@ -94,21 +96,33 @@ func noCapture(t *testing.T, cfg *pgx.ConnConfig) {
 	}
 }
 
-// TestFollowDDL: DDL run on the source while the target follows, with
-// rows written between the statements. Replayable statements (ADD, ALTER
-// and DROP COLUMN, CREATE INDEX CONCURRENTLY, CREATE TABLE with rows, a
-// new partition, DROP TABLE) end with finish declaring the target equal
-// to the source, schemas and rows; a statement the target cannot replay
-// stops status and finish at once, named; a selection follows the new
-// tables it selects only; without superuser, the catalogs' drift stops.
+// TestFollowDDL: DDL run on the source while the target follows (and
+// between the copy and the subscription), with rows written between the
+// statements. Replayable statements (ADD, ALTER and DROP COLUMN, CREATE
+// INDEX CONCURRENTLY, CREATE TABLE with rows, by another role too, a new
+// partition, DROP TABLE) end with finish declaring the target equal to
+// the source, schemas and rows; a statement the target cannot replay
+// (a default evaluated once, several statements in one string, DDL in a
+// DO block, CREATE TABLE AS) stops status and finish at once, named; a
+// selection follows the new tables it selects only; without superuser,
+// the catalogs' drift stops.
 func TestFollowDDL(t *testing.T) {
 	t.Parallel()
 	c := newLogical(t)
 	t.Run("replayed", func(t *testing.T) {
 		t.Parallel()
 		o := newCase(t, c, 60, ddlSourceSQL)
-		following(t, o)
 		src, dst, n := o.Source, o.Target, o.Names
+		// DDL after the copy read the source and before the target
+		// subscribed: in the slot, replayed once the subscription starts.
+		if _, err := Clone(context.Background(), o, func(ctx context.Context, snapshot string) error {
+			_, err := clone.Run(ctx, clone.Options{Source: src, Target: dst, Jobs: 2, Snapshot: snapshot, Settings: restore.Settings{NoAnalyze: true}})
+			exec(t, src, "ALTER TABLE keyed ADD COLUMN early text")
+			exec(t, src, "UPDATE keyed SET early = 'e' WHERE id <= 5")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
 		for _, q := range []string{
 			"ALTER TABLE keyed ADD COLUMN extra int DEFAULT 7",
 			"INSERT INTO keyed VALUES (1000, 'new', 1)",
@@ -138,8 +152,8 @@ func TestFollowDDL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.DDL == nil || !st.DDL.Captured || st.DDL.Err() != nil || st.DDL.Replayed != 9 {
-			t.Errorf("status's DDL: %+v, want 9 statements captured and no stop", st.DDL)
+		if st.DDL == nil || !st.DDL.Captured || st.DDL.Err() != nil || st.DDL.Replayed != 10 {
+			t.Errorf("status's DDL: %+v, want 10 statements captured and no stop", st.DDL)
 		}
 		// The target replays in order, the new table's rows come at finish.
 		waitFor(t, dst, "1", "SELECT count(*)::text FROM pg_attribute WHERE attrelid = 'keyed'::regclass AND attname = 'extra' AND atttypid = 'int8'::regtype")
@@ -153,6 +167,9 @@ func TestFollowDDL(t *testing.T) {
 		}
 		if v := scalar(t, dst, "SELECT relowner::regrole::text FROM pg_class WHERE relname = 'owned'"); v != "ddl_app" {
 			t.Errorf("owned is owned by %s on the target, want ddl_app", v)
+		}
+		if v := scalar(t, dst, "SELECT count(*)::text FROM keyed WHERE early = 'e'"); v != "5" {
+			t.Errorf("keyed.early on the target: %s rows set, want 5", v)
 		}
 		if v := scalar(t, dst, "SELECT count(*)::text FROM fresh WHERE t = 'changed'"); v != "19" {
 			t.Errorf("fresh on the target: %s changed rows, want 19", v)
@@ -168,6 +185,26 @@ func TestFollowDDL(t *testing.T) {
 		src, dst, n := o.Source, o.Target, o.Names
 		exec(t, src, "ALTER TABLE keyed ADD COLUMN at timestamptz DEFAULT now()")
 		exec(t, src, "INSERT INTO keyed (id, v) VALUES (2000, 'after')")
+		// Statements whose text is not the statement alone.
+		exec(t, src, "ALTER TABLE keyed ADD COLUMN a int; ALTER TABLE keyed ADD COLUMN b int")
+		exec(t, src, "DO $$ BEGIN EXECUTE 'CREATE TABLE in_do (id int)'; END $$")
+		exec(t, src, "CREATE TABLE copied AS SELECT * FROM keyed")
+		// Semicolons in quotes and comments are no second statement.
+		exec(t, src, "COMMENT ON TABLE keyed IS 'a; b' -- c; d\n")
+		if st, err := ReadState(context.Background(), src, dst, n); err != nil {
+			t.Fatal(err)
+		} else {
+			want := []string{"ALTER TABLE: the default of public.keyed.at is evaluated once",
+				"ALTER TABLE: it runs inside a function", "ALTER TABLE: it runs inside a function",
+				"CREATE TABLE: it runs inside a function", "CREATE TABLE AS: it creates a table with rows"}
+			ok := len(st.DDL.Stops) == len(want) && st.DDL.Replayed == 1
+			for i, s := range st.DDL.Stops {
+				ok = ok && i < len(want) && strings.HasPrefix(s.Tag+": "+s.Reason, want[i])
+			}
+			if !ok {
+				t.Errorf("stops %+v, want %q; %d replayed, want 1 (the comment)", st.DDL.Stops, want, st.DDL.Replayed)
+			}
+		}
 		for _, from := range []*pgx.ConnConfig{src, nil} {
 			var st *State
 			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
