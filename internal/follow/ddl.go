@@ -93,11 +93,18 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 			tmp boolean;
 			own boolean;
 			r record;
-			s text := '';
-			i int := 1;
+			b bytea;
+			nb int;
+			i int := 0;
 			j int;
-			ch text;
-			dq text;
+			k int;
+			ch int;
+			dq bytea;
+			semi boolean := false;
+			multi boolean := false;
+			first int;
+			w text := '';
+			cols text;
 		BEGIN
 		-- A failure here must not fail the user's statement: it becomes a
 		-- stop, and if even that cannot be written, a warning.
@@ -140,37 +147,58 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 				why := 'it creates a table with rows: the target would compute them again and copy them too';
 			END IF;
 			IF act = 'apply' THEN
-				WHILE i <= pg_catalog.length(q) LOOP
-					ch := pg_catalog.substr(q, i, 1);
-					IF ch = '-' AND pg_catalog.substr(q, i, 2) = '--' THEN
-						j := pg_catalog.strpos(pg_catalog.substr(q, i), E'\n');
-						EXIT WHEN j = 0;
-						i := i + j;
-						s := s || ' ';
-					ELSIF ch = '/' AND pg_catalog.substr(q, i, 2) = '/*' THEN
-						j := pg_catalog.strpos(pg_catalog.substr(q, i + 2), '*/');
-						EXIT WHEN j = 0;
-						i := i + j + 3;
-						s := s || ' ';
-					ELSIF ch IN ('''', '"') THEN
-						j := pg_catalog.strpos(pg_catalog.substr(q, i + 1), ch);
-						EXIT WHEN j = 0;
-						i := i + j + 1;
-						s := s || ' x ';
-					ELSIF ch = '$' AND (i = 1 OR pg_catalog.substr(q, i - 1, 1) !~ '[[:alnum:]_]')
-						AND pg_catalog.substring(pg_catalog.substr(q, i), '^\$[A-Za-z_]*\$') IS NOT NULL THEN
-						dq := pg_catalog.substring(pg_catalog.substr(q, i), '^\$[A-Za-z_]*\$');
-						j := pg_catalog.strpos(pg_catalog.substr(q, i + pg_catalog.length(dq)), dq);
-						EXIT WHEN j = 0;
-						i := i + 2 * pg_catalog.length(dq) + j - 1;
-						s := s || ' x ';
-					ELSE
-						s := s || ch;
+				-- On the bytes (every server encoding keeps ASCII as ASCII), so
+				-- that a long text is read once: get_byte is O(1), a text's
+				-- substr is not.
+				b := pg_catalog.convert_to(q, pg_catalog.getdatabaseencoding());
+				nb := pg_catalog.length(b);
+				WHILE i < nb AND NOT multi LOOP
+					ch := pg_catalog.get_byte(b, i);
+					IF ch = 45 AND i + 1 < nb AND pg_catalog.get_byte(b, i + 1) = 45 THEN -- --
+						j := pg_catalog.position(pg_catalog.substring(b, i + 3), '\x0a'::bytea);
+						i := CASE WHEN j = 0 THEN nb ELSE i + 2 + j END;
+					ELSIF ch = 47 AND i + 1 < nb AND pg_catalog.get_byte(b, i + 1) = 42 THEN -- /*
+						j := pg_catalog.position(pg_catalog.substring(b, i + 3), '\x2a2f'::bytea);
+						i := CASE WHEN j = 0 THEN nb ELSE i + 3 + j END;
+					ELSIF ch IN (9, 10, 12, 13, 32) THEN
 						i := i + 1;
+					ELSIF ch = 59 THEN -- ;
+						semi := true;
+						i := i + 1;
+					ELSE
+						multi := semi;
+						first := coalesce(first, i);
+						IF ch IN (34, 39) THEN -- a quoted identifier or string
+							j := pg_catalog.position(pg_catalog.substring(b, i + 2), pg_catalog.set_byte('\x00'::bytea, 0, ch));
+							i := CASE WHEN j = 0 THEN nb ELSE i + j + 1 END;
+						ELSIF ch = 36 AND (i = 0 OR NOT (pg_catalog.get_byte(b, i - 1) BETWEEN 48 AND 57
+							OR pg_catalog.get_byte(b, i - 1) BETWEEN 65 AND 90 OR pg_catalog.get_byte(b, i - 1) BETWEEN 97 AND 122
+							OR pg_catalog.get_byte(b, i - 1) IN (95, 36) OR pg_catalog.get_byte(b, i - 1) >= 128)) THEN -- $tag$
+							k := i + 1;
+							WHILE k < nb AND (pg_catalog.get_byte(b, k) BETWEEN 65 AND 90 OR pg_catalog.get_byte(b, k) BETWEEN 97 AND 122
+								OR pg_catalog.get_byte(b, k) = 95) LOOP
+								k := k + 1;
+							END LOOP;
+							IF k < nb AND pg_catalog.get_byte(b, k) = 36 THEN
+								dq := pg_catalog.substring(b, i + 1, k - i + 1);
+								j := pg_catalog.position(pg_catalog.substring(b, k + 2), dq);
+								i := CASE WHEN j = 0 THEN nb ELSE k + j + pg_catalog.length(dq) END;
+							ELSE
+								i := i + 1;
+							END IF;
+						ELSE
+							i := i + 1;
+						END IF;
 					END IF;
 				END LOOP;
-				s := pg_catalog.rtrim(s, E'; \t\r\n');
-				IF pg_catalog.strpos(s, ';') > 0 OR pg_catalog.upper(pg_catalog.substring(s, '^\s*([A-Za-z]+)')) IS DISTINCT FROM pg_catalog.split_part(cmd_tag, ' ', 1) THEN
+				IF first IS NOT NULL THEN
+					k := first;
+					WHILE k < nb AND (pg_catalog.get_byte(b, k) BETWEEN 65 AND 90 OR pg_catalog.get_byte(b, k) BETWEEN 97 AND 122) LOOP
+						w := w || pg_catalog.chr(pg_catalog.get_byte(b, k));
+						k := k + 1;
+					END LOOP;
+				END IF;
+				IF multi OR pg_catalog.upper(w) IS DISTINCT FROM pg_catalog.split_part(cmd_tag, ' ', 1) THEN
 					act := 'stop';
 					why := 'it runs inside a function, procedure or DO block, or in one query string with other statements: pgsprint replays a statement only alone';
 				END IF;
@@ -178,16 +206,16 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 			IF act = 'apply' AND ev = 'ddl_command_end' AND cmd_tag = 'ALTER TABLE' THEN
 				-- A new column's default evaluated once (now(), current_user):
 				-- the target would evaluate it again, to another value.
-				SELECT pg_catalog.string_agg(pg_catalog.format('%s.%I', a.attrelid::pg_catalog.regclass, a.attname), ', ') INTO dq
+				SELECT pg_catalog.string_agg(pg_catalog.format('%s.%I', a.attrelid::pg_catalog.regclass, a.attname), ', ') INTO cols
 				FROM pg_catalog.pg_event_trigger_ddl_commands() d
 				JOIN pg_catalog.pg_attribute a ON a.attrelid = d.objid AND a.atthasmissing AND NOT a.attisdropped
 				JOIN pg_catalog.pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
 				WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
 				AND ad.adbin::text ~ '\{(FUNCEXPR|SQLVALUEFUNCTION)'
 				AND pg_catalog.strpos(pg_catalog.lower(q), pg_catalog.lower(a.attname)) > 0;
-				IF dq IS NOT NULL THEN
+				IF cols IS NOT NULL THEN
 					act := 'stop';
-					why := 'the default of ' || dq || ' is evaluated once, when the column is added: the target would evaluate it again, to another value';
+					why := 'the default of ' || cols || ' is evaluated once, when the column is added: the target would evaluate it again, to another value';
 				END IF;
 			END IF;
 			IF ev = 'ddl_command_end' AND NOT (SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = ` + pub + `) THEN
