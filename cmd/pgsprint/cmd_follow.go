@@ -261,6 +261,9 @@ func printDDL(out io.Writer, d *follow.DDL) {
 		for _, s := range d.Stops {
 			fmt.Fprintf(out, "DDL NOT FOLLOWED: %s\n", s)
 		}
+		if len(d.Pending) > 0 {
+			fmt.Fprintf(out, "new tables: %s (finish copies them)\n", strings.Join(d.Pending, ", "))
+		}
 	case len(d.Drift) > 0:
 		for _, x := range d.Drift {
 			fmt.Fprintf(out, "DDL NOT FOLLOWED: %s\n", x)

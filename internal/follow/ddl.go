@@ -408,6 +408,10 @@ type DDL struct {
 	// Stops are the statements the target cannot replay: once there is
 	// one, the target no longer follows the source's schema.
 	Stops []Stop
+	// Pending are the tables created on the source since the clone that
+	// the target does not follow yet: finish copies them (read with the
+	// source only).
+	Pending []string
 	// Drift lists, without capture, the differences between the followed
 	// tables' columns on both sides (and, for a whole database, the tables
 	// one side only has): DDL that was not followed.
@@ -484,7 +488,11 @@ func followDDL(ctx context.Context, sconn, dconn *pgx.Conn, n Names, partial boo
 		return readDDL(ctx, dconn, n.Slot)
 	}
 	d, err := readDDL(ctx, sconn, n.Slot)
-	if err != nil || d.Captured {
+	if err != nil {
+		return nil, err
+	}
+	if d.Captured {
+		d.Pending, err = newTables(ctx, sconn, dconn, n)
 		return d, err
 	}
 	d.Drift, err = drift(ctx, sconn, dconn, n.Publication, partial)

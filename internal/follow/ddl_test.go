@@ -157,7 +157,10 @@ func TestFollowDDL(t *testing.T) {
 			t.Fatal(err)
 		}
 		if st.DDL == nil || !st.DDL.Captured || st.DDL.Err() != nil || st.DDL.Replayed != 12 {
-			t.Errorf("status's DDL: %+v, want 12 statements captured and no stop", st.DDL)
+			t.Errorf("status's DDL: %d statements captured, stops %v, want 12 and none", st.DDL.Replayed, st.DDL.Stops)
+		}
+		if got := strings.Join(st.DDL.Pending, ","); got != "public.events_3,public.fresh,public.owned" {
+			t.Errorf("status's new tables: %s", got)
 		}
 		// The target replays in order, the new table's rows come at finish.
 		waitFor(t, dst, "1", "SELECT count(*)::text FROM pg_attribute WHERE attrelid = 'keyed'::regclass AND attname = 'extra' AND atttypid = 'int8'::regtype")
