@@ -119,8 +119,10 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 				IF cmd_tag LIKE 'DROP %' THEN
 					RETURN; -- recorded at sql_drop
 				END IF;
+				-- The commands of an extension's script: replayed by its CREATE
+				-- or ALTER EXTENSION, recorded once, at its own firing.
 				SELECT pg_catalog.string_agg(DISTINCT d.object_identity, ', '), pg_catalog.bool_or(d.schema_name LIKE 'pg\_temp%'),
-					pg_catalog.bool_and(d.schema_name = ` + pg.Literal(captureSchema) + `)
+					pg_catalog.bool_and(d.schema_name = ` + pg.Literal(captureSchema) + `) OR pg_catalog.bool_or(d.in_extension)
 					INTO obj, tmp, own FROM pg_catalog.pg_event_trigger_ddl_commands() d;
 			ELSIF ev = 'sql_drop' THEN
 				IF cmd_tag NOT LIKE 'DROP %' THEN
