@@ -71,8 +71,6 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 	partialSQL := map[bool]string{true: "true", false: "false"}[partial]
 	return []string{
 		"CREATE SCHEMA IF NOT EXISTS " + pg.Ident(captureSchema),
-		// Every role's DDL calls the recording function.
-		"GRANT USAGE ON SCHEMA " + pg.Ident(captureSchema) + " TO PUBLIC",
 		`CREATE TABLE ` + c.table + ` (
 			xid bigint NOT NULL, n int NOT NULL,
 			tag text NOT NULL, object text NOT NULL, command text NOT NULL,
@@ -258,16 +256,20 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 		END;
 		END
 		$body$`,
-		// The event triggers' function runs as the role that ran the
-		// statement, which it records with the search_path to replay it
-		// under; only the SECURITY DEFINER function writes.
-		`CREATE FUNCTION ` + c.hook + `() RETURNS event_trigger LANGUAGE plpgsql AS $body$
+		// The event triggers' function keeps the statement's search_path
+		// (no SET clause: it records it, to replay the statement under it;
+		// so every name and operator in it is qualified) and reads the role
+		// that ran it (SECURITY DEFINER changes neither the role setting nor
+		// session_user). Only it may call the recording function: anything
+		// that function records outside an event trigger is a stop.
+		`CREATE FUNCTION ` + c.hook + `() RETURNS event_trigger LANGUAGE plpgsql SECURITY DEFINER AS $body$
 		BEGIN
-			IF pg_catalog.current_setting('session_replication_role') = 'replica' THEN
+			IF pg_catalog.current_setting('session_replication_role') OPERATOR(pg_catalog.=) 'replica' THEN
 				RETURN;
 			END IF;
 			PERFORM ` + c.record + `(TG_EVENT, TG_TAG, pg_catalog.current_setting('search_path'),
-				CASE pg_catalog.current_setting('role') WHEN 'none' THEN session_user::text ELSE pg_catalog.current_setting('role') END);
+				CASE WHEN pg_catalog.current_setting('role') OPERATOR(pg_catalog.=) 'none' THEN session_user::pg_catalog.text
+				ELSE pg_catalog.current_setting('role') END);
 		EXCEPTION WHEN OTHERS THEN
 			RAISE WARNING 'pgsprint: this statement is not captured for the follow (%); the follow''s finish will find the difference', SQLERRM;
 		END
@@ -328,6 +330,7 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 			RETURN NULL;
 		END
 		$body$`,
+		"REVOKE ALL ON FUNCTION " + c.record + "(text, text, text, text) FROM PUBLIC",
 		"CREATE TRIGGER apply AFTER INSERT ON " + c.table + " FOR EACH ROW EXECUTE FUNCTION " + c.apply + "()",
 		"ALTER TABLE " + c.table + " ENABLE ALWAYS TRIGGER apply",
 		"CREATE EVENT TRIGGER " + c.triggers[0] + " ON ddl_command_end EXECUTE FUNCTION " + c.hook + "()",

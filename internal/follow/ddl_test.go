@@ -154,6 +154,12 @@ func TestFollowDDL(t *testing.T) {
 		app.User = "ddl_app"
 		exec(t, app, "CREATE TABLE owned (id int PRIMARY KEY)")
 		exec(t, app, "INSERT INTO owned VALUES (1)")
+		// Nobody else writes statements for the target to run.
+		withConn(t, app, func(ctx context.Context, conn *pgx.Conn) {
+			if _, err := conn.Exec(ctx, "SELECT "+captureNames(n.Slot).record+"('ddl_command_end', 'CREATE TABLE', '', '')"); err == nil || !strings.Contains(err.Error(), "permission denied") {
+				t.Errorf("another role calls the recording function: %v", err)
+			}
+		})
 		st, err := ReadState(context.Background(), src, dst, n)
 		if err != nil {
 			t.Fatal(err)
