@@ -461,6 +461,9 @@ func watchLag(ctx context.Context, src, dst *pgx.ConnConfig, names follow.Names)
 			if st.Sub.ApplyErrors > 0 {
 				errs = fmt.Sprintf(", %d apply errors (see follow status)", st.Sub.ApplyErrors)
 			}
+			if st.DDL.Err() != nil {
+				errs += ", DDL the target cannot follow (see follow status)"
+			}
 			fmt.Fprintf(os.Stderr, "  %s lag: %d bytes%s\n", now, st.Source.LagBytes, errs)
 		}
 	})
