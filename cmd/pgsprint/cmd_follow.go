@@ -140,8 +140,12 @@ on the target that replays every change since the instant the clone read.
   follow abort    remove the subscription, slot and publication, and
                   lift a fence finish left
 
-Not followed (as PostgreSQL's logical replication): DDL (finish compares the
-schemas and refuses to declare success on a difference), large objects,
+DDL run on the source is captured by event triggers and replayed on the
+target in order with the rows, new tables (and partitions) are copied by
+finish; a statement that cannot be replayed exactly stops the follow, named
+by status and finish. That needs superuser on both sides; without it, DDL
+is not followed and status --source and finish detect it.
+Not followed (as PostgreSQL's logical replication): large objects,
 sequences until finish copies them, unlogged tables. TRUNCATE is followed.`,
 		Args: noArgs,
 	}
@@ -178,6 +182,8 @@ func runFollowStatus(ctx context.Context, o followOptions, out io.Writer) error 
 	switch {
 	case st.Sub == nil:
 		return fmt.Errorf("no subscription %s on the target", names.Slot)
+	case st.DDL.Err() != nil:
+		return st.DDL.Err()
 	case st.Sub.ApplyErrors > 0:
 		return fmt.Errorf("the target's apply worker fails: %s; once fixed, reset the count on the target: SELECT pg_stat_reset_subscription_stats(oid) FROM pg_subscription WHERE subname = %s",
 			follow.ApplyErrorText(st.Sub), pg.Literal(names.Slot))
@@ -191,6 +197,8 @@ func printStatus(out io.Writer, st *follow.State, o followOptions) {
 	switch {
 	case s == nil:
 		fmt.Fprintf(out, "subscription %s: none on the target\n", st.Slot)
+	case !s.Enabled && st.DDL != nil && len(st.DDL.Stops) > 0:
+		fmt.Fprintf(out, "subscription %s: DISABLED by a DDL statement the target cannot replay (see below)\n", st.Slot)
 	case !s.Enabled:
 		fmt.Fprintf(out, "subscription %s: DISABLED (nothing is applied: ALTER SUBSCRIPTION %s ENABLE)\n", st.Slot, pg.Ident(st.Slot))
 	case !s.Running:
@@ -212,6 +220,7 @@ func printStatus(out io.Writer, st *follow.State, o followOptions) {
 	if s != nil && s.ApplyErrors > 0 && s.LastError != "" {
 		fmt.Fprintf(out, "last apply error (target's log): %s\n", s.LastError)
 	}
+	printDDL(out, st.DDL)
 	if s != nil && s.Partial {
 		fmt.Fprintln(out, "selection: the follow covers the tables clone selected (-t, -n, --filter); finish compares those")
 	}
@@ -231,6 +240,8 @@ func printStatus(out io.Writer, st *follow.State, o followOptions) {
 		}
 	}
 	switch {
+	case st.DDL.Err() != nil:
+		fmt.Fprintln(out, "next: the target cannot follow the source's DDL (see above): pgsprint follow abort, then clone again")
 	case s != nil && s.ApplyErrors > 0:
 		fmt.Fprintln(out, "next: fix what the apply worker fails on (see above), then finish")
 	case s != nil:
@@ -238,6 +249,25 @@ func printStatus(out io.Writer, st *follow.State, o followOptions) {
 	case src != nil && (src.Slot || src.Publication):
 		fmt.Fprintf(out, "the source still has slot %s or publication %s without a subscription (a clone --follow was interrupted): pgsprint follow abort --source SRC --target DST, or on the source: %s; DROP PUBLICATION %s\n",
 			st.Slot, st.Publication, follow.DropSlotSQL(st.Slot), pg.Ident(st.Publication))
+	}
+}
+
+// printDDL says how DDL on the source is followed, and what stops it.
+func printDDL(out io.Writer, d *follow.DDL) {
+	switch {
+	case d == nil:
+	case d.Captured:
+		fmt.Fprintf(out, "DDL: captured on the source and replayed on the target in order (%d statements)\n", d.Replayed)
+		for _, s := range d.Stops {
+			fmt.Fprintf(out, "DDL NOT FOLLOWED: %s\n", s)
+		}
+		if len(d.Pending) > 0 {
+			fmt.Fprintf(out, "new tables: %s (finish copies them)\n", strings.Join(d.Pending, ", "))
+		}
+	case len(d.Drift) > 0:
+		for _, x := range d.Drift {
+			fmt.Fprintf(out, "DDL NOT FOLLOWED: %s\n", x)
+		}
 	}
 }
 
@@ -432,6 +462,9 @@ func watchLag(ctx context.Context, src, dst *pgx.ConnConfig, names follow.Names)
 			errs := ""
 			if st.Sub.ApplyErrors > 0 {
 				errs = fmt.Sprintf(", %d apply errors (see follow status)", st.Sub.ApplyErrors)
+			}
+			if st.DDL.Err() != nil {
+				errs += ", DDL the target cannot follow (see follow status)"
 			}
 			fmt.Fprintf(os.Stderr, "  %s lag: %d bytes%s\n", now, st.Source.LagBytes, errs)
 		}

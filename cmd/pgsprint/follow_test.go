@@ -47,6 +47,11 @@ func noFollowLeft(t *testing.T, src, dst string) {
 	if n := scalar(t, dst, "SELECT count(*) FROM pg_subscription"); n != "0" {
 		t.Errorf("%s subscriptions left on the target", n)
 	}
+	for side, conn := range map[string]string{"source": src, "target": dst} {
+		if n := scalar(t, conn, "SELECT (SELECT count(*) FROM pg_event_trigger) + (SELECT count(*) FROM pg_namespace WHERE nspname = 'pgsprint')"); n != "0" {
+			t.Errorf("the DDL capture (event triggers, schema pgsprint) is left on the %s", side)
+		}
+	}
 }
 
 // startPgbench runs pgbench -c 2 against conn until stop is called.
@@ -273,13 +278,37 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 		}
 	})
 
-	t.Run("ddl is not followed", func(t *testing.T) {
+	t.Run("ddl stops", func(t *testing.T) {
 		dst := newTarget("ddl")
 		mustPgsprint(t, "clone", "--follow", "--follow-skip-no-key", "--source", src, "--target", dst)
-		if err := sc.Exec(ctx, "app", "CREATE TABLE added (id int PRIMARY KEY)"); err != nil {
+		// The target would evaluate now() again: a named stop, not a
+		// silent difference.
+		if err := sc.Exec(ctx, "app", "ALTER TABLE keyed ADD COLUMN stamp timestamptz DEFAULT now()"); err != nil {
 			t.Fatal(err)
 		}
-		defer sc.Exec(ctx, "app", "DROP TABLE added")
+		defer sc.Exec(ctx, "app", "ALTER TABLE keyed DROP COLUMN stamp")
+		const named = "DDL on the source that the target cannot follow: ALTER TABLE public.keyed (ALTER TABLE keyed ADD COLUMN stamp timestamptz DEFAULT now())"
+		st := pgsprint(t, nil, "follow", "status", "--source", src, "--target", dst)
+		checkOneError(t, st.code, 1, st.stderr, named)
+		if !strings.Contains(st.stdout, "DDL NOT FOLLOWED: ALTER TABLE public.keyed") || !strings.Contains(st.stdout, "next: the target cannot follow the source's DDL") {
+			t.Errorf("status does not show the stop:\n%s", st.stdout)
+		}
+		r := pgsprint(t, nil, "follow", "finish", "--source", src, "--target", dst)
+		checkOneError(t, r.code, 1, r.stderr, named)
+		if v := scalar(t, src, "SELECT current_setting('default_transaction_read_only')"); v != "off" {
+			t.Errorf("the source is fenced after finish stopped on DDL")
+		}
+		mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst)
+		noFollowLeft(t, src, dst)
+	})
+
+	t.Run("schema differs", func(t *testing.T) {
+		dst := newTarget("differs")
+		mustPgsprint(t, "clone", "--follow", "--follow-skip-no-key", "--source", src, "--target", dst)
+		// DDL on the target is no DDL the follow carries.
+		if err := dc.Exec(ctx, "differs", "CREATE TABLE added (id int PRIMARY KEY)"); err != nil {
+			t.Fatal(err)
+		}
 		r := pgsprint(t, nil, "follow", "finish", "--source", src, "--target", dst)
 		checkOneError(t, r.code, 1, r.stderr, "the target differs from the source (see above): DDL: the schemas differ")
 		if !strings.Contains(r.stdout, "CREATE TABLE public.added") {
@@ -292,7 +321,7 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 			t.Errorf("the source is still fenced after a failed finish")
 		}
 		ab := mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst)
-		if !strings.Contains(ab.stdout, "follow abort: dropped subscription pgsprint_ddl on the target; dropped slot pgsprint_ddl on the source; dropped publication pgsprint_ddl on the source") {
+		if !strings.Contains(ab.stdout, "follow abort: dropped subscription pgsprint_differs on the target; dropped slot pgsprint_differs on the source; dropped publication pgsprint_differs on the source") {
 			t.Errorf("abort does not say what it dropped:\n%s", ab.stdout)
 		}
 		noFollowLeft(t, src, dst)

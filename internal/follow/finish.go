@@ -34,6 +34,11 @@ func (s *Started) subscribe(ctx context.Context, dst *pgx.ConnConfig) error {
 	if _, err := conn.Exec(ctx, "DROP PUBLICATION IF EXISTS "+pg.Ident(s.Publication)); err != nil {
 		return fmt.Errorf("drop the copy of publication %s on the target: %w", s.Publication, err)
 	}
+	if s.capture {
+		if err := installCapture(ctx, conn, s.Names, s.filter, false, false); err != nil {
+			return fmt.Errorf("%w; the clone is complete and slot %s and publication %s are kept on the source (the slot holds WAL): pgsprint follow abort removes them", err, s.Slot, s.Publication)
+		}
+	}
 	create := "CREATE SUBSCRIPTION " + pg.Ident(s.Slot) + " CONNECTION %s PUBLICATION " + pg.Ident(s.Publication) +
 		" WITH (copy_data = false, create_slot = false, slot_name = " + pg.Literal(s.Slot) + ", enabled = true)"
 	if _, err := conn.Exec(ctx, fmt.Sprintf(create, pg.Literal(s.conninfo))); err != nil {
@@ -195,6 +200,12 @@ func Finish(ctx context.Context, o FinishOptions) (res *FinishResult, err error)
 		r.Fence.ReadOnly, r.Fence.Slot = false, ""
 		err = fmt.Errorf("%w; the source is writable again and the target still follows it (pgsprint follow status; finish again, or abort)", err)
 	}()
+	// DDL the target cannot follow stops finish before the fence (and
+	// before it enables a subscription such a stop disabled); the tables
+	// created since the clone are copied while writes go on.
+	if err := beforeFence(ctx, sconn, dconn, o.Names, sub.Partial, o.Timeout, log); err != nil {
+		return res, err
+	}
 	if !sub.Enabled {
 		log.Warn("subscription was disabled: enabling it to catch up", "subscription", o.Names.Slot)
 		if _, err := dconn.Exec(ctx, "ALTER SUBSCRIPTION "+pg.Ident(o.Names.Slot)+" ENABLE"); err != nil {
@@ -208,6 +219,9 @@ func Finish(ctx context.Context, o FinishOptions) (res *FinishResult, err error)
 		start = time.Now()
 	}
 	if res.CaughtUp, err = waitCaughtUp(ctx, sconn, dconn, o.Names.Slot, sub.ApplyErrors, o.Timeout, log); err != nil {
+		return res, err
+	}
+	if res.CaughtUp, err = followDDLAfterCatchUp(ctx, sconn, dconn, o.Names, sub.Partial, res.CaughtUp, o.Timeout, log); err != nil {
 		return res, err
 	}
 	if res.Sequences, err = copySequences(ctx, sconn, dconn); err != nil {
@@ -481,6 +495,11 @@ func dropAll(ctx context.Context, sconn, dconn *pgx.Conn, n Names, sub bool) err
 	}
 	if _, err := sconn.Exec(ctx, "DROP PUBLICATION IF EXISTS "+pg.Ident(n.Publication)); err != nil {
 		errs = append(errs, fmt.Errorf("drop publication %s on the source: %w", n.Publication, err))
+	}
+	for _, conn := range []*pgx.Conn{sconn, dconn} {
+		if err := dropCapture(ctx, conn, n.Slot); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

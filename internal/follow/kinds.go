@@ -21,7 +21,7 @@ import (
 func Kinds(ctx context.Context, src *pgx.ConnConfig, schema bool, entries []compare.Entry, v Verification) ([]string, error) {
 	var kinds []string
 	if schema {
-		kinds = append(kinds, "DDL: the schemas differ (DDL run on the source since the clone is not followed)")
+		kinds = append(kinds, "DDL: the schemas differ (DDL the follow did not replay: run on the target, or on a source without the DDL capture)")
 	}
 	conn, err := pg.Connect(ctx, src)
 	if err != nil {

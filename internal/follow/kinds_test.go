@@ -34,7 +34,7 @@ func testKinds(t *testing.T, c *pgtest.Cluster) {
 		want    []string
 	}{
 		{name: "ddl", schema: true, entries: []compare.Entry{{Key: "public.added", A: "rows=0", InA: true}},
-			want: []string{"DDL: the schemas differ (DDL run on the source since the clone is not followed)", "DDL: relations on one side only: public.added"}},
+			want: []string{"DDL: the schemas differ (DDL the follow did not replay: run on the target, or on a source without the DDL capture)", "DDL: relations on one side only: public.added"}},
 		{name: "unlogged", entries: diff("public.u"), want: []string{"unlogged tables (their changes are not followed): public.u"}},
 		{name: "materialized view", entries: diff("public.m"), want: []string{"materialized view contents (not followed: a REFRESH on one side): public.m"}},
 		{name: "large object", entries: diff("large object 16400"), want: []string{"large objects changed after finish copied them: 16400"}},

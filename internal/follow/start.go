@@ -53,7 +53,9 @@ type Started struct {
 	// Identity lists the tables set to REPLICA IDENTITY FULL.
 	Identity []string
 
-	partial  bool   // the clone copies a selection (Options.Filter)
+	partial  bool // the clone copies a selection (Options.Filter)
+	filter   filter.Options
+	capture  bool   // DDL is captured on the source and replayed on the target
 	conninfo string // how the target server reaches the source
 	src      *pgx.ConnConfig
 	repl     *pgconn.PgConn
@@ -120,7 +122,10 @@ func start(ctx context.Context, o Options) (*Started, error) {
 	if err := probeReach(ctx, conn, o.Target, o.Names, o.Conninfo); err != nil {
 		return nil, err
 	}
-	s := &Started{Names: o.Names, partial: o.Filter.Active(), conninfo: o.Conninfo, src: o.Source, log: log}
+	s := &Started{Names: o.Names, partial: o.Filter.Active(), filter: o.Filter, conninfo: o.Conninfo, src: o.Source, log: log}
+	if s.capture, err = canCapture(ctx, req.Superuser, o.Target); err != nil {
+		return nil, err
+	}
 	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if o.ReplicaIdentityFull {
 			for _, t := range keyless {
@@ -143,6 +148,16 @@ func start(ctx context.Context, o Options) (*Started, error) {
 	if err := s.createSlot(ctx); err != nil {
 		cleanup := s.cancel(context.WithoutCancel(ctx))
 		return nil, errors.Join(err, cleanup)
+	}
+	// After the slot: the clone, in the slot's snapshot, does not copy
+	// the capture; the target gets its own before it subscribes.
+	if s.capture {
+		if err := installCapture(ctx, conn, s.Names, o.Filter, true, pub == "FOR ALL TABLES"); err != nil {
+			cleanup := s.cancel(context.WithoutCancel(ctx))
+			return nil, errors.Join(err, cleanup)
+		}
+	} else {
+		log.Warn("DDL on the source during the follow is not replayed on the target: capturing it takes event triggers, which need superuser on the source and the target; follow status --source and follow finish detect it by comparing the followed tables' columns, and stop")
 	}
 	log.Info("follow: slot created", "slot", s.Slot, "publication", s.Publication, "consistent point", s.ConsistentPoint, "snapshot", s.Snapshot)
 	return s, nil
@@ -215,10 +230,11 @@ func (s *Started) release(ctx context.Context) {
 	}
 }
 
-// cancel removes what start created on the source: the slot, the
+// cancel removes what start created on the source: the slot, the DDL capture, the
 // publication, and the REPLICA IDENTITY FULL it set (back to DEFAULT).
 func (s *Started) cancel(ctx context.Context) error {
 	var errs []error
+	slot := s.Slot // emptied once the slot is dropped
 	if s.repl != nil {
 		// The slot belongs to this connection: dropping it there
 		// needs no wait for a walsender to let go of it.
@@ -239,6 +255,9 @@ func (s *Started) cancel(ctx context.Context) error {
 	}
 	if _, err := conn.Exec(ctx, "DROP PUBLICATION IF EXISTS "+pg.Ident(s.Publication)); err != nil {
 		errs = append(errs, fmt.Errorf("drop publication %s on the source: %w", s.Publication, err))
+	}
+	if err := dropCapture(ctx, conn, slot); err != nil {
+		errs = append(errs, err)
 	}
 	for _, t := range s.Identity {
 		if _, err := conn.Exec(ctx, "ALTER TABLE "+t+" REPLICA IDENTITY DEFAULT"); err != nil {

@@ -19,6 +19,10 @@ type State struct {
 	Sub *Subscription
 	// Source is nil when the source was not read.
 	Source *SourceState
+	// DDL is the DDL run on the source since the clone, as the source's
+	// capture says (the target's copy without the source), or the
+	// fallback's drift; nil without a subscription.
+	DDL *DDL
 }
 
 // Subscription is the target's view of the subscription.
@@ -78,14 +82,22 @@ func ReadState(ctx context.Context, src, dst *pgx.ConnConfig, n Names) (*State, 
 		return nil, err
 	}
 	if src == nil {
-		return st, nil
+		if st.Sub != nil {
+			st.DDL, err = followDDL(ctx, nil, conn, n, st.Sub.Partial)
+		}
+		return st, err
 	}
 	sconn, err := pg.Connect(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	defer sconn.Close(context.WithoutCancel(ctx))
-	st.Source, err = readSource(ctx, sconn, n)
+	if st.Source, err = readSource(ctx, sconn, n); err != nil {
+		return nil, err
+	}
+	if st.Sub != nil {
+		st.DDL, err = followDDL(ctx, sconn, conn, n, st.Sub.Partial)
+	}
 	return st, err
 }
 
