@@ -199,9 +199,14 @@ func TestPgFlags(t *testing.T) {
 		prepare   func(t *testing.T, db string)
 		check     func(t *testing.T, db string)
 	}{
-		{name: "restore --no-comments --no-publications --no-subscriptions", cmd: "restore", args: []string{"--no-comments", "--no-publications", "--no-subscriptions"},
-			pgrestore: []string{"--no-comments", "--no-publications", "--no-subscriptions"}},
-		{name: "restore --no-table-access-method", cmd: "restore", args: []string{"--no-table-access-method"}, pgrestore: []string{"--no-table-access-method"},
+		// One run for several flags, each of which changes the schema
+		// in its own way, so a flag lost on the way shows in the
+		// comparison: --no-comments and --no-policies drop objects,
+		// --no-publications and --no-subscriptions one each,
+		// --no-table-access-method a clause.
+		{name: "restore --no-comments --no-publications --no-subscriptions --no-table-access-method --no-policies", cmd: "restore",
+			args:      []string{"--no-comments", "--no-publications", "--no-subscriptions", "--no-table-access-method", "--no-policies"},
+			pgrestore: []string{"--no-comments", "--no-publications", "--no-subscriptions", "--no-table-access-method", "--no-policies"},
 			check: func(t *testing.T, db string) {
 				if am := query(t, db, "SELECT a.amname::text FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = 'public.other_am'::regclass"); am != "heap" {
 					t.Errorf("other_am uses %s, want the default heap", am)
@@ -228,15 +233,12 @@ func TestPgFlags(t *testing.T) {
 		// publications and --no-subscriptions drop the two objects,
 		// --no-toast-compression a column's clause, --exclude-extension one
 		// extension, so a flag lost on the way shows in the comparison.
-		{name: "dump --no-publications --no-subscriptions --no-toast-compression --exclude-extension", cmd: "dump",
-			args:   []string{"--no-publications", "--no-subscriptions", "--no-toast-compression", "--exclude-extension", "tablefunc"},
-			pgdump: []string{"--no-publications", "--no-subscriptions", "--no-toast-compression", "--exclude-extension=tablefunc"}},
+		{name: "dump --no-publications --no-subscriptions --no-toast-compression --exclude-extension --no-policies", cmd: "dump",
+			args:   []string{"--no-publications", "--no-subscriptions", "--no-toast-compression", "--exclude-extension", "tablefunc", "--no-policies"},
+			pgdump: []string{"--no-publications", "--no-subscriptions", "--no-toast-compression", "--exclude-extension=tablefunc", "--no-policies"}},
 		{name: "dump --section pre-data", cmd: "dump", args: []string{"--section", "pre-data"}, pgdump: []string{"--section=pre-data"}},
-		{name: "clone --no-comments", cmd: "clone", args: []string{"--no-comments"}, pgdump: []string{"--no-comments"}},
+		{name: "clone --no-comments --no-policies", cmd: "clone", args: []string{"--no-comments", "--no-policies"}, pgdump: []string{"--no-comments", "--no-policies"}},
 		// PostgreSQL 18's flags, against pg_dump and pg_restore 18.
-		{name: "restore --no-policies", cmd: "restore", args: []string{"--no-policies"}, pgrestore: []string{"--no-policies"}},
-		{name: "dump --no-policies", cmd: "dump", args: []string{"--no-policies"}, pgdump: []string{"--no-policies"}},
-		{name: "clone --no-policies", cmd: "clone", args: []string{"--no-policies"}, pgdump: []string{"--no-policies"}},
 		// --no-data is --schema-only that keeps the statistics: the
 		// empty tables get the source's, as pg_restore --no-data gives them.
 		{name: "restore --no-data", cmd: "restore", args: []string{"--no-data"}, pgrestore: []string{"--no-data"}, same: true,
