@@ -122,6 +122,13 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 				SELECT pg_catalog.string_agg(DISTINCT d.object_identity, ', '), pg_catalog.bool_or(d.schema_name LIKE 'pg\_temp%'),
 					pg_catalog.bool_and(d.schema_name = ` + pg.Literal(captureSchema) + `) OR pg_catalog.bool_or(d.in_extension)
 					INTO obj, tmp, own FROM pg_catalog.pg_event_trigger_ddl_commands() d;
+				-- A large object's owner, grants and comment: finish copies
+				-- them with the objects (largeobjects.go), as it copies their
+				-- contents, which no DDL touches.
+				IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_event_trigger_ddl_commands() d
+					WHERE pg_catalog.lower(d.object_type) IS DISTINCT FROM 'large object') THEN
+					RETURN;
+				END IF;
 			ELSIF ev = 'sql_drop' THEN
 				IF cmd_tag NOT LIKE 'DROP %' THEN
 					RETURN; -- a column or constraint an ALTER dropped: recorded at ddl_command_end
