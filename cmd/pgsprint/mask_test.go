@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/store/remotetest"
 )
 
 // TestMask makes masked development copies of pgtest.MaskSQL: into an
@@ -122,6 +123,22 @@ func TestMask(t *testing.T) {
 		if got, want := scalar(t, c.ConnString(piped), logins), scalar(t, c.ConnString(src), logins+" WHERE user_email IN (SELECT email FROM crm.users WHERE id <= 50)"); got != want {
 			t.Errorf("the subset's logins: %s, want %s", got, want)
 		}
+
+		// The same subset through s3://: the object store is only where
+		// the bytes live, the masked rows are the pipe's.
+		srv := remotetest.StartS3(t)
+		env := srv.Env(srv.Endpoint)
+		loc := "s3://" + srv.Bucket(t) + "/dev/masked.pgs"
+		if r := pgsprint(t, env, append([]string{"dump", "-q", "-j", "2", "-d", c.ConnString(src), "-f", loc,
+			"--subset", "crm.users: id <= 50", "--subset-children", "--subset-others", "none"}, masking...)...); r.code != 0 {
+			t.Fatalf("dump to %s: exit %d: %s", loc, r.code, r.stderr)
+		}
+		fromS3 := pgtest.DB(t, c, "mask s3")
+		if r := pgsprint(t, env, "restore", "-q", "-j", "2", "-f", loc, "-d", c.ConnString(fromS3)); r.code != 0 {
+			t.Fatalf("restore from %s: exit %d: %s", loc, r.code, r.stderr)
+		}
+		check(t, fromS3, "50")
+		requireData(t, c.ConnString(piped), c.ConnString(fromS3))
 	})
 	t.Run("refused", func(t *testing.T) {
 		t.Parallel()
