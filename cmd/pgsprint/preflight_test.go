@@ -85,7 +85,7 @@ func TestPreflight(t *testing.T) {
 			[]string{"✗ connections on the source: -j 200 needs 201 more connections", "lower -j"}},
 		{"follow on wal_level replica", []string{"clone", "--source", s.ConnString("src"), "--target", s.ConnString("dst"), "--follow"}, exitFailure,
 			[]string{"✗ follow: wal_level: source has wal_level = replica", "ALTER SYSTEM SET wal_level = logical", "✓ follow: replica identity: 1 tables", "✓ follow: subscription right: superuser",
-				"✓ follow: source reach: "}},
+				"✓ follow: source reach: ", "✓ follow: DDL capture (source): superuser: event triggers", "✓ follow: DDL replay (target): superuser"}},
 		{"same database", []string{"clone", "--source", s.ConnString("src"), "--target", s.ConnString("src")}, exitUsage,
 			[]string{"✗ distinct databases: --source and --target are the same database"}},
 		{"archive missing", []string{"restore", "-f", filepath.Join(dir, "none.pgs"), "-d", s.ConnString("dst")}, exitFailure,

@@ -89,6 +89,12 @@ func (r FollowSource) Items() []Item {
 	add("follow: publication right", !r.Superuser && !r.CreateOnDB,
 		errors.New("the source role may not create a publication: it needs CREATE on the source database (and to own the tables), or superuser"),
 		map[bool]string{true: "superuser", false: "CREATE on the database"}[r.Superuser])
+	if r.Superuser {
+		items = append(items, pass("follow: DDL capture (source)", "superuser: event triggers record DDL for the target to replay"))
+	} else {
+		items = append(items, warn("follow: DDL capture (source)",
+			"not a superuser: event triggers need one, so DDL during the follow is not replayed; status and finish compare columns and tables and stop naming each change"))
+	}
 	add("follow: slot name", r.SlotExists,
 		fmt.Errorf("source already has a replication slot %s: an earlier clone --follow? (pgsprint follow abort removes it) or choose --slot", r.slot),
 		r.slot+" is free")
@@ -123,6 +129,12 @@ func FollowTarget(ctx context.Context, conn *pgx.Conn, subscription string) ([]I
 		items = append(items, fail("follow: subscription right", errors.New("the target role may not create a subscription: it needs superuser, or pg_create_subscription and CREATE on the target database")))
 	default:
 		items = append(items, fail("follow: subscription right", errors.New("the target role may not create a subscription: before PostgreSQL 16 that needs a superuser")))
+	}
+	if super {
+		items = append(items, pass("follow: DDL replay (target)", "superuser: the captured DDL runs in the apply worker"))
+	} else {
+		items = append(items, warn("follow: DDL replay (target)",
+			"not a superuser: the captured DDL cannot run here, so DDL during the follow is not replayed; status and finish compare columns and tables and stop naming each change"))
 	}
 	if exists {
 		items = append(items, fail("follow: subscription name", fmt.Errorf("target already has a subscription %s: an earlier clone --follow? (pgsprint follow abort removes it) or choose --slot", subscription)))
