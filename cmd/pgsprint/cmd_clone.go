@@ -296,7 +296,7 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 	}
 	defer w.stop()
 	res, err := cluster.Clone(ctx, cluster.CloneOptions{Options: o.options(src, dst, method, w), ExcludeDatabases: o.all.exclude, NoRolePasswords: o.all.noPasswords})
-	if errors.Is(err, cluster.ErrSameServer) {
+	if errors.Is(err, cluster.ErrSameServer) || errors.Is(err, cluster.ErrNoDatabase) {
 		return usageError{err}
 	}
 	if err != nil {

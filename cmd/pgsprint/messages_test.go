@@ -112,8 +112,12 @@ INSERT INTO u SELECT i, i FROM generate_series(1, 100) i;`); err != nil {
 		{"pg_dump -Ft", []string{"list", path("base.tar")}, "", exitFailure, "it is a pg_dump tar-format archive (pg_dump -Ft): restore it with pg_restore", ""},
 		{"pg_dump plain", []string{"restore", "-f", path("base.sql"), "-d", c.ConnString("postgres")}, "", exitFailure, "it is a plain SQL script from pg_dump or pg_dumpall: run it with psql -f FILE", ""},
 		// Item 6: the server, and why each database was skipped.
-		{"every database excluded", []string{"dump", "--all", "-d", c.ConnString("postgres"), "--exclude-database", "*", "-f", path("all.pgs"), "-q"}, "", exitFailure,
+		{"every database excluded", []string{"dump", "--all", "-d", c.ConnString("postgres"), "--exclude-database", "*", "-f", path("all.pgs"), "-q"}, "", exitUsage,
 			"excluded by --exclude-database: ", `on database "postgres"`},
+		// clone --all refuses the same selection as dump --all, rather
+		// than copy the globals alone and exit 0.
+		{"every database excluded, clone --all", []string{"clone", "--all", "--source", c.ConnString("postgres"), "--target", c.ConnString("postgres"), "--exclude-database", "*", "-q"}, "", exitUsage,
+			"no database to clone on the server at ", "same server"},
 		// Item 9: damage named as damage, keys by kind, the clone's source.
 		{"version field flipped", []string{"list", flip("version.pgs", archive, 10)}, "", exitFailure, fmt.Sprintf("the header is damaged: its format version field reads %d, the trailer's %d (corrupted archive)", version|1<<16, version), "newer"},
 		{"version field flipped, pipe", []string{"verify", "-"}, flip("version-pipe.pgs", archive, 10), exitFailure, fmt.Sprintf("the header is damaged: its format version field reads %d, which no pgsprint writes", version|1<<16), "newer"},
