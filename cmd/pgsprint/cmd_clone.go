@@ -284,11 +284,8 @@ func cloneOne(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, met
 
 // runCloneAll is clone --all.
 func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, method chunk.Method) error {
-	switch {
-	case o.filter.DataOnly:
-		return usageError{fmt.Errorf("clone --all creates every database: it does not take --data-only")}
-	case o.follow.on:
-		return usageError{fmt.Errorf("clone --all does not take --follow: follow one database at a time")}
+	if err := o.checkAll(); err != nil {
+		return err
 	}
 	w, err := o.progress.start("clone", o.log)
 	if err != nil {
@@ -303,4 +300,16 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 		return err
 	}
 	return w.finishServer(o.log, res, serverTarget(dst, len(res.Databases)), "cloned")
+}
+
+// checkAll refuses the flags clone --all does not take (for the run and
+// its preflight).
+func (o cloneOptions) checkAll() error {
+	switch {
+	case o.filter.DataOnly:
+		return usageError{fmt.Errorf("clone --all creates every database: it does not take --data-only")}
+	case o.follow.on:
+		return usageError{fmt.Errorf("clone --all does not take --follow: follow one database at a time")}
+	}
+	return nil
 }

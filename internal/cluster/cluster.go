@@ -179,3 +179,26 @@ func matchAny(res []*regexp.Regexp, s string) bool {
 	}
 	return false
 }
+
+// Databases lists, through conn (connected as src says), the databases a
+// whole-server dump or clone (verb) would read and those it would skip,
+// with the reason: what preflight checks. A selection that leaves none
+// is refused as the run refuses it (ErrNoDatabase).
+func Databases(ctx context.Context, conn *pgx.Conn, src *pgx.ConnConfig, verb string, exclude []string) ([]string, []archive.SkippedDatabase, error) {
+	all, err := listDatabases(ctx, conn)
+	if err != nil {
+		return nil, nil, err
+	}
+	keep, skipped, err := chooseDatabases(all, exclude)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(keep) == 0 {
+		return nil, skipped, noDatabase(verb, src, skipped)
+	}
+	names := make([]string, len(keep))
+	for i, d := range keep {
+		names[i] = d.name
+	}
+	return names, skipped, nil
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
@@ -150,17 +151,8 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case j != nil && j.Archive != id:
-		if !b.clean || b.resume {
-			return nil, fmt.Errorf("the target server holds an unfinished whole-server copy of another %s (%s): finish it with that %s and --resume, or start over with --clean", b.of, j.Archive, b.of)
-		}
-		j = nil
-	case j != nil && !b.resume:
-		if !b.clean {
-			return nil, fmt.Errorf("the target server holds an unfinished %s of this %s: finish it with --resume, or start over with --clean", b.verb, b.of)
-		}
-		j = nil
+	if j, err = preflight.ServerJournal(j, id, b.clean, b.resume, b.verb, b.of); err != nil {
+		return nil, err
 	}
 	// Only a journal found here vouches that the archive's databases the
 	// target holds were created by this restore: those it lists as begun
@@ -179,7 +171,7 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	if j == nil && !b.clean {
 		for _, d := range b.dbs {
 			if existing[d.Name] && d.Name != "postgres" {
-				return nil, fmt.Errorf("the target server already has a database %q: %s creates each of the source's databases; use --clean to replace them, or copy the others one by one", d.Name, b.verb)
+				return nil, preflight.ExistingDatabase(d.Name, b.verb)
 			}
 		}
 	}

@@ -55,6 +55,9 @@ type Checklist struct {
 	// Connect is the first connection failure, when a server could not
 	// be reached: the command exits as any other that cannot connect.
 	Connect error
+	// Usage, when set, is a refusal the run would give as a usage error
+	// (ErrUsage): the command exits as the run would.
+	Usage error
 }
 
 func (c *Checklist) add(items ...Item) { c.Items = append(c.Items, items...) }

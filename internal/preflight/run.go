@@ -51,6 +51,15 @@ func Dump(ctx context.Context, o DumpOptions) *Checklist {
 	}
 	c.lockSlots(ctx, conn)
 	sel, raw := c.readable(ctx, conn, o.Filter)
+	c.output(ctx, o, sel, raw)
+	return c
+}
+
+// output adds the check of where the archive goes: standard output, an
+// object store (written to, by an upload started and aborted), or a
+// directory with room for it, estimated from raw bytes of tables when
+// the catalog could be read (sel).
+func (c *Checklist) output(ctx context.Context, o DumpOptions, sel bool, raw int64) {
 	switch {
 	case o.File == "-":
 		c.add(pass("output", "standard output"))
@@ -66,7 +75,6 @@ func Dump(ctx context.Context, o DumpOptions) *Checklist {
 			c.add(DiskSpace(DirOf(o.File), ArchiveEstimate(raw, o.Compressed), "the archive"))
 		}
 	}
-	return c
 }
 
 // RestoreOptions are what a restore's checklist needs of its flags.
@@ -86,6 +94,12 @@ type RestoreOptions struct {
 	Resume     bool
 	UseList    bool
 	Programs   *pgbin.Finder
+	// All checks restore --all of a whole-server archive, with Roles the
+	// roles its globals create (nil: not read); Database, the restore of
+	// one database of it (--database).
+	All      bool
+	Roles    []string
+	Database string
 }
 
 // Restore checks what a restore with o would need: the archive, the
@@ -102,10 +116,25 @@ func Restore(ctx context.Context, o RestoreOptions) *Checklist {
 		c.add(pass("archive", "standard input: read only by the restore itself"))
 	default:
 		m = o.Archive.Manifest()
-		c.add(pass("archive", archiveDetail(o.Where, m)))
-		if m.IsServer() {
-			c.add(fail("archive", errors.New("a whole-server archive: preflight checks one database (restore --all or --database is not checked yet)")))
+		switch {
+		case !m.IsServer() && (o.All || o.Database != ""):
+			c.add(fail("archive", fmt.Errorf("%s: the archive holds one database (%q), not a whole server (dump --all): restore it without --all or --database", o.Where, m.Database)))
 			return c
+		case m.IsServer() && o.Database != "":
+			sub := m.DatabaseManifest(o.Database)
+			if sub == nil {
+				c.add(fail("archive", fmt.Errorf("%s: the archive holds no database %q (it holds %s)", o.Where, o.Database, databaseNames(m))))
+				return c
+			}
+			m = sub
+			c.add(pass("archive", archiveDetail(o.Where, m)))
+		case m.IsServer() && !o.All:
+			c.add(fail("archive", fmt.Errorf("%s: a whole-server archive (dump --all): restore it with --all, or one of its databases with --database NAME", o.Where)))
+			return c
+		case m.IsServer():
+			c.add(pass("archive", fmt.Sprintf("%s: a whole server of PostgreSQL %s, %d databases (%s)", o.Where, strings.Fields(m.ServerVersion + " ?")[0], len(m.Databases), databaseNames(m))))
+		default:
+			c.add(pass("archive", archiveDetail(o.Where, m)))
 		}
 	}
 	conn, srv := c.connect(ctx, "target", o.Target)
@@ -113,6 +142,21 @@ func Restore(ctx context.Context, o RestoreOptions) *Checklist {
 		return c
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	if o.All {
+		if m != nil {
+			tools, err := RestoreTools(ctx, o.Programs, m, srv)
+			c.add(check("pg_restore", err, toolDetail(tools, tools.PgRestore())))
+		} else {
+			tools, err := o.Programs.Find(ctx, srv.Major())
+			c.add(check("pg_restore", err, toolDetail(tools, tools.PgRestore())+" (the archive's pg_dump may ask for a newer one)"))
+		}
+		c.roomFor(ctx, conn, "target", o.Jobs)
+		c.restoreAll(ctx, o, conn, m)
+		if o.Archive == nil && o.ArchiveErr == nil {
+			c.add(DiskSpace(o.SpillDir, 0, "data waiting for a connection (--spill-dir)"))
+		}
+		return c
+	}
 	if m != nil {
 		tools, err := RestoreTools(ctx, o.Programs, m, srv)
 		c.add(check("pg_restore", err, toolDetail(tools, tools.PgRestore())))
@@ -502,4 +546,13 @@ func replicationReach(ctx context.Context, conninfo string) error {
 		return fmt.Errorf("IDENTIFY_SYSTEM on the source's replication connection: %w", err)
 	}
 	return nil
+}
+
+// databaseNames lists a whole-server archive's databases.
+func databaseNames(m *archive.Manifest) string {
+	var list []string
+	for _, d := range m.Databases {
+		list = append(list, d.Name)
+	}
+	return names(list)
 }
