@@ -171,17 +171,29 @@ func TestPreflightPrivilegesAndLocks(t *testing.T) {
 			t.Errorf("output lacks %q", w)
 		}
 	}
+	// dump itself refuses up front, with the same words, before pg_dump
+	// or a reader meets "permission denied" half-way.
+	r = pgsprint(t, nil, "dump", "-q", "-d", c.ConnString("app")+" user=reader", "-f", out)
+	checkOneError(t, r.code, exitFailure, r.stderr, "3 of 4 selected tables and sequences cannot be read: no SELECT on table public.secret, no USAGE on schema hidden, row-level security on public.policed")
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("the refused dump wrote %s", out)
+	}
+	// Left out, they no longer stand in the way; the large object does.
+	r = pgsprint(t, nil, "dump", "-q", "-d", c.ConnString("app")+" user=reader", "-f", out, "-T", "secret", "-T", "policed", "-N", "hidden")
+	checkOneError(t, r.code, exitFailure, r.stderr, "1 of 1 large objects cannot be read: GRANT SELECT ON LARGE OBJECT")
+	mustPgsprint(t, "dump", "-q", "-d", c.ConnString("app")+" user=reader", "-f", out, "-T", "secret", "-T", "policed", "-N", "hidden", "-B")
 	const fix = "raise max_locks_per_transaction to at least"
 	r = pgsprint(t, nil, "preflight", "dump", "-d", c.ConnString("many"), "-f", out)
 	t.Logf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	if r.code != exitFailure || !strings.Contains(r.stdout, "✗ lock slots: pg_dump locks 200 tables") || !strings.Contains(r.stdout, fix) {
 		t.Errorf("exit %d, want %d and a ✗ lock slots line with %q", r.code, exitFailure, fix)
 	}
-	r = pgsprint(t, nil, "dump", "-q", "-d", c.ConnString("many"), "-f", out)
+	many := filepath.Join(dir, "many.pgs")
+	r = pgsprint(t, nil, "dump", "-q", "-d", c.ConnString("many"), "-f", many)
 	checkOneError(t, r.code, exitFailure, r.stderr, fix)
-	noPartialFiles(t, dir)
-	if _, err := os.Stat(out); err == nil {
-		t.Errorf("the refused dump wrote %s", out)
+	noPartialFiles(t, dir, "x.pgs")
+	if _, err := os.Stat(many); err == nil {
+		t.Errorf("the refused dump wrote %s", many)
 	}
 }
 

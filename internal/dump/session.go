@@ -180,6 +180,11 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	if err := s.leaveOutJournal(ctx, log); err != nil {
 		return err
 	}
+	// A table, sequence or large object the role cannot read would fail
+	// the run only when reached: refused now, naming it.
+	if err := preflight.CanRead(ctx, s.leader, s.filter); err != nil {
+		return err
+	}
 	opts.Filter = s.filter
 	if opts.EarlySchema {
 		if err := s.startSchema(ctx); err != nil {

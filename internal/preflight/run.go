@@ -316,61 +316,104 @@ func importable(ctx context.Context, conn *pgx.Conn, snapshot string) error {
 	return nil
 }
 
-// readable adds the checks of the right to read what f selects: tables
-// and sequences (SELECT, USAGE on their schema, no row security that
-// would hide rows), and large objects. It returns whether the catalog
-// could be read, and the selected tables' size on disk.
+// readable adds the checks of the right to read what f selects (Readable,
+// ReadableLargeObjects). It returns whether the catalog could be read, and
+// the selected tables' size on disk.
 func (c *Checklist) readable(ctx context.Context, conn *pgx.Conn, f filter.Options) (bool, int64) {
-	selected, err := f.Selected("c", "n")
-	if err == nil {
-		var noData string
-		if noData, err = f.DataExcluded("c", "n"); err == nil {
-			var n, bad int
-			var raw int64
-			var names []string
-			err = conn.QueryRow(ctx, `WITH me AS (SELECT rolsuper OR rolbypassrls AS bypass FROM pg_catalog.pg_roles WHERE rolname = current_user),
-			sel AS (SELECT c.relkind, CASE
-					WHEN NOT pg_catalog.has_schema_privilege(n.oid, 'USAGE') THEN 'no USAGE on schema ' || pg_catalog.quote_ident(n.nspname)
-					WHEN NOT pg_catalog.has_table_privilege(c.oid, 'SELECT') THEN 'no SELECT on ' || CASE c.relkind WHEN 'S' THEN 'sequence ' ELSE 'table ' END
-						|| pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)
-					WHEN c.relrowsecurity AND NOT (SELECT bypass FROM me) AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')
-						THEN 'row-level security on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) END AS why,
-					CASE WHEN c.relkind = 'r' AND NOT (`+noData+`) THEN pg_catalog.pg_relation_size(c.oid) ELSE 0 END AS size
-				FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-				WHERE c.relkind IN ('r', 'p', 'S') AND c.relpersistence <> 't'
-				AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
-				AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
-					WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid AND d.deptype = 'e')
-				AND (`+selected+`))
-			SELECT count(*)::int, count(why)::int, coalesce(sum(size), 0)::bigint,
-				coalesce((SELECT array_agg(why) FROM (SELECT why FROM sel WHERE why IS NOT NULL LIMIT 5) w), '{}')
-			FROM sel`).Scan(&n, &bad, &raw, &names)
-			if err == nil {
-				if bad > 0 {
-					list := strings.Join(names, ", ")
-					if bad > len(names) {
-						list += fmt.Sprintf(" and %d more", bad-len(names))
-					}
-					c.add(fail("read privileges", fmt.Errorf("%d of %d selected tables and sequences cannot be read: %s: GRANT USAGE on the schema and SELECT on them to %s (row-level security: ALTER ROLE ... BYPASSRLS, or run as the owner), run as a role that can (--role), or leave them out (-T)", bad, n, list, pg.Ident(conn.Config().User))))
-				} else {
-					c.add(pass("read privileges", fmt.Sprintf("%d tables and sequences selected, all readable", n)))
-				}
-				if f.LargeObjects() {
-					c.add(largeObjects(ctx, conn))
-				}
-				if f.SchemaOnly {
-					raw = 0
-				}
-				return true, raw
-			}
-		}
+	n, raw, err := Readable(ctx, conn, f)
+	var pe PrivilegeError
+	switch {
+	case errors.As(err, &pe):
+		c.add(fail("read privileges", err))
+	case err != nil:
+		c.add(fail("read privileges", err))
+		return false, 0
+	default:
+		c.add(pass("read privileges", fmt.Sprintf("%d tables and sequences selected, all readable", n)))
 	}
-	c.add(fail("read privileges", fmt.Errorf("read the source's catalog: %w", err)))
-	return false, 0
+	if f.LargeObjects() {
+		n, err := ReadableLargeObjects(ctx, conn)
+		c.add(check("large objects", err, fmt.Sprintf("%d, all readable", n)))
+	}
+	return true, raw
 }
 
-// largeObjects checks that every large object can be read.
-func largeObjects(ctx context.Context, conn *pgx.Conn) Item {
+// PrivilegeError is the refusal of Readable or ReadableLargeObjects: what
+// cannot be read, and the GRANT (or the other way) that fixes it.
+type PrivilegeError struct{ error }
+
+// CanRead refuses, before anything is read, a dump or clone whose role
+// cannot read every table, sequence and large object f selects
+// (Readable, ReadableLargeObjects): pg_dump, or a reader, would fail with
+// "permission denied" only once it reached that table, after the work
+// before it.
+func CanRead(ctx context.Context, conn *pgx.Conn, f filter.Options) error {
+	if _, _, err := Readable(ctx, conn, f); err != nil {
+		return err
+	}
+	if f.LargeObjects() {
+		if _, err := ReadableLargeObjects(ctx, conn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Readable checks the right of conn's role to read the tables and
+// sequences f selects: USAGE on their schema, SELECT on them, and no row
+// security that would hide rows from it (pg_dump refuses to dump a table
+// whose rows its policies filter). It returns how many are selected and
+// the size on disk of the tables whose rows are read (none with
+// --schema-only); a PrivilegeError names the first five it cannot read.
+func Readable(ctx context.Context, conn *pgx.Conn, f filter.Options) (int, int64, error) {
+	selected, err := f.Selected("c", "n")
+	if err != nil {
+		return 0, 0, err
+	}
+	noData, err := f.DataExcluded("c", "n")
+	if err != nil {
+		return 0, 0, err
+	}
+	var n, bad int
+	var raw int64
+	var names []string
+	err = conn.QueryRow(ctx, `WITH me AS (SELECT rolsuper OR rolbypassrls AS bypass FROM pg_catalog.pg_roles WHERE rolname = current_user),
+	sel AS (SELECT c.relkind, CASE
+			WHEN NOT pg_catalog.has_schema_privilege(n.oid, 'USAGE') THEN 'no USAGE on schema ' || pg_catalog.quote_ident(n.nspname)
+			WHEN NOT pg_catalog.has_table_privilege(c.oid, 'SELECT') THEN 'no SELECT on ' || CASE c.relkind WHEN 'S' THEN 'sequence ' ELSE 'table ' END
+				|| pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)
+			WHEN c.relrowsecurity AND NOT (SELECT bypass FROM me) AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')
+				THEN 'row-level security on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) END AS why,
+			CASE WHEN c.relkind = 'r' AND NOT (`+noData+`) THEN pg_catalog.pg_relation_size(c.oid) ELSE 0 END AS size
+		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r', 'p', 'S') AND c.relpersistence <> 't'
+		AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
+		AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+			WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid AND d.deptype = 'e')
+		AND (`+selected+`))
+	SELECT count(*)::int, count(why)::int, coalesce(sum(size), 0)::bigint,
+		coalesce((SELECT array_agg(why) FROM (SELECT why FROM sel WHERE why IS NOT NULL LIMIT 5) w), '{}')
+	FROM sel`).Scan(&n, &bad, &raw, &names)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the source's catalog for the privileges on the selected tables: %w", err)
+	}
+	if f.SchemaOnly {
+		raw = 0
+	}
+	if bad > 0 {
+		list := strings.Join(names, ", ")
+		if bad > len(names) {
+			list += fmt.Sprintf(" and %d more", bad-len(names))
+		}
+		return n, raw, PrivilegeError{fmt.Errorf("%d of %d selected tables and sequences cannot be read: %s: GRANT USAGE on the schema and SELECT on them to %s (row-level security: ALTER ROLE ... BYPASSRLS, or run as the owner), run as a role that can (--role), or leave them out (-T)", bad, n, list, pg.Ident(conn.Config().User))}
+	}
+	return n, raw, nil
+}
+
+// ReadableLargeObjects checks that conn's role can read every large
+// object, returning how many there are; a PrivilegeError says how many it
+// cannot.
+func ReadableLargeObjects(ctx context.Context, conn *pgx.Conn) (int, error) {
 	var n, bad int
 	err := conn.QueryRow(ctx, `SELECT count(*)::int, count(*) FILTER (WHERE NOT (
 			(SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user)
@@ -381,11 +424,11 @@ func largeObjects(ctx context.Context, conn *pgx.Conn) Item {
 		FROM pg_catalog.pg_largeobject_metadata m`).Scan(&n, &bad)
 	switch {
 	case err != nil:
-		return fail("large objects", fmt.Errorf("read the large objects' privileges: %w", err))
+		return 0, fmt.Errorf("read the large objects' privileges: %w", err)
 	case bad > 0:
-		return fail("large objects", fmt.Errorf("%d of %d large objects cannot be read: GRANT SELECT ON LARGE OBJECT ... to %s, run as their owner, or select tables (-n/-t), which leaves large objects out", bad, n, pg.Ident(conn.Config().User)))
+		return n, PrivilegeError{fmt.Errorf("%d of %d large objects cannot be read: GRANT SELECT ON LARGE OBJECT ... to %s, run as their owner, or select tables (-n/-t), which leaves large objects out", bad, n, pg.Ident(conn.Config().User))}
 	}
-	return pass("large objects", fmt.Sprintf("%d, all readable", n))
+	return n, nil
 }
 
 // targetState adds the check of what the target holds, as the run's
