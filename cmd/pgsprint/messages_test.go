@@ -98,7 +98,7 @@ INSERT INTO u SELECT i, i FROM generate_series(1, 100) i;`); err != nil {
 	}{
 		// Item 1: the bytes that arrived, said once.
 		{"cut pipe names the bytes that arrived", []string{"restore", "-f", "-", "-d", empty("cut1"), "-q"}, write("cut1000.pgs", archive[:1000]), exitFailure,
-			"archive on standard input: archive is incomplete: the input ended after 1000 bytes, before the archive's trailer", "extract schema"},
+			"archive on standard input is incomplete: the input ended after 1000 bytes, before the archive's trailer", "extract schema"},
 		// Item 2: the advice the next run gives, --resume, at once.
 		{"cut before the trailer advises --resume", []string{"restore", "-f", "-", "-d", empty("cut2"), "-q"}, write("cut-end.pgs", archive[:len(archive)-10]), exitFailure,
 			"the target is partly restored: restore the whole archive with --resume to finish it, or with --clean to start over", ""},
@@ -119,13 +119,13 @@ INSERT INTO u SELECT i, i FROM generate_series(1, 100) i;`); err != nil {
 		{"every database excluded, clone --all", []string{"clone", "--all", "--source", c.ConnString("postgres"), "--target", c.ConnString("postgres"), "--exclude-database", "*", "-q"}, "", exitUsage,
 			"no database to clone on the server at ", "same server"},
 		// Item 9: damage named as damage, keys by kind, the clone's source.
-		{"version field flipped", []string{"list", flip("version.pgs", archive, 10)}, "", exitFailure, fmt.Sprintf("the header is damaged: its format version field reads %d, the trailer's %d (corrupted archive)", version|1<<16, version), "newer"},
-		{"version field flipped, pipe", []string{"verify", "-"}, flip("version-pipe.pgs", archive, 10), exitFailure, fmt.Sprintf("the header is damaged: its format version field reads %d, which no pgsprint writes", version|1<<16), "newer"},
-		{"trailer magic flipped", []string{"restore", "-f", flip("trailer.pgs", archive, len(archive)-1), "-d", c.ConnString("postgres")}, "", exitFailure, "the trailer is damaged: its magic changed", "incomplete"},
+		{"version field flipped", []string{"list", flip("version.pgs", archive, 10)}, "", exitFailure, fmt.Sprintf("archive on %s: the header is damaged: its format version field reads %d, the trailer's %d", path("version.pgs"), version|1<<16, version), "newer"},
+		{"version field flipped, pipe", []string{"verify", "-"}, flip("version-pipe.pgs", archive, 10), exitFailure, fmt.Sprintf("archive on standard input: the header is damaged: its format version field reads %d, which no pgsprint writes", version|1<<16), "newer"},
+		{"trailer magic flipped", []string{"restore", "-f", flip("trailer.pgs", archive, len(archive)-1), "-d", c.ConnString("postgres")}, "", exitFailure, "archive on " + path("trailer.pgs") + ": the trailer is damaged: its magic changed", "incomplete"},
 		{"damaged frame, encrypted pipe", []string{"restore", "-f", "-", "-d", empty("sealed"), "--identity", idFile, "-q"}, flip("to-key-flip.pgs", toKeyBytes, firstPayload), exitFailure,
-			"archive on standard input is damaged: ", "extract schema"},
+			"archive on standard input is damaged: stream ", "extract schema"},
 		{"passphrase archive, an identity given", []string{"list", sealed, "--identity", idFile}, "", exitFailure,
-			"archive is encrypted with a passphrase, not to an age identity: give its passphrase (--passphrase-file FILE or PGSPRINT_PASSPHRASE) instead of --identity", "does not match"},
+			"archive on " + sealed + " is encrypted with a passphrase, not to an age identity: give its passphrase (--passphrase-file FILE or PGSPRINT_PASSPHRASE) instead of --identity", "does not match"},
 		{"clone -t nomatch", []string{"clone", "--source", c.ConnString(src), "--target", empty("clonet"), "-t", "nomatch", "-q"}, "", exitFailure,
 			`no matching tables were found in the source database "` + c.Name(src) + `"`, "archive"},
 		// Files named once, by the flag that names them.
@@ -150,6 +150,12 @@ INSERT INTO u SELECT i, i FROM generate_series(1, 100) i;`); err != nil {
 			}
 			if tc.not != "" && strings.Contains(r.stderr, tc.not) {
 				t.Errorf("error still says %q", tc.not)
+			}
+			// Said once: the archive, its damage, the error's prefix.
+			for _, twice := range []string{"archive on standard input: archive", ": archive: ", "(corrupted archive)", "error: error", "damaged: archive"} {
+				if strings.Contains(r.stderr, twice) {
+					t.Errorf("error repeats itself: %q", twice)
+				}
 			}
 		})
 	}

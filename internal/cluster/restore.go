@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"io"
@@ -333,11 +332,9 @@ func finishSource(opts RestoreOptions) error {
 		if opts.Database != "" {
 			again = "restore it again with --clean from a sound archive"
 		}
-		if errors.Is(err, archive.ErrCorrupt) {
-			return fmt.Errorf("archive on %s is damaged: %w; the restore is not finished; %s", opts.Where, err, again)
-		}
-		// The error says it is incomplete, and how many bytes came.
-		return fmt.Errorf("archive on %s: %w; the restore is not finished; %s", opts.Where, err, again)
+		// The error says it is damaged, or incomplete and how many
+		// bytes came.
+		return fmt.Errorf("%w; the restore is not finished; %s", archive.On(opts.Where, err), again)
 	}
 	return nil
 }
