@@ -48,15 +48,22 @@ subscription's connection string (tried from here on a replication
 connection); for s3:// archives, credentials, bucket and the right to
 write (a multipart upload started and aborted).
 
+With --all (and restore --database), every database the run would read
+or create is checked, each line named after it, with the server's own
+checks: the databases chosen and skipped, the roles' passwords, the
+server journal, the roles the target lacks, and whether each target
+database is created, replaced (--clean) or refused (it exists).
+
 The commands run the same checks (one function each) before they start:
-connections for -j, the lock table, the target's emptiness, journal and
-encoding, the client programs, disk space for the archive, and follow's
-requirements.
+connections for -j, the lock table, the right to read what is selected,
+the target's emptiness, journal and encoding, the client programs, disk
+space for the archive, and follow's requirements.
 
 Exit status: 0 when the run would start, 1 when a check failed, 2 for a
 usage error, 3 when a server or store cannot be reached.`,
 		Example: `  pgsprint preflight dump -d prod -f prod.pgs -j 8
   pgsprint preflight restore -f prod.pgs -d copy -j 8
+  pgsprint preflight restore --all -f server.pgs -d "host=new dbname=postgres"
   pgsprint preflight clone --source prod --target "host=new dbname=prod" --follow`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
