@@ -111,6 +111,13 @@ INSERT INTO u SELECT i, i FROM generate_series(1, 100) i;`); err != nil {
 		{"pg_dump -Fd", []string{"verify", "-f", path("base.dir")}, "", exitFailure, "it is a pg_dump directory-format archive (pg_dump -Fd, it holds toc.dat): restore it with pg_restore", ""},
 		{"pg_dump -Ft", []string{"list", path("base.tar")}, "", exitFailure, "it is a pg_dump tar-format archive (pg_dump -Ft): restore it with pg_restore", ""},
 		{"pg_dump plain", []string{"restore", "-f", path("base.sql"), "-d", c.ConnString("postgres")}, "", exitFailure, "it is a plain SQL script from pg_dump or pg_dumpall: run it with psql -f FILE", ""},
+		// Nothing, or another file: said so, not a bare "not a pgsprint archive".
+		{"empty file", []string{"list", write("empty.pgs", nil)}, "", exitFailure,
+			"archive on " + path("empty.pgs") + ": not a pgsprint archive: it is empty (0 bytes): the dump meant to write it wrote nothing", ""},
+		{"empty pipe", []string{"restore", "-f", "-", "-d", c.ConnString("postgres"), "-q"}, write("empty-pipe.pgs", nil), exitFailure,
+			"archive on standard input: not a pgsprint archive: it is empty (0 bytes)", "EOF"},
+		{"a text file", []string{"verify", write("notes.txt", []byte("some notes, not an archive\n"))}, "", exitFailure,
+			`not a pgsprint archive: it is a file of another kind: it begins with "some not", a pgsprint archive with "PGSPRNT\x00" (check the name given to -f)`, ""},
 		// Item 6: the server, and why each database was skipped.
 		{"every database excluded", []string{"dump", "--all", "-d", c.ConnString("postgres"), "--exclude-database", "*", "-f", path("all.pgs"), "-q"}, "", exitUsage,
 			"excluded by --exclude-database: ", `on database "postgres"`},
