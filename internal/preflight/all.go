@@ -67,16 +67,11 @@ func DumpAll(ctx context.Context, o DumpOptions, list ListFunc) *Checklist {
 // changes nothing.
 func CloneAll(ctx context.Context, o CloneOptions, list ListFunc) *Checklist {
 	c := &Checklist{}
-	sconn, ssrv := c.connect(ctx, "source", o.Source)
-	if sconn == nil {
-		return c
-	}
-	defer sconn.Close(context.WithoutCancel(ctx))
-	tconn, tsrv := c.connect(ctx, "target", o.Target)
+	sconn, tconn, ssrv, tsrv, done := c.connectBoth(ctx, o.Source, o.Target)
+	defer done()
 	if tconn == nil {
 		return c
 	}
-	defer tconn.Close(context.WithoutCancel(ctx))
 	dbs := c.databases(ctx, sconn, list)
 	if dbs == nil {
 		return c

@@ -142,21 +142,6 @@ func Restore(ctx context.Context, o RestoreOptions) *Checklist {
 		return c
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if o.All {
-		if m != nil {
-			tools, err := RestoreTools(ctx, o.Programs, m, srv)
-			c.add(check("pg_restore", err, toolDetail(tools, tools.PgRestore())))
-		} else {
-			tools, err := o.Programs.Find(ctx, srv.Major())
-			c.add(check("pg_restore", err, toolDetail(tools, tools.PgRestore())+" (the archive's pg_dump may ask for a newer one)"))
-		}
-		c.roomFor(ctx, conn, "target", o.Jobs)
-		c.restoreAll(ctx, o, conn, m)
-		if o.Archive == nil && o.ArchiveErr == nil {
-			c.add(DiskSpace(o.SpillDir, 0, "data waiting for a connection (--spill-dir)"))
-		}
-		return c
-	}
 	if m != nil {
 		tools, err := RestoreTools(ctx, o.Programs, m, srv)
 		c.add(check("pg_restore", err, toolDetail(tools, tools.PgRestore())))
@@ -165,7 +150,10 @@ func Restore(ctx context.Context, o RestoreOptions) *Checklist {
 		c.add(check("pg_restore", err, toolDetail(tools, tools.PgRestore())+" (the archive's pg_dump may ask for a newer one)"))
 	}
 	c.roomFor(ctx, conn, "target", o.Jobs)
-	if m != nil {
+	switch {
+	case o.All:
+		c.restoreAll(ctx, o, conn, m)
+	case m != nil:
 		c.targetState(ctx, o.Target, conn, m, journal.ArchiveID(m), o.Create, o.Clean, o.Resume, o.Filter.DataOnly || m.DataOnly, o.Filter.Partial() || o.UseList)
 	}
 	if o.Archive == nil && o.ArchiveErr == nil {
@@ -203,16 +191,11 @@ type FollowOptions struct {
 // Follow the logical replication's. It changes nothing.
 func Clone(ctx context.Context, o CloneOptions) *Checklist {
 	c := &Checklist{}
-	sconn, ssrv := c.connect(ctx, "source", o.Source)
-	if sconn == nil {
-		return c
-	}
-	defer sconn.Close(context.WithoutCancel(ctx))
-	tconn, tsrv := c.connect(ctx, "target", o.Target)
+	sconn, tconn, ssrv, tsrv, done := c.connectBoth(ctx, o.Source, o.Target)
+	defer done()
 	if tconn == nil {
 		return c
 	}
-	defer tconn.Close(context.WithoutCancel(ctx))
 	if err := DistinctDatabases(ctx, o.Source, tconn); err != nil {
 		c.add(fail("distinct databases", err))
 		return c
@@ -243,6 +226,26 @@ func Clone(ctx context.Context, o CloneOptions) *Checklist {
 		c.follow(ctx, sconn, tconn, o.Filter, *o.Follow)
 	}
 	return c
+}
+
+// connectBoth opens the source's connection, then the target's
+// (connect); the target's is nil when either cannot be reached. done
+// closes what was opened.
+func (c *Checklist) connectBoth(ctx context.Context, source, target *pgx.ConnConfig) (sconn, tconn *pgx.Conn, ssrv, tsrv pg.Server, done func()) {
+	var opened []*pgx.Conn
+	done = func() {
+		for _, conn := range opened {
+			conn.Close(context.WithoutCancel(ctx))
+		}
+	}
+	if sconn, ssrv = c.connect(ctx, "source", source); sconn == nil {
+		return nil, nil, ssrv, tsrv, done
+	}
+	opened = append(opened, sconn)
+	if tconn, tsrv = c.connect(ctx, "target", target); tconn != nil {
+		opened = append(opened, tconn)
+	}
+	return sconn, tconn, ssrv, tsrv, done
 }
 
 // connect opens a connection to cfg, adding its line (TLS in use or not);
