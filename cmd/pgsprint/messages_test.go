@@ -88,6 +88,11 @@ INSERT INTO u SELECT i, i FROM generate_series(1, 100) i;`); err != nil {
 		return c.ConnString(name)
 	}
 
+	notOurs := empty("notours")
+	if err := c.Exec(ctx, "notours", "CREATE SCHEMA pgsprint_journal; CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t VALUES (1, 'mine')"); err != nil {
+		t.Fatal(err)
+	}
+
 	for _, tc := range []struct {
 		name  string
 		args  []string
@@ -118,6 +123,10 @@ INSERT INTO u SELECT i, i FROM generate_series(1, 100) i;`); err != nil {
 			"archive on standard input: not a pgsprint archive: it is empty (0 bytes)", "EOF"},
 		{"a text file", []string{"verify", write("notes.txt", []byte("some notes, not an archive\n"))}, "", exitFailure,
 			`not a pgsprint archive: it is a file of another kind: it begins with "some not", a pgsprint archive with "PGSPRNT\x00" (check the name given to -f)`, ""},
+		// A schema named as our journal that is not one: refused before
+		// --clean drops anything (the target keeps its table).
+		{"a schema pgsprint_journal not ours", []string{"restore", "-f", good, "-d", notOurs, "--clean", "-q"}, "", exitFailure,
+			`the target database holds a schema "pgsprint_journal" that is not a pgsprint journal (pgsprint keeps its restore journal under that name): rename or drop it`, "already exists"},
 		// Item 6: the server, and why each database was skipped.
 		{"every database excluded", []string{"dump", "--all", "-d", c.ConnString("postgres"), "--exclude-database", "*", "-f", path("all.pgs"), "-q"}, "", exitUsage,
 			"excluded by --exclude-database: ", `on database "postgres"`},
@@ -165,6 +174,10 @@ INSERT INTO u SELECT i, i FROM generate_series(1, 100) i;`); err != nil {
 				}
 			}
 		})
+	}
+
+	if got := scalar(t, notOurs, "SELECT string_agg(v, ',') FROM t"); got != "mine" {
+		t.Errorf("the refused --clean restore changed the target's table t: %q", got)
 	}
 
 	t.Run("-f for list and verify", func(t *testing.T) {
