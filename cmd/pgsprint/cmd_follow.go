@@ -177,7 +177,7 @@ func runFollowStatus(ctx context.Context, o followOptions, out io.Writer) error 
 	printStatus(out, st, o)
 	switch {
 	case st.Sub == nil:
-		return fmt.Errorf("no subscription %s on the target", names.Slot)
+		return fmt.Errorf("no subscription %s on the target: it is not following (finished or aborted, or never started: clone --follow starts it; --slot names another)", names.Slot)
 	case st.Sub.ApplyErrors > 0:
 		return fmt.Errorf("the target's apply worker fails: %s; once fixed, reset the count on the target: SELECT pg_stat_reset_subscription_stats(oid) FROM pg_subscription WHERE subname = %s",
 			follow.ApplyErrorText(st.Sub), pg.Literal(names.Slot))

@@ -722,7 +722,7 @@ func TestPgFlagsRefused(t *testing.T) {
 		{[]string{"clone", "--source", "x", "--target", "y", "--section", "data", "--data-only"}, "--section cannot be used with"},
 		{[]string{"list", "-h"}, "-h is not help: use pgsprint list --help"},
 		{[]string{"verify", "-h", "x"}, "-h is not help"},
-		{[]string{"dump", "-d", "x", "--filter", "/nonexistent/filter"}, "could not open filter file"},
+		{[]string{"dump", "-d", "x", "--filter", "/nonexistent/filter"}, "--filter /nonexistent/filter: no such file or directory"},
 		{[]string{"dump", "-d", "x", "-f", "-", "-W", "-w"}, "-W (ask for a password) and -w (never ask) cannot be used together"},
 		{[]string{"dump", "-d", "x", "--statistics", "--no-statistics"}, "--statistics and --no-statistics cannot be used together"},
 		{[]string{"restore", "-f", "x.pgs", "-d", "x", "--statistics", "--no-statistics"}, "--statistics and --no-statistics cannot be used together"},
