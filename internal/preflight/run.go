@@ -323,7 +323,7 @@ func importable(ctx context.Context, conn *pgx.Conn, snapshot string) error {
 // ReadableLargeObjects). It returns whether the catalog could be read, and
 // the selected tables' size on disk.
 func (c *Checklist) readable(ctx context.Context, conn *pgx.Conn, f filter.Options) (bool, int64) {
-	n, raw, err := Readable(ctx, conn, f)
+	n, raw, err := Readable(ctx, conn, f, true)
 	var pe PrivilegeError
 	switch {
 	case errors.As(err, &pe):
@@ -351,7 +351,7 @@ type PrivilegeError struct{ error }
 // "permission denied" only once it reached that table, after the work
 // before it.
 func CanRead(ctx context.Context, conn *pgx.Conn, f filter.Options) error {
-	if _, _, err := Readable(ctx, conn, f); err != nil {
+	if _, _, err := Readable(ctx, conn, f, false); err != nil {
 		return err
 	}
 	if f.LargeObjects() {
@@ -365,10 +365,13 @@ func CanRead(ctx context.Context, conn *pgx.Conn, f filter.Options) error {
 // Readable checks the right of conn's role to read the tables and
 // sequences f selects: USAGE on their schema, SELECT on them, and no row
 // security that would hide rows from it (pg_dump refuses to dump a table
-// whose rows its policies filter). It returns how many are selected and
-// the size on disk of the tables whose rows are read (none with
-// --schema-only); a PrivilegeError names the first five it cannot read.
-func Readable(ctx context.Context, conn *pgx.Conn, f filter.Options) (int, int64, error) {
+// whose rows its policies filter). It returns how many are selected and,
+// with sizes, the size on disk of the tables whose rows are read (none
+// with --schema-only); a PrivilegeError names the first five it cannot
+// read. Without sizes it takes no lock: pg_relation_size locks each table,
+// and would wait, without --lock-wait-timeout, behind a session holding
+// one in ACCESS EXCLUSIVE mode.
+func Readable(ctx context.Context, conn *pgx.Conn, f filter.Options, sizes bool) (int, int64, error) {
 	selected, err := f.Selected("c", "n")
 	if err != nil {
 		return 0, 0, err
@@ -376,6 +379,10 @@ func Readable(ctx context.Context, conn *pgx.Conn, f filter.Options) (int, int64
 	noData, err := f.DataExcluded("c", "n")
 	if err != nil {
 		return 0, 0, err
+	}
+	size := "0"
+	if sizes {
+		size = `CASE WHEN c.relkind = 'r' AND NOT (` + noData + `) THEN pg_catalog.pg_relation_size(c.oid) ELSE 0 END`
 	}
 	var n, bad int
 	var raw int64
@@ -387,7 +394,7 @@ func Readable(ctx context.Context, conn *pgx.Conn, f filter.Options) (int, int64
 				|| pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)
 			WHEN c.relrowsecurity AND NOT (SELECT bypass FROM me) AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')
 				THEN 'row-level security on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) END AS why,
-			CASE WHEN c.relkind = 'r' AND NOT (`+noData+`) THEN pg_catalog.pg_relation_size(c.oid) ELSE 0 END AS size
+			`+size+` AS size
 		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.relkind IN ('r', 'p', 'S') AND c.relpersistence <> 't'
 		AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
