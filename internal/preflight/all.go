@@ -179,6 +179,11 @@ func (c *Checklist) eachSource(ctx context.Context, cfg *pgx.ConnConfig, dbs []s
 		dcfg := cfg.Copy()
 		dcfg.Database = name
 		conn, err := pg.Connect(ctx, dcfg)
+		if err == nil {
+			if err = waitLittle(ctx, conn); err != nil {
+				conn.Close(context.WithoutCancel(ctx))
+			}
+		}
 		if err != nil {
 			c.add(fail("source", err))
 			c.name(mark, name)

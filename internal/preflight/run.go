@@ -258,6 +258,9 @@ func (c *Checklist) connect(ctx context.Context, role string, cfg *pgx.ConnConfi
 		return nil, pg.Server{}
 	}
 	srv, err := pg.ReadServer(ctx, conn)
+	if err == nil {
+		err = waitLittle(ctx, conn)
+	}
 	if err != nil {
 		conn.Close(context.WithoutCancel(ctx))
 		c.add(fail(role, err))
@@ -608,4 +611,12 @@ func databaseNames(m *archive.Manifest) string {
 		list = append(list, d.Name)
 	}
 	return names(list)
+}
+
+// waitLittle makes conn wait for no lock for long: a preflight's reads of
+// the tables' sizes lock each table, behind any session that holds one
+// exclusively; a preflight says so rather than wait.
+func waitLittle(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, "SET lock_timeout = '10s'")
+	return err
 }
