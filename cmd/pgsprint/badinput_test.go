@@ -105,7 +105,7 @@ GRANT SELECT ON t TO app;`)
 		{"-j beyond max_connections, dump", nil, []string{"dump", "-d", c.ConnString("small"), "-f", out, "-j", "200"}, exitFailure, "-j 200 needs 201 more connections", "", false},
 		{"-j beyond max_connections, restore", nil, []string{"restore", "-f", good, "-d", c.ConnString("postgres"), "-j", "200"}, exitFailure, "max_connections 100", "", false},
 		{"-f a directory", nil, []string{"dump", "-d", c.ConnString("small"), "-f", dir}, exitUsage, "is a directory", "", false},
-		{"--to-sql -f - of a truncated archive", nil, []string{"restore", "--to-sql", "-f", "-"}, exitFailure, "archive on standard input: archive is incomplete", truncated, false},
+		{"--to-sql -f - of a truncated archive", nil, []string{"restore", "--to-sql", "-f", "-"}, exitFailure, "archive on standard input is incomplete", truncated, false},
 		{"failure under --progress=json", nil, []string{"dump", "-d", c.ConnString("small"), "-f", filepath.Join(dir, "no", "such", "dir.pgs"), "--progress=json"}, exitFailure, "create archive", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -294,11 +294,8 @@ func cloneOne(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, met
 
 // runCloneAll is clone --all.
 func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, method chunk.Method) error {
-	switch {
-	case o.filter.DataOnly:
-		return usageError{fmt.Errorf("clone --all creates every database: it does not take --data-only")}
-	case o.follow.on:
-		return usageError{fmt.Errorf("clone --all does not take --follow: follow one database at a time")}
+	if err := o.checkAll(); err != nil {
+		return err
 	}
 	w, err := o.progress.start("clone", o.log)
 	if err != nil {
@@ -306,11 +303,23 @@ func runCloneAll(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, 
 	}
 	defer w.stop()
 	res, err := cluster.Clone(ctx, cluster.CloneOptions{Options: o.options(src, dst, method, w), ExcludeDatabases: o.all.exclude, NoRolePasswords: o.all.noPasswords})
-	if errors.Is(err, cluster.ErrSameServer) {
+	if errors.Is(err, cluster.ErrSameServer) || errors.Is(err, cluster.ErrNoDatabase) {
 		return usageError{err}
 	}
 	if err != nil {
 		return err
 	}
 	return w.finishServer(o.log, res, serverTarget(dst, len(res.Databases)), "cloned")
+}
+
+// checkAll refuses the flags clone --all does not take (for the run and
+// its preflight).
+func (o cloneOptions) checkAll() error {
+	switch {
+	case o.filter.DataOnly:
+		return usageError{fmt.Errorf("clone --all creates every database: it does not take --data-only")}
+	case o.follow.on:
+		return usageError{fmt.Errorf("clone --all does not take --follow: follow one database at a time")}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -313,6 +314,9 @@ func runDumpAll(ctx context.Context, a allDumpFlags, conn connFlags, o dump.Opti
 		o.Source.Database = "postgres"
 	}
 	res, err := cluster.Dump(ctx, cluster.DumpOptions{Options: o, ExcludeDatabases: a.exclude, NoRolePasswords: a.noPasswords})
+	if errors.Is(err, cluster.ErrNoDatabase) {
+		return nil, usageError{err}
+	}
 	if err != nil {
 		return nil, err
 	}

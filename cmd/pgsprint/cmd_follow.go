@@ -181,7 +181,7 @@ func runFollowStatus(ctx context.Context, o followOptions, out io.Writer) error 
 	printStatus(out, st, o)
 	switch {
 	case st.Sub == nil:
-		return fmt.Errorf("no subscription %s on the target", names.Slot)
+		return fmt.Errorf("no subscription %s on the target: it is not following (finished or aborted, or never started: clone --follow starts it; --slot names another)", names.Slot)
 	case st.DDL.Err() != nil:
 		return st.DDL.Err()
 	case st.Sub.ApplyErrors > 0:

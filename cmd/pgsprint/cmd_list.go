@@ -77,7 +77,7 @@ func runList(ctx context.Context, loc string, o listOptions, in io.Reader, out i
 	defer ar.Close()
 	m, tables, streams, err := archive.Summarize(ar.Source)
 	if err != nil {
-		return fmt.Errorf("archive on %s: %w", ar, err)
+		return archive.On(ar.String(), err)
 	}
 	dataRaw, dataStored := archive.DataTotals(streams)
 	if m.IsServer() {

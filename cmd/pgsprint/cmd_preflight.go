@@ -4,12 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/follow"
+	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/preflight"
@@ -42,15 +48,22 @@ subscription's connection string (tried from here on a replication
 connection); for s3:// archives, credentials, bucket and the right to
 write (a multipart upload started and aborted).
 
+With --all (and restore --database), every database the run would read
+or create is checked, each line named after it, with the server's own
+checks: the databases chosen and skipped, the roles' passwords, the
+server journal, the roles the target lacks, and whether each target
+database is created, replaced (--clean) or refused (it exists).
+
 The commands run the same checks (one function each) before they start:
-connections for -j, the lock table, the target's emptiness, journal and
-encoding, the client programs, disk space for the archive, and follow's
-requirements.
+connections for -j, the lock table, the right to read what is selected,
+the target's emptiness, journal and encoding, the client programs, disk
+space for the archive, and follow's requirements.
 
 Exit status: 0 when the run would start, 1 when a check failed, 2 for a
 usage error, 3 when a server or store cannot be reached.`,
 		Example: `  pgsprint preflight dump -d prod -f prod.pgs -j 8
   pgsprint preflight restore -f prod.pgs -d copy -j 8
+  pgsprint preflight restore --all -f server.pgs -d "host=new dbname=postgres"
   pgsprint preflight clone --source prod --target "host=new dbname=prod" --follow`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -94,6 +107,8 @@ func report(c *preflight.Checklist) error {
 		return err
 	}
 	switch {
+	case c.Usage != nil:
+		return usageError{c.Usage}
 	case c.Connect != nil:
 		return c.Connect
 	case !c.OK():
@@ -103,9 +118,6 @@ func report(c *preflight.Checklist) error {
 }
 
 func preflightDump(ctx context.Context, o *dumpOptions) error {
-	if o.all.all {
-		return usageError{fmt.Errorf("preflight checks one database: it does not take --all yet")}
-	}
 	c, _, err := o.validate()
 	if err != nil {
 		return err
@@ -124,19 +136,40 @@ func preflightDump(ctx context.Context, o *dumpOptions) error {
 			return usageError{err}
 		}
 	}
+	if o.all.all {
+		if o.conn.DSN == "" {
+			cfg.Database = "postgres" // as dump --all
+		}
+		return report(preflight.DumpAll(ctx, po, listDatabases(cfg, "dump", o.all.exclude)))
+	}
 	return report(preflight.Dump(ctx, po))
+}
+
+// listDatabases lists the databases a whole-server run (verb) of the
+// server src reaches would read, as the run chooses them.
+func listDatabases(src *pgx.ConnConfig, verb string, exclude []string) preflight.ListFunc {
+	return func(ctx context.Context, conn *pgx.Conn) ([]string, []archive.SkippedDatabase, error) {
+		dbs, skipped, err := cluster.Databases(ctx, conn, src, verb, exclude)
+		if errors.Is(err, cluster.ErrNoDatabase) {
+			err = preflight.AsUsage(err)
+		}
+		return dbs, skipped, err
+	}
 }
 
 func preflightRestore(ctx context.Context, o *restoreOptions) error {
 	switch {
 	case o.file == "":
 		return usageError{fmt.Errorf("no archive file given: use -f FILE")}
-	case o.all.all || o.all.database != "":
-		return usageError{fmt.Errorf("preflight checks a restore of one database: it does not take --all or --database yet")}
 	case o.list.print || o.toSQL:
 		return usageError{fmt.Errorf("-l and --to-sql restore into no database: there is nothing to check")}
 	}
-	if err := o.validate(); err != nil {
+	all := o.all.all || o.all.database != ""
+	if all {
+		if err := o.checkAll(); err != nil {
+			return err
+		}
+	} else if err := o.validate(); err != nil {
 		return err
 	}
 	ids, err := o.keys.identities()
@@ -148,8 +181,12 @@ func preflightRestore(ctx context.Context, o *restoreOptions) error {
 	if err != nil {
 		return err
 	}
+	if all && o.conn.DSN == "" {
+		cfg.Database = "postgres" // as restore --all
+	}
 	po := preflight.RestoreOptions{Target: cfg, Jobs: o.jobs, Filter: o.filter, SpillDir: o.spillDir,
-		Create: o.create, Clean: o.clean, Resume: o.resume, UseList: o.list.use != "", Programs: &pgbin.Finder{}}
+		Create: o.create, Clean: o.clean, Resume: o.resume, UseList: o.list.use != "", Programs: &pgbin.Finder{},
+		All: o.all.all, Database: o.all.database}
 	if o.file != "-" {
 		// Opened as the restore opens it (random access); a medium read
 		// front to back is read, never changed.
@@ -159,6 +196,11 @@ func preflightRestore(ctx context.Context, o *restoreOptions) error {
 		} else {
 			defer f.Close()
 			po.Archive, po.Where = f.Source, f.String()
+			if m := f.Source.Manifest(); o.all.all && m.Globals != nil {
+				if po.Roles, err = archiveRoles(f.Source, m.Globals.Stream); err != nil {
+					po.ArchiveErr = err
+				}
+			}
 		}
 	}
 	c := preflight.Restore(ctx, po)
@@ -169,15 +211,19 @@ func preflightRestore(ctx context.Context, o *restoreOptions) error {
 }
 
 func preflightClone(ctx context.Context, o *cloneOptions) error {
-	if o.all.all {
-		return usageError{fmt.Errorf("preflight checks one database: it does not take --all yet")}
-	}
 	if _, err := o.validate(); err != nil {
 		return err
 	}
 	src, dst, err := o.configs(ctx)
 	if err != nil {
 		return err
+	}
+	if o.all.all {
+		if err := o.checkAll(); err != nil {
+			return err
+		}
+		po := preflight.CloneOptions{Source: src, Target: dst, Jobs: o.jobs, Filter: o.filter, Clean: o.clean, Resume: o.resume, Programs: &pgbin.Finder{}}
+		return report(preflight.CloneAll(ctx, po, listDatabases(src, "clone", o.all.exclude)))
 	}
 	po := preflight.CloneOptions{Source: src, Target: dst, Jobs: o.jobs, Filter: o.filter, Snapshot: o.snapshot,
 		Clean: o.clean, Resume: o.resume, Programs: &pgbin.Finder{}}
@@ -204,4 +250,20 @@ func preflightClone(ctx context.Context, o *cloneOptions) error {
 		return usageError{err} // as clone says it
 	}
 	return report(c)
+}
+
+// archiveRoles lists the roles the globals (stream id) of a whole-server
+// archive create, but a server journal (never restored).
+func archiveRoles(src archive.Source, id uint32) ([]string, error) {
+	r := src.OpenStream(id)
+	defer r.Close()
+	script, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read the archive's globals: %w", err)
+	}
+	roles, _, err := cluster.GlobalsObjects(string(script))
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(roles, func(r string) bool { return r == journal.ServerRole }), nil
 }

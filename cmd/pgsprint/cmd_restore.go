@@ -475,23 +475,8 @@ func (a *allRestoreFlags) register(fs *pflag.FlagSet) {
 
 // runRestoreAll is restore --all and restore --database.
 func runRestoreAll(ctx context.Context, o restoreOptions) error {
-	switch {
-	case o.all.all && o.all.database != "":
-		return usageError{fmt.Errorf("--all restores every database: it does not take --database")}
-	case o.list.use != "":
-		return usageError{fmt.Errorf("-L/--use-list does not combine with --all or --database")}
-	case o.all.all && o.create:
-		return usageError{fmt.Errorf("--all always creates the archive's databases: it does not take --create")}
-	case o.all.all && (o.filter.DataOnly || o.noTrig):
-		return usageError{fmt.Errorf("--all does not take --data-only or --disable-triggers")}
-	case o.all.database != "" && o.conn.DSN == "" && !o.create:
-		return usageError{fmt.Errorf("no target database given: use -d TARGET, or --create to create %q", o.all.database)}
-	}
-	if err := checkJobs(o.jobs); err != nil {
+	if err := o.checkAll(); err != nil {
 		return err
-	}
-	if err := o.filter.Check(); err != nil {
-		return usageError{err}
 	}
 	cfg, err := o.conn.config(ctx)
 	if err != nil {
@@ -525,6 +510,30 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 		target = strconv.Quote(o.all.database)
 	}
 	return w.finishServer(o.log, res, target, "restored")
+}
+
+// checkAll refuses the flags restore --all and restore --database do not
+// take (for the run and its preflight).
+func (o restoreOptions) checkAll() error {
+	switch {
+	case o.all.all && o.all.database != "":
+		return usageError{fmt.Errorf("--all restores every database: it does not take --database")}
+	case o.list.use != "":
+		return usageError{fmt.Errorf("-L/--use-list does not combine with --all or --database")}
+	case o.all.all && o.create:
+		return usageError{fmt.Errorf("--all always creates the archive's databases: it does not take --create")}
+	case o.all.all && (o.filter.DataOnly || o.noTrig):
+		return usageError{fmt.Errorf("--all does not take --data-only or --disable-triggers")}
+	case o.all.database != "" && o.conn.DSN == "" && !o.create:
+		return usageError{fmt.Errorf("no target database given: use -d TARGET, or --create to create %q", o.all.database)}
+	}
+	if err := checkJobs(o.jobs); err != nil {
+		return err
+	}
+	if err := o.filter.Check(); err != nil {
+		return usageError{err}
+	}
+	return nil
 }
 
 // printServerResult is the summary of restore --all and clone --all.

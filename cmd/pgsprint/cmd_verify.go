@@ -81,11 +81,11 @@ func runVerify(ctx context.Context, loc string, o verifyOptions, in io.Reader, o
 		loc = ar.String() // a pre-signed URL's query holds a secret
 	}
 	if err := archive.Check(ctx, ar.Source, o.jobs); err != nil {
-		return fmt.Errorf("archive %s is damaged: %w", loc, err)
+		return archive.On(ar.String(), err)
 	}
 	_, _, streams, err := archive.Summarize(ar.Source)
 	if err != nil {
-		return fmt.Errorf("archive %s is damaged: %w", loc, err)
+		return archive.On(ar.String(), err)
 	}
 	var rows int64
 	for _, s := range streams {
@@ -121,7 +121,7 @@ func verifyStructure(ctx context.Context, loc string, lo location.Options, out i
 	}
 	info, err := archive.CheckStructure(r, size)
 	if err != nil {
-		return fmt.Errorf("archive on %s is damaged: %w", b, err)
+		return archive.On(b.String(), err)
 	}
 	fmt.Fprintf(out, "%s: structure sound (%s; contents not checked: give --identity or a passphrase to check every authentication tag), checked in %s\n",
 		loc, info, time.Since(start).Round(time.Millisecond))

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"sort"
@@ -211,7 +213,11 @@ func readFilterFile(f *filter.Options, name string, tool filter.Tool) error {
 	}
 	file, err := os.Open(name)
 	if err != nil {
-		return fmt.Errorf("could not open filter file: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path once: "--filter f.txt: no such file or directory"
+		}
+		return fmt.Errorf("--filter %s: %w", name, err)
 	}
 	defer file.Close()
 	return f.ReadFile(file, name, tool)

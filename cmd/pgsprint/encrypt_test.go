@@ -144,7 +144,7 @@ func TestEncryptTorture(t *testing.T) {
 		}
 		// Without, that it is encrypted and nothing more.
 		r := run(nil, "list", file)
-		if r.code != 1 || !strings.HasSuffix(strings.TrimSpace(r.stderr), ".pgs: archive is encrypted; no identity given (--identity FILE)") || strings.Count(r.stderr, "\n") != 1 {
+		if r.code != 1 || !strings.HasSuffix(strings.TrimSpace(r.stderr), ".pgs is encrypted; no identity given (--identity FILE)") || strings.Count(r.stderr, "\n") != 1 {
 			t.Errorf("list without a key: exit %d: %s", r.code, r.stderr)
 		}
 		r = must(nil, "verify", file)
@@ -160,7 +160,7 @@ func TestEncryptTorture(t *testing.T) {
 	t.Run("wrong key", func(t *testing.T) {
 		createDB("dst wrong")
 		before := pgtest.SchemaDump(t, c.BinDir(), c.ConnString("dst wrong"))
-		want := "archive is encrypted; no matching identity (none of the given identities opens it)"
+		want := " is encrypted; no matching identity (none of the given identities opens it)"
 		r := run(nil, "restore", "-f", file, "-d", c.ConnString("dst wrong"), "--identity", key3)
 		if r.code != 1 || !strings.Contains(r.stderr, want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 			t.Errorf("restore with a wrong key: exit %d, want 1 and one line with %q: %q", r.code, want, r.stderr)
@@ -217,7 +217,7 @@ func TestEncryptTorture(t *testing.T) {
 			t.Errorf("passphrase restore: %d tables, want 1", len(fp))
 		}
 		r := run([]string{"PGSPRINT_PASSPHRASE=wrong words"}, "list", pfile)
-		if r.code != 1 || !strings.Contains(r.stderr, "archive is encrypted with a passphrase; the passphrase does not match") {
+		if r.code != 1 || !strings.Contains(r.stderr, " is encrypted with a passphrase; the passphrase does not match") {
 			t.Errorf("wrong passphrase: exit %d: %s", r.code, r.stderr)
 		}
 		r = run(nil, "dump", "-d", c.ConnString(src), "-f", filepath.Join(dir, "x.pgs"), "--passphrase-file", passFile, "--encrypt-to", pub1)

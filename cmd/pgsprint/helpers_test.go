@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/progress"
 )
@@ -537,4 +539,30 @@ func repeat(n, nLong int) int {
 		return nLong
 	}
 	return n
+}
+
+// spyPgRestore makes a directory of binDir's client programs whose
+// pg_restore first appends its arguments, one run a line, to a log, then
+// runs the real one: env points pgsprint at it (PGSPRINT_PG_BIN), and
+// calls reads the log.
+func spyPgRestore(t *testing.T, binDir string) (env []string, calls func() string) {
+	t.Helper()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "pg_restore.calls")
+	for _, p := range []string{"pg_dump", "pg_dumpall", "psql"} {
+		if err := os.Symlink(filepath.Join(binDir, p), filepath.Join(dir, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := "#!/bin/sh\necho \" $* \" >> " + shellQuote(log) + "\nexec " + shellQuote(filepath.Join(binDir, "pg_restore")) + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "pg_restore"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{pgbin.EnvBinDir + "=" + dir}, func() string {
+		b, err := os.ReadFile(log)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
 }

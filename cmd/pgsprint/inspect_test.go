@@ -65,7 +65,7 @@ CREATE TABLE other (x int); INSERT INTO other VALUES (1), (2), (3);`)
 			t.Fatal(err)
 		}
 		r := pgsprint(t, nil, "verify", bad)
-		if r.code != exitFailure || !strings.Contains(r.stderr, "damaged") || !strings.Contains(r.stderr, "corrupted archive") {
+		if r.code != exitFailure || !strings.Contains(r.stderr, "archive on "+bad+" is damaged: ") {
 			t.Errorf("verify of a damaged archive: exit %d, stderr %s", r.code, r.stderr)
 		}
 		if r := pgsprint(t, nil, "verify", filepath.Join(dir, "missing.pgs")); r.code != exitFailure {
@@ -90,7 +90,7 @@ CREATE TABLE other (x int); INSERT INTO other VALUES (1), (2), (3);`)
 			data []byte
 			want string
 		}{
-			{"damaged", data, "corrupted archive"},
+			{"damaged", data, "archive on standard input is damaged: "},
 			{"truncated", clean[:len(clean)-100], "incomplete"},
 		} {
 			r := pgsprintStdin(t, nil, bytes.NewReader(in.data), "verify", "-")

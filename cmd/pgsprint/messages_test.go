@@ -88,6 +88,11 @@ INSERT INTO u SELECT i, i FROM generate_series(1, 100) i;`); err != nil {
 		return c.ConnString(name)
 	}
 
+	notOurs := empty("notours")
+	if err := c.Exec(ctx, "notours", "CREATE SCHEMA pgsprint_journal; CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t VALUES (1, 'mine')"); err != nil {
+		t.Fatal(err)
+	}
+
 	for _, tc := range []struct {
 		name  string
 		args  []string
@@ -98,7 +103,7 @@ INSERT INTO u SELECT i, i FROM generate_series(1, 100) i;`); err != nil {
 	}{
 		// Item 1: the bytes that arrived, said once.
 		{"cut pipe names the bytes that arrived", []string{"restore", "-f", "-", "-d", empty("cut1"), "-q"}, write("cut1000.pgs", archive[:1000]), exitFailure,
-			"archive on standard input: archive is incomplete: the input ended after 1000 bytes, before the archive's trailer", "extract schema"},
+			"archive on standard input is incomplete: the input ended after 1000 bytes, before the archive's trailer", "extract schema"},
 		// Item 2: the advice the next run gives, --resume, at once.
 		{"cut before the trailer advises --resume", []string{"restore", "-f", "-", "-d", empty("cut2"), "-q"}, write("cut-end.pgs", archive[:len(archive)-10]), exitFailure,
 			"the target is partly restored: restore the whole archive with --resume to finish it, or with --clean to start over", ""},
@@ -111,17 +116,32 @@ INSERT INTO u SELECT i, i FROM generate_series(1, 100) i;`); err != nil {
 		{"pg_dump -Fd", []string{"verify", "-f", path("base.dir")}, "", exitFailure, "it is a pg_dump directory-format archive (pg_dump -Fd, it holds toc.dat): restore it with pg_restore", ""},
 		{"pg_dump -Ft", []string{"list", path("base.tar")}, "", exitFailure, "it is a pg_dump tar-format archive (pg_dump -Ft): restore it with pg_restore", ""},
 		{"pg_dump plain", []string{"restore", "-f", path("base.sql"), "-d", c.ConnString("postgres")}, "", exitFailure, "it is a plain SQL script from pg_dump or pg_dumpall: run it with psql -f FILE", ""},
+		// Nothing, or another file: said so, not a bare "not a pgsprint archive".
+		{"empty file", []string{"list", write("empty.pgs", nil)}, "", exitFailure,
+			"archive on " + path("empty.pgs") + ": not a pgsprint archive: it is empty (0 bytes): the dump meant to write it wrote nothing", ""},
+		{"empty pipe", []string{"restore", "-f", "-", "-d", c.ConnString("postgres"), "-q"}, write("empty-pipe.pgs", nil), exitFailure,
+			"archive on standard input: not a pgsprint archive: it is empty (0 bytes)", "EOF"},
+		{"a text file", []string{"verify", write("notes.txt", []byte("some notes, not an archive\n"))}, "", exitFailure,
+			`not a pgsprint archive: it is a file of another kind: it begins with "some not", a pgsprint archive with "PGSPRNT\x00" (check the name given to -f)`, ""},
+		// A schema named as our journal that is not one: refused before
+		// --clean drops anything (the target keeps its table).
+		{"a schema pgsprint_journal not ours", []string{"restore", "-f", good, "-d", notOurs, "--clean", "-q"}, "", exitFailure,
+			`the target database holds a schema "pgsprint_journal" that is not a pgsprint journal (pgsprint keeps its restore journal under that name): rename or drop it`, "already exists"},
 		// Item 6: the server, and why each database was skipped.
-		{"every database excluded", []string{"dump", "--all", "-d", c.ConnString("postgres"), "--exclude-database", "*", "-f", path("all.pgs"), "-q"}, "", exitFailure,
+		{"every database excluded", []string{"dump", "--all", "-d", c.ConnString("postgres"), "--exclude-database", "*", "-f", path("all.pgs"), "-q"}, "", exitUsage,
 			"excluded by --exclude-database: ", `on database "postgres"`},
+		// clone --all refuses the same selection as dump --all, rather
+		// than copy the globals alone and exit 0.
+		{"every database excluded, clone --all", []string{"clone", "--all", "--source", c.ConnString("postgres"), "--target", c.ConnString("postgres"), "--exclude-database", "*", "-q"}, "", exitUsage,
+			"no database to clone on the server at ", "same server"},
 		// Item 9: damage named as damage, keys by kind, the clone's source.
-		{"version field flipped", []string{"list", flip("version.pgs", archive, 10)}, "", exitFailure, fmt.Sprintf("the header is damaged: its format version field reads %d, the trailer's %d (corrupted archive)", version|1<<16, version), "newer"},
-		{"version field flipped, pipe", []string{"verify", "-"}, flip("version-pipe.pgs", archive, 10), exitFailure, fmt.Sprintf("the header is damaged: its format version field reads %d, which no pgsprint writes", version|1<<16), "newer"},
-		{"trailer magic flipped", []string{"restore", "-f", flip("trailer.pgs", archive, len(archive)-1), "-d", c.ConnString("postgres")}, "", exitFailure, "the trailer is damaged: its magic changed", "incomplete"},
+		{"version field flipped", []string{"list", flip("version.pgs", archive, 10)}, "", exitFailure, fmt.Sprintf("archive on %s: the header is damaged: its format version field reads %d, the trailer's %d", path("version.pgs"), version|1<<16, version), "newer"},
+		{"version field flipped, pipe", []string{"verify", "-"}, flip("version-pipe.pgs", archive, 10), exitFailure, fmt.Sprintf("archive on standard input: the header is damaged: its format version field reads %d, which no pgsprint writes", version|1<<16), "newer"},
+		{"trailer magic flipped", []string{"restore", "-f", flip("trailer.pgs", archive, len(archive)-1), "-d", c.ConnString("postgres")}, "", exitFailure, "archive on " + path("trailer.pgs") + ": the trailer is damaged: its magic changed", "incomplete"},
 		{"damaged frame, encrypted pipe", []string{"restore", "-f", "-", "-d", empty("sealed"), "--identity", idFile, "-q"}, flip("to-key-flip.pgs", toKeyBytes, firstPayload), exitFailure,
-			"archive on standard input is damaged: ", "extract schema"},
+			"archive on standard input is damaged: stream ", "extract schema"},
 		{"passphrase archive, an identity given", []string{"list", sealed, "--identity", idFile}, "", exitFailure,
-			"archive is encrypted with a passphrase, not to an age identity: give its passphrase (--passphrase-file FILE or PGSPRINT_PASSPHRASE) instead of --identity", "does not match"},
+			"archive on " + sealed + " is encrypted with a passphrase, not to an age identity: give its passphrase (--passphrase-file FILE or PGSPRINT_PASSPHRASE) instead of --identity", "does not match"},
 		{"clone -t nomatch", []string{"clone", "--source", c.ConnString(src), "--target", empty("clonet"), "-t", "nomatch", "-q"}, "", exitFailure,
 			`no matching tables were found in the source database "` + c.Name(src) + `"`, "archive"},
 		// Files named once, by the flag that names them.
@@ -147,7 +167,17 @@ INSERT INTO u SELECT i, i FROM generate_series(1, 100) i;`); err != nil {
 			if tc.not != "" && strings.Contains(r.stderr, tc.not) {
 				t.Errorf("error still says %q", tc.not)
 			}
+			// Said once: the archive, its damage, the error's prefix.
+			for _, twice := range []string{"archive on standard input: archive", ": archive: ", "(corrupted archive)", "error: error", "damaged: archive"} {
+				if strings.Contains(r.stderr, twice) {
+					t.Errorf("error repeats itself: %q", twice)
+				}
+			}
 		})
+	}
+
+	if got := scalar(t, notOurs, "SELECT string_agg(v, ',') FROM t"); got != "mine" {
+		t.Errorf("the refused --clean restore changed the target's table t: %q", got)
 	}
 
 	t.Run("-f for list and verify", func(t *testing.T) {

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
@@ -368,4 +371,93 @@ func TestPreDataSplitFailureStopsAll(t *testing.T) {
 	mustPgsprint(t, append(args, "--resume")...)
 	pgtest.RequireSameSchema(t, c.BinDir(), src, target)
 	pgtest.RequireSameData(t, src, target)
+}
+
+// TestJournalLeftInSource: a source server that holds what unfinished
+// pgsprint runs leave behind, a database with the journal of a failed
+// restore (schema pgsprint_journal) and the server journal of a
+// whole-server restore (role pgsprint_restore_journal), is dumped with a
+// warning naming the database, and the journals stay out: restore --all
+// and clone --all --clean of it succeed (they once failed with "schema
+// already exists" and "role already exists"), leaving no journal, with the
+// half-restored database's rows as they are. Its own clusters: restore
+// --all and clone --all write every database and the roles.
+func TestJournalLeftInSource(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src, dst := pgtest.New(t), pgtest.New(t)
+	for _, db := range []string{"orig", "left"} {
+		if err := src.CreateDB(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := src.Exec(ctx, "orig", `CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t SELECT generate_series(1, 100);
+CREATE TABLE u (id int PRIMARY KEY, t int REFERENCES t); INSERT INTO u SELECT i, i FROM generate_series(1, 10) i;`); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.pgs")
+	mustPgsprint(t, "dump", "-d", src.ConnString("orig"), "-f", good, "-q")
+	// A restore whose -L list keeps u's foreign key but not t's rows
+	// fails after pre-data, leaving "left" with its journal.
+	var keep []string
+	for _, l := range strings.Split(mustPgsprint(t, "restore", "-f", good, "-l").stdout, "\n") {
+		if !strings.Contains(l, "TABLE DATA public t ") {
+			keep = append(keep, l)
+		}
+	}
+	list := filepath.Join(dir, "no-t.list")
+	if err := os.WriteFile(list, []byte(strings.Join(keep, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := pgsprint(t, nil, "restore", "-f", good, "-L", list, "-d", src.ConnString("left"), "-q"); r.code != exitFailure {
+		t.Fatalf("the -L restore meant to fail: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := fmt.Sprint(userObjects(t, src.ConnString("left"))); !strings.Contains(got, "schema pgsprint_journal") {
+		t.Fatalf("the failed restore left no journal: %s", got)
+	}
+	// The server journal of a whole-server restore killed on the source.
+	conn, err := pgx.Connect(ctx, src.ConnString("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := journal.CreateServer(ctx, tx, "an archive restored on the source", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	all := filepath.Join(dir, "all.pgs")
+	r := pgsprint(t, nil, "dump", "--all", "-d", src.ConnString("postgres"), "-f", all)
+	if r.code != 0 || !strings.Contains(r.stderr, "holds the journal of an unfinished pgsprint restore or clone") || !strings.Contains(r.stderr, "database=left") {
+		t.Errorf("dump --all: exit %d, want 0 and a warning naming database left:\n%s", r.code, r.stderr)
+	}
+	if l := mustPgsprint(t, "list", all).stdout; strings.Contains(l, "pgsprint_journal") {
+		t.Errorf("the archive lists the journal:\n%s", l)
+	}
+	check := func(how string) {
+		t.Helper()
+		for _, db := range []string{"orig", "left"} {
+			requireData(t, src.ConnString(db), dst.ConnString(db), "public.t", "public.u")
+			c, err := pgx.Connect(ctx, dst.ConnString(db))
+			if err != nil {
+				t.Fatal(err)
+			}
+			requireNoJournal(t, c)
+			c.Close(ctx)
+		}
+		if n := scalar(t, dst.ConnString("postgres"), "SELECT count(*) FROM pg_roles WHERE rolname = '"+journal.ServerRole+"'"); n != "0" {
+			t.Errorf("%s left role %s on the target", how, journal.ServerRole)
+		}
+	}
+	mustPgsprint(t, "restore", "--all", "-f", all, "-d", dst.ConnString("postgres"), "-q")
+	check("restore --all")
+	mustPgsprint(t, "clone", "--all", "--source", src.ConnString("postgres"), "--target", dst.ConnString("postgres"), "--clean", "-q")
+	check("clone --all --clean")
 }

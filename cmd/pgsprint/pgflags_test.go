@@ -198,6 +198,9 @@ func TestPgFlags(t *testing.T) {
 		restore   []string // more flags for the restore of a dump
 		prepare   func(t *testing.T, db string)
 		check     func(t *testing.T, db string)
+		// spy, for a restore, runs it with a pg_restore that records its
+		// arguments (spyPgRestore) and asserts it was given this flag.
+		spy string
 	}{
 		// One run for several flags, each of which changes the schema
 		// in its own way, so a flag lost on the way shows in the
@@ -324,6 +327,30 @@ func TestPgFlags(t *testing.T) {
 					t.Errorf("unlogged app.cache has %s rows (want 0), %s large objects (want 0)", n, lo)
 				}
 			}},
+		// Ownership set by SET SESSION AUTHORIZATION: torture's tables
+		// owned by pgtest_owner keep their owner, and pg_restore was told.
+		{name: "restore --use-set-session-authorization", cmd: "restore", args: []string{"--use-set-session-authorization"},
+			same: true, spy: "--use-set-session-authorization",
+			// As with pg_restore, each owner creates its own objects, in
+			// schemas it may not create in until the archive's GRANTs run:
+			// the owner is a superuser for this case.
+			prepare: func(t *testing.T, db string) {
+				if err := c.Exec(ctx, db, "ALTER ROLE pgtest_owner SUPERUSER"); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					if err := c.Exec(ctx, db, "ALTER ROLE pgtest_owner NOSUPERUSER"); err != nil {
+						t.Error(err)
+					}
+				})
+			},
+			check: func(t *testing.T, db string) {
+				for _, rel := range []string{"app.forced", "app.circ_b", `"dot.ted"."tab.le"`} {
+					if got := query(t, db, "SELECT relowner::regrole::text FROM pg_class WHERE oid = '"+rel+"'::regclass"); got != "pgtest_owner" {
+						t.Errorf("%s is owned by %s, want pgtest_owner", rel, got)
+					}
+				}
+			}},
 		{name: "restore --transaction-size", cmd: "restore", args: []string{"--transaction-size", "3"}, pgrestore: []string{"--transaction-size=3"}, same: true,
 			check: func(t *testing.T, db string) { sameData(t, db) }},
 		{name: "clone --transaction-size", cmd: "clone", args: []string{"--transaction-size", "1"}, pgrestore: []string{"--transaction-size=1"}, same: true},
@@ -336,7 +363,31 @@ func TestPgFlags(t *testing.T) {
 			switch tc.cmd {
 			case "restore":
 				// Pre-data split over both connections: every run takes the flags.
-				mustPgsprint(t, append([]string{"restore", "-f", all, "-d", c.ConnString(db), "-j", "2", "-q", "--pre-data-split-min", "1"}, tc.args...)...)
+				args := append([]string{"restore", "-f", all, "-d", c.ConnString(db), "-j", "2", "-q", "--pre-data-split-min", "1"}, tc.args...)
+				if tc.spy == "" {
+					mustPgsprint(t, args...)
+					break
+				}
+				env, calls := spyPgRestore(t, c.BinDir())
+				if r := pgsprint(t, env, args...); r.code != 0 {
+					t.Fatalf("pgsprint %s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
+				}
+				// Every pg_restore that restores into the target, or writes
+				// a script of entries that psql then runs (--use-list),
+				// took the flag; a run whose script is only parsed need not.
+				restores := 0
+				for _, l := range strings.Split(calls(), "\n") {
+					if !strings.Contains(l, " --dbname=") && !strings.Contains(l, " --use-list=") {
+						continue
+					}
+					restores++
+					if !strings.Contains(l, " "+tc.spy+" ") {
+						t.Errorf("pg_restore ran without %s:%s", tc.spy, l)
+					}
+				}
+				if restores == 0 || !strings.Contains(calls(), " --dbname=") {
+					t.Errorf("no pg_restore into the target was recorded:\n%s", calls())
+				}
 			case "dump":
 				file := filepath.Join(tmp, db+".pgs")
 				mustPgsprint(t, append([]string{"dump", "-d", src, "-f", file, "-j", "2", "-q"}, tc.args...)...)
@@ -681,7 +732,7 @@ func TestPgFlagsRefused(t *testing.T) {
 		{[]string{"clone", "--source", "x", "--target", "y", "--section", "data", "--data-only"}, "--section cannot be used with"},
 		{[]string{"list", "-h"}, "-h is not help: use pgsprint list --help"},
 		{[]string{"verify", "-h", "x"}, "-h is not help"},
-		{[]string{"dump", "-d", "x", "--filter", "/nonexistent/filter"}, "could not open filter file"},
+		{[]string{"dump", "-d", "x", "--filter", "/nonexistent/filter"}, "--filter /nonexistent/filter: no such file or directory"},
 		{[]string{"dump", "-d", "x", "-f", "-", "-W", "-w"}, "-W (ask for a password) and -w (never ask) cannot be used together"},
 		{[]string{"dump", "-d", "x", "--statistics", "--no-statistics"}, "--statistics and --no-statistics cannot be used together"},
 		{[]string{"restore", "-f", "x.pgs", "-d", "x", "--statistics", "--no-statistics"}, "--statistics and --no-statistics cannot be used together"},

@@ -171,17 +171,29 @@ func TestPreflightPrivilegesAndLocks(t *testing.T) {
 			t.Errorf("output lacks %q", w)
 		}
 	}
+	// dump itself refuses up front, with the same words, before pg_dump
+	// or a reader meets "permission denied" half-way.
+	r = pgsprint(t, nil, "dump", "-q", "-d", c.ConnString("app")+" user=reader", "-f", out)
+	checkOneError(t, r.code, exitFailure, r.stderr, "3 of 4 selected tables and sequences cannot be read: no SELECT on table public.secret, no USAGE on schema hidden, row-level security on public.policed")
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("the refused dump wrote %s", out)
+	}
+	// Left out, they no longer stand in the way; the large object does.
+	r = pgsprint(t, nil, "dump", "-q", "-d", c.ConnString("app")+" user=reader", "-f", out, "-T", "secret", "-T", "policed", "-N", "hidden")
+	checkOneError(t, r.code, exitFailure, r.stderr, "1 of 1 large objects cannot be read: GRANT SELECT ON LARGE OBJECT")
+	mustPgsprint(t, "dump", "-q", "-d", c.ConnString("app")+" user=reader", "-f", out, "-T", "secret", "-T", "policed", "-N", "hidden", "-B")
 	const fix = "raise max_locks_per_transaction to at least"
 	r = pgsprint(t, nil, "preflight", "dump", "-d", c.ConnString("many"), "-f", out)
 	t.Logf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	if r.code != exitFailure || !strings.Contains(r.stdout, "✗ lock slots: pg_dump locks 200 tables") || !strings.Contains(r.stdout, fix) {
 		t.Errorf("exit %d, want %d and a ✗ lock slots line with %q", r.code, exitFailure, fix)
 	}
-	r = pgsprint(t, nil, "dump", "-q", "-d", c.ConnString("many"), "-f", out)
+	many := filepath.Join(dir, "many.pgs")
+	r = pgsprint(t, nil, "dump", "-q", "-d", c.ConnString("many"), "-f", many)
 	checkOneError(t, r.code, exitFailure, r.stderr, fix)
-	noPartialFiles(t, dir)
-	if _, err := os.Stat(out); err == nil {
-		t.Errorf("the refused dump wrote %s", out)
+	noPartialFiles(t, dir, "x.pgs")
+	if _, err := os.Stat(many); err == nil {
+		t.Errorf("the refused dump wrote %s", many)
 	}
 }
 
@@ -234,5 +246,108 @@ func TestPreflightS3(t *testing.T) {
 				t.Errorf("objects after preflight: %v", objs)
 			}
 		})
+	}
+}
+
+// TestPreflightAll: preflight of the whole-server runs, dump, restore and
+// clone --all, and restore --database, gives one checklist whose
+// per-database lines name their database: each database's lock slots and
+// read privileges on the source, the databases chosen and skipped, the
+// globals, the server journal, the roles and each database on the target
+// (created, replaced with --clean, refused when it exists, or refused when
+// the user may not create databases). Every database excluded exits 2 as
+// dump --all does; a clone --all into its own source exits 2. Nothing is
+// changed: the databases, roles and files are the same after. Its own
+// source cluster: --all reads every database of the server, and the test
+// adds roles.
+func TestPreflightAll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := pgtest.New(t)
+	s := shared(t)
+	for _, db := range []string{"pfall_app", "pfall_big"} {
+		if err := c.CreateDB(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Exec(ctx, db, `CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 500) g; CREATE SEQUENCE s;`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Exec(ctx, "postgres", `CREATE ROLE pfall_owner; CREATE ROLE pfall_weak LOGIN;`); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, "pfall_app", `ALTER TABLE t OWNER TO pfall_owner; SELECT lo_from_bytea(0, 'lo');`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateDB(ctx, "pfdst"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	archive := filepath.Join(dir, "all.pgs")
+	mustPgsprint(t, "dump", "--all", "-q", "-d", c.ConnString("postgres"), "-f", archive)
+	state := func() string {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var files []string
+		for _, e := range entries {
+			files = append(files, e.Name())
+		}
+		return scalar(t, c.ConnString("postgres"), `SELECT (SELECT string_agg(datname, ',' ORDER BY datname) FROM pg_database) || ' ' ||
+			(SELECT string_agg(rolname, ',' ORDER BY rolname) FROM pg_roles)`) + " " + fmt.Sprint(files) + " " + fmt.Sprint(userObjects(t, s.ConnString("pfdst")))
+	}
+	before := state()
+	src := c.ConnString("postgres")
+	out := filepath.Join(dir, "new.pgs")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"dump --all ready", []string{"dump", "--all", "-d", src, "-f", out, "-j", "2"}, exitOK,
+			[]string{"✓ source: ", `✓ databases: 3: "pfall_app", "pfall_big", "postgres"; skipped: "template0" (template), "template1" (template)`, "✓ pg_dump: ", "✓ globals: roles (with their passwords)",
+				"✓ connections on the source: -j 2 and 3 databases need 6", "✓ lock slots: the databases' pg_dumps take turns within the lock table's ",
+				`✓ database "pfall_app": lock slots: pg_dump locks 1 tables`, `✓ database "pfall_app": read privileges: 2 tables and sequences selected, all readable`,
+				`✓ database "pfall_app": large objects: 1, all readable`, `✓ database "pfall_big": read privileges: `, `✓ database "postgres": lock slots: `, "✓ disk space in " + dir, "ready: the run would start"}},
+		{"dump --all of no database", []string{"dump", "--all", "-d", src, "-f", out, "--exclude-database", "*"}, exitUsage,
+			[]string{"✗ databases: no database to dump on the server at ", "loosen --exclude-database"}},
+		{"restore --all over the source's databases", []string{"restore", "--all", "-f", archive, "-d", src}, exitFailure,
+			[]string{"✓ archive: " + archive + ": a whole server of PostgreSQL", `3 databases ("pfall_app", "pfall_big", "postgres")`, "✓ pg_restore: ", "✓ roles: ", "✓ server journal: none",
+				`✗ database "pfall_app": target database: the target server already has a database "pfall_app": restore --all creates each of the source's databases; use --clean`,
+				`✗ database "pfall_big": target database: the target server already has a database "pfall_big"`, `✓ database "postgres": target database: "postgres" is empty`, "not ready: 2 of"}},
+		{"restore --all --clean", []string{"restore", "--all", "-f", archive, "-d", src, "--clean"}, exitOK,
+			[]string{`✓ database "pfall_app": target database: "pfall_app" exists: --clean drops it and creates it again`, `✓ database "postgres": target database: --clean drops the archive's objects first`}},
+		{"restore --all --clean as a role that may not create databases", []string{"restore", "--all", "-f", archive, "-d", src + " user=pfall_weak", "--clean"}, exitFailure,
+			[]string{`✗ database "pfall_app": target database: role "pfall_weak" may not create databases (CREATEDB), and restore --all creates "pfall_app"`}},
+		{"restore --database", []string{"restore", "--database", "pfall_app", "-f", archive, "-d", s.ConnString("pfdst")}, exitOK,
+			[]string{`✓ archive: ` + archive + `: database "pfall_app" of PostgreSQL`, fmt.Sprintf("✓ target database: %q is empty", s.Name("pfdst")), "✓ encoding: "}},
+		{"restore --database of no such database", []string{"restore", "--database", "nope", "-f", archive, "-d", s.ConnString("pfdst")}, exitFailure,
+			[]string{`✗ archive: ` + archive + `: the archive holds no database "nope" (it holds "pfall_app", "pfall_big", "postgres")`}},
+		{"clone --all into its own source", []string{"clone", "--all", "--source", src, "--target", src}, exitUsage,
+			[]string{"✗ distinct servers: --source and --target are the same server"}},
+		{"clone --all ready", []string{"clone", "--all", "--source", src, "--target", s.ConnString("postgres"), "--exclude-database", "postgres"}, exitOK,
+			[]string{`✓ databases: 2: "pfall_app", "pfall_big"; skipped: "postgres" (--exclude-database)`, "✓ pg_restore: ", "✓ roles: ", "✓ server journal: none",
+				`✓ database "pfall_app": read privileges: `, `✓ database "pfall_app": target database: "pfall_app" does not exist: created`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := pgsprint(t, nil, append([]string{"preflight"}, tc.args...)...)
+			t.Logf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			if r.code != tc.code {
+				t.Errorf("exit %d, want %d", r.code, tc.code)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("output lacks %q", w)
+				}
+			}
+			if tc.code == exitUsage {
+				checkOneLine(t, r.stderr)
+			}
+		})
+	}
+	if after := state(); after != before {
+		t.Errorf("preflight changed something:\nbefore: %s\nafter:  %s", before, after)
 	}
 }

@@ -99,7 +99,7 @@ func TestS3RoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := pgsprint(t, env, "restore", "-f", sealed, "-d", c.ConnString(dst), "--identity", other, "-q")
-		if r.code != exitFailure || !strings.Contains(r.stderr, "archive is encrypted; no matching identity") {
+		if r.code != exitFailure || !strings.Contains(r.stderr, " is encrypted; no matching identity") {
 			t.Fatalf("restore with the wrong key: exit %d, %s", r.code, r.stderr)
 		}
 		mustS3(t, env, "restore", "-f", sealed, "-d", c.ConnString(dst), "-j", "2", "-q", "--identity", key)

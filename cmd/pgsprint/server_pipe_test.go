@@ -177,7 +177,7 @@ func TestServerPipeProgressResume(t *testing.T) {
 			n    int
 			want string
 		}{
-			{"trailer", len(data) - 4, fmt.Sprintf("archive on standard input: archive is incomplete: the input ended after %d bytes, before the archive's trailer (cut off, or the dump writing it failed or is still running); the restore is not finished; run it again with --resume and a sound archive", len(data)-4)},
+			{"trailer", len(data) - 4, fmt.Sprintf("archive on standard input is incomplete: the input ended after %d bytes, before the archive's trailer (cut off, or the dump writing it failed or is still running); the restore is not finished; run it again with --resume and a sound archive", len(data)-4)},
 			{"middle", len(data) / 2, "incomplete"},
 		} {
 			r := pgsprintStdin(t, nil, bytes.NewReader(data[:cut.n]), append(args, "--clean")...)

@@ -92,8 +92,35 @@ CREATE TABLE t AS SELECT i, md5(i::text) AS v FROM generate_series(1, 50000) i;`
 	}
 	pgtest.RequireSameData(t, c.ConnString("src"), c.ConnString("dst"))
 
-	r := pgsprint(t, env, "dump", "-d", strings.Replace(conn("src"), tl.CAFile, filepath.Join(t.TempDir(), "wrong-ca.crt"), 1), "-f", file+"2")
-	if r.code == 0 {
-		t.Error("dump with a missing root certificate succeeded: verification is not happening")
+	// Each TLS failure is one line that names TLS, its cause and the
+	// next step, and exits 3 (cannot connect), before anything is written.
+	other := pgtest.NewTLS(t)
+	plain := shared(t)
+	for _, tc := range []struct {
+		name, conn string
+		code       int
+		want       []string
+	}{
+		// A file named by the options: a usage error, found before connecting.
+		{"missing root certificate", strings.Replace(conn("src"), tl.CAFile, filepath.Join(t.TempDir(), "wrong-ca.crt"), 1), exitUsage,
+			[]string{"invalid connection options: TLS: sslrootcert ", "wrong-ca.crt cannot be read (no such file or directory): give the file's path in sslrootcert"}},
+		{"certificate of another authority", strings.Replace(conn("src"), tl.CAFile, other.CAFile, 1), exitConnection,
+			[]string{"connect to ", ": TLS: the server's certificate cannot be verified (sslmode=verify-ca) (x509: certificate signed by unknown authority", "give in sslrootcert the certificate of the authority that signed it"}},
+		{"a server without TLS", strings.Replace(plain.TCPConnString("postgres", "postgres"), "sslmode=disable", "", 1) + " sslmode=require", exitConnection,
+			[]string{"connect to ", ": TLS: the server refused TLS (sslmode=require): turn ssl = on"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "x.pgs")
+			r := pgsprint(t, env, "dump", "-d", tc.conn, "-f", out)
+			checkOneError(t, r.code, tc.code, r.stderr, "TLS: ")
+			for _, w := range tc.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("error does not say %q", w)
+				}
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("the failed dump wrote %s", out)
+			}
+		})
 	}
 }

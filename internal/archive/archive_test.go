@@ -185,8 +185,8 @@ func TestOpenErrors(t *testing.T) {
 		want  string
 		match error
 	}{
-		{"empty", nil, "not a pgsprint archive", ErrNotArchive},
-		{"text", []byte("hello, world, this is not it"), "not a pgsprint archive", ErrNotArchive},
+		{"empty", nil, "not a pgsprint archive: it is empty (0 bytes): the dump meant to write it wrote nothing", ErrNotArchive},
+		{"text", []byte("hello, world, this is not it"), `not a pgsprint archive: it is a file of another kind: it begins with "hello, w", a pgsprint archive with`, ErrNotArchive},
 		{"magic only", []byte(headerMagic), "archive is incomplete: its 8 bytes end without the archive's trailer (cut short, or the dump writing it failed or is still running)", ErrIncomplete},
 		{"truncated", good[:len(good)-1], fmt.Sprintf("archive is incomplete: its %d bytes end without", len(good)-1), ErrIncomplete},
 		{"newer version", newer, fmt.Sprintf("archive format version 7 is newer than this pgsprint understands (%d): read it with a newer pgsprint", FormatVersion), nil},

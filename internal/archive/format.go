@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strings"
 
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/seal"
@@ -115,6 +116,40 @@ var ErrIncomplete = errors.New("archive is incomplete: no trailer (truncated or 
 // ErrCorrupt matches (with errors.Is) every error caused by bytes that do
 // not check out: bad checksums, inconsistent lengths, totals or indexes.
 var ErrCorrupt = errors.New("corrupted archive")
+
+// On names the archive at where (a path, an object's URL, "standard
+// input") in err, saying "archive" once: "archive on X is incomplete:
+// ...", "archive on X is damaged: ..." for ErrCorrupt (without the cause's
+// own "(corrupted archive)"), else "archive on X: <cause>" without the
+// cause's leading "archive: ". It keeps err for errors.Is and errors.As.
+func On(where string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &onError{where: where, err: err}
+}
+
+type onError struct {
+	where string
+	err   error
+}
+
+func (e *onError) Unwrap() error { return e.err }
+
+func (e *onError) Error() string {
+	msg := strings.TrimPrefix(e.err.Error(), "archive: ")
+	if errors.Is(e.err, ErrCorrupt) {
+		msg = strings.Replace(strings.Replace(msg, " (corrupted archive)", "", 1), ": archive: ", ": ", 1)
+		if strings.Contains(msg, " is damaged") {
+			return "archive on " + e.where + ": " + msg // "the header is damaged: ..."
+		}
+		return "archive on " + e.where + " is damaged: " + msg
+	}
+	if rest, ok := strings.CutPrefix(msg, "archive is "); ok {
+		return "archive on " + e.where + " is " + rest
+	}
+	return "archive on " + e.where + ": " + msg
+}
 
 // incompleteError is ErrIncomplete with how many bytes arrived: the
 // number a user compares with the archive's size to see where it was cut.

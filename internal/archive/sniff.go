@@ -46,6 +46,8 @@ func notArchive(head []byte) error {
 		return &NotArchiveError{What: "gzip-compressed data (pgsprint archives are compressed inside): decompress it and look again"}
 	case bytes.HasPrefix(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
 		return &NotArchiveError{What: "zstd-compressed data (pgsprint archives are compressed inside): decompress it and look again"}
+	case len(head) == 0:
+		return &NotArchiveError{What: "empty (0 bytes): the dump meant to write it wrote nothing (did it fail, or write elsewhere?)"}
 	}
-	return ErrNotArchive
+	return &NotArchiveError{What: fmt.Sprintf("a file of another kind: it begins with %q, a pgsprint archive with %q (check the name given to -f)", head[:min(len(head), len(headerMagic))], headerMagic)}
 }

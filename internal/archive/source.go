@@ -3,7 +3,6 @@ package archive
 import (
 	"context"
 	"filippo.io/age"
-	"fmt"
 	"io"
 
 	"github.com/pgsprint/pgsprint/internal/store"
@@ -154,7 +153,7 @@ func OpenLocation(ctx context.Context, b store.Backend, o OpenOptions) (*Opened,
 	ar, err := OpenSource(ctx, src, o)
 	if err != nil {
 		src.Close()
-		return nil, fmt.Errorf("archive on %s: %w", b, err)
+		return nil, On(b.String(), err)
 	}
 	op := &Opened{Source: ar, src: src, where: b.String()}
 	if c, ok := ar.(io.Closer); ok {

@@ -69,6 +69,10 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 	}
 	defer src.close(ctx)
 	conn, tools, locks, dbs, skipped := src.conn, src.tools, src.locks, src.dbs, src.skipped
+	if len(dbs) == 0 {
+		// As dump --all: globals alone are not what was asked for.
+		return nil, noDatabase("clone", opts.Source, skipped)
+	}
 	for _, d := range skipped {
 		opts.Logger.Info("database skipped", "database", d.Name, "reason", d.Reason)
 	}

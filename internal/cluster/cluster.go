@@ -8,6 +8,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -134,6 +135,11 @@ func chooseDatabases(all []database, exclude []string) (keep []database, skipped
 	return keep, skipped, nil
 }
 
+// ErrNoDatabase is wrapped by the error of a whole-server dump or clone
+// whose selection leaves no database to read (noDatabase): a usage error,
+// found before anything is read or written.
+var ErrNoDatabase = errors.New("no database to copy")
+
 // noDatabase is the error of a whole-server run that has no database
 // left to read: the server (not the database it connected to) and why
 // each one was skipped, so that the --exclude-database that took them
@@ -156,8 +162,14 @@ func noDatabase(verb string, src *pgx.ConnConfig, skipped []archive.SkippedDatab
 		}
 		reasons = append(reasons, fmt.Sprintf("%s: %s", label, strings.Join(names[r], ", ")))
 	}
-	return fmt.Errorf("no database to %s on the server at %s:%d: every one is skipped (%s)%s", verb, src.Host, src.Port, strings.Join(reasons, "; "), next)
+	return noDatabaseError{fmt.Errorf("no database to %s on the server at %s:%d: every one is skipped (%s)%s", verb, src.Host, src.Port, strings.Join(reasons, "; "), next)}
 }
+
+// noDatabaseError is noDatabase's error: its own words, and ErrNoDatabase.
+type noDatabaseError struct{ error }
+
+// Is makes errors.Is(err, ErrNoDatabase) hold.
+func (e noDatabaseError) Is(target error) bool { return target == ErrNoDatabase }
 
 func matchAny(res []*regexp.Regexp, s string) bool {
 	for _, re := range res {
@@ -166,4 +178,27 @@ func matchAny(res []*regexp.Regexp, s string) bool {
 		}
 	}
 	return false
+}
+
+// Databases lists, through conn (connected as src says), the databases a
+// whole-server dump or clone (verb) would read and those it would skip,
+// with the reason: what preflight checks. A selection that leaves none
+// is refused as the run refuses it (ErrNoDatabase).
+func Databases(ctx context.Context, conn *pgx.Conn, src *pgx.ConnConfig, verb string, exclude []string) ([]string, []archive.SkippedDatabase, error) {
+	all, err := listDatabases(ctx, conn)
+	if err != nil {
+		return nil, nil, err
+	}
+	keep, skipped, err := chooseDatabases(all, exclude)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(keep) == 0 {
+		return nil, skipped, noDatabase(verb, src, skipped)
+	}
+	names := make([]string, len(keep))
+	for i, d := range keep {
+		names[i] = d.name
+	}
+	return names, skipped, nil
 }

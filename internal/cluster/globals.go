@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/restore"
@@ -213,6 +214,11 @@ func applyGlobals(ctx context.Context, conn *pgx.Conn, script string, opts Globa
 	for _, g := range stmts {
 		sql := g.sql
 		switch {
+		case g.role == journal.ServerRole:
+			// The journal of a whole-server restore that was running on
+			// the source (or was killed there) is not the source's: it
+			// would stand in the way of this run's own.
+			continue
 		case g.role != "" && roles[g.role]:
 			if g.createRole && !kept[g.role] {
 				kept[g.role] = true

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
@@ -150,17 +150,8 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case j != nil && j.Archive != id:
-		if !b.clean || b.resume {
-			return nil, fmt.Errorf("the target server holds an unfinished whole-server copy of another %s (%s): finish it with that %s and --resume, or start over with --clean", b.of, j.Archive, b.of)
-		}
-		j = nil
-	case j != nil && !b.resume:
-		if !b.clean {
-			return nil, fmt.Errorf("the target server holds an unfinished %s of this %s: finish it with --resume, or start over with --clean", b.verb, b.of)
-		}
-		j = nil
+	if j, err = preflight.ServerJournal(j, id, b.clean, b.resume, b.verb, b.of); err != nil {
+		return nil, err
 	}
 	// Only a journal found here vouches that the archive's databases the
 	// target holds were created by this restore: those it lists as begun
@@ -179,7 +170,7 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	if j == nil && !b.clean {
 		for _, d := range b.dbs {
 			if existing[d.Name] && d.Name != "postgres" {
-				return nil, fmt.Errorf("the target server already has a database %q: %s creates each of the source's databases; use --clean to replace them, or copy the others one by one", d.Name, b.verb)
+				return nil, preflight.ExistingDatabase(d.Name, b.verb)
 			}
 		}
 	}
@@ -341,11 +332,9 @@ func finishSource(opts RestoreOptions) error {
 		if opts.Database != "" {
 			again = "restore it again with --clean from a sound archive"
 		}
-		if errors.Is(err, archive.ErrCorrupt) {
-			return fmt.Errorf("archive on %s is damaged: %w; the restore is not finished; %s", opts.Where, err, again)
-		}
-		// The error says it is incomplete, and how many bytes came.
-		return fmt.Errorf("archive on %s: %w; the restore is not finished; %s", opts.Where, err, again)
+		// The error says it is damaged, or incomplete and how many
+		// bytes came.
+		return fmt.Errorf("%w; the restore is not finished; %s", archive.On(opts.Where, err), again)
 	}
 	return nil
 }

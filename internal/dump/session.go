@@ -10,6 +10,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
@@ -193,6 +194,14 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	if s.filter, err = s.filter.Expand(ctx, s.leader); err != nil {
 		return err
 	}
+	if err := s.leaveOutJournal(ctx, log); err != nil {
+		return err
+	}
+	// A table, sequence or large object the role cannot read would fail
+	// the run only when reached: refused now, naming it.
+	if err := preflight.CanRead(ctx, s.leader, s.filter); err != nil {
+		return err
+	}
 	opts.Filter = s.filter
 	if opts.EarlySchema {
 		if err := s.startSchema(ctx); err != nil {
@@ -310,4 +319,23 @@ func (s *Session) Close(ctx context.Context) {
 		s.early.close()
 	}
 	s.leader.Close(context.WithoutCancel(ctx))
+}
+
+// leaveOutJournal leaves the schema of a restore's or a clone's journal
+// (journal.Schema) out of the dump, with a warning: a database that holds
+// one is the target of a pgsprint run that has not finished (or was
+// killed), so its data may be incomplete, and an archive carrying the
+// journal could not be restored (the restore creates its own).
+func (s *Session) leaveOutJournal(ctx context.Context, log *slog.Logger) error {
+	var found bool
+	if err := s.leader.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)", journal.Schema).Scan(&found); err != nil {
+		return fmt.Errorf("look for a restore journal in the source: %w", err)
+	}
+	if !found {
+		return nil
+	}
+	log.Warn("the source database holds the journal of an unfinished pgsprint restore or clone (schema "+pg.Ident(journal.Schema)+"): its data may be incomplete (finish that run with --resume for a complete copy); the journal is left out",
+		"database", s.source.Database)
+	s.filter.ExcludeSchemas = append(s.filter.ExcludeSchemas[:len(s.filter.ExcludeSchemas):len(s.filter.ExcludeSchemas)], journal.Schema)
+	return nil
 }

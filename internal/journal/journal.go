@@ -131,11 +131,17 @@ func (j *Journal) RecordSQL(steps ...string) string {
 // Read returns the journal found in conn's database, or nil if there is
 // none.
 func Read(ctx context.Context, conn *pgx.Conn) (*Journal, error) {
-	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL", journalTable).Scan(&exists); err != nil {
+	var exists, schema bool
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL, EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $2)",
+		journalTable, Schema).Scan(&exists, &schema); err != nil {
 		return nil, fmt.Errorf("read restore journal: %w", err)
 	}
-	if !exists {
+	switch {
+	case !exists && schema:
+		// Not ours: refused before anything is dropped or created, as
+		// creating the journal would fail once --clean had dropped.
+		return nil, fmt.Errorf("the target database holds a schema %s that is not a pgsprint journal (pgsprint keeps its restore journal under that name): rename or drop it, then restore again", pg.Ident(Schema))
+	case !exists:
 		return nil, nil
 	}
 	rows, err := conn.Query(ctx, "SELECT archive, step FROM "+journalTable)

@@ -5,6 +5,7 @@ package pg
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
@@ -81,6 +82,9 @@ func (o ConnOptions) Config() (*pgx.ConnConfig, error) {
 	}
 	cfg, err := pgx.ParseConfig(s)
 	if err != nil {
+		if tlsErr := tlsConfigError(err); tlsErr != "" {
+			return nil, fmt.Errorf("invalid connection options: TLS: %s", tlsErr)
+		}
 		return nil, fmt.Errorf("invalid connection options: %w", err)
 	}
 	if o.Role != "" {
@@ -122,7 +126,7 @@ func Connect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
 	cfg.RuntimeParams["client_encoding"] = "UTF8"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, &ConnectError{Target: Describe(cfg), Err: err, Timeout: cfg.ConnectTimeout}
+		return nil, &ConnectError{Target: Describe(cfg), Err: err, Timeout: cfg.ConnectTimeout, SSLMode: sslMode(&cfg.Config)}
 	}
 	// A SQL_ASCII database converts nothing but checks what it sends a
 	// UTF8 client: its bytes, which need not be UTF8, pass only to a
@@ -142,6 +146,9 @@ type ConnectError struct {
 	Target  string
 	Err     error
 	Timeout time.Duration // connect_timeout, if one was set
+	// SSLMode is the connection's sslmode, for a TLS failure's message
+	// ("" when unknown).
+	SSLMode string
 }
 
 // Error names the target and the server's own message when there is one,
@@ -155,6 +162,9 @@ func (e *ConnectError) Error() string {
 	}
 	if e.Timeout > 0 && errors.Is(e.Err, context.DeadlineExceeded) {
 		return fmt.Sprintf("connect to %s: no answer within connect_timeout (%s)", e.Target, e.Timeout)
+	}
+	if why := tlsFailure(e.Err, e.SSLMode); why != "" {
+		return "connect to " + e.Target + ": TLS: " + why
 	}
 	inner := e.Err
 	if u := errors.Unwrap(inner); u != nil {
@@ -277,4 +287,61 @@ func tlsMode(t *tls.Config) string {
 		return "verify-ca"
 	}
 	return "verify-full"
+}
+
+// tlsFailure says, in one line with the next step, why a connection
+// failed in its TLS handshake: the server refused TLS, or its certificate
+// could not be verified (sslmode=verify-ca or verify-full); "" for any
+// other failure. pgx gives the first as "server refused TLS connection"
+// and the second as the x509 error wrapped in "failed to write startup
+// message".
+func tlsFailure(err error, sslmode string) string {
+	mode := ""
+	if sslmode != "" {
+		mode = " (sslmode=" + sslmode + ")"
+	}
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	switch {
+	case strings.Contains(err.Error(), "server refused TLS connection"):
+		return "the server refused TLS" + mode + ": turn ssl = on in its postgresql.conf (with ssl_cert_file and ssl_key_file), or connect with sslmode=prefer if plain text is acceptable"
+	case errors.As(err, &host), strings.Contains(err.Error(), "x509: certificate is valid for"):
+		return fmt.Sprintf("the server's certificate does not name the host connected to%s (%s): connect by a name the certificate holds, or use sslmode=verify-ca", mode, x509Cause(err))
+	case errors.As(err, &unknown), errors.As(err, &invalid), errors.As(err, &verify), strings.Contains(err.Error(), "x509: "):
+		return fmt.Sprintf("the server's certificate cannot be verified%s (%s): give in sslrootcert the certificate of the authority that signed it", mode, x509Cause(err))
+	}
+	return ""
+}
+
+// x509Cause is the x509 part of a verification error's text.
+func x509Cause(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "x509: "); i >= 0 {
+		return msg[i:]
+	}
+	return msg
+}
+
+// tlsConfigError says why pgx could not set up TLS from the connection
+// options (a root certificate, client certificate or key that cannot be
+// read), with the next step; "" for any other parse error.
+func tlsConfigError(err error) string {
+	msg := err.Error()
+	i := strings.Index(msg, "failed to configure TLS (")
+	if i < 0 {
+		return ""
+	}
+	why := strings.TrimSuffix(msg[i+len("failed to configure TLS ("):], ")")
+	for _, f := range []struct{ prefix, option string }{{"unable to read CA file: ", "sslrootcert"}, {"unable to read cert: ", "sslcert"}, {"unable to read sslkey: ", "sslkey"}} {
+		if rest, ok := strings.CutPrefix(why, f.prefix); ok {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				return fmt.Sprintf("%s %s cannot be read (%s): give the file's path in %s, readable by this user", f.option, pe.Path, pe.Err, f.option)
+			}
+			return fmt.Sprintf("%s cannot be read (%s): give the file's path in %s", f.option, rest, f.option)
+		}
+	}
+	return why + ": check the ssl options of the connection string"
 }

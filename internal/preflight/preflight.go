@@ -3,10 +3,11 @@
 // from all of them without changing anything.
 //
 // Each check that a command also runs up front is one function here,
-// called by the engine at its start (ConnectionRoom, LockSlots, Empty,
-// Journal, DataTargets, Encoding, RestoreTools, DistinctDatabases,
-// DiskSpace, ReadFollowSource, FollowTarget, Keyless) and by the
-// checklists (Dump, Restore, Clone), so that a
+// called by the engine at its start (ConnectionRoom, LockSlots, CanRead,
+// Empty, Journal, DataTargets, Encoding, RestoreTools, DistinctDatabases,
+// DiskSpace, ReadFollowSource, FollowTarget, Keyless, and for a
+// whole-server run ServerJournal and ExistingDatabase) and by the
+// checklists (Dump, Restore, Clone, DumpAll, CloneAll), so that a
 // preflight that passes and the run it vouches for read the same numbers
 // the same way. Checks that need something to exist (a publication and a
 // subscription for the target's reach of the source, a temporary file)
@@ -55,6 +56,9 @@ type Checklist struct {
 	// Connect is the first connection failure, when a server could not
 	// be reached: the command exits as any other that cannot connect.
 	Connect error
+	// Usage, when set, is a refusal the run would give as a usage error
+	// (ErrUsage): the command exits as the run would.
+	Usage error
 }
 
 func (c *Checklist) add(items ...Item) { c.Items = append(c.Items, items...) }

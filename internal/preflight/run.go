@@ -51,6 +51,15 @@ func Dump(ctx context.Context, o DumpOptions) *Checklist {
 	}
 	c.lockSlots(ctx, conn)
 	sel, raw := c.readable(ctx, conn, o.Filter)
+	c.output(ctx, o, sel, raw)
+	return c
+}
+
+// output adds the check of where the archive goes: standard output, an
+// object store (written to, by an upload started and aborted), or a
+// directory with room for it, estimated from raw bytes of tables when
+// the catalog could be read (sel).
+func (c *Checklist) output(ctx context.Context, o DumpOptions, sel bool, raw int64) {
 	switch {
 	case o.File == "-":
 		c.add(pass("output", "standard output"))
@@ -66,7 +75,6 @@ func Dump(ctx context.Context, o DumpOptions) *Checklist {
 			c.add(DiskSpace(DirOf(o.File), ArchiveEstimate(raw, o.Compressed), "the archive"))
 		}
 	}
-	return c
 }
 
 // RestoreOptions are what a restore's checklist needs of its flags.
@@ -86,6 +94,12 @@ type RestoreOptions struct {
 	Resume     bool
 	UseList    bool
 	Programs   *pgbin.Finder
+	// All checks restore --all of a whole-server archive, with Roles the
+	// roles its globals create (nil: not read); Database, the restore of
+	// one database of it (--database).
+	All      bool
+	Roles    []string
+	Database string
 }
 
 // Restore checks what a restore with o would need: the archive, the
@@ -102,10 +116,25 @@ func Restore(ctx context.Context, o RestoreOptions) *Checklist {
 		c.add(pass("archive", "standard input: read only by the restore itself"))
 	default:
 		m = o.Archive.Manifest()
-		c.add(pass("archive", archiveDetail(o.Where, m)))
-		if m.IsServer() {
-			c.add(fail("archive", errors.New("a whole-server archive: preflight checks one database (restore --all or --database is not checked yet)")))
+		switch {
+		case !m.IsServer() && (o.All || o.Database != ""):
+			c.add(fail("archive", fmt.Errorf("%s: the archive holds one database (%q), not a whole server (dump --all): restore it without --all or --database", o.Where, m.Database)))
 			return c
+		case m.IsServer() && o.Database != "":
+			sub := m.DatabaseManifest(o.Database)
+			if sub == nil {
+				c.add(fail("archive", fmt.Errorf("%s: the archive holds no database %q (it holds %s)", o.Where, o.Database, databaseNames(m))))
+				return c
+			}
+			m = sub
+			c.add(pass("archive", archiveDetail(o.Where, m)))
+		case m.IsServer() && !o.All:
+			c.add(fail("archive", fmt.Errorf("%s: a whole-server archive (dump --all): restore it with --all, or one of its databases with --database NAME", o.Where)))
+			return c
+		case m.IsServer():
+			c.add(pass("archive", fmt.Sprintf("%s: a whole server of PostgreSQL %s, %d databases (%s)", o.Where, strings.Fields(m.ServerVersion + " ?")[0], len(m.Databases), databaseNames(m))))
+		default:
+			c.add(pass("archive", archiveDetail(o.Where, m)))
 		}
 	}
 	conn, srv := c.connect(ctx, "target", o.Target)
@@ -121,7 +150,10 @@ func Restore(ctx context.Context, o RestoreOptions) *Checklist {
 		c.add(check("pg_restore", err, toolDetail(tools, tools.PgRestore())+" (the archive's pg_dump may ask for a newer one)"))
 	}
 	c.roomFor(ctx, conn, "target", o.Jobs)
-	if m != nil {
+	switch {
+	case o.All:
+		c.restoreAll(ctx, o, conn, m)
+	case m != nil:
 		c.targetState(ctx, o.Target, conn, m, journal.ArchiveID(m), o.Create, o.Clean, o.Resume, o.Filter.DataOnly || m.DataOnly, o.Filter.Partial() || o.UseList)
 	}
 	if o.Archive == nil && o.ArchiveErr == nil {
@@ -159,16 +191,11 @@ type FollowOptions struct {
 // Follow the logical replication's. It changes nothing.
 func Clone(ctx context.Context, o CloneOptions) *Checklist {
 	c := &Checklist{}
-	sconn, ssrv := c.connect(ctx, "source", o.Source)
-	if sconn == nil {
-		return c
-	}
-	defer sconn.Close(context.WithoutCancel(ctx))
-	tconn, tsrv := c.connect(ctx, "target", o.Target)
+	sconn, tconn, ssrv, tsrv, done := c.connectBoth(ctx, o.Source, o.Target)
+	defer done()
 	if tconn == nil {
 		return c
 	}
-	defer tconn.Close(context.WithoutCancel(ctx))
 	if err := DistinctDatabases(ctx, o.Source, tconn); err != nil {
 		c.add(fail("distinct databases", err))
 		return c
@@ -201,6 +228,26 @@ func Clone(ctx context.Context, o CloneOptions) *Checklist {
 	return c
 }
 
+// connectBoth opens the source's connection, then the target's
+// (connect); the target's is nil when either cannot be reached. done
+// closes what was opened.
+func (c *Checklist) connectBoth(ctx context.Context, source, target *pgx.ConnConfig) (sconn, tconn *pgx.Conn, ssrv, tsrv pg.Server, done func()) {
+	var opened []*pgx.Conn
+	done = func() {
+		for _, conn := range opened {
+			conn.Close(context.WithoutCancel(ctx))
+		}
+	}
+	if sconn, ssrv = c.connect(ctx, "source", source); sconn == nil {
+		return nil, nil, ssrv, tsrv, done
+	}
+	opened = append(opened, sconn)
+	if tconn, tsrv = c.connect(ctx, "target", target); tconn != nil {
+		opened = append(opened, tconn)
+	}
+	return sconn, tconn, ssrv, tsrv, done
+}
+
 // connect opens a connection to cfg, adding its line (TLS in use or not);
 // nil when it cannot, with c.Connect set.
 func (c *Checklist) connect(ctx context.Context, role string, cfg *pgx.ConnConfig) (*pgx.Conn, pg.Server) {
@@ -211,6 +258,9 @@ func (c *Checklist) connect(ctx context.Context, role string, cfg *pgx.ConnConfi
 		return nil, pg.Server{}
 	}
 	srv, err := pg.ReadServer(ctx, conn)
+	if err == nil {
+		err = waitLittle(ctx, conn)
+	}
 	if err != nil {
 		conn.Close(context.WithoutCancel(ctx))
 		c.add(fail(role, err))
@@ -272,61 +322,111 @@ func importable(ctx context.Context, conn *pgx.Conn, snapshot string) error {
 	return nil
 }
 
-// readable adds the checks of the right to read what f selects: tables
-// and sequences (SELECT, USAGE on their schema, no row security that
-// would hide rows), and large objects. It returns whether the catalog
-// could be read, and the selected tables' size on disk.
+// readable adds the checks of the right to read what f selects (Readable,
+// ReadableLargeObjects). It returns whether the catalog could be read, and
+// the selected tables' size on disk.
 func (c *Checklist) readable(ctx context.Context, conn *pgx.Conn, f filter.Options) (bool, int64) {
-	selected, err := f.Selected("c", "n")
-	if err == nil {
-		var noData string
-		if noData, err = f.DataExcluded("c", "n"); err == nil {
-			var n, bad int
-			var raw int64
-			var names []string
-			err = conn.QueryRow(ctx, `WITH me AS (SELECT rolsuper OR rolbypassrls AS bypass FROM pg_catalog.pg_roles WHERE rolname = current_user),
-			sel AS (SELECT c.relkind, CASE
-					WHEN NOT pg_catalog.has_schema_privilege(n.oid, 'USAGE') THEN 'no USAGE on schema ' || pg_catalog.quote_ident(n.nspname)
-					WHEN NOT pg_catalog.has_table_privilege(c.oid, 'SELECT') THEN 'no SELECT on ' || CASE c.relkind WHEN 'S' THEN 'sequence ' ELSE 'table ' END
-						|| pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)
-					WHEN c.relrowsecurity AND NOT (SELECT bypass FROM me) AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')
-						THEN 'row-level security on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) END AS why,
-					CASE WHEN c.relkind = 'r' AND NOT (`+noData+`) THEN pg_catalog.pg_relation_size(c.oid) ELSE 0 END AS size
-				FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-				WHERE c.relkind IN ('r', 'p', 'S') AND c.relpersistence <> 't'
-				AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
-				AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
-					WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid AND d.deptype = 'e')
-				AND (`+selected+`))
-			SELECT count(*)::int, count(why)::int, coalesce(sum(size), 0)::bigint,
-				coalesce((SELECT array_agg(why) FROM (SELECT why FROM sel WHERE why IS NOT NULL LIMIT 5) w), '{}')
-			FROM sel`).Scan(&n, &bad, &raw, &names)
-			if err == nil {
-				if bad > 0 {
-					list := strings.Join(names, ", ")
-					if bad > len(names) {
-						list += fmt.Sprintf(" and %d more", bad-len(names))
-					}
-					c.add(fail("read privileges", fmt.Errorf("%d of %d selected tables and sequences cannot be read: %s: GRANT USAGE on the schema and SELECT on them to %s (row-level security: ALTER ROLE ... BYPASSRLS, or run as the owner), run as a role that can (--role), or leave them out (-T)", bad, n, list, pg.Ident(conn.Config().User))))
-				} else {
-					c.add(pass("read privileges", fmt.Sprintf("%d tables and sequences selected, all readable", n)))
-				}
-				if f.LargeObjects() {
-					c.add(largeObjects(ctx, conn))
-				}
-				if f.SchemaOnly {
-					raw = 0
-				}
-				return true, raw
-			}
-		}
+	n, raw, err := Readable(ctx, conn, f, true)
+	var pe PrivilegeError
+	switch {
+	case errors.As(err, &pe):
+		c.add(fail("read privileges", err))
+	case err != nil:
+		c.add(fail("read privileges", err))
+		return false, 0
+	default:
+		c.add(pass("read privileges", fmt.Sprintf("%d tables and sequences selected, all readable", n)))
 	}
-	c.add(fail("read privileges", fmt.Errorf("read the source's catalog: %w", err)))
-	return false, 0
+	if f.LargeObjects() {
+		n, err := ReadableLargeObjects(ctx, conn)
+		c.add(check("large objects", err, fmt.Sprintf("%d, all readable", n)))
+	}
+	return true, raw
 }
 
-// largeObjects checks that every large object can be read.
-func largeObjects(ctx context.Context, conn *pgx.Conn) Item {
+// PrivilegeError is the refusal of Readable or ReadableLargeObjects: what
+// cannot be read, and the GRANT (or the other way) that fixes it.
+type PrivilegeError struct{ error }
+
+// CanRead refuses, before anything is read, a dump or clone whose role
+// cannot read every table, sequence and large object f selects
+// (Readable, ReadableLargeObjects): pg_dump, or a reader, would fail with
+// "permission denied" only once it reached that table, after the work
+// before it.
+func CanRead(ctx context.Context, conn *pgx.Conn, f filter.Options) error {
+	if _, _, err := Readable(ctx, conn, f, false); err != nil {
+		return err
+	}
+	if f.LargeObjects() {
+		if _, err := ReadableLargeObjects(ctx, conn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Readable checks the right of conn's role to read the tables and
+// sequences f selects: USAGE on their schema, SELECT on them, and no row
+// security that would hide rows from it (pg_dump refuses to dump a table
+// whose rows its policies filter). It returns how many are selected and,
+// with sizes, the size on disk of the tables whose rows are read (none
+// with --schema-only); a PrivilegeError names the first five it cannot
+// read. Without sizes it takes no lock: pg_relation_size locks each table,
+// and would wait, without --lock-wait-timeout, behind a session holding
+// one in ACCESS EXCLUSIVE mode.
+func Readable(ctx context.Context, conn *pgx.Conn, f filter.Options, sizes bool) (int, int64, error) {
+	selected, err := f.Selected("c", "n")
+	if err != nil {
+		return 0, 0, err
+	}
+	noData, err := f.DataExcluded("c", "n")
+	if err != nil {
+		return 0, 0, err
+	}
+	size := "0"
+	if sizes {
+		size = `CASE WHEN c.relkind = 'r' AND NOT (` + noData + `) THEN pg_catalog.pg_relation_size(c.oid) ELSE 0 END`
+	}
+	var n, bad int
+	var raw int64
+	var names []string
+	err = conn.QueryRow(ctx, `WITH me AS (SELECT rolsuper OR rolbypassrls AS bypass FROM pg_catalog.pg_roles WHERE rolname = current_user),
+	sel AS (SELECT c.relkind, CASE
+			WHEN NOT pg_catalog.has_schema_privilege(n.oid, 'USAGE') THEN 'no USAGE on schema ' || pg_catalog.quote_ident(n.nspname)
+			WHEN NOT pg_catalog.has_table_privilege(c.oid, 'SELECT') THEN 'no SELECT on ' || CASE c.relkind WHEN 'S' THEN 'sequence ' ELSE 'table ' END
+				|| pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)
+			WHEN c.relrowsecurity AND NOT (SELECT bypass FROM me) AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')
+				THEN 'row-level security on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) END AS why,
+			`+size+` AS size
+		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r', 'p', 'S') AND c.relpersistence <> 't'
+		AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
+		AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+			WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid AND d.deptype = 'e')
+		AND (`+selected+`))
+	SELECT count(*)::int, count(why)::int, coalesce(sum(size), 0)::bigint,
+		coalesce((SELECT array_agg(why) FROM (SELECT why FROM sel WHERE why IS NOT NULL LIMIT 5) w), '{}')
+	FROM sel`).Scan(&n, &bad, &raw, &names)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the source's catalog for the privileges on the selected tables: %w", err)
+	}
+	if f.SchemaOnly {
+		raw = 0
+	}
+	if bad > 0 {
+		list := strings.Join(names, ", ")
+		if bad > len(names) {
+			list += fmt.Sprintf(" and %d more", bad-len(names))
+		}
+		return n, raw, PrivilegeError{fmt.Errorf("%d of %d selected tables and sequences cannot be read: %s: GRANT USAGE on the schema and SELECT on them to %s (row-level security: ALTER ROLE ... BYPASSRLS, or run as the owner), run as a role that can (--role), or leave them out (-T)", bad, n, list, pg.Ident(conn.Config().User))}
+	}
+	return n, raw, nil
+}
+
+// ReadableLargeObjects checks that conn's role can read every large
+// object, returning how many there are; a PrivilegeError says how many it
+// cannot.
+func ReadableLargeObjects(ctx context.Context, conn *pgx.Conn) (int, error) {
 	var n, bad int
 	err := conn.QueryRow(ctx, `SELECT count(*)::int, count(*) FILTER (WHERE NOT (
 			(SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user)
@@ -337,11 +437,11 @@ func largeObjects(ctx context.Context, conn *pgx.Conn) Item {
 		FROM pg_catalog.pg_largeobject_metadata m`).Scan(&n, &bad)
 	switch {
 	case err != nil:
-		return fail("large objects", fmt.Errorf("read the large objects' privileges: %w", err))
+		return 0, fmt.Errorf("read the large objects' privileges: %w", err)
 	case bad > 0:
-		return fail("large objects", fmt.Errorf("%d of %d large objects cannot be read: GRANT SELECT ON LARGE OBJECT ... to %s, run as their owner, or select tables (-n/-t), which leaves large objects out", bad, n, pg.Ident(conn.Config().User)))
+		return n, PrivilegeError{fmt.Errorf("%d of %d large objects cannot be read: GRANT SELECT ON LARGE OBJECT ... to %s, run as their owner, or select tables (-n/-t), which leaves large objects out", bad, n, pg.Ident(conn.Config().User))}
 	}
-	return pass("large objects", fmt.Sprintf("%d, all readable", n))
+	return n, nil
 }
 
 // targetState adds the check of what the target holds, as the run's
@@ -502,4 +602,21 @@ func replicationReach(ctx context.Context, conninfo string) error {
 		return fmt.Errorf("IDENTIFY_SYSTEM on the source's replication connection: %w", err)
 	}
 	return nil
+}
+
+// databaseNames lists a whole-server archive's databases.
+func databaseNames(m *archive.Manifest) string {
+	var list []string
+	for _, d := range m.Databases {
+		list = append(list, d.Name)
+	}
+	return names(list)
+}
+
+// waitLittle makes conn wait for no lock for long: a preflight's reads of
+// the tables' sizes lock each table, behind any session that holds one
+// exclusively; a preflight says so rather than wait.
+func waitLittle(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, "SET lock_timeout = '10s'")
+	return err
 }

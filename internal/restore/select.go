@@ -12,6 +12,8 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/journal"
+	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
 // selection is the part of the archive a restore takes, what the choose
@@ -162,6 +164,8 @@ func (ch *chooser) chooseParts(ctx context.Context, skip func(...uint32)) error 
 		}
 		skipUnread(full, ch.m, skip)
 		return nil
+	case !f.Active() && !ch.sel.dataOnly && journalKept(ch.m, nil):
+		return errArchivedJournal
 	case !f.Active() && !ch.sel.dataOnly && !ch.sel.schemaOnly:
 		return nil
 	}
@@ -186,6 +190,9 @@ func (ch *chooser) chooseParts(ctx context.Context, skip func(...uint32)) error 
 			}
 			return err
 		}
+	}
+	if !ch.sel.dataOnly && journalKept(ch.m, matched) {
+		return errArchivedJournal
 	}
 	full := *ch.m
 	ch.m = narrow(&full, matched, ch.sel.schemaOnly || ch.sel.statsOnly, f.SequenceData && !ch.sel.statsOnly)
@@ -275,4 +282,22 @@ func narrow(m *archive.Manifest, matched *filter.Matched, noRows, sequences bool
 		out.LargeObjects = m.LargeObjects
 	}
 	return &out
+}
+
+// errArchivedJournal refuses an archive that carries the journal of a
+// restore that was unfinished in its source database (written by a
+// pgsprint that did not leave it out, dump.Session): restored, it would
+// stand where this restore creates its own.
+var errArchivedJournal = fmt.Errorf("the archive holds schema %s, the journal of a pgsprint restore or clone that was unfinished in the source database when it was dumped (its data may be incomplete): leave it out with -N %s, or dump the source again once that run is finished",
+	pg.Ident(journal.Schema), journal.Schema)
+
+// journalKept says whether the selection matched (nil: everything) of
+// the archive whose manifest is m keeps a table of journal.Schema.
+func journalKept(m *archive.Manifest, matched *filter.Matched) bool {
+	for _, o := range m.Relations {
+		if o.Schema == journal.Schema && (matched == nil || matched.Relations[filter.Rel{Schema: o.Schema, Name: o.Name}]) {
+			return true
+		}
+	}
+	return false
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/journal"
 )
 
 // testManifest has two tables (the first in two chunks), a sequence, a
@@ -31,6 +32,10 @@ func testManifest() *archive.Manifest {
 func TestChooseWithoutTarget(t *testing.T) {
 	dataOnlyArchive := testManifest()
 	dataOnlyArchive.DataOnly = true
+	// An archive dumped from a database holding an unfinished restore's
+	// journal, by a pgsprint that did not leave it out.
+	withJournal := testManifest()
+	withJournal.Relations = []archive.Object{{Schema: "app", Name: "orders", Kind: "r"}, {Schema: "app", Name: "log", Kind: "r"}, {Schema: journal.Schema, Name: "steps", Kind: "r"}}
 	for _, tc := range []struct {
 		name    string
 		opts    Options
@@ -50,6 +55,8 @@ func TestChooseWithoutTarget(t *testing.T) {
 		{name: "a --data-only archive with --create", opts: Options{Create: true}, m: dataOnlyArchive, wantErr: "does not take --create or --clean"},
 		{name: "--disable-triggers without --data-only", opts: Options{DisableTriggers: true}, m: testManifest(), wantErr: "--data-only restores only"},
 		{name: "-L with -t", opts: Options{UseList: "list", Filter: filter.Options{Selection: filter.Selection{Tables: []string{"x"}}}}, m: testManifest(), wantErr: "does not combine"},
+		{name: "an archive carrying a journal", m: withJournal, wantErr: "the archive holds schema \"pgsprint_journal\", the journal of a pgsprint restore or clone that was unfinished in the source database when it was dumped (its data may be incomplete): leave it out with -N pgsprint_journal"},
+		{name: "--data-only of an archive carrying a journal", opts: Options{Filter: filter.Options{Selection: filter.Selection{DataOnly: true}}}, m: withJournal, tables: 2, chunks: 3, los: 2, seqs: 1},
 		{name: "-t on an archive without an object list", opts: Options{Filter: filter.Options{Selection: filter.Selection{Tables: []string{"app.log"}}}}, m: testManifest(), wantErr: "without restore-side selection"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,7 +2,6 @@ package restore
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 )
@@ -32,10 +31,8 @@ func (s *openedSource) damaged(err error) error {
 	switch {
 	case s.where == "":
 		return err
-	case errors.Is(err, archive.ErrCorrupt):
-		return fmt.Errorf("archive on %s is damaged: %w", s.where, err)
-	case errors.Is(err, archive.ErrIncomplete):
-		return fmt.Errorf("archive on %s: %w", s.where, err)
+	case errors.Is(err, archive.ErrCorrupt), errors.Is(err, archive.ErrIncomplete):
+		return archive.On(s.where, err)
 	}
 	return err
 }
