@@ -77,7 +77,7 @@ const defaultHex = 32
 // keep case, dots and '=' ("My"."t"."e=mail"); unquoted names are folded
 // to lower case.
 func Parse(s string) (Rule, error) {
-	name, rule, ok := cutOutsideQuotes(s, '=')
+	name, rule, ok := pg.CutOutsideQuotes(s, '=')
 	if !ok {
 		return Rule{}, fmt.Errorf("--mask %q: want 'schema.table.column=RULE'", s)
 	}
@@ -185,20 +185,6 @@ func ReadFile(path string) ([]Rule, error) {
 		return nil, fmt.Errorf("--mask-file %s: %w", path, err)
 	}
 	return rules, nil
-}
-
-// cutOutsideQuotes cuts s at the first sep outside double quotes.
-func cutOutsideQuotes(s string, sep byte) (string, string, bool) {
-	in := false
-	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] == '"':
-			in = !in
-		case s[i] == sep && !in:
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
 }
 
 // splitName splits a dotted SQL name into its parts, unquoting quoted ones

@@ -52,3 +52,20 @@ const SubsetSetting = "pgsprint.subset"
 // secret): compare reads it to say that the masked tables' values differ
 // by design.
 const MaskSetting = "pgsprint.masked"
+
+// CutOutsideQuotes cuts s around the first sep that is not inside double
+// quotes, as strings.Cut does: the rule syntaxes that name relations
+// (--subset, --subset-ref, --mask) separate the name from the rest with a
+// character a quoted identifier may hold.
+func CutOutsideQuotes(s string, sep byte) (before, after string, found bool) {
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			quoted = !quoted
+		case c == sep && !quoted:
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
 // Others say what happens to the tables no rule reaches.
@@ -57,7 +58,7 @@ type Ref struct {
 // ParseSeed reads "schema.table: condition". The name ends at the first
 // colon outside double quotes.
 func ParseSeed(s string) (Seed, error) {
-	name, rest, ok := cutOutsideQuotes(s, ':')
+	name, rest, ok := pg.CutOutsideQuotes(s, ':')
 	name, rest = strings.TrimSpace(name), strings.TrimSpace(rest)
 	if !ok || name == "" || rest == "" {
 		return Seed{}, fmt.Errorf("--subset %q: want 'schema.table: WHERE-condition'", s)
@@ -68,7 +69,7 @@ func ParseSeed(s string) (Seed, error) {
 // ParseRef reads "schema.child(col, ...) -> schema.parent(col, ...)".
 func ParseRef(s string) (Ref, error) {
 	bad := fmt.Errorf("--subset-ref %q: want 'schema.table(column, ...) -> schema.table(column, ...)'", s)
-	left, right, ok := cutOutsideQuotes(s, '-')
+	left, right, ok := pg.CutOutsideQuotes(s, '-')
 	if !ok || !strings.HasPrefix(right, ">") {
 		return Ref{}, bad
 	}
@@ -172,7 +173,7 @@ func (s Spec) Record() *archive.Subset {
 // parseRelColumns reads "name(col, ...)".
 func parseRelColumns(s string) (string, []string, error) {
 	s = strings.TrimSpace(s)
-	name, rest, ok := cutOutsideQuotes(s, '(')
+	name, rest, ok := pg.CutOutsideQuotes(s, '(')
 	name = strings.TrimSpace(name)
 	if !ok || name == "" || !strings.HasSuffix(rest, ")") {
 		return "", nil, fmt.Errorf("no column list in %q", s)
@@ -180,7 +181,7 @@ func parseRelColumns(s string) (string, []string, error) {
 	var cols []string
 	rest = strings.TrimSuffix(rest, ")")
 	for {
-		col, more, found := cutOutsideQuotes(rest, ',')
+		col, more, found := pg.CutOutsideQuotes(rest, ',')
 		c, err := identifier(strings.TrimSpace(col))
 		if err != nil {
 			return "", nil, err
@@ -210,19 +211,4 @@ func identifier(s string) (string, error) {
 		return "", fmt.Errorf("bad column name %q", s)
 	}
 	return strings.ToLower(s), nil
-}
-
-// cutOutsideQuotes cuts s around the first sep that is not inside double
-// quotes.
-func cutOutsideQuotes(s string, sep byte) (before, after string, found bool) {
-	quoted := false
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"':
-			quoted = !quoted
-		case c == sep && !quoted:
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
 }
