@@ -2,8 +2,6 @@ package follow
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,15 +13,9 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
-// TestMain stops the package's shared cluster once every test has run.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := logical.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
-}
+// TestMain stops the package's shared cluster (logical) once every test
+// has run.
+func TestMain(m *testing.M) { pgtest.Main(m, logical) }
 
 // logicalSettings make a cluster that can be followed (wal_level =
 // logical) and subscribe to itself: the source and the target of a test

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -201,14 +200,7 @@ func TestUnique(t *testing.T) {
 
 // TestMain stops the shared cluster (pgtest.Shared) once every test has
 // run.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := pgtest.CloseShared(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // TestResolve checks rules against MaskSQL's schema: a plan for good
 // rules (partitions take their parent's), every problem named for bad

@@ -3,6 +3,7 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -286,4 +287,22 @@ func (l *Lazy) Close() error {
 // process, for a database, slot or role of one test on a shared cluster.
 func UniqueName(prefix string) string {
 	return fmt.Sprintf("%s_%d", prefix, shared.dbs.Add(1))
+}
+
+// Main is a test package's TestMain for packages with nothing else to do
+// there: it runs the tests, then stops the shared cluster (CloseShared)
+// and each of lazy, and exits, with status 1 if a stop failed.
+func Main(m *testing.M, lazy ...*Lazy) {
+	code := m.Run()
+	stops := []func() error{CloseShared}
+	for _, l := range lazy {
+		stops = append(stops, l.Close)
+	}
+	for _, stop := range stops {
+		if err := stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }

@@ -3,9 +3,7 @@ package subset
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,14 +17,7 @@ import (
 
 // TestMain stops the shared cluster (pgtest.Shared) once every test has
 // run.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := pgtest.CloseShared(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // TestCompute computes subsets of a schema with composite, nullable, self
 // and cyclic foreign keys, a partitioned table, an inheritance child and a
