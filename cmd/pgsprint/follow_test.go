@@ -21,30 +21,51 @@ import (
 // logicalSettings start a source cluster that can be followed.
 var logicalSettings = map[string]string{"wal_level": "logical", "max_replication_slots": "10", "max_wal_senders": "10"}
 
+// targetSettings start a target cluster. Its launcher starts apply
+// workers at most once per wal_retrieve_retry_interval (5s by default):
+// tests that create several subscriptions in a row would wait for it.
+var targetSettings = map[string]string{"wal_retrieve_retry_interval": "200ms",
+	// finish and status quote apply errors from the log.
+	"logging_collector": "on"}
+
+// followSource and followTarget are the source and target clusters that
+// the follow tests of the default PostgreSQL share (sharedFollowPair);
+// TestMain stops them. Each test has databases of its own on both: the
+// target database's name gives the slot's, publication's and
+// subscription's. The limits leave room for the tests' slots at once,
+// leftovers of killed clones included.
+var (
+	followSource = &pgtest.Lazy{Options: pgtest.Options{Settings: map[string]string{
+		"wal_level": "logical", "max_replication_slots": "24", "max_wal_senders": "24"}}}
+	followTarget = &pgtest.Lazy{Options: pgtest.Options{Settings: targetSettings}}
+)
+
+// sharedFollowPair returns the shared source and target clusters,
+// started on first use.
+func sharedFollowPair(t *testing.T) (src, dst *pgtest.Cluster) {
+	t.Helper()
+	return followSource.Get(t), followTarget.Get(t)
+}
+
 // newFollowPair starts a source cluster with wal_level = logical and a
-// target cluster, from the bin dirs given ("" for the default). The
-// target's launcher starts apply workers at most once per
-// wal_retrieve_retry_interval (5s by default): tests that create several
-// subscriptions in a row would wait for it.
+// target cluster of the test's own, from the bin dirs given.
 func newFollowPair(t *testing.T, srcBin, dstBin string) (src, dst *pgtest.Cluster) {
 	t.Helper()
 	return pgtest.New(t, pgtest.Options{BinDir: srcBin, Settings: logicalSettings}),
-		pgtest.New(t, pgtest.Options{BinDir: dstBin, Settings: map[string]string{"wal_retrieve_retry_interval": "200ms",
-			// finish and status quote apply errors from the log.
-			"logging_collector": "on"}})
+		pgtest.New(t, pgtest.Options{BinDir: dstBin, Settings: targetSettings})
 }
 
-// noFollowLeft fails if the source has a slot or publication, or the
-// target a subscription, left.
+// noFollowLeft fails if the source database has a slot or publication,
+// or the target database a subscription, left.
 func noFollowLeft(t *testing.T, src, dst string) {
 	t.Helper()
-	if n := scalar(t, src, "SELECT count(*) FROM pg_replication_slots"); n != "0" {
+	if n := scalar(t, src, "SELECT count(*) FROM pg_replication_slots WHERE database = current_database()"); n != "0" {
 		t.Errorf("%s replication slots left on the source", n)
 	}
 	if n := scalar(t, src, "SELECT count(*) FROM pg_publication"); n != "0" {
 		t.Errorf("%s publications left on the source", n)
 	}
-	if n := scalar(t, dst, "SELECT count(*) FROM pg_subscription"); n != "0" {
+	if n := scalar(t, dst, "SELECT count(*) FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())"); n != "0" {
 		t.Errorf("%s subscriptions left on the target", n)
 	}
 	for side, conn := range map[string]string{"source": src, "target": dst} {
@@ -78,19 +99,22 @@ func startPgbench(t *testing.T, binDir, conn string) (stop func()) {
 func TestFollowPgbench(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	sc, dc := newFollowPair(t, "", "")
-	for _, c := range []*pgtest.Cluster{sc, dc} {
-		if err := c.CreateDB(ctx, "app"); err != nil {
-			t.Fatal(err)
-		}
+	sc, dc := sharedFollowPair(t)
+	// The target's name gives the subscription's: "app" is this test's
+	// on the shared target; the source is "bench" on the shared source.
+	if err := sc.CreateDB(ctx, "bench"); err != nil {
+		t.Fatal(err)
 	}
-	src, dst := sc.ConnString("app"), dc.ConnString("app")
+	if err := dc.CreateDB(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	src, dst := sc.ConnString("bench"), dc.ConnString("app")
 	scale := cmp.Or(os.Getenv("PGSPRINT_FOLLOW_SCALE"), "2")
 	init := exec.Command(filepath.Join(sc.BinDir(), "pgbench"), "-i", "-q", "-s", scale, "--foreign-keys", src)
 	if out, err := init.CombinedOutput(); err != nil {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)
 	}
-	if err := sc.Exec(ctx, "app", "CREATE SEQUENCE ticket; SELECT nextval('ticket') FROM generate_series(1, 7)"); err != nil {
+	if err := sc.Exec(ctx, "bench", "CREATE SEQUENCE ticket; SELECT nextval('ticket') FROM generate_series(1, 7)"); err != nil {
 		t.Fatal(err)
 	}
 	stop := startPgbench(t, sc.BinDir(), src)
@@ -107,7 +131,7 @@ func TestFollowPgbench(t *testing.T) {
 	}
 	// Changes after the clone: sequences are not replicated, finish
 	// copies them.
-	if err := sc.Exec(ctx, "app", "SELECT nextval('ticket') FROM generate_series(1, 5)"); err != nil {
+	if err := sc.Exec(ctx, "bench", "SELECT nextval('ticket') FROM generate_series(1, 5)"); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
@@ -128,7 +152,7 @@ func TestFollowPgbench(t *testing.T) {
 	if !strings.Contains(fin.stdout, `application "pgbench"`) {
 		t.Errorf("finish does not name the pgbench sessions it ended:\n%s", fin.stdout)
 	}
-	lift := `SET default_transaction_read_only = off; ALTER DATABASE "app" RESET default_transaction_read_only`
+	lift := `SET default_transaction_read_only = off; ALTER DATABASE "bench" RESET default_transaction_read_only`
 	if !strings.Contains(fin.stdout, "stays read-only for new sessions; to lift that, on the source: "+lift) {
 		t.Errorf("finish does not say how to lift the fence:\n%s", fin.stdout)
 	}
@@ -157,7 +181,7 @@ func TestFollowPgbench(t *testing.T) {
 	}
 	// abort lifts the fence.
 	ab := mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst)
-	if !strings.Contains(ab.stdout, `lifted the fence: the source database app is writable again`) {
+	if !strings.Contains(ab.stdout, `lifted the fence: the source database bench is writable again`) {
 		t.Errorf("abort after the handover:\n%s", ab.stdout)
 	}
 }
@@ -195,7 +219,7 @@ func lastLine(s string) string {
 func TestFollowKeylessAndAbort(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	sc, dc := newFollowPair(t, "", "")
+	sc, dc := sharedFollowPair(t)
 	if err := sc.CreateDB(ctx, "app"); err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +293,7 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 	t.Run("abort", func(t *testing.T) {
 		dst := newTarget("abort")
 		mustPgsprint(t, "clone", "--follow", "--follow-skip-no-key", "--source", src, "--target", dst)
-		if n := scalar(t, dst, "SELECT count(*) FROM pg_subscription"); n != "1" {
+		if n := scalar(t, dst, "SELECT count(*) FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())"); n != "1" {
 			t.Fatalf("%s subscriptions on the target after clone --follow", n)
 		}
 		for i := 0; i < 2; i++ { // idempotent

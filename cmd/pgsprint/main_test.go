@@ -37,9 +37,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	if err := pgtest.CloseShared(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
+	for _, stop := range []func() error{pgtest.CloseShared, followSource.Close, followTarget.Close} {
+		if err := stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -11,13 +11,14 @@ import (
 // the apply worker's last error.
 const logTail = 256 << 10
 
-// lastApplyError returns the last error a logical replication apply
-// worker logged in the target's server log, "" when there is none or the
-// log cannot be read: PostgreSQL keeps the text of an apply error only
-// in its log (pg_stat_subscription_stats counts them). Reading it needs
-// the logging collector (pg_current_logfile) and superuser or
+// lastApplyError returns the last error the apply worker of the
+// subscription whose replication origin is origin ("pg_" and its OID)
+// logged in the target's server log, "" when there is none or the log
+// cannot be read: PostgreSQL keeps the text of an apply error only in its
+// log (pg_stat_subscription_stats counts them). Reading it needs the
+// logging collector (pg_current_logfile) and superuser or
 // pg_read_server_files on the target.
-func lastApplyError(ctx context.Context, conn *pgx.Conn) string {
+func lastApplyError(ctx context.Context, conn *pgx.Conn, origin string) string {
 	var text *string
 	// Errors (no privilege, no collector) read as no log: the caller
 	// says where else the error is.
@@ -26,26 +27,41 @@ func lastApplyError(ctx context.Context, conn *pgx.Conn) string {
 	if text == nil {
 		return ""
 	}
-	return findApplyError(*text)
+	return findApplyError(*text, origin)
 }
 
 // findApplyError finds, in the text of a server log (stderr format, any
-// log_line_prefix), the last ERROR an apply worker logged: the one
-// followed within a few lines by the apply's CONTEXT ("processing remote
-// data ...") or by the worker's exit.
-func findApplyError(log string) string {
-	var last, found string
-	since := 0
+// log_line_prefix), the last ERROR the apply worker of origin logged: the
+// one followed within a few lines by the apply's CONTEXT naming origin
+// ("processing remote data for replication origin ..."), or else the last
+// followed by an apply worker's exit and by no CONTEXT naming another
+// origin: a target may hold other subscriptions, whose errors are not
+// this one's.
+func findApplyError(log, origin string) string {
+	var last, own, exited string
+	since, foreign := 0, false
 	for _, line := range strings.Split(log, "\n") {
 		since++
 		if i := strings.Index(line, "ERROR:  "); i >= 0 {
-			last, since = strings.TrimSpace(line[i+len("ERROR:  "):]), 0
+			last, since, foreign = strings.TrimSpace(line[i+len("ERROR:  "):]), 0, false
 			continue
 		}
-		if last != "" && since <= 4 && (strings.Contains(line, "processing remote data") ||
-			strings.Contains(line, `"logical replication`) && strings.Contains(line, "exited with exit code")) {
-			found = last
+		if last == "" || since > 4 {
+			continue
+		}
+		switch {
+		case strings.Contains(line, "processing remote data"):
+			if strings.Contains(line, `replication origin "`+origin+`"`) {
+				own = last
+			} else {
+				foreign = true
+			}
+		case strings.Contains(line, `"logical replication`) && strings.Contains(line, "exited with exit code") && !foreign:
+			exited = last
 		}
 	}
-	return found
+	if own != "" {
+		return own
+	}
+	return exited
 }

@@ -33,12 +33,9 @@ const sourceSQL = `CREATE TABLE keyed (id int PRIMARY KEY, v text);
 func TestCloneRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := newLogical(t)
+	c := sharedLogical(t)
 	plain := pgtest.New(t, pgtest.Options{Settings: map[string]string{"wal_level": "minimal", "max_wal_senders": "0", "max_replication_slots": "0"}})
-	if err := c.Exec(ctx, "postgres", "CREATE ROLE weak LOGIN"); err != nil {
-		t.Fatal(err)
-	}
-	for i, tc := range []struct {
+	for _, tc := range []struct {
 		name string
 		// srcSetup and dstSetup run in the test's databases first.
 		srcSetup, dstSetup string
@@ -72,11 +69,12 @@ func TestCloneRefused(t *testing.T) {
 			want: []string{"no table of the source to follow"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			on := c
 			if tc.on != nil {
 				on = tc.on
 			}
-			o := newCase(t, on, i, sourceSQL)
+			o := newCase(t, on, sourceSQL)
 			src, dst, n := o.Source, o.Target, o.Names
 			if tc.srcSetup != "" {
 				exec(t, src, strings.ReplaceAll(tc.srcSetup, "NAME", n.Slot))
@@ -135,8 +133,8 @@ func TestCloneRefused(t *testing.T) {
 func TestCloneCopyFails(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := newLogical(t)
-	for i, tc := range []struct {
+	c := sharedLogical(t)
+	for _, tc := range []struct {
 		name string
 		opts func(o *Options)
 		// all: FOR ALL TABLES; else tables are the published ones.
@@ -156,7 +154,7 @@ func TestCloneCopyFails(t *testing.T) {
 			if tc.all { // FOR ALL TABLES needs no keyless and no unlogged table
 				setup += "; DROP TABLE nokey, scratch"
 			}
-			o := newCase(t, c, i, setup)
+			o := newCase(t, c, setup)
 			src, dst, n := o.Source, o.Target, o.Names
 			if tc.opts != nil {
 				tc.opts(&o)
@@ -170,7 +168,7 @@ func TestCloneCopyFails(t *testing.T) {
 				}
 				// The replication connection that created the slot
 				// stays, holding the exported snapshot.
-				if v := scalar(t, src, "SELECT count(*)::text FROM pg_stat_activity WHERE backend_type = 'walsender' AND application_name = 'pgsprint'"); v != "1" {
+				if v := scalar(t, src, "SELECT count(*)::text FROM pg_stat_activity WHERE backend_type = 'walsender' AND application_name = 'pgsprint' AND datname = current_database()"); v != "1" {
 					t.Errorf("%s pgsprint walsenders while copying, want 1", v)
 				}
 				if v := scalar(t, src, "SELECT puballtables::text FROM pg_publication WHERE pubname = $1", n.Publication); v != map[bool]string{true: "true", false: "false"}[tc.all] {
@@ -239,8 +237,8 @@ func inSnapshot(t *testing.T, cfg *pgx.ConnConfig, snapshot, sql string) (v stri
 func TestCloneCatchUp(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := newLogical(t)
-	for i, tc := range []struct {
+	c := sharedLogical(t)
+	for _, tc := range []struct {
 		name string
 		opts func(o *Options)
 		// before and after run on the source during the copy, before
@@ -260,7 +258,7 @@ func TestCloneCatchUp(t *testing.T) {
 			before: `INSERT INTO keyed VALUES (3000, 'new')`, after: `TRUNCATE keyed; INSERT INTO keyed VALUES (1, 'only')`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := newCase(t, c, i, sourceSQL)
+			o := newCase(t, c, sourceSQL)
 			src, dst, n := o.Source, o.Target, o.Names
 			tc.opts(&o)
 			s, err := Clone(ctx, o, func(ctx context.Context, snapshot string) error {

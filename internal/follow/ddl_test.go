@@ -14,6 +14,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
@@ -108,10 +109,10 @@ func noCapture(t *testing.T, cfg *pgx.ConnConfig) {
 // the catalogs' drift stops.
 func TestFollowDDL(t *testing.T) {
 	t.Parallel()
-	c := newLogical(t)
+	c := sharedLogical(t)
 	t.Run("replayed", func(t *testing.T) {
 		t.Parallel()
-		o := newCase(t, c, 60, ddlSourceSQL)
+		o := newCase(t, c, ddlSourceSQL)
 		src, dst, n := o.Source, o.Target, o.Names
 		// DDL after the copy read the source and before the target
 		// subscribed: in the slot, replayed once the subscription starts.
@@ -195,7 +196,7 @@ func TestFollowDDL(t *testing.T) {
 	})
 	t.Run("stop", func(t *testing.T) {
 		t.Parallel()
-		o := newCase(t, c, 61, ddlSourceSQL)
+		o := newCase(t, c, ddlSourceSQL)
 		following(t, o)
 		src, dst, n := o.Source, o.Target, o.Names
 		exec(t, src, "ALTER TABLE keyed ADD COLUMN at timestamptz DEFAULT now()")
@@ -257,7 +258,7 @@ func TestFollowDDL(t *testing.T) {
 	})
 	t.Run("selection", func(t *testing.T) {
 		t.Parallel()
-		o := newCase(t, c, 62, ddlSourceSQL)
+		o := newCase(t, c, ddlSourceSQL)
 		o.Filter = filter.Options{Selection: filter.Selection{Tables: []string{"keyed", "selected_*"}}}
 		following(t, o)
 		src, dst, n := o.Source, o.Target, o.Names
@@ -296,11 +297,11 @@ func TestFollowDDL(t *testing.T) {
 	})
 	t.Run("no superuser", func(t *testing.T) {
 		t.Parallel()
-		o := newCase(t, c, 63, `CREATE TABLE keyed (id int PRIMARY KEY, v text);
+		o := newCase(t, c, `CREATE TABLE keyed (id int PRIMARY KEY, v text);
 			INSERT INTO keyed SELECT i, 'v' || i FROM generate_series(1, 100) i;
 			DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'follower') THEN CREATE ROLE follower LOGIN REPLICATION; END IF; END $$;
-			ALTER TABLE keyed OWNER TO follower;
-			GRANT CREATE ON DATABASE src_63 TO follower`)
+			ALTER TABLE keyed OWNER TO follower`)
+		exec(t, o.Source, "GRANT CREATE ON DATABASE "+pg.Ident(o.Source.Database)+" TO follower")
 		o.Source.User = "follower"
 		var logged bytes.Buffer
 		o.Logger = slog.New(slog.NewTextHandler(&logged, nil))

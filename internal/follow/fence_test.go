@@ -65,13 +65,13 @@ func fenced(t *testing.T, cfg *pgx.ConnConfig) bool {
 // lifts it; a second Finish and an Abort are safe.
 func TestFinishFenced(t *testing.T) {
 	t.Parallel()
-	c := newLogical(t)
+	c := sharedLogical(t)
 	t.Run("kinds", func(t *testing.T) { t.Parallel(); testKinds(t, c) })
 	t.Run("writer", func(t *testing.T) { t.Parallel(); testWriter(t, c) })
 	t.Run("large objects", func(t *testing.T) { t.Parallel(); testLargeObjects(t, c) })
 	t.Run("no fence", func(t *testing.T) {
 		t.Parallel()
-		o := newCase(t, c, 50, sourceSQL)
+		o := newCase(t, c, sourceSQL)
 		o.SkipNoKey = true
 		following(t, o)
 		exec(t, o.Source, "UPDATE keyed SET v = 'nofence' WHERE id < 10")
@@ -90,7 +90,7 @@ func TestFinishFenced(t *testing.T) {
 
 func testWriter(t *testing.T, c *pgtest.Cluster) {
 	ctx := context.Background()
-	o := newCase(t, c, 0, sourceSQL)
+	o := newCase(t, c, sourceSQL)
 	src, dst, n := o.Source, o.Target, o.Names
 	o.SkipNoKey = true
 	following(t, o)
@@ -190,8 +190,8 @@ func testWriter(t *testing.T, c *pgtest.Cluster) {
 func TestFinishFails(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := newLogical(t)
-	for i, tc := range []struct {
+	c := sharedLogical(t)
+	for _, tc := range []struct {
 		name string
 		// run calls Finish as the case fails it.
 		run  func(t *testing.T, o FinishOptions) error
@@ -255,7 +255,7 @@ func TestFinishFails(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			o := newCase(t, c, i+1, sourceSQL)
+			o := newCase(t, c, sourceSQL)
 			o.SkipNoKey = true
 			src, dst, n := o.Source, o.Target, o.Names
 			following(t, o)

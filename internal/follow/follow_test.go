@@ -28,3 +28,41 @@ func TestNamesResolve(t *testing.T) {
 		}
 	}
 }
+
+// TestFindApplyError: the error quoted is the subscription's own (the
+// apply's CONTEXT names its origin), not another subscription's logged
+// later on the same target; an error with no CONTEXT that ended a worker
+// is quoted when the subscription has none of its own.
+func TestFindApplyError(t *testing.T) {
+	const (
+		own = `2026-11-27 00:10:00.000 UTC [101] ERROR:  duplicate key value violates unique constraint "keyed_pkey"
+2026-11-27 00:10:00.000 UTC [101] DETAIL:  Key (id)=(5000) already exists.
+2026-11-27 00:10:00.000 UTC [101] CONTEXT:  processing remote data for replication origin "pg_16400" during message type "INSERT" for replication target relation "public.keyed" in transaction 750, finished at 0/1A2B3C8
+2026-11-27 00:10:00.001 UTC [90] LOG:  background worker "logical replication apply worker" (PID 101) exited with exit code 1
+`
+		other = `2026-11-27 00:10:01.000 UTC [102] ERROR:  logical replication target relation "public.t" is missing replicated column: "c"
+2026-11-27 00:10:01.000 UTC [102] CONTEXT:  processing remote data for replication origin "pg_16500" during "INSERT" for replication target relation "public.t" in transaction 760 finished at 0/1A2B400
+2026-11-27 00:10:01.001 UTC [90] LOG:  background worker "logical replication worker" (PID 102) exited with exit code 1
+`
+		bare = `2026-11-27 00:10:02.000 UTC [103] ERROR:  could not connect to the publisher: connection refused
+2026-11-27 00:10:02.001 UTC [90] LOG:  background worker "logical replication apply worker" (PID 103) exited with exit code 1
+`
+		noise = "2026-11-27 00:10:03.000 UTC [104] ERROR:  relation \"nope\" does not exist at character 15\n2026-11-27 00:10:03.000 UTC [104] STATEMENT:  SELECT * FROM nope\n"
+	)
+	for _, tc := range []struct {
+		name, log, origin, want string
+	}{
+		{"own", own, "pg_16400", `duplicate key value violates unique constraint "keyed_pkey"`},
+		{"own before another's", own + other + noise, "pg_16400", `duplicate key value violates unique constraint "keyed_pkey"`},
+		{"another's only", other, "pg_16400", ""},
+		{"no context", other + bare + noise, "pg_16400", "could not connect to the publisher: connection refused"},
+		{"own over no context", own + bare, "pg_16400", `duplicate key value violates unique constraint "keyed_pkey"`},
+		{"no apply error", noise, "pg_16400", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := findApplyError(tc.log, tc.origin); got != tc.want {
+				t.Errorf("findApplyError: %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -2,7 +2,7 @@ package follow
 
 import (
 	"context"
-	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,29 +13,63 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
-// newLogical starts a cluster that can be followed (wal_level = logical)
-// and subscribe to itself: the source and the target of a test are two
-// databases of it, which logical replication allows when the subscription
-// creates no slot (follow's never does). The launcher starts an apply
-// worker at most once per wal_retrieve_retry_interval, 5s by default.
+// TestMain stops the package's shared cluster (logical) once every test
+// has run.
+func TestMain(m *testing.M) { pgtest.Main(m, logical) }
+
+// logicalSettings make a cluster that can be followed (wal_level =
+// logical) and subscribe to itself: the source and the target of a test
+// are two databases of it, which logical replication allows when the
+// subscription creates no slot (follow's never does). The launcher starts
+// an apply worker at most once per wal_retrieve_retry_interval, 5s by
+// default. The limits leave room for every test of the package following
+// at once on the shared cluster (logical), leftovers of refused and
+// failed cases included.
+var logicalSettings = map[string]string{
+	"wal_level": "logical", "max_replication_slots": "64", "max_wal_senders": "64",
+	"max_logical_replication_workers": "40", "max_worker_processes": "56",
+	"max_connections":             "300",
+	"wal_retrieve_retry_interval": "200ms",
+	// The collector gives pg_current_logfile(): finish quotes the
+	// apply worker's errors from the log.
+	"logging_collector": "on",
+}
+
+// logical is the cluster the package's tests share (sharedLogical); the
+// roles they use are created once, when it starts.
+var logical = &pgtest.Lazy{
+	Options: pgtest.Options{Settings: logicalSettings},
+	Setup: func(ctx context.Context, c *pgtest.Cluster) error {
+		return c.Exec(ctx, "postgres", `CREATE ROLE weak LOGIN; CREATE ROLE ddl_app LOGIN;
+			CREATE ROLE follower LOGIN REPLICATION; CREATE ROLE "lo ""reader"""`)
+	},
+}
+
+// sharedLogical returns the package's shared cluster with
+// logicalSettings: tests work in databases of their own (newCase), under
+// slot, publication and subscription names of their own, and change
+// nothing server-wide.
+func sharedLogical(t *testing.T) *pgtest.Cluster {
+	t.Helper()
+	return logical.Get(t)
+}
+
+// newLogical starts a cluster of the test's own that can be followed, for
+// a test that the shared one cannot serve (a standby of it).
 func newLogical(t *testing.T) *pgtest.Cluster {
 	t.Helper()
 	return pgtest.New(t, pgtest.Options{Settings: map[string]string{
-		"wal_level": "logical", "max_replication_slots": "10", "max_wal_senders": "10",
-		"wal_retrieve_retry_interval": "200ms",
-		// The collector gives pg_current_logfile(): finish quotes the
-		// apply worker's errors from the log.
-		"logging_collector": "on",
-	}})
+		"wal_level": "logical", "max_replication_slots": "10", "max_wal_senders": "10"}})
 }
 
-// newCase creates databases src_<i> and dst_<i> on c, runs setup in the
-// source, and returns the options of a follow from one to the other,
-// under the default names.
-func newCase(t *testing.T, c *pgtest.Cluster, i int, setup string) Options {
+// newCase creates databases src_<n> and dst_<n> on c, n unique in the
+// test process, runs setup in the source, and returns the options of a
+// follow from one to the other, under the default names (from dst_<n>).
+func newCase(t *testing.T, c *pgtest.Cluster, setup string) Options {
 	t.Helper()
 	ctx := context.Background()
-	srcDB, dstDB := "src_"+strconv.Itoa(i), "dst_"+strconv.Itoa(i)
+	dstDB := pgtest.UniqueName("dst")
+	srcDB := "src" + strings.TrimPrefix(dstDB, "dst")
 	for _, db := range []string{srcDB, dstDB} {
 		if err := c.CreateDB(ctx, db); err != nil {
 			t.Fatal(err)

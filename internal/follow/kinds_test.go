@@ -14,7 +14,7 @@ import (
 // read as writes that went on. It runs on TestFinishFenced's cluster.
 func testKinds(t *testing.T, c *pgtest.Cluster) {
 	ctx := context.Background()
-	o := newCase(t, c, 100, `CREATE TABLE t (id int PRIMARY KEY); CREATE UNLOGGED TABLE u (id int);
+	o := newCase(t, c, `CREATE TABLE t (id int PRIMARY KEY); CREATE UNLOGGED TABLE u (id int);
 		CREATE MATERIALIZED VIEW m AS SELECT 1 AS x; CREATE TABLE "Odd ""name" (id int)`)
 	diff := func(keys ...string) []compare.Entry {
 		var out []compare.Entry

@@ -19,7 +19,7 @@ import (
 // TestFinishFenced's cluster.
 func testLargeObjects(t *testing.T, c *pgtest.Cluster) {
 	ctx := context.Background()
-	o := newCase(t, c, 70, `CREATE TABLE keyed (id int PRIMARY KEY, v text);
+	o := newCase(t, c, `CREATE TABLE keyed (id int PRIMARY KEY, v text);
 		INSERT INTO keyed SELECT i, 'v' || i FROM generate_series(1, 100) i;
 		DO $$ BEGIN CREATE ROLE "lo ""reader"""; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
 		SELECT lo_from_bytea(1001, 'small');

@@ -20,7 +20,7 @@ func TestCloneRefusedStandby(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	primary := newLogical(t)
-	o := newCase(t, primary, 0, sourceSQL)
+	o := newCase(t, primary, sourceSQL)
 	o.SkipNoKey = true
 	// The base backup holds the source database: the standby accepts
 	// connections once it is consistent, so nothing need be replayed.

@@ -106,12 +106,13 @@ func readSubscription(ctx context.Context, conn *pgx.Conn, name string) (*Subscr
 	var pid *int32
 	var received, latest *string
 	var latestTime *time.Time
-	err := conn.QueryRow(ctx, `SELECT s.subenabled, coalesce(pg_catalog.obj_description(s.oid, 'pg_subscription'), ''),
+	var origin string
+	err := conn.QueryRow(ctx, `SELECT s.subenabled, coalesce(pg_catalog.obj_description(s.oid, 'pg_subscription'), ''), 'pg_' || s.oid,
 		st.pid, st.received_lsn::text, st.latest_end_lsn::text, st.latest_end_time
 		FROM pg_catalog.pg_subscription s
 		LEFT JOIN pg_catalog.pg_stat_subscription st ON st.subid = s.oid AND st.relid IS NULL
 		WHERE s.subname = $1 AND s.subdbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
-		LIMIT 1`, name).Scan(&s.Enabled, &s.Comment, &pid, &received, &latest, &latestTime)
+		LIMIT 1`, name).Scan(&s.Enabled, &s.Comment, &origin, &pid, &received, &latest, &latestTime)
 	if err == pgx.ErrNoRows {
 		return nil, nil
 	}
@@ -137,7 +138,7 @@ func readSubscription(ctx context.Context, conn *pgx.Conn, name string) (*Subscr
 		}
 	}
 	if s.ApplyErrors > 0 {
-		s.LastError = lastApplyError(ctx, conn)
+		s.LastError = lastApplyError(ctx, conn, origin)
 	}
 	s.Partial = strings.Contains(s.Comment, partialMark)
 	return &s, nil

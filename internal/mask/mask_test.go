@@ -198,17 +198,19 @@ func TestUnique(t *testing.T) {
 	}
 }
 
+// TestMain stops the shared cluster (pgtest.Shared) once every test has
+// run.
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
 // TestResolve checks rules against MaskSQL's schema: a plan for good
 // rules (partitions take their parent's), every problem named for bad
 // ones; and mask check's warnings and sample rows.
 func TestResolve(t *testing.T) {
-	c := pgtest.New(t)
+	t.Parallel()
+	c := pgtest.Shared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	const db = "mask"
-	if err := c.CreateDB(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	db := pgtest.DB(t, c, "mask")
 	if err := c.Exec(ctx, db, pgtest.MaskSQL()); err != nil {
 		t.Fatal(err)
 	}
@@ -319,13 +321,15 @@ func TestResolve(t *testing.T) {
 func latin1(t *testing.T, c *pgtest.Cluster) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := c.Exec(ctx, "postgres", "CREATE DATABASE latin ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"); err != nil {
+	latin := pgtest.UniqueName("latin")
+	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+latin+" ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Exec(ctx, "latin", "CREATE TABLE t (s varchar(3), n text); INSERT INTO t VALUES ('été', 'naïve café')"); err != nil {
+	t.Cleanup(func() { pgtest.DropDB(t, c, latin) })
+	if err := c.Exec(ctx, latin, "CREATE TABLE t (s varchar(3), n text); INSERT INTO t VALUES ('été', 'naïve café')"); err != nil {
 		t.Fatal(err)
 	}
-	conn := connect(ctx, t, c, "latin")
+	conn := connect(ctx, t, c, latin)
 	spec := Spec{Secret: []byte("s")}
 	for _, l := range []string{"public.t.s=text", "public.t.n=name"} {
 		r, _ := Parse(l)

@@ -19,7 +19,7 @@ import (
 // primary_conninfo and standby.signal) and starts it as a hot standby on
 // its own port. The caller must Close it.
 func (c *Cluster) StartStandby(ctx context.Context) (*Cluster, error) {
-	s, err := newCluster(c.binDir)
+	s, err := newCluster(c.binDir, filepath.Dir(c.dir))
 	if err != nil {
 		return nil, err
 	}

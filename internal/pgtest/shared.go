@@ -3,6 +3,7 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +20,7 @@ var shared struct {
 	once sync.Once
 	c    *Cluster
 	err  error
-	dbs  atomic.Int64 // databases made by DB, for unique names
+	dbs  atomic.Int64 // names made by DB and UniqueName, unique
 
 	prepared atomic.Bool // PrepareShared was called
 }
@@ -234,4 +235,74 @@ func tortureReference(t testing.TB, c *Cluster) *tortureTemplate {
 		t.Fatalf("pgtest: the torture reference: %v", tt.refErr)
 	}
 	return tt
+}
+
+// Lazy is a cluster of a test package's own settings (wal_level =
+// logical, say) that the package's tests share as they share Shared's:
+// started from the template by the first test that asks (Get), with Setup
+// run once on it (roles the tests use: creating them in each test would
+// race), and stopped by Close in the package's TestMain after m.Run. Tests
+// that share it follow Shared's rules.
+type Lazy struct {
+	// Options are the cluster's.
+	Options Options
+	// Setup, if set, runs once after the cluster starts.
+	Setup func(ctx context.Context, c *Cluster) error
+
+	once sync.Once
+	c    *Cluster
+	err  error
+}
+
+// Get returns the cluster, started (and set up) on first use.
+func (l *Lazy) Get(t testing.TB) *Cluster {
+	t.Helper()
+	l.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		l.c, l.err = startFromTemplate(ctx, l.Options)
+		if l.err == nil && l.Setup != nil {
+			if l.err = l.Setup(ctx, l.c); l.err != nil {
+				l.err = fmt.Errorf("setting up: %w", l.err)
+			}
+		}
+	})
+	if l.err != nil {
+		skipIfNoBinaries(t, l.err)
+		t.Fatalf("pgtest: starting a shared cluster: %v", l.err)
+	}
+	return l.c
+}
+
+// Close stops the cluster, if Get started one.
+func (l *Lazy) Close() error {
+	l.once.Do(func() {}) // no start after Close
+	if l.c == nil {
+		return nil
+	}
+	return l.c.Close()
+}
+
+// UniqueName returns prefix followed by a number unique in this test
+// process, for a database, slot or role of one test on a shared cluster.
+func UniqueName(prefix string) string {
+	return fmt.Sprintf("%s_%d", prefix, shared.dbs.Add(1))
+}
+
+// Main is a test package's TestMain for packages with nothing else to do
+// there: it runs the tests, then stops the shared cluster (CloseShared)
+// and each of lazy, and exits, with status 1 if a stop failed.
+func Main(m *testing.M, lazy ...*Lazy) {
+	code := m.Run()
+	stops := []func() error{CloseShared}
+	for _, l := range lazy {
+		stops = append(stops, l.Close)
+	}
+	for _, stop := range stops {
+		if err := stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }

@@ -15,6 +15,10 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
+// TestMain stops the shared cluster (pgtest.Shared) once every test has
+// run.
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
 // TestCompute computes subsets of a schema with composite, nullable, self
 // and cyclic foreign keys, a partitioned table, an inheritance child and a
 // virtual reference, and checks each table's kept rows against a closure
@@ -22,13 +26,11 @@ import (
 // temporary tables) and that the chunks Apply plans read exactly those
 // rows, in the snapshot.
 func TestCompute(t *testing.T) {
-	c := pgtest.New(t)
+	t.Parallel()
+	c := pgtest.Shared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	const db = "subset"
-	if err := c.CreateDB(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	db := pgtest.DB(t, c, "subset")
 	if err := c.Exec(ctx, db, pgtest.SubsetSQL()); err != nil {
 		t.Fatal(err)
 	}
