@@ -41,9 +41,9 @@ vet:
 TEST_PG_VERSIONS ?= 13,15,18
 
 # Unit tests and integration tests against throwaway PostgreSQL clusters.
-# TEST_DIR: where the test clusters' directories are made ($TMPDIR when
-# empty); TEST_DIR=/dev/shm spares the CPU that a disk's file system costs
-# the test servers.
+# TEST_DIR: where the test clusters' directories are made; empty, /dev/shm
+# when it has 8 GiB free (a disk's file system costs the test servers a
+# fifth of their CPU), else $TMPDIR; TEST_DIR=/tmp keeps them on disk.
 TEST_DIR ?=
 
 test: deps vet

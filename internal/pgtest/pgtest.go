@@ -18,6 +18,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,11 +49,36 @@ const EnvBinDir = pgctl.EnvBinDir
 const EnvRequire = "PGSPRINT_TEST_REQUIRE_PG"
 
 // EnvDir names the environment variable that, when set, is the directory
-// the test clusters' directories are made in (pgctl.Options.Dir) instead
-// of $TMPDIR: /dev/shm (`make test TEST_DIR=/dev/shm`) spares the CPU a
-// disk's file system costs the test servers (internal/follow's tests:
-// 44 CPU-seconds on ext4, 26 on /dev/shm).
+// the test clusters' directories are made in (pgctl.Options.Dir). Unset
+// or empty, they go to /dev/shm when it has room (memDir), else to
+// $TMPDIR: a disk's file system costs the test servers a fifth of their
+// CPU (creating, copying and removing the files of hundreds of
+// databases; internal/follow's tests: 44 CPU-seconds on ext4, 26 on
+// /dev/shm). PGSPRINT_TEST_DIR=/tmp keeps them on disk.
 const EnvDir = "PGSPRINT_TEST_DIR"
+
+// memDirFree is the room /dev/shm must have for the test clusters to be
+// made there: every cluster of a `make test` at once, with the largest
+// tests' data (a few GiB), and room to spare for the rest of memory.
+const memDirFree = 8 << 30
+
+// clusterDir is where a test cluster's directory is made: EnvDir, else
+// /dev/shm when it is a writable directory with memDirFree bytes free,
+// else "" ($TMPDIR).
+func clusterDir() string {
+	if d := os.Getenv(EnvDir); d != "" {
+		return d
+	}
+	const mem = "/dev/shm"
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(mem, &st); err != nil || int64(st.Bavail)*int64(st.Bsize) < memDirFree {
+		return ""
+	}
+	if syscall.Access(mem, 2 /* W_OK */) != nil {
+		return ""
+	}
+	return mem
+}
 
 // EnvVersions names the environment variable that restricts the versions
 // the cross-version tests use, as a comma-separated list of majors ("15,18"),
@@ -119,7 +145,7 @@ func startFromTemplate(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	o.BinDir = binDir
 	if o.Dir == "" {
-		o.Dir = os.Getenv(EnvDir)
+		o.Dir = clusterDir()
 	}
 	if o.Template, err = template(ctx, binDir); err != nil {
 		return nil, err
