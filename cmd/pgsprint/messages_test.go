@@ -93,6 +93,15 @@ INSERT INTO u SELECT i, i FROM generate_series(1, 100) i;`); err != nil {
 		t.Fatal(err)
 	}
 
+	// A data-only target whose trigger keeps a row out: the count differs,
+	// and the table is named once.
+	skips := empty("skips")
+	if err := c.Exec(ctx, "skips", `CREATE TABLE t (id int PRIMARY KEY, v text);
+CREATE FUNCTION skip_one() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN IF NEW.id = 1 THEN RETURN NULL; END IF; RETURN NEW; END$$;
+CREATE TRIGGER skip_one BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION skip_one();`); err != nil {
+		t.Fatal(err)
+	}
+
 	for _, tc := range []struct {
 		name  string
 		args  []string
@@ -150,6 +159,10 @@ INSERT INTO u SELECT i, i FROM generate_series(1, 100) i;`); err != nil {
 			"create archive " + path("no/such/x.pgs") + ": directory " + path("no/such") + " does not exist", ".partial"},
 		{"missing -L list", []string{"restore", "-f", good, "-L", path("nope.list"), "-d", c.ConnString("postgres")}, "", exitFailure, "-L " + path("nope.list") + ": no such file or directory", "read list"},
 		{"missing identity file", []string{"list", sealed, "--identity", path("nope.key")}, "", exitFailure, "--identity: " + path("nope.key") + ": no such file or directory", "identity file"},
+		{"a trigger keeps rows out of a data-only restore", []string{"restore", "-f", good, "--data-only", "-t", "t", "-d", skips, "-q"}, "", exitFailure,
+			`: loaded 4999 rows, archive holds 5000: a trigger on the target table kept rows out (restore with --disable-triggers, or drop the trigger)`, "): restore table"},
+		{"--subset of no table", []string{"dump", "-d", c.ConnString(src), "--subset", "public.Nope: id < 5", "-f", path("subset.pgs"), "-q"}, "", exitFailure,
+			`--subset: no table public.Nope in the source database (unquoted names fold to lower case: double-quote a name that has capitals, as "Schema"."Table")`, "public.Nope: no table"},
 		// Item 11: the error and its constraint, the detail, the fix.
 		{"-L keeps a foreign key without its rows", []string{"restore", "-f", good, "-L", noRowsOfT, "-d", empty("fk"), "-q"}, "", exitFailure,
 			`violates foreign key constraint "u_t_fkey"; Key (t)=(1) is not present in table "t". (the -L list keeps this foreign key but not all the rows it refers to`, ""},

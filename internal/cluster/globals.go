@@ -98,7 +98,7 @@ func classify(st toc.Statement) globalStmt {
 	case words(ts, "create", "tablespace"):
 		def, err := parseTablespace(ts)
 		if err != nil {
-			g.err = fmt.Errorf("%w: %.80s", err, st.Text)
+			g.err = fmt.Errorf("%w: %s", err, pg.Shorten(st.Text, 80))
 			break
 		}
 		g.tablespace, g.create = def.name, def
@@ -241,7 +241,7 @@ func applyGlobals(ctx context.Context, conn *pgx.Conn, script string, opts Globa
 			rep.Roles++
 		}
 		if _, err := tx.Exec(ctx, sql); err != nil {
-			return nil, fmt.Errorf("restore globals: %.100s: %w", redact(oneLine(sql)), err)
+			return nil, fmt.Errorf("restore globals: %s: %w", pg.Shorten(redact(oneLine(sql)), 100), err)
 		}
 	}
 	for _, r := range rep.KeptRoles {

@@ -89,7 +89,7 @@ func createDatabase(ctx context.Context, src archive.Source, out io.Writer, o Sc
 	// The database's own entries, which pg_restore lists with --create only.
 	toc, err := pgbin.Command(ctx, tools.PgRestore(), "--list", "--create", schema).Output()
 	if err != nil {
-		return fmt.Errorf("pg_restore --list: %w", err)
+		return fmt.Errorf("pg_restore --list: %w", pg.ToolFailure(err))
 	}
 	var keep bytes.Buffer
 	for _, line := range strings.Split(string(toc), "\n") {

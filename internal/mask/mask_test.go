@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -386,4 +388,22 @@ func connect(ctx context.Context, t *testing.T, c *pgtest.Cluster, db string) *p
 	}
 	t.Cleanup(func() { conn.Close(context.WithoutCancel(ctx)) })
 	return conn
+}
+
+// TestReadFileErrors: a --mask-file's mistakes name the flag and the file
+// once, and the line.
+func TestReadFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	path, missing := filepath.Join(dir, "m.rules"), filepath.Join(dir, "nope.rules")
+	if err := os.WriteFile(path, []byte("# rules\na.b.c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{path, "--mask-file " + path + ` line 2: "a.b.c": want 'schema.table.column=RULE'`},
+		{missing, "--mask-file " + missing + ": no such file or directory"},
+	} {
+		if _, err := ReadFile(tc.path); err == nil || err.Error() != tc.want {
+			t.Errorf("%v, want %s", err, tc.want)
+		}
+	}
 }

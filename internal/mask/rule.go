@@ -14,7 +14,9 @@ package mask
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
 	"strconv"
@@ -77,17 +79,27 @@ const defaultHex = 32
 // keep case, dots and '=' ("My"."t"."e=mail"); unquoted names are folded
 // to lower case.
 func Parse(s string) (Rule, error) {
+	r, err := parse(s)
+	if err != nil {
+		return Rule{}, fmt.Errorf("--mask %q: %w", s, err)
+	}
+	return r, nil
+}
+
+// parse is Parse without the flag's name: a --mask-file's line is no
+// --mask.
+func parse(s string) (Rule, error) {
 	name, rule, ok := pg.CutOutsideQuotes(s, '=')
 	if !ok {
-		return Rule{}, fmt.Errorf("--mask %q: want 'schema.table.column=RULE'", s)
+		return Rule{}, fmt.Errorf("want 'schema.table.column=RULE'")
 	}
 	parts, err := splitName(strings.TrimSpace(name))
 	if err != nil || len(parts) != 3 {
-		return Rule{}, fmt.Errorf("--mask %q: want 'schema.table.column=RULE' (three names)", s)
+		return Rule{}, fmt.Errorf("want 'schema.table.column=RULE' (three names)")
 	}
 	r, err := ParseRule(strings.TrimSpace(rule))
 	if err != nil {
-		return Rule{}, fmt.Errorf("--mask %q: %w", s, err)
+		return Rule{}, err
 	}
 	r.Schema, r.Table, r.Column = parts[0], parts[1], parts[2]
 	return r, nil
@@ -164,7 +176,11 @@ func ParseRule(s string) (Rule, error) {
 func ReadFile(path string) ([]Rule, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("--mask-file: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path once: "--mask-file x: no such file or directory"
+		}
+		return nil, fmt.Errorf("--mask-file %s: %w", path, err)
 	}
 	defer f.Close()
 	var rules []Rule
@@ -175,9 +191,9 @@ func ReadFile(path string) ([]Rule, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		r, err := Parse(line)
+		r, err := parse(line)
 		if err != nil {
-			return nil, fmt.Errorf("--mask-file %s line %d: %w", path, n, err)
+			return nil, fmt.Errorf("--mask-file %s line %d: %q: %w", path, n, line, err)
 		}
 		rules = append(rules, r)
 	}

@@ -5,12 +5,35 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// ToolFailure is err with, for a client program that exited non-zero
+// with something on its standard error (exec.Cmd.Output keeps it), the
+// program's most telling line (ToolError) in place of Go's "exit status 1",
+// which names no cause. Any other error is returned as it is; the result
+// still unwraps to err.
+func ToolFailure(err error) error {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || len(bytes.TrimSpace(exit.Stderr)) == 0 {
+		return err
+	}
+	return &toolFailure{msg: ToolError(exit.Stderr, err), err: err}
+}
+
+// toolFailure is ToolFailure's error: the program's words, the exit kept.
+type toolFailure struct {
+	msg string
+	err error
+}
+
+func (e *toolFailure) Error() string { return e.msg }
+func (e *toolFailure) Unwrap() error { return e.err }
 
 // ToolError reduces a client program's stderr to its most telling line, so
 // that a failed pg_dump or pg_restore reaches the user as one line. The

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,5 +92,29 @@ func TestStderrBuffer(t *testing.T) {
 		if got := string(b.Bytes()); !tc.want(got) {
 			t.Errorf("%s: kept %d bytes: %.200q ... %.200q", tc.name, len(got), got, got[max(0, len(got)-200):])
 		}
+	}
+}
+
+// TestToolFailure: a program that exits non-zero after saying why (as
+// pg_restore --list of an archive its version cannot read) reaches the user
+// with its words, not Go's "exit status 1"; the exit stays reachable, and
+// a failure without words (or another error) is left as it is.
+func TestToolFailure(t *testing.T) {
+	for _, tc := range []struct{ script, want string }{
+		{`echo "pg_restore: error: unsupported version (1.16) in file header" >&2; exit 1`, "unsupported version (1.16) in file header"},
+		{`exit 2`, "exit status 2"},
+	} {
+		_, err := exec.Command("sh", "-c", tc.script).Output()
+		got := ToolFailure(err)
+		if got.Error() != tc.want {
+			t.Errorf("%s: %q, want %q", tc.script, got, tc.want)
+		}
+		var exit *exec.ExitError
+		if !errors.As(got, &exit) {
+			t.Errorf("%s: the *exec.ExitError is no longer reachable", tc.script)
+		}
+	}
+	if err := errors.New("other"); ToolFailure(err) != err {
+		t.Error("another error was changed")
 	}
 }

@@ -115,7 +115,7 @@ func (p *preData) createConverted(ctx context.Context, via, created *pgx.ConnCon
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("pg_restore --create --file: %w", err)
+		return fmt.Errorf("pg_restore --create --file: %w", pg.ToolFailure(err))
 	}
 	parts, err := toc.SplitScript(string(script))
 	if err != nil {
@@ -159,7 +159,7 @@ func runEach(ctx context.Context, cfg *pgx.ConnConfig, stmts []toc.Statement) er
 	defer conn.Close(context.WithoutCancel(ctx))
 	for _, s := range stmts {
 		if _, err := conn.Exec(ctx, s.Text); err != nil {
-			return fmt.Errorf("%.100s: %w", s.Text, err)
+			return fmt.Errorf("%s: %w", pg.Shorten(s.Text, 100), err)
 		}
 	}
 	return nil

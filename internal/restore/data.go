@@ -440,14 +440,18 @@ func (r *loader) missing(id uint32) bool {
 }
 
 // checkRows compares the rows a chunk loaded with those its source
-// delivered, known once the stream has been read to its end.
+// delivered, known once the stream has been read to its end. Its error
+// names no table: its callers wrap it in "restore table T (stream N)".
 func (r *loader) checkRows(c *archive.Chunk, loaded int64) error {
 	info, ok := r.ar.Stream(c.Stream)
 	if !ok {
-		return fmt.Errorf("restore table %s: stream %d ended without its totals", r.tableName(c), c.Stream)
+		return fmt.Errorf("the archive's stream %d ended without its totals (the archive is damaged: check it with pgsprint verify)", c.Stream)
 	}
 	if loaded != info.Rows {
-		return fmt.Errorf("restore table %s: loaded %d rows, archive holds %d", r.tableName(c), loaded, info.Rows)
+		if r.m.DataOnly && !r.opts.DisableTriggers {
+			return fmt.Errorf("loaded %d rows, archive holds %d: a trigger on the target table kept rows out (restore with --disable-triggers, or drop the trigger)", loaded, info.Rows)
+		}
+		return fmt.Errorf("loaded %d rows, archive holds %d", loaded, info.Rows)
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ const (
 func (ch *chooser) chooseEntries(ctx context.Context, m *archive.Manifest, matched *filter.Matched) error {
 	listing, err := ch.schema.pgRestoreCmd(ctx, "--list", ch.schema.file).Output()
 	if err != nil {
-		return fmt.Errorf("pg_restore --list: %w", err)
+		return fmt.Errorf("pg_restore --list: %w", pg.ToolFailure(err))
 	}
 	order, err := toc.ListIDs(string(listing))
 	if err != nil {
@@ -38,7 +38,7 @@ func (ch *chooser) chooseEntries(ctx context.Context, m *archive.Manifest, match
 	}
 	script, err := ch.schema.pgRestoreCmd(ctx, "--verbose", "--file=-", ch.schema.file).Output()
 	if err != nil {
-		return fmt.Errorf("pg_restore --file: %w", err)
+		return fmt.Errorf("pg_restore --file: %w", pg.ToolFailure(err))
 	}
 	parsed, err := toc.ParseWhole(string(script), order)
 	if err != nil {
@@ -195,7 +195,7 @@ func (ch *chooser) addMembers(ctx context.Context, set map[int]bool, schemas []s
 	}
 	members, err := ch.schema.pgRestoreCmd(ctx, append(args, ch.schema.file)...).Output()
 	if err != nil {
-		return fmt.Errorf("pg_restore --list --schema: %w", err)
+		return fmt.Errorf("pg_restore --list --schema: %w", pg.ToolFailure(err))
 	}
 	ids, err := toc.ListIDs(string(members))
 	if err != nil {

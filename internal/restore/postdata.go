@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/schedule"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
@@ -64,7 +65,7 @@ func (p *postData) plan(ctx context.Context, g *schedule.Graph, opts schedule.Po
 	noStats := p.schema.statisticsFlag()
 	ids, err := listIDs(p.schema.pgRestoreCmd(ctx, "--list", "--section=post-data", noStats, p.schema.file))
 	if err != nil {
-		return fmt.Errorf("pg_restore --list: %w", err)
+		return fmt.Errorf("pg_restore --list: %w", pg.ToolFailure(err))
 	}
 	args := append([]string{"--verbose", "--file=-", "--section=post-data", noStats}, p.schema.ownershipFlags()...)
 	if p.sel.ids != nil {
@@ -78,7 +79,7 @@ func (p *postData) plan(ctx context.Context, g *schedule.Graph, opts schedule.Po
 	})
 	if err != nil {
 		pp.Abandon()
-		return fmt.Errorf("pg_restore --file: %w", err)
+		return fmt.Errorf("pg_restore --file: %w", pg.ToolFailure(err))
 	}
 	pp.Finish()
 	p.sessionSQL = pre

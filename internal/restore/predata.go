@@ -265,7 +265,7 @@ func (p *preData) dropArchivedObjects(ctx context.Context) error {
 	}
 	out, err := p.schema.pgRestoreCmd(ctx, append(args, p.schema.file)...).Output()
 	if err != nil {
-		return fmt.Errorf("pg_restore --clean: %w", err)
+		return fmt.Errorf("pg_restore --clean: %w", pg.ToolFailure(err))
 	}
 	if i := bytes.Index(out, []byte("\n--\n-- Name: ")); i >= 0 {
 		out = out[:i+1]

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
@@ -97,7 +98,7 @@ func (p *preData) planSchema(ctx context.Context) ([]preDataStep, error) {
 	}
 	ids, err := listIDs(p.schema.pgRestoreCmd(ctx, append(append([]string{"--list"}, flags...), p.schema.file)...))
 	if err != nil {
-		return nil, fmt.Errorf("pg_restore --list: %w", err)
+		return nil, fmt.Errorf("pg_restore --list: %w", pg.ToolFailure(err))
 	}
 	if p.sel.ids != nil {
 		ids = keepIDs(ids, p.sel.ids)
@@ -108,7 +109,7 @@ func (p *preData) planSchema(ctx context.Context) ([]preDataStep, error) {
 	args := append(append([]string{"--verbose", "--file=-"}, flags...), p.schema.ownershipFlags()...)
 	script, err := p.schema.pgRestoreCmd(ctx, append(append(args, p.sel.useList()), p.schema.file)...).Output()
 	if err != nil {
-		return nil, fmt.Errorf("pg_restore --file: %w", err)
+		return nil, fmt.Errorf("pg_restore --file: %w", pg.ToolFailure(err))
 	}
 	parsed, err := toc.ParseWhole(string(script), ids)
 	if err != nil {

@@ -153,7 +153,7 @@ func (s *schemaArchive) pgRestoreAtomic(ctx context.Context, t *target, step str
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("pg_restore --file: %w", err)
+		return fmt.Errorf("pg_restore --file: %w", pg.ToolFailure(err))
 	}
 	script = append(script, []byte("\n"+t.j.RecordSQL(step)+";\n")...)
 	dsn, env := pg.ChildConn(t.cfg)
@@ -236,7 +236,7 @@ func (s *schemaArchive) pgRestoreCmd(ctx context.Context, args ...string) *exec.
 func (s *schemaArchive) list(ctx context.Context, args ...string) ([]byte, error) {
 	out, err := s.command(ctx, s.tools.PgRestore(), append(append([]string{"--list"}, args...), s.file)...).Output()
 	if err != nil {
-		return nil, fmt.Errorf("pg_restore --list: %w", err)
+		return nil, fmt.Errorf("pg_restore --list: %w", pg.ToolFailure(err))
 	}
 	return out, nil
 }

@@ -66,7 +66,7 @@ func (r *loader) loadPart(ctx context.Context, conn *pgx.Conn, sl *splitLoad) (i
 	total := sl.rows.Add(n)
 	if int(sl.done.Add(1)) == sl.parts {
 		if err := r.checkRows(sl.chunk, total); err != nil {
-			return 0, err
+			return 0, fmt.Errorf("restore table %s (stream %d): %w", name, sl.chunk.Stream, err)
 		}
 		// Every part has committed: the chunk is done. Until this row
 		// commits, a resumed run empties the table and loads it again

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/taskgraph"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
@@ -60,7 +61,7 @@ func chooseStatistics(ctx context.Context, schema *schemaArchive, sel *selection
 	}
 	script, err := schema.command(ctx, schema.tools.PgRestore(), "--verbose", "--file=-", schema.file).Output()
 	if err != nil {
-		return stats, fmt.Errorf("pg_restore --file: %w", err)
+		return stats, fmt.Errorf("pg_restore --file: %w", pg.ToolFailure(err))
 	}
 	parsed, err := toc.ParseWhole(string(script), order)
 	if err != nil {

@@ -115,6 +115,9 @@ func ReadPassphraseFile(path string) (string, error) {
 		line = strings.TrimSuffix(sc.Text(), "\r")
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) { // not bufio's "token too long"
+			return "", fmt.Errorf("%s: the first line is longer than 64 KiB, so not a passphrase: give the file whose first line is the passphrase", path)
+		}
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	if line == "" {

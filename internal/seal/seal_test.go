@@ -253,3 +253,17 @@ func TestKeyFiles(t *testing.T) {
 		t.Fatal("empty passphrase accepted")
 	}
 }
+
+// TestPassphraseFileTooLong: a file whose first line no passphrase has
+// (an archive given by mistake) is named, with what to give instead, not
+// bufio's "token too long".
+func TestPassphraseFileTooLong(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "archive.pgs")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("x"), 70<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadPassphraseFile(path)
+	if want := path + ": the first line is longer than 64 KiB, so not a passphrase: give the file whose first line is the passphrase"; err == nil || err.Error() != want {
+		t.Errorf("%v, want %s", err, want)
+	}
+}

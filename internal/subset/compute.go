@@ -59,7 +59,7 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 	seeds := make([]uint32, len(spec.Seeds))
 	for i, s := range spec.Seeds {
 		if seeds[i], err = g.resolve(ctx, conn, s.Table); err != nil {
-			return nil, fmt.Errorf("--subset %s: %w", s.Table, err)
+			return nil, fmt.Errorf("--subset: %w", err) // the table once: resolve names it
 		}
 	}
 	p := &Plan{spec: spec, g: g, cls: classify(g, seeds, spec.Children), kept: map[uint32][]tid{}, whole: spec.Others != OthersNone}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -185,7 +186,11 @@ func (g *graph) resolve(ctx context.Context, conn *pgx.Conn, name string) (uint3
 		return 0, fmt.Errorf("look up table %s: %w", name, err)
 	}
 	if oid == nil || g.rels[*oid] == nil {
-		return 0, fmt.Errorf("no table %s", name)
+		hint := ""
+		if !strings.Contains(name, `"`) && strings.ToLower(name) != name {
+			hint = ` (unquoted names fold to lower case: double-quote a name that has capitals, as "Schema"."Table")`
+		}
+		return 0, fmt.Errorf("no table %s in the source database%s", name, hint)
 	}
 	return *oid, nil
 }

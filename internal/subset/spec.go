@@ -15,7 +15,9 @@ package subset
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -57,18 +59,25 @@ type Ref struct {
 
 // ParseSeed reads "schema.table: condition". The name ends at the first
 // colon outside double quotes.
-func ParseSeed(s string) (Seed, error) {
+func ParseSeed(s string) (Seed, error) { return parseSeed("--subset", s) }
+
+// parseSeed is ParseSeed for a rule given as what: the flag, or a
+// --subset-file's rule word, which its errors name.
+func parseSeed(what, s string) (Seed, error) {
 	name, rest, ok := pg.CutOutsideQuotes(s, ':')
 	name, rest = strings.TrimSpace(name), strings.TrimSpace(rest)
 	if !ok || name == "" || rest == "" {
-		return Seed{}, fmt.Errorf("--subset %q: want 'schema.table: WHERE-condition'", s)
+		return Seed{}, fmt.Errorf("%s %q: want 'schema.table: WHERE-condition'", what, s)
 	}
 	return Seed{Table: name, Where: rest}, nil
 }
 
 // ParseRef reads "schema.child(col, ...) -> schema.parent(col, ...)".
-func ParseRef(s string) (Ref, error) {
-	bad := fmt.Errorf("--subset-ref %q: want 'schema.table(column, ...) -> schema.table(column, ...)'", s)
+func ParseRef(s string) (Ref, error) { return parseRef("--subset-ref", s) }
+
+// parseRef is ParseRef for a rule given as what (see parseSeed).
+func parseRef(what, s string) (Ref, error) {
+	bad := fmt.Errorf("%s %q: want 'schema.table(column, ...) -> schema.table(column, ...)'", what, s)
 	left, right, ok := pg.CutOutsideQuotes(s, '-')
 	if !ok || !strings.HasPrefix(right, ">") {
 		return Ref{}, bad
@@ -88,14 +97,17 @@ func ParseRef(s string) (Ref, error) {
 }
 
 // ParseOthers reads --subset-others.
-func ParseOthers(s string) (string, error) {
+func ParseOthers(s string) (string, error) { return parseOthers("--subset-others", s) }
+
+// parseOthers is ParseOthers for a rule given as what (see parseSeed).
+func parseOthers(what, s string) (string, error) {
 	switch s {
 	case "", OthersAll:
 		return OthersAll, nil
 	case OthersNone:
 		return OthersNone, nil
 	}
-	return "", fmt.Errorf("--subset-others %q: want all or none", s)
+	return "", fmt.Errorf("%s %q: want all or none", what, s)
 }
 
 // ReadFile adds the rules of a --subset-file to spec: one per line,
@@ -106,7 +118,11 @@ func ParseOthers(s string) (string, error) {
 func ReadFile(path string, spec *Spec) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("--subset-file: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path once: "--subset-file x: no such file or directory"
+		}
+		return fmt.Errorf("--subset-file %s: %w", path, err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -120,25 +136,25 @@ func ReadFile(path string, spec *Spec) error {
 		rest = strings.TrimSpace(rest)
 		switch word {
 		case "subset":
-			s, err := ParseSeed(rest)
+			s, err := parseSeed(word, rest)
 			if err != nil {
-				return fmt.Errorf("%s:%d: %w", path, n, err)
+				return fmt.Errorf("--subset-file %s line %d: %w", path, n, err)
 			}
 			spec.Seeds = append(spec.Seeds, s)
 		case "ref":
-			r, err := ParseRef(rest)
+			r, err := parseRef(word, rest)
 			if err != nil {
-				return fmt.Errorf("%s:%d: %w", path, n, err)
+				return fmt.Errorf("--subset-file %s line %d: %w", path, n, err)
 			}
 			spec.Refs = append(spec.Refs, r)
 		case "children":
 			spec.Children = true
 		case "others":
-			if spec.Others, err = ParseOthers(rest); err != nil {
-				return fmt.Errorf("%s:%d: %w", path, n, err)
+			if spec.Others, err = parseOthers(word, rest); err != nil {
+				return fmt.Errorf("--subset-file %s line %d: %w", path, n, err)
 			}
 		default:
-			return fmt.Errorf("%s:%d: unknown rule %q (want subset, ref, children or others)", path, n, word)
+			return fmt.Errorf("--subset-file %s line %d: unknown rule %q (want subset, ref, children or others)", path, n, word)
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -184,5 +186,32 @@ func TestParse(t *testing.T) {
 	}
 	if _, err := ParseOthers("some"); err == nil {
 		t.Error("--subset-others some accepted")
+	}
+}
+
+// TestReadFileErrors: a --subset-file's mistakes name the flag, the file
+// and its line once, and the rule as the file spells it (not the flag
+// that spells it otherwise).
+func TestReadFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nope.rules")
+	for _, tc := range []struct{ text, want string }{
+		{"# rules\nsubset app.orders\n", `--subset-file PATH line 2: subset "app.orders": want 'schema.table: WHERE-condition'`},
+		{"ref a(x) b(y)\n", `--subset-file PATH line 1: ref "a(x) b(y)": want 'schema.table(column, ...) -> schema.table(column, ...)'`},
+		{"others some\n", `--subset-file PATH line 1: others "some": want all or none`},
+		{"\nkeep x\n", `--subset-file PATH line 2: unknown rule "keep" (want subset, ref, children or others)`},
+		{"", "--subset-file " + missing + ": no such file or directory"},
+	} {
+		path := missing
+		if tc.text != "" {
+			path = filepath.Join(dir, "r.rules")
+			if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := ReadFile(path, &Spec{})
+		if want := strings.ReplaceAll(tc.want, "PATH", path); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %s", tc.text, err, want)
+		}
 	}
 }

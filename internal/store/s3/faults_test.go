@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pgsprint/pgsprint/internal/store"
+	"github.com/pgsprint/pgsprint/internal/store/remote"
 	"github.com/pgsprint/pgsprint/internal/store/remotetest"
 )
 
@@ -268,5 +269,43 @@ func TestS3StaleUploads(t *testing.T) {
 	}
 	if up := srv.OpenUploads(t, bucket); len(up) != 1 || up[0] != "nightly.pgs.old "+stale[2] {
 		t.Fatalf("open uploads %v, want only nightly.pgs.old's", up)
+	}
+}
+
+// TestS3CutMessage: an endpoint that hangs up ends in a message saying
+// so, not Go's bare "EOF" or "unexpected EOF": a response cut off after
+// some of its bytes, or a connection closed before any answer.
+func TestS3CutMessage(t *testing.T) {
+	srv := remotetest.StartS3(t)
+	proxy := remotetest.NewProxy(t, srv.Endpoint)
+	srv.SetEnv(t, proxy.URL)
+	bucket := srv.Bucket(t)
+	cfg := testConfig()
+	cfg.Read = remote.Options{Window: 64 << 10, Backoff: time.Millisecond, Attempts: 1} // one try: a retry asks for the rest, which the proxy cuts before its headers
+	b, _ := Parse("s3://"+bucket+"/cut-message", cfg)
+	if err := upload(t, b, randomBytes(256<<10), store.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := b.Open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	r, _, _ := src.Random()
+	proxy.SetFaults(func(r *http.Request, n int) remotetest.Fault {
+		if r.Method == http.MethodGet {
+			return remotetest.CutBody
+		}
+		return remotetest.Pass
+	})
+	_, err = r.ReadAt(make([]byte, 48<<10), 1000)
+	t.Logf("%v", err)
+	if err == nil || !strings.Contains(err.Error(), ": reading 49152 bytes at offset 1000: the S3 endpoint's response was cut off after ") || strings.Contains(err.Error(), "EOF") {
+		t.Errorf("error %v, want one saying the response was cut off, without \"EOF\"", err)
+	}
+	_, err = r.ReadAt(make([]byte, 2048), 1000) // the proxy hangs up before its headers
+	t.Logf("%v", err)
+	if err == nil || !strings.Contains(err.Error(), ": reading 2048 bytes at offset 1000: connection to the S3 endpoint lost: it closed the connection without answering") || strings.Contains(err.Error(), "EOF") {
+		t.Errorf("error %v, want one saying the endpoint closed the connection, without \"EOF\"", err)
 	}
 }

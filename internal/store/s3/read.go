@@ -48,6 +48,9 @@ func (b *Backend) Open(ctx context.Context) (store.Source, error) {
 		defer out.Body.Close()
 		n, err := io.ReadFull(out.Body, p)
 		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				err = fmt.Errorf("the S3 endpoint's response was cut off after %d bytes", n) // not Go's "unexpected EOF"
+			}
 			return n, bodyError{fmt.Errorf("%s: reading %d bytes at offset %d: %w", b, len(p), off, err)}
 		}
 		return n, nil

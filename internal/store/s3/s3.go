@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -221,7 +222,15 @@ func (b *Backend) explain(op string, err error) error {
 	case errors.As(err, &oe), errors.As(err, &ne):
 		// Reached, then lost (a connection reset or cut mid-request):
 		// a failure of the run, not a place that cannot be reached.
-		return fmt.Errorf("%s: %s: connection to the S3 endpoint lost: %s", b, op, lastLine(err))
+		why := lastLine(err)
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			why = "it closed the connection without answering" // not Go's bare "EOF"
+		}
+		return fmt.Errorf("%s: %s: connection to the S3 endpoint lost: %s", b, op, why)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		// Go's bare "EOF" at the end of the SDK's chain: reached, then
+		// hung up before its answer.
+		return fmt.Errorf("%s: %s: connection to the S3 endpoint lost: it closed the connection without answering", b, op)
 	}
 	return fmt.Errorf("%s: %s: %w", b, op, err)
 }

@@ -118,6 +118,10 @@ func (b *Backend) get(ctx context.Context, rng string) (*http.Response, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // url.Error repeats the URL, secrets and all
 		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			// Go's bare "EOF": the server was reached, and hung up.
+			return nil, &store.AccessError{Err: fmt.Errorf("%s: the server closed the connection without answering", b)}
+		}
 		return nil, &store.AccessError{Err: fmt.Errorf("%s: cannot reach the server: %v", b, err)}
 	}
 	return resp, nil
@@ -178,6 +182,9 @@ func (b *Backend) Open(ctx context.Context) (store.Source, error) {
 		}
 		n, err := io.ReadFull(req.Body, p)
 		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				err = fmt.Errorf("the server's response was cut off after %d bytes", n) // not Go's "unexpected EOF"
+			}
 			return n, fmt.Errorf("%s: reading %d bytes at offset %d: %w", b, len(p), off, err)
 		}
 		return n, nil

@@ -127,3 +127,36 @@ func TestWebNoRanges(t *testing.T) {
 		t.Fatalf("Sequential: %q %v", got, err)
 	}
 }
+
+// TestWebCutMessage: a response cut off every time ends in a message that
+// says the server's response was cut off, and after how many bytes, not a
+// bare "unexpected EOF".
+func TestWebCutMessage(t *testing.T) {
+	data := make([]byte, 256<<10)
+	srv := serve(t, data)
+	proxy := remotetest.NewProxy(t, srv.URL)
+	b, err := Parse(proxy.URL+"/a.pgsprint", nil, remote.Options{Window: 64 << 10, Backoff: time.Millisecond, Attempts: 1}) // one try: a retry asks for the rest, which the proxy cuts before its headers
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := b.Open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	r, _, _ := src.Random()
+	proxy.SetFaults(func(*http.Request, int) remotetest.Fault { return remotetest.CutBody })
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		{48 << 10, ": reading 49152 bytes at offset 1000: the server's response was cut off after "}, // some of the body came
+		{2048, ": the server closed the connection without answering"},                               // the proxy hung up before its headers
+	} {
+		_, err := r.ReadAt(make([]byte, tc.n), 1000)
+		t.Logf("%v", err)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "EOF") {
+			t.Errorf("error %v, want one saying %q, without \"EOF\"", err, tc.want)
+		}
+	}
+}
