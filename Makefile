@@ -46,8 +46,14 @@ TEST_PG_VERSIONS ?= 13,15,18
 # fifth of their CPU), else $TMPDIR; TEST_DIR=/tmp keeps them on disk.
 TEST_DIR ?=
 
+# TEST_PARALLEL: how many tests of a package run at once. Above the
+# cores: the database tests wait (for servers, kills, replication) as
+# much as they compute, and at go test's default (the cores) cmd/pgsprint
+# left the cores idle a third of its time.
+TEST_PARALLEL ?= 4
+
 test: deps vet
-	PGSPRINT_TEST_DIR=$(TEST_DIR) PGSPRINT_TEST_REQUIRE_PG=1 PGSPRINT_TEST_PG_VERSIONS=$(TEST_PG_VERSIONS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	PGSPRINT_TEST_DIR=$(TEST_DIR) PGSPRINT_TEST_REQUIRE_PG=1 PGSPRINT_TEST_PG_VERSIONS=$(TEST_PG_VERSIONS) $(GO) test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
 
 # Everything `make test` runs, plus the slow repetitions it runs once
 # (kill iterations: build tag `long`) and the full version matrix of every

@@ -54,11 +54,12 @@ func sharedLogical(t *testing.T) *pgtest.Cluster {
 	return logical.Get(t)
 }
 
-// newLogical starts a cluster of the test's own that can be followed, for
-// a test that the shared one cannot serve (a standby of it).
-func newLogical(t *testing.T) *pgtest.Cluster {
+// newLogical starts a cluster of the test's own that can be followed, of
+// the PostgreSQL in binDir ("": the default), for a test that the shared
+// one cannot serve (a standby of it).
+func newLogical(t *testing.T, binDir string) *pgtest.Cluster {
 	t.Helper()
-	return pgtest.New(t, pgtest.Options{Settings: map[string]string{
+	return pgtest.New(t, pgtest.Options{BinDir: binDir, Settings: map[string]string{
 		"wal_level": "logical", "max_replication_slots": "10", "max_wal_senders": "10"}})
 }
 

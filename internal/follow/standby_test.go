@@ -14,18 +14,30 @@ import (
 // TestCloneRefusedStandby: a streaming standby as the source is refused
 // before anything is created, with one reason naming pg_is_in_recovery(),
 // and preflight's follow checks (what pgsprint preflight clone --follow
-// prints) say the same. On PostgreSQL 16 and later the standby could
-// decode, but the publication and finish's fence are writes.
+// prints) say the same. It runs on the newest PostgreSQL installed, 16
+// or later: there the standby could decode, but the publication and
+// finish's fence are writes.
 func TestCloneRefusedStandby(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	primary := newLogical(t)
+	vs := pgtest.Versions()
+	if len(vs) == 0 || vs[len(vs)-1] < 16 {
+		t.Skipf("needs PostgreSQL 16 or later, which decodes on a standby; installed: %v", vs)
+	}
+	bin, err := pgtest.BinDirFor(vs[len(vs)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	primary := newLogical(t, bin)
 	o := newCase(t, primary, sourceSQL)
 	o.SkipNoKey = true
 	// The base backup holds the source database: the standby accepts
 	// connections once it is consistent, so nothing need be replayed.
 	standby := pgtest.NewStandby(t, primary)
 	o.Source = config(t, standby.ConnString(o.Source.Database))
+	if v := scalar(t, o.Source, "SELECT current_setting('server_version_num')"); v < "160000" {
+		t.Fatalf("the standby runs PostgreSQL %s, want 16 or later", v)
+	}
 	const want = "source is a standby (pg_is_in_recovery() is true): --follow needs the primary"
 	withConn(t, o.Source, func(ctx context.Context, conn *pgx.Conn) {
 		req, err := preflight.ReadFollowSource(ctx, conn, o.Names.Slot, o.Names.Publication)
@@ -37,7 +49,7 @@ func TestCloneRefusedStandby(t *testing.T) {
 			t.Errorf("preflight's follow items on a standby: %+v", items)
 		}
 	})
-	_, err := Clone(ctx, o, func(context.Context, string) error {
+	_, err = Clone(ctx, o, func(context.Context, string) error {
 		t.Error("copy ran on a standby source")
 		return nil
 	})
