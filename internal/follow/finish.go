@@ -114,7 +114,8 @@ type FinishResult struct {
 	// Ended are the source sessions the fence ended.
 	Ended []Session
 	// WriteDowntime is from the fence (or the start, without one) until
-	// the target was ready: caught up, sequences set. Verification is
+	// the target was ready (the grace given to the sessions under way
+	// included): caught up, sequences and large objects set. Verification is
 	// the time Verify took, Handover the removal of the replication.
 	WriteDowntime, Verification, Handover time.Duration
 	SourceMajor, TargetMajor              int
@@ -213,10 +214,12 @@ func Finish(ctx context.Context, o FinishOptions) (res *FinishResult, err error)
 		}
 	}
 	if !o.NoFence {
+		// The clock starts at the fence, not after the grace: new
+		// sessions can no longer write from here on.
+		start = time.Now()
 		if err := o.fence(ctx, sconn, res, out); err != nil {
 			return res, err
 		}
-		start = time.Now()
 	}
 	if res.CaughtUp, err = waitCaughtUp(ctx, sconn, dconn, o.Names.Slot, sub.ApplyErrors, o.Timeout, log); err != nil {
 		return res, err
