@@ -21,7 +21,11 @@ type Table struct {
 // other fields are copied as they are. Rows may come in pieces (a Write
 // need not end at a row's end). Close fails on a row cut short.
 func (t *Table) Writer(w io.Writer) *Writer {
-	return &Writer{w: w, t: t, k: newKeyer(t.secret)}
+	m := &Writer{w: w, t: t, k: newKeyer(t.secret), plain: make([]bool, len(t.masked))}
+	for i := range t.masked {
+		m.plain[i] = t.masked[i].rule.plain()
+	}
+	return m
 }
 
 // Writer is a Table's row rewriter (Table.Writer).
@@ -33,6 +37,7 @@ type Writer struct {
 	out     []byte
 	value   []byte
 	masked  []byte
+	plain   []bool // by masked column: its rule writes nothing COPY text escapes
 }
 
 // Write masks the complete rows of p and writes them; a row's start
@@ -83,7 +88,8 @@ func (m *Writer) Close() error {
 // row appends the masked row (without its newline) and a newline to m.out.
 func (m *Writer) row(line []byte) error {
 	next, field := 0, 0
-	for _, c := range m.t.masked {
+	for ci := range m.t.masked {
+		c := &m.t.masked[ci]
 		// Copy the fields before c as they are.
 		for field < c.index {
 			i := bytes.IndexByte(line[next:], '\t')
@@ -102,9 +108,13 @@ func (m *Writer) row(line []byte) error {
 		}
 		m.out = append(m.out, line[:next]...)
 		raw := line[next:end]
-		if string(raw) == `\N` {
+		switch {
+		case string(raw) == `\N`:
 			m.out = append(m.out, raw...)
-		} else {
+		case m.plain[ci]:
+			m.value = unescape(m.value[:0], raw)
+			m.out, _ = c.apply(m.k, m.value, m.out)
+		default:
 			m.value = unescape(m.value[:0], raw)
 			var null bool
 			m.masked, null = c.apply(m.k, m.value, m.masked[:0])
@@ -139,6 +149,9 @@ func (m *Writer) short() error {
 // \t \v \\, octal \NNN, hexadecimal \xHH; any other character after a
 // backslash stands for itself), appending to out.
 func unescape(out, f []byte) []byte {
+	if bytes.IndexByte(f, '\\') < 0 {
+		return append(out, f...)
+	}
 	for i := 0; i < len(f); i++ {
 		c := f[i]
 		if c != '\\' || i+1 == len(f) {
@@ -188,7 +201,12 @@ func unescape(out, f []byte) []byte {
 // escape encodes v as a COPY text field, appending to out: backslash,
 // newline, carriage return and tab are escaped, as COPY TO writes them.
 func escape(out, v []byte) []byte {
-	for _, c := range v {
+	clean := 0
+	for clean < len(v) && v[clean] != '\\' && v[clean] >= ' ' {
+		clean++
+	}
+	out = append(out, v[:clean]...)
+	for _, c := range v[clean:] {
 		switch c {
 		case '\\':
 			out = append(out, '\\', '\\')

@@ -247,3 +247,14 @@ func splitName(s string) ([]string, error) {
 		s = s[1:]
 	}
 }
+
+// plain says the rule's output never holds a character COPY text escapes
+// (backslash, or a control character): its words, digits and hex are
+// written into the row as they are, without a pass of escape.
+func (r *Rule) plain() bool {
+	switch r.Kind {
+	case Email, Name, Phone, Text, Number, Hash:
+		return true
+	}
+	return false
+}

@@ -30,6 +30,7 @@ const (
 // writer (one worker's chunk) allocates it once.
 type keyer struct {
 	h   hash.Hash
+	in  []byte // kind || 0 || value, written to h at once
 	sum []byte
 }
 
@@ -40,10 +41,9 @@ func newKeyer(secret []byte) *keyer {
 // mac is HMAC(secret, kind || 0 || value): the kind keeps one rule's
 // output from telling another's (email and hash of one value differ).
 func (k *keyer) mac(kind string, v []byte) []byte {
+	k.in = append(append(append(k.in[:0], kind...), 0), v...)
 	k.h.Reset()
-	k.h.Write([]byte(kind))
-	k.h.Write([]byte{0})
-	k.h.Write(v)
+	k.h.Write(k.in)
 	k.sum = k.h.Sum(k.sum[:0])
 	return k.sum
 }
@@ -87,7 +87,8 @@ func (c *column) apply(k *keyer, v, out []byte) ([]byte, bool) {
 		m := k.mac(Phone, v)
 		n := binary.BigEndian.Uint64(m) % 10000000
 		out = append(out, "+1-555-"...)
-		d := strconv.AppendUint(nil, n+10000000, 10)[1:] // seven digits, leading zeros
+		var buf [8]byte
+		d := strconv.AppendUint(buf[:0], n+10000000, 10)[1:] // seven digits, leading zeros
 		out = append(out, d[:3]...)
 		out = append(out, '-')
 		out = append(out, d[3:]...)
