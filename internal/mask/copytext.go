@@ -21,7 +21,7 @@ type Table struct {
 // other fields are copied as they are. Rows may come in pieces (a Write
 // need not end at a row's end). Close fails on a row cut short.
 func (t *Table) Writer(w io.Writer) *Writer {
-	m := &Writer{w: w, t: t, k: newKeyer(t.secret), plain: make([]bool, len(t.masked))}
+	m := &Writer{w: w, t: t, k: newKeyer(t.secret), plain: make([]bool, len(t.masked)), memos: make([]memo, len(t.masked))}
 	for i := range t.masked {
 		m.plain[i] = t.masked[i].rule.plain()
 	}
@@ -38,6 +38,7 @@ type Writer struct {
 	value   []byte
 	masked  []byte
 	plain   []bool // by masked column: its rule writes nothing COPY text escapes
+	memos   []memo // by masked column
 }
 
 // Write masks the complete rows of p and writes them; a row's start
@@ -108,21 +109,14 @@ func (m *Writer) row(line []byte) error {
 		}
 		m.out = append(m.out, line[:next]...)
 		raw := line[next:end]
-		switch {
-		case string(raw) == `\N`:
+		if string(raw) == `\N` {
 			m.out = append(m.out, raw...)
-		case m.plain[ci]:
-			m.value = unescape(m.value[:0], raw)
-			m.out, _ = c.apply(m.k, m.value, m.out)
-		default:
-			m.value = unescape(m.value[:0], raw)
-			var null bool
-			m.masked, null = c.apply(m.k, m.value, m.masked[:0])
-			if null {
-				m.out = append(m.out, `\N`...)
-			} else {
-				m.out = escape(m.out, m.masked)
-			}
+		} else if out, ok := m.memos[ci].get(raw); ok {
+			m.out = append(m.out, out...)
+		} else {
+			start := len(m.out)
+			m.field(ci, raw)
+			m.memos[ci].put(raw, m.out[start:])
 		}
 		if last {
 			if field+1 < m.t.columns {
@@ -139,6 +133,24 @@ func (m *Writer) row(line []byte) error {
 	m.out = append(m.out, line...)
 	m.out = append(m.out, '\n')
 	return nil
+}
+
+// field appends the COPY text of masked column ci's value for raw (a
+// field's COPY text, not NULL) to m.out.
+func (m *Writer) field(ci int, raw []byte) {
+	c := &m.t.masked[ci]
+	m.value = unescape(m.value[:0], raw)
+	if m.plain[ci] {
+		m.out, _ = c.apply(m.k, m.value, m.out)
+		return
+	}
+	var null bool
+	m.masked, null = c.apply(m.k, m.value, m.masked[:0])
+	if null {
+		m.out = append(m.out, `\N`...)
+	} else {
+		m.out = escape(m.out, m.masked)
+	}
 }
 
 func (m *Writer) short() error {

@@ -407,3 +407,37 @@ func TestReadFileErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestMemo masks a column whose values repeat and one whose values do
+// not, past the memo's window: the output is the same as masking each
+// row alone (a Writer per row, whose memo never helps), and the memo of
+// the distinct column has turned itself off.
+func TestMemo(t *testing.T) {
+	tb := table(t, "memo", 3, map[int]string{1: "name", 2: "regex:/[0-9]/#/"})
+	var in strings.Builder
+	for i := 0; i < memoWindow+500; i++ {
+		fmt.Fprintf(&in, "%d\tname %d\\t%d\tv%d\n", i, i%7, i%3, i)
+	}
+	var want strings.Builder
+	for _, line := range strings.SplitAfter(in.String(), "\n") {
+		if line != "" {
+			want.WriteString(mask(t, tb, line, len(line)))
+		}
+	}
+	var out bytes.Buffer
+	w := tb.Writer(&out)
+	for _, line := range strings.SplitAfter(in.String(), "\n") {
+		if _, err := w.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out.String() != want.String() {
+		t.Error("masking with the memo differs from masking each row alone")
+	}
+	if w.memos[0].off || len(w.memos[0].seen) != 21 {
+		t.Errorf("repeating column: memo off %v with %d values, want on with 21", w.memos[0].off, len(w.memos[0].seen))
+	}
+	if !w.memos[1].off {
+		t.Error("distinct column: memo still on")
+	}
+}
