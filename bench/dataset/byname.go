@@ -9,7 +9,7 @@ import (
 type Scales struct {
 	Pgbench int     // pgbench scale factor
 	Mixed   float64 // 1 is about 1 GB
-	FK      float64 // 1 is about 6 million rows
+	FK      float64 // 1 is about 2.5 million rows, 600 MB
 	Tables  int     // tables of the small-tables dataset
 }
 

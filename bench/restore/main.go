@@ -46,7 +46,7 @@ import (
 func main() {
 	scale := flag.Int("scale", 100, "pgbench scale")
 	mixed := flag.Float64("mixed-scale", 1, "mixed dataset scale (1 is about 1 GB)")
-	fk := flag.Float64("fk-scale", 1, "FK-heavy dataset scale (1 is about 6 million rows)")
+	fk := flag.Float64("fk-scale", 1, "FK-heavy dataset scale (1 is about 2.5 million rows, 600 MB)")
 	jobs := flag.Int("j", 2, "parallel jobs for both tools")
 	tables := flag.Int("tables", 1000, "tables of the small-tables dataset")
 	only := flag.String("datasets", "pgbench,mixed,fk", "comma-separated datasets to run: pgbench, mixed, fk, small")
