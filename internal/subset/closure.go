@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -55,6 +56,8 @@ const (
 // holding rows, and those not yet followed.
 type closure struct {
 	conn    *pgx.Conn
+	log     *slog.Logger // hears each query at Debug level
+	queries int          // run so far, for the summary
 	g       *graph
 	classOf map[uint32]class // by partition root
 	whole   map[uint32]bool  // by root: an other table kept whole (--subset-others all)
@@ -63,25 +66,27 @@ type closure struct {
 	order   []uint32 // leaves with pending rows, first come first followed
 }
 
-// add keeps rows of leaf, and queues those not kept before.
-func (c *closure) add(leaf uint32, rows []tid) {
+// add keeps rows of leaf, and queues those not kept before: it returns
+// how many.
+func (c *closure) add(leaf uint32, rows []tid) int {
 	set := c.kept[leaf]
 	if set == nil {
 		set = map[tid]struct{}{}
 		c.kept[leaf] = set
 	}
-	fresh := false
+	fresh := 0
 	for _, t := range rows {
 		if _, ok := set[t]; ok {
 			continue
 		}
 		set[t] = struct{}{}
-		if len(c.pending[leaf]) == 0 && !fresh {
+		if len(c.pending[leaf]) == 0 && fresh == 0 {
 			c.order = append(c.order, leaf)
 		}
-		fresh = true
+		fresh++
 		c.pending[leaf] = append(c.pending[leaf], t)
 	}
+	return fresh
 }
 
 // next takes up to batchRows pending rows of one leaf.
@@ -107,6 +112,8 @@ func (c *closure) next() (uint32, []tid, bool) {
 
 // queryRows runs q and keeps the (tableoid, ctid) rows it returns.
 func (c *closure) queryRows(ctx context.Context, what, q string, args ...any) error {
+	start := time.Now()
+	c.queries++
 	rows, err := c.conn.Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
@@ -114,15 +121,19 @@ func (c *closure) queryRows(ctx context.Context, what, q string, args ...any) er
 	got := map[uint32][]tid{}
 	var oid uint32
 	var t pgtype.TID
+	n := 0
 	if _, err := pgx.ForEachRow(rows, []any{&oid, &t}, func() error {
 		got[oid] = append(got[oid], tidOf(t))
+		n++
 		return nil
 	}); err != nil {
 		return fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
 	}
+	fresh := 0
 	for _, leaf := range slices.Sorted(maps.Keys(got)) {
-		c.add(leaf, got[leaf])
+		fresh += c.add(leaf, got[leaf])
 	}
+	c.log.Debug("subset query", "what", what, "args", argRows(args), "rows", n, "new", fresh, "duration", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -155,6 +166,17 @@ func (c *closure) down(ctx context.Context, e *edge, leaf uint32, rows []tid) er
 	q := fmt.Sprintf("SELECT DISTINCT c.tableoid::pg_catalog.oid, c.ctid FROM ONLY %s p JOIN %s c ON %s WHERE p.ctid = ANY ($1::pg_catalog.tid[])",
 		c.g.rels[leaf].qualified(), c.g.rels[e.child].from(), e.join())
 	return c.queryRows(ctx, "follow "+e.name+" to its children", q, tids(rows))
+}
+
+// argRows is how many row ids a query's arguments name, for its log line.
+func argRows(args []any) int {
+	n := 0
+	for _, a := range args {
+		if t, ok := a.([]pgtype.TID); ok {
+			n += len(t)
+		}
+	}
+	return n
 }
 
 func tids(rows []tid) []pgtype.TID {

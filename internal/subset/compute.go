@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -63,7 +64,12 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 		}
 	}
 	p := &Plan{spec: spec, g: g, cls: classify(g, seeds, spec.Children), kept: map[uint32][]tid{}, whole: spec.Others != OthersNone}
-	c := &closure{conn: conn, g: g, kept: map[uint32]map[tid]struct{}{}, pending: map[uint32][]tid{}}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	start := time.Now()
+	c := &closure{conn: conn, log: log, g: g, kept: map[uint32]map[tid]struct{}{}, pending: map[uint32][]tid{}}
 	reached := func(oid uint32) bool { return p.cls[g.root(oid)] == reached }
 	// The whole other tables whose rows reference reached ones are read
 	// here too.
@@ -124,11 +130,14 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 			}
 		}
 	}
+	kept := 0
 	for leaf, set := range c.kept {
 		rows := slices.Collect(maps.Keys(set))
 		slices.Sort(rows)
 		p.kept[leaf] = rows
+		kept += len(rows)
 	}
+	log.Debug("subset closure", "queries", c.queries, "rows", kept, "duration", time.Since(start).Round(time.Millisecond))
 	return p, nil
 }
 
