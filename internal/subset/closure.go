@@ -15,9 +15,26 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
-// batchRows is how many frontier rows one join reads: the ctid array of a
-// query, and the size of its answer's first step.
-const batchRows = 10000
+// batchRows is the most frontier rows of one table one join reads: the
+// ctid array of a query (about 10 bytes a row id as sent, so at most
+// about 10 MB). A join along a reference whose child columns have no index
+// scans the child table whole, whatever the batch: so the batch is large
+// enough that all the rows a table gets in one step are followed at once
+// (one scan per reference in the usual case: the 100,000 accounts of
+// pgbench s100's 1% follow their history in one scan, not ten), and
+// bounded so that one query's memory, the client's and the server's,
+// stays small beside the kept sets.
+//
+// A large array needs its page range beside it (rowsIn): the planner
+// costs a TID scan as one random page read per row id, so past a few
+// thousand ids it would rather read the whole table; with the range it
+// reads only the pages from the first id to the last (a TID range scan,
+// PostgreSQL 14+). Before 14 there is no TID range scan, and the batch
+// stays at oldBatchRows, where the TID scan still wins.
+const (
+	batchRows    = 1_000_000
+	oldBatchRows = 10_000
+)
 
 // savepoint brackets Compute's reads: rolled back at the end, it releases
 // the locks they took, as the dump's catalog reads do.
@@ -64,6 +81,7 @@ type closure struct {
 	kept    map[uint32]map[tid]struct{}
 	pending map[uint32][]tid
 	order   []uint32 // leaves with pending rows, first come first followed
+	batch   int      // the most rows next takes: batchRows, or oldBatchRows before PostgreSQL 14
 }
 
 // add keeps rows of leaf, and queues those not kept before: it returns
@@ -89,7 +107,7 @@ func (c *closure) add(leaf uint32, rows []tid) int {
 	return fresh
 }
 
-// next takes up to batchRows pending rows of one leaf.
+// next takes up to c.batch pending rows of one leaf.
 func (c *closure) next() (uint32, []tid, bool) {
 	for len(c.order) > 0 {
 		leaf := c.order[0]
@@ -98,7 +116,7 @@ func (c *closure) next() (uint32, []tid, bool) {
 			c.order = c.order[1:]
 			continue
 		}
-		n := min(len(rows), batchRows)
+		n := min(len(rows), c.batch)
 		batch := slices.Clone(rows[:n])
 		c.pending[leaf] = rows[n:]
 		if len(c.pending[leaf]) == 0 {
@@ -114,7 +132,11 @@ func (c *closure) next() (uint32, []tid, bool) {
 func (c *closure) queryRows(ctx context.Context, what, q string, args ...any) error {
 	start := time.Now()
 	c.queries++
-	rows, err := c.conn.Query(ctx, q, args...)
+	// The statement's description is cached, its plan is not: each run is
+	// planned with its own row ids (an unnamed statement), as the size of
+	// the array decides between a nested loop and a hash join, where a
+	// prepared statement's generic plan would guess 10 rows.
+	rows, err := c.conn.Query(ctx, q, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
 	if err != nil {
 		return fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
 	}
@@ -155,17 +177,17 @@ func (c *closure) up(ctx context.Context, e *edge, leaf uint32, rows []tid) erro
 		q := fmt.Sprintf("SELECT DISTINCT p.tableoid::pg_catalog.oid, p.ctid FROM %s c JOIN %s p ON %s", c.g.rels[e.child].from(), parent.from(), e.join())
 		return c.queryRows(ctx, "follow "+e.name, q)
 	}
-	q := fmt.Sprintf("SELECT DISTINCT p.tableoid::pg_catalog.oid, p.ctid FROM ONLY %s c JOIN %s p ON %s WHERE c.ctid = ANY ($1::pg_catalog.tid[])",
-		c.g.rels[leaf].qualified(), parent.from(), e.join())
-	return c.queryRows(ctx, "follow "+e.name, q, tids(rows))
+	q := fmt.Sprintf("SELECT DISTINCT p.tableoid::pg_catalog.oid, p.ctid FROM ONLY %s c JOIN %s p ON %s WHERE %s",
+		c.g.rels[leaf].qualified(), parent.from(), e.join(), rowsIn("c"))
+	return c.queryRows(ctx, "follow "+e.name, q, tidArgs(rows)...)
 }
 
 // down keeps the rows that reference leaf's rows along e (leaf holds e's
 // parent rows).
 func (c *closure) down(ctx context.Context, e *edge, leaf uint32, rows []tid) error {
-	q := fmt.Sprintf("SELECT DISTINCT c.tableoid::pg_catalog.oid, c.ctid FROM ONLY %s p JOIN %s c ON %s WHERE p.ctid = ANY ($1::pg_catalog.tid[])",
-		c.g.rels[leaf].qualified(), c.g.rels[e.child].from(), e.join())
-	return c.queryRows(ctx, "follow "+e.name+" to its children", q, tids(rows))
+	q := fmt.Sprintf("SELECT DISTINCT c.tableoid::pg_catalog.oid, c.ctid FROM ONLY %s p JOIN %s c ON %s WHERE %s",
+		c.g.rels[leaf].qualified(), c.g.rels[e.child].from(), e.join(), rowsIn("p"))
+	return c.queryRows(ctx, "follow "+e.name+" to its children", q, tidArgs(rows)...)
 }
 
 // argRows is how many row ids a query's arguments name, for its log line.
@@ -179,12 +201,21 @@ func argRows(args []any) int {
 	return n
 }
 
-func tids(rows []tid) []pgtype.TID {
+// rowsIn is the condition that picks alias a's rows by the row ids of
+// tidArgs: the ids, and their page range for the planner (see batchRows).
+func rowsIn(a string) string {
+	return fmt.Sprintf("%[1]s.ctid = ANY ($1::pg_catalog.tid[]) AND %[1]s.ctid >= $2::pg_catalog.tid AND %[1]s.ctid <= $3::pg_catalog.tid", a)
+}
+
+// tidArgs are rowsIn's arguments for rows (at least one).
+func tidArgs(rows []tid) []any {
 	out := make([]pgtype.TID, len(rows))
+	lo, hi := rows[0], rows[0]
 	for i, t := range rows {
 		out[i] = t.pg()
+		lo, hi = min(lo, t), max(hi, t)
 	}
-	return out
+	return []any{out, lo.pg(), hi.pg()}
 }
 
 // classify says which partition trees the rules reach: the seeds', those

@@ -69,7 +69,10 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 		log = slog.New(slog.DiscardHandler)
 	}
 	start := time.Now()
-	c := &closure{conn: conn, log: log, g: g, kept: map[uint32]map[tid]struct{}{}, pending: map[uint32][]tid{}}
+	c := &closure{conn: conn, log: log, g: g, kept: map[uint32]map[tid]struct{}{}, pending: map[uint32][]tid{}, batch: batchRows}
+	if opts.Server.VersionNum < 140000 {
+		c.batch = oldBatchRows
+	}
 	reached := func(oid uint32) bool { return p.cls[g.root(oid)] == reached }
 	// The whole other tables whose rows reference reached ones are read
 	// here too.

@@ -3,9 +3,12 @@ package subset
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -214,4 +217,195 @@ func TestReadFileErrors(t *testing.T) {
 			t.Errorf("%q: %v, want %s", tc.text, err, want)
 		}
 	}
+}
+
+// chainSQL creates schema big for TestComputeChains: a self reference
+// 5,000 rows long (chain row k references k-1, but row 4001 references
+// 5000, so rows 4001-5000 are a cycle), tables with more rows than one
+// query of the old batches followed (items 30,000, notes 40,000), rows
+// referenced along several edges (an item's hub_id and hub2, a note's
+// item and its reply_to, itself a short self-reference chain).
+const chainSQL = `
+CREATE SCHEMA big;
+CREATE TABLE big.chain (id int PRIMARY KEY, prev int REFERENCES big.chain);
+CREATE TABLE big.hub (id int PRIMARY KEY);
+CREATE TABLE big.item (id int PRIMARY KEY, hub_id int NOT NULL REFERENCES big.hub, hub2 int REFERENCES big.hub, chain_id int REFERENCES big.chain);
+CREATE TABLE big.note (id int PRIMARY KEY, item_id int REFERENCES big.item, reply_to int REFERENCES big.note);
+INSERT INTO big.chain SELECT i, CASE WHEN i = 4001 THEN 5000 ELSE NULLIF(i - 1, 0) END FROM generate_series(1, 5000) i;
+INSERT INTO big.hub SELECT generate_series(1, 40);
+INSERT INTO big.item SELECT i, 1 + i % 40, CASE WHEN i % 3 = 0 THEN 1 + (i / 40) % 40 END, CASE WHEN i % 2 = 0 THEN 1 + i % 5000 END
+  FROM generate_series(1, 30000) i;
+INSERT INTO big.note SELECT i, CASE WHEN i % 11 <> 0 THEN 1 + (i * 7) % 30000 END, CASE WHEN i % 5 <> 1 THEN i - 1 END
+  FROM generate_series(1, 40000) i;
+ANALYZE;`
+
+// chainRefs are chainSQL's references, by hand: child, its column,
+// parent (whose key is id).
+var chainRefs = [][3]string{
+	{"chain", "prev", "chain"}, {"item", "hub_id", "hub"}, {"item", "hub2", "hub"}, {"item", "chain_id", "chain"},
+	{"note", "item_id", "item"}, {"note", "reply_to", "note"},
+}
+
+// TestComputeChains computes subsets of chainSQL's schema, whose self
+// reference is 5,000 rows long and whose tables have more rows than the
+// old batches, and checks each table's kept rows against a closure
+// computed in memory by key (chainExpected).
+func TestComputeChains(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db := pgtest.DB(t, c, "subset chains")
+	if err := c.Exec(ctx, db, chainSQL); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		seeds    map[string]string
+		children bool
+		others   string
+		want     map[string]int64 // some counts, known by construction
+	}{
+		{name: "chain up", seeds: map[string]string{"chain": "id = 4000"}, others: OthersNone,
+			want: map[string]int64{"big.chain": 4000, "big.item": 0}},
+		{name: "chain up into its cycle", seeds: map[string]string{"chain": "id = 4500"}, others: OthersNone,
+			want: map[string]int64{"big.chain": 1000}},
+		{name: "chain down, big batches", seeds: map[string]string{"chain": "id = 1"}, children: true, others: OthersNone},
+		{name: "hubs down, several edges", seeds: map[string]string{"hub": "id <= 2"}, children: true, others: OthersNone},
+		{name: "notes up, others all", seeds: map[string]string{"note": "id % 7 = 0"}, others: OthersAll},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := Spec{Children: tc.children, Others: tc.others}
+			for tbl, cond := range tc.seeds {
+				spec.Seeds = append(spec.Seeds, Seed{"big." + tbl, cond})
+			}
+			want := chainExpected(t, c.ConnString(db), tc.seeds, tc.children, tc.others == OthersAll)
+			for tbl, n := range tc.want {
+				if want[tbl] != n {
+					t.Fatalf("the closure in memory keeps %d rows of %s, want %d", want[tbl], tbl, n)
+				}
+			}
+			start := time.Now()
+			got := keptRows(t, c.ConnString(db), spec, nil)
+			t.Logf("computed and read in %s", time.Since(start).Round(time.Millisecond))
+			for tbl, n := range want {
+				if got[tbl] != n {
+					t.Errorf("%s: kept %d rows, the closure in memory %d", tbl, got[tbl], n)
+				}
+			}
+		})
+	}
+}
+
+// chainExpected computes the rows a subset of chainSQL's schema keeps, by
+// another method than Compute's: every table's ids and references read
+// into memory, the rules applied by key. It returns the kept rows per
+// table, qualified.
+func chainExpected(t *testing.T, connString string, seeds map[string]string, children, whole bool) map[string]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, connString)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	ids := func(q string) []int {
+		rows, err := conn.Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// parentOf[r][child id] is the parent id along ref r; childrenOf the
+	// reverse.
+	parentOf := make([]map[int]int, len(chainRefs))
+	childrenOf := make([]map[int][]int, len(chainRefs))
+	for i, r := range chainRefs {
+		parentOf[i], childrenOf[i] = map[int]int{}, map[int][]int{}
+		rows, err := conn.Query(ctx, fmt.Sprintf("SELECT id, %s FROM big.%s WHERE %[1]s IS NOT NULL", r[1], r[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id, p int
+		if _, err := pgx.ForEachRow(rows, []any{&id, &p}, func() error {
+			parentOf[i][id] = p
+			childrenOf[i][p] = append(childrenOf[i][p], id)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept := map[string]map[int]bool{}
+	var queue [][2]any // table, id
+	keep := func(tbl string, id int) {
+		if kept[tbl] == nil {
+			kept[tbl] = map[int]bool{}
+		}
+		if !kept[tbl][id] {
+			kept[tbl][id] = true
+			queue = append(queue, [2]any{tbl, id})
+		}
+	}
+	for tbl, cond := range seeds {
+		for _, id := range ids(fmt.Sprintf("SELECT id FROM big.%s WHERE %s", tbl, cond)) {
+			keep(tbl, id)
+		}
+	}
+	if children {
+		for len(queue) > 0 {
+			tbl, id := queue[0][0].(string), queue[0][1].(int)
+			queue = queue[1:]
+			for i, r := range chainRefs {
+				if r[2] == tbl {
+					for _, ch := range childrenOf[i][id] {
+						keep(r[0], ch)
+					}
+				}
+			}
+		}
+	}
+	reached := map[string]bool{}
+	for tbl := range kept {
+		reached[tbl] = true
+	}
+	for grown := true; grown; {
+		grown = false
+		for _, r := range chainRefs {
+			if reached[r[0]] && !reached[r[2]] {
+				reached[r[2]], grown = true, true
+			}
+		}
+	}
+	for _, tbl := range []string{"chain", "hub", "item", "note"} {
+		if whole && !reached[tbl] {
+			for _, id := range ids("SELECT id FROM big." + tbl) {
+				keep(tbl, id)
+			}
+		}
+	}
+	for _, k := range slices.Collect(maps.Keys(kept)) {
+		for id := range kept[k] {
+			queue = append(queue, [2]any{k, id})
+		}
+	}
+	for len(queue) > 0 {
+		tbl, id := queue[0][0].(string), queue[0][1].(int)
+		queue = queue[1:]
+		for i, r := range chainRefs {
+			if p, ok := parentOf[i][id]; ok && r[0] == tbl {
+				keep(r[2], p)
+			}
+		}
+	}
+	out := map[string]int64{}
+	for _, tbl := range []string{"chain", "hub", "item", "note"} {
+		out["big."+tbl] = int64(len(kept[tbl]))
+	}
+	return out
 }
