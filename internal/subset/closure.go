@@ -70,7 +70,8 @@ const (
 )
 
 // closure is the fixed point's state: the rows kept so far, per table
-// holding rows, and those not yet followed.
+// holding rows, those not yet followed, and those known not to need
+// following along an edge (followed).
 type closure struct {
 	conn    *pgx.Conn
 	log     *slog.Logger // hears each query at Debug level
@@ -82,6 +83,76 @@ type closure struct {
 	pending map[uint32][]tid
 	order   []uint32 // leaves with pending rows, first come first followed
 	batch   int      // the most rows next takes: batchRows, or oldBatchRows before PostgreSQL 14
+	// followed are, per edge, direction and leaf, the rows whose
+	// neighbours that way along the edge are known to be kept already
+	// (see skip).
+	followed map[way]*rowSet
+}
+
+// way is an edge, followed up (to parents) or down (to children), from
+// the rows of one leaf table.
+type way struct {
+	e    *edge
+	up   bool
+	leaf uint32
+}
+
+// rowSet is a set of row ids of one table at 8 bytes each (a third of
+// a map's): appended to, sorted when read.
+type rowSet struct {
+	rows   []tid
+	sorted bool
+}
+
+// without is rows less those in s.
+func (s *rowSet) without(rows []tid) []tid {
+	if s == nil || len(s.rows) == 0 {
+		return rows
+	}
+	if !s.sorted {
+		slices.Sort(s.rows)
+		s.rows = slices.Compact(s.rows)
+		s.sorted = true
+	}
+	var out []tid
+	for _, t := range rows {
+		if _, ok := slices.BinarySearch(s.rows, t); !ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// skip records that the rows got (by leaf) need not be followed along e,
+// up or down, any more: their neighbours that way are kept already.
+//
+// Why that holds, up: a row a join down along a declared foreign key e
+// returned references a row that was kept then (the join started from
+// it), and the parent columns of a foreign key are a unique key, so that
+// row is its only parent along e; kept rows stay kept, so following e up
+// from it would find nothing new. Not so along a virtual reference
+// (--subset-ref), whose parent columns need not be unique: a row may
+// match other parent rows than the one it came down from. So the
+// closure is the same, only the joins that would add nothing are left
+// out: at pgbench s100, every history row came down along all three of
+// its foreign keys and every account along its one, and the upward step
+// runs no query at all.
+func (c *closure) skip(e *edge, up bool, got map[uint32][]tid) {
+	for leaf, rows := range got {
+		k := way{e, up, leaf}
+		s := c.followed[k]
+		if s == nil {
+			s = &rowSet{}
+			c.followed[k] = s
+		}
+		s.rows = append(s.rows, rows...)
+		s.sorted = false
+	}
+}
+
+// toFollow is rows of leaf less those skip recorded for e that way.
+func (c *closure) toFollow(e *edge, up bool, leaf uint32, rows []tid) []tid {
+	return c.followed[way{e, up, leaf}].without(rows)
 }
 
 // add keeps rows of leaf, and queues those not kept before: it returns
@@ -128,8 +199,9 @@ func (c *closure) next() (uint32, []tid, bool) {
 	return 0, nil, false
 }
 
-// queryRows runs q and keeps the (tableoid, ctid) rows it returns.
-func (c *closure) queryRows(ctx context.Context, what, q string, args ...any) error {
+// queryRows runs q and keeps the (tableoid, ctid) rows it returns; it
+// returns them by leaf table.
+func (c *closure) queryRows(ctx context.Context, what, q string, args ...any) (map[uint32][]tid, error) {
 	start := time.Now()
 	c.queries++
 	// The statement's description is cached, its plan is not: each run is
@@ -138,7 +210,7 @@ func (c *closure) queryRows(ctx context.Context, what, q string, args ...any) er
 	// prepared statement's generic plan would guess 10 rows.
 	rows, err := c.conn.Query(ctx, q, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
 	if err != nil {
-		return fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
+		return nil, fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
 	}
 	got := map[uint32][]tid{}
 	var oid uint32
@@ -149,14 +221,14 @@ func (c *closure) queryRows(ctx context.Context, what, q string, args ...any) er
 		n++
 		return nil
 	}); err != nil {
-		return fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
+		return nil, fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
 	}
 	fresh := 0
 	for _, leaf := range slices.Sorted(maps.Keys(got)) {
 		fresh += c.add(leaf, got[leaf])
 	}
 	c.log.Debug("subset query", "what", what, "args", argRows(args), "rows", n, "new", fresh, "duration", time.Since(start).Round(time.Millisecond))
-	return nil
+	return got, nil
 }
 
 // join is the condition that matches e's child rows (alias c) to their
@@ -169,9 +241,30 @@ func (e *edge) join() string {
 	return strings.Join(parts, " AND ")
 }
 
+// followUp keeps the parents along e of leaf's rows (leaf holds e's
+// child rows) but those skip recorded.
+func (c *closure) followUp(ctx context.Context, e *edge, leaf uint32, rows []tid) error {
+	if rows = c.toFollow(e, true, leaf, rows); len(rows) == 0 {
+		return nil
+	}
+	_, err := c.up(ctx, e, leaf, rows)
+	return err
+}
+
+// followDown keeps the rows that reference leaf's rows along e (leaf
+// holds e's parent rows), and records that their parents along e are
+// kept (skip).
+func (c *closure) followDown(ctx context.Context, e *edge, leaf uint32, rows []tid) error {
+	got, err := c.down(ctx, e, leaf, rows)
+	if err == nil && e.declared {
+		c.skip(e, true, got)
+	}
+	return err
+}
+
 // up keeps the parents of leaf's rows along e (leaf holds e's child rows),
 // or of every row of e's child relation when rows is nil.
-func (c *closure) up(ctx context.Context, e *edge, leaf uint32, rows []tid) error {
+func (c *closure) up(ctx context.Context, e *edge, leaf uint32, rows []tid) (map[uint32][]tid, error) {
 	parent := c.g.rels[e.parent]
 	if rows == nil {
 		q := fmt.Sprintf("SELECT DISTINCT p.tableoid::pg_catalog.oid, p.ctid FROM %s c JOIN %s p ON %s", c.g.rels[e.child].from(), parent.from(), e.join())
@@ -184,7 +277,7 @@ func (c *closure) up(ctx context.Context, e *edge, leaf uint32, rows []tid) erro
 
 // down keeps the rows that reference leaf's rows along e (leaf holds e's
 // parent rows).
-func (c *closure) down(ctx context.Context, e *edge, leaf uint32, rows []tid) error {
+func (c *closure) down(ctx context.Context, e *edge, leaf uint32, rows []tid) (map[uint32][]tid, error) {
 	q := fmt.Sprintf("SELECT DISTINCT c.tableoid::pg_catalog.oid, c.ctid FROM ONLY %s p JOIN %s c ON %s WHERE %s",
 		c.g.rels[leaf].qualified(), c.g.rels[e.child].from(), e.join(), rowsIn("p"))
 	return c.queryRows(ctx, "follow "+e.name+" to its children", q, tidArgs(rows)...)

@@ -69,7 +69,7 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 		log = slog.New(slog.DiscardHandler)
 	}
 	start := time.Now()
-	c := &closure{conn: conn, log: log, g: g, kept: map[uint32]map[tid]struct{}{}, pending: map[uint32][]tid{}, batch: batchRows}
+	c := &closure{conn: conn, log: log, g: g, kept: map[uint32]map[tid]struct{}{}, pending: map[uint32][]tid{}, batch: batchRows, followed: map[way]*rowSet{}}
 	if opts.Server.VersionNum < 140000 {
 		c.batch = oldBatchRows
 	}
@@ -90,7 +90,7 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 	}
 	for i, s := range spec.Seeds {
 		q := fmt.Sprintf("SELECT tableoid::pg_catalog.oid, ctid FROM %s WHERE (%s)", g.rels[seeds[i]].from(), s.Where)
-		if err := c.queryRows(ctx, "--subset "+s.Table, q); err != nil {
+		if _, err := c.queryRows(ctx, "--subset "+s.Table, q); err != nil {
 			return nil, err
 		}
 	}
@@ -101,7 +101,7 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 			for _, h := range g.holders(leaf) {
 				for _, e := range g.edges {
 					if e.parent == h {
-						if err := c.down(ctx, e, leaf, rows); err != nil {
+						if err := c.followDown(ctx, e, leaf, rows); err != nil {
 							return nil, err
 						}
 					}
@@ -116,7 +116,7 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 		}
 	}
 	for _, e := range wholeEdges {
-		if err := c.up(ctx, e, 0, nil); err != nil {
+		if _, err := c.up(ctx, e, 0, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -126,7 +126,7 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 		for _, h := range g.holders(leaf) {
 			for _, e := range g.edges {
 				if e.child == h && reached(e.parent) {
-					if err := c.up(ctx, e, leaf, rows); err != nil {
+					if err := c.followUp(ctx, e, leaf, rows); err != nil {
 						return nil, err
 					}
 				}

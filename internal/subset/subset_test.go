@@ -239,12 +239,18 @@ INSERT INTO big.note SELECT i, CASE WHEN i % 11 <> 0 THEN 1 + (i * 7) % 30000 EN
   FROM generate_series(1, 40000) i;
 ANALYZE;`
 
-// chainRefs are chainSQL's references, by hand: child, its column,
-// parent (whose key is id).
-var chainRefs = [][3]string{
-	{"chain", "prev", "chain"}, {"item", "hub_id", "hub"}, {"item", "hub2", "hub"}, {"item", "chain_id", "chain"},
-	{"note", "item_id", "item"}, {"note", "reply_to", "note"},
+// chainRefs are chainSQL's foreign keys, by hand: child, its column,
+// parent, its column.
+var chainRefs = [][4]string{
+	{"chain", "prev", "chain", "id"}, {"item", "hub_id", "hub", "id"}, {"item", "hub2", "hub", "id"}, {"item", "chain_id", "chain", "id"},
+	{"note", "item_id", "item", "id"}, {"note", "reply_to", "note", "id"},
 }
+
+// chainVirtual is a virtual reference of chainSQL's schema to columns
+// that are not unique: a note whose reply_to is n references every item
+// whose hub2 is n. A row it brings down has other parents than the one
+// it came from.
+var chainVirtual = [4]string{"note", "reply_to", "item", "hub2"}
 
 // TestComputeChains computes subsets of chainSQL's schema, whose self
 // reference is 5,000 rows long and whose tables have more rows than the
@@ -264,6 +270,7 @@ func TestComputeChains(t *testing.T) {
 		seeds    map[string]string
 		children bool
 		others   string
+		virtual  bool             // with chainVirtual
 		want     map[string]int64 // some counts, known by construction
 	}{
 		{name: "chain up", seeds: map[string]string{"chain": "id = 4000"}, others: OthersNone,
@@ -273,6 +280,7 @@ func TestComputeChains(t *testing.T) {
 		{name: "chain down, big batches", seeds: map[string]string{"chain": "id = 1"}, children: true, others: OthersNone},
 		{name: "hubs down, several edges", seeds: map[string]string{"hub": "id <= 2"}, children: true, others: OthersNone},
 		{name: "notes up, others all", seeds: map[string]string{"note": "id % 7 = 0"}, others: OthersAll},
+		{name: "virtual reference to a column not unique", seeds: map[string]string{"item": "id = 3"}, children: true, others: OthersNone, virtual: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -280,7 +288,17 @@ func TestComputeChains(t *testing.T) {
 			for tbl, cond := range tc.seeds {
 				spec.Seeds = append(spec.Seeds, Seed{"big." + tbl, cond})
 			}
-			want := chainExpected(t, c.ConnString(db), tc.seeds, tc.children, tc.others == OthersAll)
+			refs := chainRefs
+			if tc.virtual {
+				v := chainVirtual
+				ref, err := ParseRef(fmt.Sprintf("big.%s(%s) -> big.%s(%s)", v[0], v[1], v[2], v[3]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				spec.Refs = []Ref{ref}
+				refs = append(slices.Clip(refs), v)
+			}
+			want := chainExpected(t, c.ConnString(db), refs, tc.seeds, tc.children, tc.others == OthersAll)
 			for tbl, n := range tc.want {
 				if want[tbl] != n {
 					t.Fatalf("the closure in memory keeps %d rows of %s, want %d", want[tbl], tbl, n)
@@ -298,11 +316,11 @@ func TestComputeChains(t *testing.T) {
 	}
 }
 
-// chainExpected computes the rows a subset of chainSQL's schema keeps, by
-// another method than Compute's: every table's ids and references read
-// into memory, the rules applied by key. It returns the kept rows per
-// table, qualified.
-func chainExpected(t *testing.T, connString string, seeds map[string]string, children, whole bool) map[string]int64 {
+// chainExpected computes the rows a subset of chainSQL's schema with
+// references refs keeps, by another method than Compute's: every table's
+// ids and references read into memory, the rules applied by key. It
+// returns the kept rows per table, qualified.
+func chainExpected(t *testing.T, connString string, refs [][4]string, seeds map[string]string, children, whole bool) map[string]int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -322,19 +340,19 @@ func chainExpected(t *testing.T, connString string, seeds map[string]string, chi
 		}
 		return out
 	}
-	// parentOf[r][child id] is the parent id along ref r; childrenOf the
-	// reverse.
-	parentOf := make([]map[int]int, len(chainRefs))
-	childrenOf := make([]map[int][]int, len(chainRefs))
-	for i, r := range chainRefs {
-		parentOf[i], childrenOf[i] = map[int]int{}, map[int][]int{}
-		rows, err := conn.Query(ctx, fmt.Sprintf("SELECT id, %s FROM big.%s WHERE %[1]s IS NOT NULL", r[1], r[0]))
+	// parentsOf[r][child id] are the parent ids along ref r; childrenOf
+	// the reverse.
+	parentsOf := make([]map[int][]int, len(refs))
+	childrenOf := make([]map[int][]int, len(refs))
+	for i, r := range refs {
+		parentsOf[i], childrenOf[i] = map[int][]int{}, map[int][]int{}
+		rows, err := conn.Query(ctx, fmt.Sprintf("SELECT c.id, p.id FROM big.%s c JOIN big.%s p ON p.%s = c.%s", r[0], r[2], r[3], r[1]))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var id, p int
 		if _, err := pgx.ForEachRow(rows, []any{&id, &p}, func() error {
-			parentOf[i][id] = p
+			parentsOf[i][id] = append(parentsOf[i][id], p)
 			childrenOf[i][p] = append(childrenOf[i][p], id)
 			return nil
 		}); err != nil {
@@ -361,7 +379,7 @@ func chainExpected(t *testing.T, connString string, seeds map[string]string, chi
 		for len(queue) > 0 {
 			tbl, id := queue[0][0].(string), queue[0][1].(int)
 			queue = queue[1:]
-			for i, r := range chainRefs {
+			for i, r := range refs {
 				if r[2] == tbl {
 					for _, ch := range childrenOf[i][id] {
 						keep(r[0], ch)
@@ -376,7 +394,7 @@ func chainExpected(t *testing.T, connString string, seeds map[string]string, chi
 	}
 	for grown := true; grown; {
 		grown = false
-		for _, r := range chainRefs {
+		for _, r := range refs {
 			if reached[r[0]] && !reached[r[2]] {
 				reached[r[2]], grown = true, true
 			}
@@ -397,9 +415,11 @@ func chainExpected(t *testing.T, connString string, seeds map[string]string, chi
 	for len(queue) > 0 {
 		tbl, id := queue[0][0].(string), queue[0][1].(int)
 		queue = queue[1:]
-		for i, r := range chainRefs {
-			if p, ok := parentOf[i][id]; ok && r[0] == tbl {
-				keep(r[2], p)
+		for i, r := range refs {
+			if r[0] == tbl {
+				for _, p := range parentsOf[i][id] {
+					keep(r[2], p)
+				}
 			}
 		}
 	}
