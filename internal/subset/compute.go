@@ -69,9 +69,10 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 		log = slog.New(slog.DiscardHandler)
 	}
 	start := time.Now()
-	c := &closure{conn: conn, log: log, g: g, kept: map[uint32]map[tid]struct{}{}, pending: map[uint32][]tid{}, batch: batchRows, followed: map[way]*rowSet{}}
+	c := &closure{conn: conn, log: log, g: g, kept: map[uint32]map[tid]struct{}{}, pending: map[uint32][]tid{}, batch: batchRows,
+		followed: map[way]*rowSet{}, recurse: true, recursive: map[*edge]bool{}}
 	if opts.Server.VersionNum < 140000 {
-		c.batch = oldBatchRows
+		c.batch, c.recurse = oldBatchRows, false
 	}
 	reached := func(oid uint32) bool { return p.cls[g.root(oid)] == reached }
 	// The whole other tables whose rows reference reached ones are read

@@ -224,13 +224,17 @@ func TestReadFileErrors(t *testing.T) {
 // 5000, so rows 4001-5000 are a cycle), tables with more rows than one
 // query of the old batches followed (items 30,000, notes 40,000), rows
 // referenced along several edges (an item's hub_id and hub2, a note's
-// item and its reply_to, itself a short self-reference chain).
+// item and its reply_to, itself a short self-reference chain), and a
+// chain (coin) whose key type has no hashing, which a recursive query
+// cannot follow.
 const chainSQL = `
 CREATE SCHEMA big;
 CREATE TABLE big.chain (id int PRIMARY KEY, prev int REFERENCES big.chain);
 CREATE TABLE big.hub (id int PRIMARY KEY);
 CREATE TABLE big.item (id int PRIMARY KEY, hub_id int NOT NULL REFERENCES big.hub, hub2 int REFERENCES big.hub, chain_id int REFERENCES big.chain);
 CREATE TABLE big.note (id int PRIMARY KEY, item_id int REFERENCES big.item, reply_to int REFERENCES big.note);
+CREATE TABLE big.coin (id money PRIMARY KEY, prev money REFERENCES big.coin);
+INSERT INTO big.coin SELECT i::numeric::money, NULLIF(i - 1, 0)::numeric::money FROM generate_series(1, 300) i;
 INSERT INTO big.chain SELECT i, CASE WHEN i = 4001 THEN 5000 ELSE NULLIF(i - 1, 0) END FROM generate_series(1, 5000) i;
 INSERT INTO big.hub SELECT generate_series(1, 40);
 INSERT INTO big.item SELECT i, 1 + i % 40, CASE WHEN i % 3 = 0 THEN 1 + (i / 40) % 40 END, CASE WHEN i % 2 = 0 THEN 1 + i % 5000 END
@@ -243,8 +247,11 @@ ANALYZE;`
 // parent, its column.
 var chainRefs = [][4]string{
 	{"chain", "prev", "chain", "id"}, {"item", "hub_id", "hub", "id"}, {"item", "hub2", "hub", "id"}, {"item", "chain_id", "chain", "id"},
-	{"note", "item_id", "item", "id"}, {"note", "reply_to", "note", "id"},
+	{"note", "item_id", "item", "id"}, {"note", "reply_to", "note", "id"}, {"coin", "prev", "coin", "id"},
 }
+
+// chainTables are chainSQL's tables, unqualified.
+var chainTables = []string{"chain", "hub", "item", "note", "coin"}
 
 // chainVirtual is a virtual reference of chainSQL's schema to columns
 // that are not unique: a note whose reply_to is n references every item
@@ -272,12 +279,16 @@ func TestComputeChains(t *testing.T) {
 		others   string
 		virtual  bool             // with chainVirtual
 		want     map[string]int64 // some counts, known by construction
+		log      string           // in the Debug log
 	}{
 		{name: "chain up", seeds: map[string]string{"chain": "id = 4000"}, others: OthersNone,
-			want: map[string]int64{"big.chain": 4000, "big.item": 0}},
+			want: map[string]int64{"big.chain": 4000, "big.item": 0}, log: `subset closure" queries=2 `},
+		{name: "chain without hashing", seeds: map[string]string{"coin": "id = 300::numeric::money"}, others: OthersNone,
+			want: map[string]int64{"big.coin": 300}, log: "no recursive query along a self reference"},
 		{name: "chain up into its cycle", seeds: map[string]string{"chain": "id = 4500"}, others: OthersNone,
 			want: map[string]int64{"big.chain": 1000}},
-		{name: "chain down, big batches", seeds: map[string]string{"chain": "id = 1"}, children: true, others: OthersNone},
+		{name: "chain down, big batches", seeds: map[string]string{"chain": "id = 1"}, children: true, others: OthersNone,
+			log: `what="follow chain_prev_fkey to its children, to the end of its chain" args=1 rows=3999`},
 		{name: "hubs down, several edges", seeds: map[string]string{"hub": "id <= 2"}, children: true, others: OthersNone},
 		{name: "notes up, others all", seeds: map[string]string{"note": "id % 7 = 0"}, others: OthersAll},
 		{name: "virtual reference to a column not unique", seeds: map[string]string{"item": "id = 3"}, children: true, others: OthersNone, virtual: true},
@@ -305,12 +316,16 @@ func TestComputeChains(t *testing.T) {
 				}
 			}
 			start := time.Now()
-			got := keptRows(t, c.ConnString(db), spec, nil)
+			var log bytes.Buffer
+			got := keptRows(t, c.ConnString(db), spec, slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})))
 			t.Logf("computed and read in %s", time.Since(start).Round(time.Millisecond))
 			for tbl, n := range want {
 				if got[tbl] != n {
 					t.Errorf("%s: kept %d rows, the closure in memory %d", tbl, got[tbl], n)
 				}
+			}
+			if !strings.Contains(log.String(), tc.log) {
+				t.Errorf("the log has no %q:\n%s", tc.log, log.String())
 			}
 		})
 	}
@@ -329,12 +344,12 @@ func chainExpected(t *testing.T, connString string, refs [][4]string, seeds map[
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	ids := func(q string) []int {
+	ids := func(q string) []string {
 		rows, err := conn.Query(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,15 +357,15 @@ func chainExpected(t *testing.T, connString string, refs [][4]string, seeds map[
 	}
 	// parentsOf[r][child id] are the parent ids along ref r; childrenOf
 	// the reverse.
-	parentsOf := make([]map[int][]int, len(refs))
-	childrenOf := make([]map[int][]int, len(refs))
+	parentsOf := make([]map[string][]string, len(refs))
+	childrenOf := make([]map[string][]string, len(refs))
 	for i, r := range refs {
-		parentsOf[i], childrenOf[i] = map[int][]int{}, map[int][]int{}
-		rows, err := conn.Query(ctx, fmt.Sprintf("SELECT c.id, p.id FROM big.%s c JOIN big.%s p ON p.%s = c.%s", r[0], r[2], r[3], r[1]))
+		parentsOf[i], childrenOf[i] = map[string][]string{}, map[string][]string{}
+		rows, err := conn.Query(ctx, fmt.Sprintf("SELECT c.id::text, p.id::text FROM big.%s c JOIN big.%s p ON p.%s = c.%s", r[0], r[2], r[3], r[1]))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var id, p int
+		var id, p string
 		if _, err := pgx.ForEachRow(rows, []any{&id, &p}, func() error {
 			parentsOf[i][id] = append(parentsOf[i][id], p)
 			childrenOf[i][p] = append(childrenOf[i][p], id)
@@ -359,25 +374,25 @@ func chainExpected(t *testing.T, connString string, refs [][4]string, seeds map[
 			t.Fatal(err)
 		}
 	}
-	kept := map[string]map[int]bool{}
-	var queue [][2]any // table, id
-	keep := func(tbl string, id int) {
+	kept := map[string]map[string]bool{}
+	var queue [][2]string // table, id
+	keep := func(tbl string, id string) {
 		if kept[tbl] == nil {
-			kept[tbl] = map[int]bool{}
+			kept[tbl] = map[string]bool{}
 		}
 		if !kept[tbl][id] {
 			kept[tbl][id] = true
-			queue = append(queue, [2]any{tbl, id})
+			queue = append(queue, [2]string{tbl, id})
 		}
 	}
 	for tbl, cond := range seeds {
-		for _, id := range ids(fmt.Sprintf("SELECT id FROM big.%s WHERE %s", tbl, cond)) {
+		for _, id := range ids(fmt.Sprintf("SELECT id::text FROM big.%s WHERE %s", tbl, cond)) {
 			keep(tbl, id)
 		}
 	}
 	if children {
 		for len(queue) > 0 {
-			tbl, id := queue[0][0].(string), queue[0][1].(int)
+			tbl, id := queue[0][0], queue[0][1]
 			queue = queue[1:]
 			for i, r := range refs {
 				if r[2] == tbl {
@@ -400,20 +415,20 @@ func chainExpected(t *testing.T, connString string, refs [][4]string, seeds map[
 			}
 		}
 	}
-	for _, tbl := range []string{"chain", "hub", "item", "note"} {
+	for _, tbl := range chainTables {
 		if whole && !reached[tbl] {
-			for _, id := range ids("SELECT id FROM big." + tbl) {
+			for _, id := range ids("SELECT id::text FROM big." + tbl) {
 				keep(tbl, id)
 			}
 		}
 	}
 	for _, k := range slices.Collect(maps.Keys(kept)) {
 		for id := range kept[k] {
-			queue = append(queue, [2]any{k, id})
+			queue = append(queue, [2]string{k, id})
 		}
 	}
 	for len(queue) > 0 {
-		tbl, id := queue[0][0].(string), queue[0][1].(int)
+		tbl, id := queue[0][0], queue[0][1]
 		queue = queue[1:]
 		for i, r := range refs {
 			if r[0] == tbl {
@@ -424,7 +439,7 @@ func chainExpected(t *testing.T, connString string, refs [][4]string, seeds map[
 		}
 	}
 	out := map[string]int64{}
-	for _, tbl := range []string{"chain", "hub", "item", "note"} {
+	for _, tbl := range chainTables {
 		out["big."+tbl] = int64(len(kept[tbl]))
 	}
 	return out
