@@ -386,10 +386,17 @@ func (c *closure) up(ctx context.Context, e *edge, leaf uint32, rows []tid) (map
 }
 
 // down keeps the rows that reference leaf's rows along e (leaf holds e's
-// parent rows).
+// parent rows). Along a foreign key each child row matches one parent row
+// at most (a unique key), and the ids are distinct rows: no row comes
+// twice, and DISTINCT (a hash of every row returned) is left out; a
+// virtual reference's parent columns may repeat a value, and keep it.
 func (c *closure) down(ctx context.Context, e *edge, leaf uint32, rows []tid) (map[uint32][]tid, error) {
-	q := fmt.Sprintf("SELECT DISTINCT c.tableoid::pg_catalog.oid, c.ctid FROM ONLY %s p JOIN %s c ON %s WHERE %s",
-		c.g.rels[leaf].qualified(), c.g.rels[e.child].from(), e.join(), rowsIn("p"))
+	distinct := "DISTINCT "
+	if e.declared {
+		distinct = ""
+	}
+	q := fmt.Sprintf("SELECT %sc.tableoid::pg_catalog.oid, c.ctid FROM ONLY %s p JOIN %s c ON %s WHERE %s",
+		distinct, c.g.rels[leaf].qualified(), c.g.rels[e.child].from(), e.join(), rowsIn("p"))
 	return c.queryRows(ctx, "follow "+e.name+" to its children", q, tidArgs(rows)...)
 }
 
