@@ -94,6 +94,7 @@ type closure struct {
 	// accepted (absent: not tried yet): see selfQuery.
 	recurse   bool
 	recursive map[*edge]bool
+	index     map[*edge]bool // whether an index starts with the edge's child columns (see indexed)
 }
 
 // way is an edge, followed up (to parents) or down (to children), from
@@ -210,6 +211,14 @@ func (c *closure) next() (uint32, []tid, bool) {
 // queryRows runs q and keeps the (tableoid, ctid) rows it returns; it
 // returns them by leaf table.
 func (c *closure) queryRows(ctx context.Context, what, q string, args ...any) (map[uint32][]tid, error) {
+	got, _, err := c.queryFlagged(ctx, what, q, 0, args...)
+	return got, err
+}
+
+// queryFlagged is queryRows for a query whose rows have flags more
+// booleans after the row id: it returns too, for each flag, the rows
+// that had it, by leaf table.
+func (c *closure) queryFlagged(ctx context.Context, what, q string, flags int, args ...any) (map[uint32][]tid, []map[uint32][]tid, error) {
 	start := time.Now()
 	c.queries++
 	// The statement's description is cached, its plan is not: each run is
@@ -218,37 +227,52 @@ func (c *closure) queryRows(ctx context.Context, what, q string, args ...any) (m
 	// prepared statement's generic plan would guess 10 rows.
 	rows, err := c.conn.Query(ctx, q, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
 	if err != nil {
-		return nil, fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
+		return nil, nil, fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
 	}
 	got := map[uint32][]tid{}
+	byFlag := make([]map[uint32][]tid, flags)
+	for i := range byFlag {
+		byFlag[i] = map[uint32][]tid{}
+	}
 	var oid uint32
 	var t pgtype.TID
+	dest := []any{&oid, &t}
+	flag := make([]bool, flags)
+	for i := range flag {
+		dest = append(dest, &flag[i])
+	}
 	n := 0
-	if _, err := pgx.ForEachRow(rows, []any{&oid, &t}, func() error {
+	if _, err := pgx.ForEachRow(rows, dest, func() error {
 		got[oid] = append(got[oid], tidOf(t))
+		for i, f := range flag {
+			if f {
+				byFlag[i][oid] = append(byFlag[i][oid], tidOf(t))
+			}
+		}
 		n++
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
+		return nil, nil, fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
 	}
 	fresh := 0
 	for _, leaf := range slices.Sorted(maps.Keys(got)) {
 		fresh += c.add(leaf, got[leaf])
 	}
 	c.log.Debug("subset query", "what", what, "args", argRows(args), "rows", n, "new", fresh, "duration", time.Since(start).Round(time.Millisecond))
-	return got, nil
+	return got, byFlag, nil
 }
 
 // join is the condition that matches e's child rows (alias c) to their
 // parent rows (alias p).
-func (e *edge) join() string { return e.on(e.parentCols, e.childCols) }
+func (e *edge) join() string { return e.on("p", e.parentCols, "c", e.childCols) }
 
-// on is join with other columns on either side: a recursive query's
-// working table (see selfQuery) in place of p or c.
-func (e *edge) on(parentCols, childCols []string) string {
+// on is join with other relations and columns on either side: a
+// recursive query's working table (see selfQuery) or a set of parent keys
+// (see downMany) in place of p or c.
+func (e *edge) on(p string, parentCols []string, c string, childCols []string) string {
 	parts := make([]string, len(childCols))
 	for i := range childCols {
-		parts[i] = fmt.Sprintf("p.%s %s c.%s", pgx.Identifier{parentCols[i]}.Sanitize(), e.ops[i], pgx.Identifier{childCols[i]}.Sanitize())
+		parts[i] = fmt.Sprintf("%s.%s %s %s.%s", p, pgx.Identifier{parentCols[i]}.Sanitize(), e.ops[i], c, pgx.Identifier{childCols[i]}.Sanitize())
 	}
 	return strings.Join(parts, " AND ")
 }
@@ -337,10 +361,10 @@ func (c *closure) selfQuery(ctx context.Context, e *edge, up bool, leaf uint32, 
 	var first, next string
 	if up {
 		first = fmt.Sprintf("FROM ONLY %s c JOIN %s p ON %s WHERE %s", c.g.rels[leaf].qualified(), from, e.join(), rowsIn("c"))
-		next = fmt.Sprintf("FROM r c JOIN %s p ON %s", from, e.on(e.parentCols, keys))
+		next = fmt.Sprintf("FROM r c JOIN %s p ON %s", from, e.on("p", e.parentCols, "c", keys))
 	} else {
 		first = fmt.Sprintf("FROM ONLY %s p JOIN %s c ON %s WHERE %s", c.g.rels[leaf].qualified(), from, e.join(), rowsIn("p"))
-		next = fmt.Sprintf("FROM r p JOIN %s c ON %s", from, e.on(keys, e.childCols))
+		next = fmt.Sprintf("FROM r p JOIN %s c ON %s", from, e.on("p", keys, "c", e.childCols))
 	}
 	cols := fmt.Sprintf("%[1]s.tableoid::pg_catalog.oid, %[1]s.ctid, %[2]s", near, strings.Join(sel, ", "))
 	q := fmt.Sprintf("WITH RECURSIVE r(o, t, %s) AS (SELECT %s %s UNION SELECT %s %s) SELECT o, t FROM r",
@@ -413,8 +437,11 @@ func argRows(args []any) int {
 
 // rowsIn is the condition that picks alias a's rows by the row ids of
 // tidArgs: the ids, and their page range for the planner (see batchRows).
-func rowsIn(a string) string {
-	return fmt.Sprintf("%[1]s.ctid = ANY ($1::pg_catalog.tid[]) AND %[1]s.ctid >= $2::pg_catalog.tid AND %[1]s.ctid <= $3::pg_catalog.tid", a)
+func rowsIn(a string) string { return rowsInAt(a, 1) }
+
+// rowsInAt is rowsIn with its arguments from $n on.
+func rowsInAt(a string, n int) string {
+	return fmt.Sprintf("%[1]s.ctid = ANY ($%[2]d::pg_catalog.tid[]) AND %[1]s.ctid >= $%[3]d::pg_catalog.tid AND %[1]s.ctid <= $%[4]d::pg_catalog.tid", a, n, n+1, n+2)
 }
 
 // tidArgs are rowsIn's arguments for rows (at least one).

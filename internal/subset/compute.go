@@ -70,7 +70,7 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 	}
 	start := time.Now()
 	c := &closure{conn: conn, log: log, g: g, kept: map[uint32]map[tid]struct{}{}, pending: map[uint32][]tid{}, batch: batchRows,
-		followed: map[way]*rowSet{}, recurse: true, recursive: map[*edge]bool{}}
+		followed: map[way]*rowSet{}, recurse: true, recursive: map[*edge]bool{}, index: map[*edge]bool{}}
 	if opts.Server.VersionNum < 140000 {
 		c.batch, c.recurse = oldBatchRows, false
 	}
@@ -98,16 +98,8 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 	if spec.Children {
 		// Downward from the seeds only: a row kept because something
 		// references it does not bring its own children.
-		for leaf, rows, ok := c.next(); ok; leaf, rows, ok = c.next() {
-			for _, h := range g.holders(leaf) {
-				for _, e := range g.edges {
-					if e.parent == h {
-						if err := c.followDown(ctx, e, leaf, rows); err != nil {
-							return nil, err
-						}
-					}
-				}
-			}
+		if err := c.downward(ctx); err != nil {
+			return nil, err
 		}
 		for _, leaf := range slices.Sorted(maps.Keys(c.kept)) {
 			rows := slices.Collect(maps.Keys(c.kept[leaf]))

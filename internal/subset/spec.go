@@ -9,7 +9,8 @@
 // exported snapshot, without writing anything on the source: the kept rows
 // are sets of row ids (table OID, ctid) held by the client, grown by joins
 // along each reference from all the rows a table got in one step (up to
-// a million in one query). A self reference (an employee's manager) is
+// a million in one query; downward, one query per child table for all
+// the references into it without an index). A self reference (an employee's manager) is
 // followed by one recursive query to the end of its chains instead, as
 // the fixed point would take one query per link; references between
 // tables stay with the fixed point, which a recursive query cannot hold

@@ -292,9 +292,11 @@ func TestComputeChains(t *testing.T) {
 		{name: "chain down, big batches", seeds: map[string]string{"chain": "id = 1"}, children: true, others: OthersNone,
 			log: []string{`what="follow chain_prev_fkey to its children, to the end of its chain" args=1 rows=3999`,
 				`what="follow note_item_id_fkey to its children" args=12000 `}}, // one query for more than 10,000 rows
-		{name: "hubs down, several edges", seeds: map[string]string{"hub": "id <= 2"}, children: true, others: OthersNone},
+		{name: "hubs down, several edges", seeds: map[string]string{"hub": "id <= 2"}, children: true, others: OthersNone,
+			log: []string{`what="follow item_hub_id_fkey, item_hub2_fkey to their children" args=4 `}}, // one scan of item
 		{name: "notes up, others all", seeds: map[string]string{"note": "id % 7 = 0"}, others: OthersAll},
-		{name: "virtual reference to a column not unique", seeds: map[string]string{"item": "id = 3"}, children: true, others: OthersNone, virtual: true},
+		{name: "virtual reference to a column not unique", seeds: map[string]string{"item": "id = 3"}, children: true, others: OthersNone, virtual: true,
+			log: []string{`what="follow note_item_id_fkey, --subset-ref big.note(reply_to) -> big.item(hub2) to their children"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
