@@ -397,30 +397,48 @@ func chainExpected(t *testing.T, connString string, refs [][4]string, seeds map[
 			keep(tbl, id)
 		}
 	}
-	if children {
+	// follow keeps the rows the queued ones reference (down: the rows
+	// referencing them), to the end.
+	follow := func(down bool) {
 		for len(queue) > 0 {
 			tbl, id := queue[0][0], queue[0][1]
 			queue = queue[1:]
 			for i, r := range refs {
-				if r[2] == tbl {
+				switch {
+				case down && r[2] == tbl:
 					for _, ch := range childrenOf[i][id] {
 						keep(r[0], ch)
+					}
+				case !down && r[0] == tbl:
+					for _, p := range parentsOf[i][id] {
+						keep(r[2], p)
 					}
 				}
 			}
 		}
 	}
+	// The tables the rules reach, by the schema: the seeds', those below
+	// them (with children), and those above any of these.
 	reached := map[string]bool{}
-	for tbl := range kept {
+	for tbl := range seeds {
 		reached[tbl] = true
 	}
-	for grown := true; grown; {
-		grown = false
-		for _, r := range refs {
-			if reached[r[0]] && !reached[r[2]] {
-				reached[r[2]], grown = true, true
+	for _, down := range []bool{true, false} {
+		for grown := true; grown && (children || !down); {
+			grown = false
+			for _, r := range refs {
+				from, to := r[0], r[2]
+				if down {
+					from, to = to, from
+				}
+				if reached[from] && !reached[to] {
+					reached[to], grown = true, true
+				}
 			}
 		}
+	}
+	if children {
+		follow(true)
 	}
 	for _, tbl := range chainTables {
 		if whole && !reached[tbl] {
@@ -429,22 +447,13 @@ func chainExpected(t *testing.T, connString string, refs [][4]string, seeds map[
 			}
 		}
 	}
-	for _, k := range slices.Collect(maps.Keys(kept)) {
+	queue = queue[:0]
+	for _, k := range slices.Sorted(maps.Keys(kept)) {
 		for id := range kept[k] {
 			queue = append(queue, [2]string{k, id})
 		}
 	}
-	for len(queue) > 0 {
-		tbl, id := queue[0][0], queue[0][1]
-		queue = queue[1:]
-		for i, r := range refs {
-			if r[0] == tbl {
-				for _, p := range parentsOf[i][id] {
-					keep(r[2], p)
-				}
-			}
-		}
-	}
+	follow(false)
 	out := map[string]int64{}
 	for _, tbl := range chainTables {
 		out["big."+tbl] = int64(len(kept[tbl]))
