@@ -281,7 +281,7 @@ func TestComputeChains(t *testing.T) {
 		others   string
 		virtual  bool             // with chainVirtual
 		want     map[string]int64 // some counts, known by construction
-		log      []string         // in the Debug log
+		log      []string         // in the Debug log (PostgreSQL 14+)
 	}{
 		{name: "chain up", seeds: map[string]string{"chain": "id = 4000"}, others: OthersNone,
 			want: map[string]int64{"big.chain": 4000, "big.item": 0}, log: []string{`subset closure" queries=2 `}},
@@ -330,6 +330,9 @@ func TestComputeChains(t *testing.T) {
 				}
 			}
 			for _, l := range tc.log {
+				if c.Version() < 14 {
+					break // steps of 10,000 rows, no recursive query
+				}
 				if !strings.Contains(log.String(), l) {
 					t.Errorf("the log has no %q:\n%s", l, log.String())
 				}
