@@ -142,10 +142,10 @@ func (s *rowSet) without(rows []tid) []tid {
 // (--subset-ref), whose parent columns need not be unique: a row may
 // match other parent rows than the one it came down from. A recursive
 // query along a self reference (selfQuery) follows every row it returns,
-// that way, whatever the reference. So the closure is the same, only the joins that would add nothing are left
-// out: at pgbench s100, every history row came down along all three of
-// its foreign keys and every account along its one, and the upward step
-// runs no query at all.
+// that way, whatever the reference. So the closure is the same, only the
+// joins that would add nothing are left out: at pgbench s100, every
+// history row came down along all three of its foreign keys and every
+// account along its one, and the upward step runs no query at all.
 func (c *closure) skip(e *edge, up bool, got map[uint32][]tid) {
 	for leaf, rows := range got {
 		k := way{e, up, leaf}
