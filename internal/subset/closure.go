@@ -2,21 +2,41 @@ package subset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
-// batchRows is how many frontier rows one join reads: the ctid array of a
-// query, and the size of its answer's first step.
-const batchRows = 10000
+// batchRows is the most frontier rows of one table one join reads: the
+// ctid array of a query (about 10 bytes a row id as sent, so at most
+// about 10 MB). A join along a reference whose child columns have no index
+// scans the child table whole, whatever the batch: so the batch is large
+// enough that all the rows a table gets in one step are followed at once
+// (one scan per reference in the usual case: the 100,000 accounts of
+// pgbench s100's 1% follow their history in one scan, not ten), and
+// bounded so that one query's memory, the client's and the server's,
+// stays small beside the kept sets.
+//
+// A large array needs its page range beside it (rowsIn): the planner
+// costs a TID scan as one random page read per row id, so past a few
+// thousand ids it would rather read the whole table; with the range it
+// reads only the pages from the first id to the last (a TID range scan,
+// PostgreSQL 14+). Before 14 there is no TID range scan, and the batch
+// stays at oldBatchRows, where the TID scan still wins.
+const (
+	batchRows    = 1_000_000
+	oldBatchRows = 10_000
+)
 
 // savepoint brackets Compute's reads: rolled back at the end, it releases
 // the locks they took, as the dump's catalog reads do.
@@ -52,39 +72,122 @@ const (
 )
 
 // closure is the fixed point's state: the rows kept so far, per table
-// holding rows, and those not yet followed.
+// holding rows, those not yet followed, and those known not to need
+// following along an edge (followed).
 type closure struct {
 	conn    *pgx.Conn
+	log     *slog.Logger // hears each query at Debug level
+	queries int          // run so far, for the summary
 	g       *graph
 	classOf map[uint32]class // by partition root
 	whole   map[uint32]bool  // by root: an other table kept whole (--subset-others all)
 	kept    map[uint32]map[tid]struct{}
 	pending map[uint32][]tid
 	order   []uint32 // leaves with pending rows, first come first followed
+	batch   int      // the most rows next takes: batchRows, or oldBatchRows before PostgreSQL 14
+	// followed are, per edge, direction and leaf, the rows whose
+	// neighbours that way along the edge are known to be kept already
+	// (see skip).
+	followed map[way]*rowSet
+	// recurse says whether self references are followed by recursive
+	// queries (PostgreSQL 14+), recursive which of them the server
+	// accepted (absent: not tried yet): see selfQuery.
+	recurse   bool
+	recursive map[*edge]bool
+	index     map[*edge]bool // whether an index starts with the edge's child columns (see indexed)
 }
 
-// add keeps rows of leaf, and queues those not kept before.
-func (c *closure) add(leaf uint32, rows []tid) {
+// way is an edge, followed up (to parents) or down (to children), from
+// the rows of one leaf table.
+type way struct {
+	e    *edge
+	up   bool
+	leaf uint32
+}
+
+// rowSet is a set of row ids of one table at 8 bytes each (a third of
+// a map's): appended to, sorted when read.
+type rowSet struct {
+	rows   []tid
+	sorted bool
+}
+
+// without is rows less those in s.
+func (s *rowSet) without(rows []tid) []tid {
+	if s == nil || len(s.rows) == 0 {
+		return rows
+	}
+	if !s.sorted {
+		slices.Sort(s.rows)
+		s.rows = slices.Compact(s.rows)
+		s.sorted = true
+	}
+	var out []tid
+	for _, t := range rows {
+		if _, ok := slices.BinarySearch(s.rows, t); !ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// skip records that the rows got (by leaf) need not be followed along e,
+// up or down, any more: their neighbours that way are kept already.
+//
+// Why that holds, up: a row a join down along a declared foreign key e
+// returned references a row that was kept then (the join started from
+// it), and the parent columns of a foreign key are a unique key, so that
+// row is its only parent along e; kept rows stay kept, so following e up
+// from it would find nothing new. Not so along a virtual reference
+// (--subset-ref), whose parent columns need not be unique: a row may
+// match other parent rows than the one it came down from. A recursive
+// query along a self reference (selfQuery) follows every row it returns,
+// that way, whatever the reference. So the closure is the same, only the
+// joins that would add nothing are left out: at pgbench s100, every
+// history row came down along all three of its foreign keys and every
+// account along its one, and the upward step runs no query at all.
+func (c *closure) skip(e *edge, up bool, got map[uint32][]tid) {
+	for leaf, rows := range got {
+		k := way{e, up, leaf}
+		s := c.followed[k]
+		if s == nil {
+			s = &rowSet{}
+			c.followed[k] = s
+		}
+		s.rows = append(s.rows, rows...)
+		s.sorted = false
+	}
+}
+
+// toFollow is rows of leaf less those skip recorded for e that way.
+func (c *closure) toFollow(e *edge, up bool, leaf uint32, rows []tid) []tid {
+	return c.followed[way{e, up, leaf}].without(rows)
+}
+
+// add keeps rows of leaf, and queues those not kept before: it returns
+// how many.
+func (c *closure) add(leaf uint32, rows []tid) int {
 	set := c.kept[leaf]
 	if set == nil {
 		set = map[tid]struct{}{}
 		c.kept[leaf] = set
 	}
-	fresh := false
+	fresh := 0
 	for _, t := range rows {
 		if _, ok := set[t]; ok {
 			continue
 		}
 		set[t] = struct{}{}
-		if len(c.pending[leaf]) == 0 && !fresh {
+		if len(c.pending[leaf]) == 0 && fresh == 0 {
 			c.order = append(c.order, leaf)
 		}
-		fresh = true
+		fresh++
 		c.pending[leaf] = append(c.pending[leaf], t)
 	}
+	return fresh
 }
 
-// next takes up to batchRows pending rows of one leaf.
+// next takes up to c.batch pending rows of one leaf.
 func (c *closure) next() (uint32, []tid, bool) {
 	for len(c.order) > 0 {
 		leaf := c.order[0]
@@ -93,7 +196,7 @@ func (c *closure) next() (uint32, []tid, bool) {
 			c.order = c.order[1:]
 			continue
 		}
-		n := min(len(rows), batchRows)
+		n := min(len(rows), c.batch)
 		batch := slices.Clone(rows[:n])
 		c.pending[leaf] = rows[n:]
 		if len(c.pending[leaf]) == 0 {
@@ -105,64 +208,251 @@ func (c *closure) next() (uint32, []tid, bool) {
 	return 0, nil, false
 }
 
-// queryRows runs q and keeps the (tableoid, ctid) rows it returns.
-func (c *closure) queryRows(ctx context.Context, what, q string, args ...any) error {
-	rows, err := c.conn.Query(ctx, q, args...)
+// queryRows runs q and keeps the (tableoid, ctid) rows it returns; it
+// returns them by leaf table.
+func (c *closure) queryRows(ctx context.Context, what, q string, args ...any) (map[uint32][]tid, error) {
+	got, _, err := c.queryFlagged(ctx, what, q, 0, args...)
+	return got, err
+}
+
+// queryFlagged is queryRows for a query whose rows have flags more
+// booleans after the row id: it returns too, for each flag, the rows
+// that had it, by leaf table.
+func (c *closure) queryFlagged(ctx context.Context, what, q string, flags int, args ...any) (map[uint32][]tid, []map[uint32][]tid, error) {
+	start := time.Now()
+	c.queries++
+	// The statement's description is cached, its plan is not: each run is
+	// planned with its own row ids (an unnamed statement), as the size of
+	// the array decides between a nested loop and a hash join, where a
+	// prepared statement's generic plan would guess 10 rows.
+	rows, err := c.conn.Query(ctx, q, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
 	if err != nil {
-		return fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
+		return nil, nil, fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
 	}
 	got := map[uint32][]tid{}
+	byFlag := make([]map[uint32][]tid, flags)
+	for i := range byFlag {
+		byFlag[i] = map[uint32][]tid{}
+	}
 	var oid uint32
 	var t pgtype.TID
-	if _, err := pgx.ForEachRow(rows, []any{&oid, &t}, func() error {
+	dest := []any{&oid, &t}
+	flag := make([]bool, flags)
+	for i := range flag {
+		dest = append(dest, &flag[i])
+	}
+	n := 0
+	if _, err := pgx.ForEachRow(rows, dest, func() error {
 		got[oid] = append(got[oid], tidOf(t))
+		for i, f := range flag {
+			if f {
+				byFlag[i][oid] = append(byFlag[i][oid], tidOf(t))
+			}
+		}
+		n++
 		return nil
 	}); err != nil {
-		return fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
+		return nil, nil, fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
 	}
+	fresh := 0
 	for _, leaf := range slices.Sorted(maps.Keys(got)) {
-		c.add(leaf, got[leaf])
+		fresh += c.add(leaf, got[leaf])
 	}
-	return nil
+	c.log.Debug("subset query", "what", what, "args", argRows(args), "rows", n, "new", fresh, "duration", time.Since(start).Round(time.Millisecond))
+	return got, byFlag, nil
 }
 
 // join is the condition that matches e's child rows (alias c) to their
 // parent rows (alias p).
-func (e *edge) join() string {
-	parts := make([]string, len(e.childCols))
-	for i := range e.childCols {
-		parts[i] = fmt.Sprintf("p.%s %s c.%s", pgx.Identifier{e.parentCols[i]}.Sanitize(), e.ops[i], pgx.Identifier{e.childCols[i]}.Sanitize())
+func (e *edge) join() string { return e.on("p", e.parentCols, "c", e.childCols) }
+
+// on is join with other relations and columns on either side: a
+// recursive query's working table (see selfQuery) or a set of parent keys
+// (see downMany) in place of p or c.
+func (e *edge) on(p string, parentCols []string, c string, childCols []string) string {
+	parts := make([]string, len(childCols))
+	for i := range childCols {
+		parts[i] = fmt.Sprintf("%s.%s %s %s.%s", p, pgx.Identifier{parentCols[i]}.Sanitize(), e.ops[i], c, pgx.Identifier{childCols[i]}.Sanitize())
 	}
 	return strings.Join(parts, " AND ")
 }
 
+// self says whether e references its own table (a partition tree's, when
+// declared on its top): an employee's manager, a reply's message.
+func (e *edge) self() bool { return e.child == e.parent }
+
+// followUp keeps the parents along e of leaf's rows (leaf holds e's
+// child rows) but those skip recorded.
+func (c *closure) followUp(ctx context.Context, e *edge, leaf uint32, rows []tid) error {
+	if rows = c.toFollow(e, true, leaf, rows); len(rows) == 0 {
+		return nil
+	}
+	if e.self() {
+		got, ok, err := c.selfQuery(ctx, e, true, leaf, rows)
+		if ok || err != nil {
+			c.skip(e, true, got)
+			return err
+		}
+	}
+	_, err := c.up(ctx, e, leaf, rows)
+	return err
+}
+
+// followDown keeps the rows that reference leaf's rows along e (leaf
+// holds e's parent rows), and records that their parents along e are
+// kept (skip).
+func (c *closure) followDown(ctx context.Context, e *edge, leaf uint32, rows []tid) error {
+	if rows = c.toFollow(e, false, leaf, rows); len(rows) == 0 {
+		return nil
+	}
+	var got map[uint32][]tid
+	ok, err := false, error(nil)
+	if e.self() {
+		if got, ok, err = c.selfQuery(ctx, e, false, leaf, rows); ok {
+			c.skip(e, false, got)
+		}
+	}
+	if !ok && err == nil {
+		got, err = c.down(ctx, e, leaf, rows)
+	}
+	if err == nil && e.declared {
+		c.skip(e, true, got)
+	}
+	return err
+}
+
+// recursiveSavepoint brackets the first recursive query along each self
+// reference, which the server may refuse (see selfQuery).
+const recursiveSavepoint = "pgsprint_subset_recursive"
+
+// selfQuery keeps the rows along self reference e from leaf's rows, up
+// (their parents, their parents' parents, ...) or down (their children,
+// ...), to the end of the chain, in one recursive query: the fixed point
+// would take one query per link (a 150,000-row chain, 150,000 queries).
+// It returns the rows it reached, every one followed that way (skip): its
+// working table holds them with their key columns, and UNION drops a row
+// seen before, so a cycle ends. ok is false when the server cannot run it:
+// before PostgreSQL 14 (no hashing of row ids), or when a key column's
+// type has no hashing (bit, money, tsvector...: "could not implement
+// recursive UNION", learnt on the edge's first query, in a savepoint).
+// The caller then takes one step of the fixed point.
+func (c *closure) selfQuery(ctx context.Context, e *edge, up bool, leaf uint32, rows []tid) (got map[uint32][]tid, ok bool, err error) {
+	if works, tried := c.recursive[e]; !c.recurse || tried && !works {
+		return nil, false, nil
+	}
+	// The working table's columns: the row id, and the columns the next
+	// step joins on (up: the child columns, whose parent it looks for;
+	// down: the parent columns).
+	carried, step := e.childCols, "follow "+e.name+" to the end of its chain"
+	if !up {
+		carried, step = e.parentCols, "follow "+e.name+" to its children, to the end of its chain"
+	}
+	keys := make([]string, len(carried))
+	sel := make([]string, len(carried))
+	near := "p" // the alias of the rows each step reaches
+	if !up {
+		near = "c"
+	}
+	for i, col := range carried {
+		keys[i] = fmt.Sprintf("k%d", i+1)
+		sel[i] = near + "." + pgx.Identifier{col}.Sanitize()
+	}
+	from := c.g.rels[e.child].from()
+	var first, next string
+	if up {
+		first = fmt.Sprintf("FROM ONLY %s c JOIN %s p ON %s WHERE %s", c.g.rels[leaf].qualified(), from, e.join(), rowsIn("c"))
+		next = fmt.Sprintf("FROM r c JOIN %s p ON %s", from, e.on("p", e.parentCols, "c", keys))
+	} else {
+		first = fmt.Sprintf("FROM ONLY %s p JOIN %s c ON %s WHERE %s", c.g.rels[leaf].qualified(), from, e.join(), rowsIn("p"))
+		next = fmt.Sprintf("FROM r p JOIN %s c ON %s", from, e.on("p", keys, "c", e.childCols))
+	}
+	cols := fmt.Sprintf("%[1]s.tableoid::pg_catalog.oid, %[1]s.ctid, %[2]s", near, strings.Join(sel, ", "))
+	q := fmt.Sprintf("WITH RECURSIVE r(o, t, %s) AS (SELECT %s %s UNION SELECT %s %s) SELECT o, t FROM r",
+		strings.Join(keys, ", "), cols, first, cols, next)
+	if _, tried := c.recursive[e]; tried {
+		got, err = c.queryRows(ctx, step, q, tidArgs(rows)...)
+		return got, err == nil, err
+	}
+	if _, err := c.conn.Exec(ctx, "SAVEPOINT "+recursiveSavepoint); err != nil {
+		return nil, false, fmt.Errorf("subset: %w", pg.ExplainLost(err))
+	}
+	got, err = c.queryRows(ctx, step, q, tidArgs(rows)...)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "0A000" { // feature_not_supported
+		c.log.Debug("subset: no recursive query along a self reference: the fixed point follows it", "reference", e.name, "reason", pgErr.Message+": "+pgErr.Detail)
+		c.recursive[e] = false
+		if _, err := c.conn.Exec(ctx, "ROLLBACK TO SAVEPOINT "+recursiveSavepoint+"; RELEASE SAVEPOINT "+recursiveSavepoint); err != nil {
+			return nil, false, fmt.Errorf("subset: %w", pg.ExplainLost(err))
+		}
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	c.recursive[e] = true
+	if _, err := c.conn.Exec(ctx, "RELEASE SAVEPOINT "+recursiveSavepoint); err != nil {
+		return nil, false, fmt.Errorf("subset: %w", pg.ExplainLost(err))
+	}
+	return got, true, nil
+}
+
 // up keeps the parents of leaf's rows along e (leaf holds e's child rows),
 // or of every row of e's child relation when rows is nil.
-func (c *closure) up(ctx context.Context, e *edge, leaf uint32, rows []tid) error {
+func (c *closure) up(ctx context.Context, e *edge, leaf uint32, rows []tid) (map[uint32][]tid, error) {
 	parent := c.g.rels[e.parent]
 	if rows == nil {
 		q := fmt.Sprintf("SELECT DISTINCT p.tableoid::pg_catalog.oid, p.ctid FROM %s c JOIN %s p ON %s", c.g.rels[e.child].from(), parent.from(), e.join())
 		return c.queryRows(ctx, "follow "+e.name, q)
 	}
-	q := fmt.Sprintf("SELECT DISTINCT p.tableoid::pg_catalog.oid, p.ctid FROM ONLY %s c JOIN %s p ON %s WHERE c.ctid = ANY ($1::pg_catalog.tid[])",
-		c.g.rels[leaf].qualified(), parent.from(), e.join())
-	return c.queryRows(ctx, "follow "+e.name, q, tids(rows))
+	q := fmt.Sprintf("SELECT DISTINCT p.tableoid::pg_catalog.oid, p.ctid FROM ONLY %s c JOIN %s p ON %s WHERE %s",
+		c.g.rels[leaf].qualified(), parent.from(), e.join(), rowsIn("c"))
+	return c.queryRows(ctx, "follow "+e.name, q, tidArgs(rows)...)
 }
 
 // down keeps the rows that reference leaf's rows along e (leaf holds e's
-// parent rows).
-func (c *closure) down(ctx context.Context, e *edge, leaf uint32, rows []tid) error {
-	q := fmt.Sprintf("SELECT DISTINCT c.tableoid::pg_catalog.oid, c.ctid FROM ONLY %s p JOIN %s c ON %s WHERE p.ctid = ANY ($1::pg_catalog.tid[])",
-		c.g.rels[leaf].qualified(), c.g.rels[e.child].from(), e.join())
-	return c.queryRows(ctx, "follow "+e.name+" to its children", q, tids(rows))
+// parent rows). Along a foreign key each child row matches one parent row
+// at most (a unique key), and the ids are distinct rows: no row comes
+// twice, and DISTINCT (a hash of every row returned) is left out; a
+// virtual reference's parent columns may repeat a value, and keep it.
+func (c *closure) down(ctx context.Context, e *edge, leaf uint32, rows []tid) (map[uint32][]tid, error) {
+	distinct := "DISTINCT "
+	if e.declared {
+		distinct = ""
+	}
+	q := fmt.Sprintf("SELECT %sc.tableoid::pg_catalog.oid, c.ctid FROM ONLY %s p JOIN %s c ON %s WHERE %s",
+		distinct, c.g.rels[leaf].qualified(), c.g.rels[e.child].from(), e.join(), rowsIn("p"))
+	return c.queryRows(ctx, "follow "+e.name+" to its children", q, tidArgs(rows)...)
 }
 
-func tids(rows []tid) []pgtype.TID {
+// argRows is how many row ids a query's arguments name, for its log line.
+func argRows(args []any) int {
+	n := 0
+	for _, a := range args {
+		if t, ok := a.([]pgtype.TID); ok {
+			n += len(t)
+		}
+	}
+	return n
+}
+
+// rowsIn is the condition that picks alias a's rows by the row ids of
+// tidArgs: the ids, and their page range for the planner (see batchRows).
+func rowsIn(a string) string { return rowsInAt(a, 1) }
+
+// rowsInAt is rowsIn with its arguments from $n on.
+func rowsInAt(a string, n int) string {
+	return fmt.Sprintf("%[1]s.ctid = ANY ($%[2]d::pg_catalog.tid[]) AND %[1]s.ctid >= $%[3]d::pg_catalog.tid AND %[1]s.ctid <= $%[4]d::pg_catalog.tid", a, n, n+1, n+2)
+}
+
+// tidArgs are rowsIn's arguments for rows (at least one).
+func tidArgs(rows []tid) []any {
 	out := make([]pgtype.TID, len(rows))
+	lo, hi := rows[0], rows[0]
 	for i, t := range rows {
 		out[i] = t.pg()
+		lo, hi = min(lo, t), max(hi, t)
 	}
-	return out
+	return []any{out, lo.pg(), hi.pg()}
 }
 
 // classify says which partition trees the rules reach: the seeds', those

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -63,7 +64,16 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 		}
 	}
 	p := &Plan{spec: spec, g: g, cls: classify(g, seeds, spec.Children), kept: map[uint32][]tid{}, whole: spec.Others != OthersNone}
-	c := &closure{conn: conn, g: g, kept: map[uint32]map[tid]struct{}{}, pending: map[uint32][]tid{}}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	start := time.Now()
+	c := &closure{conn: conn, log: log, g: g, kept: map[uint32]map[tid]struct{}{}, pending: map[uint32][]tid{}, batch: batchRows,
+		followed: map[way]*rowSet{}, recurse: true, recursive: map[*edge]bool{}, index: map[*edge]bool{}}
+	if opts.Server.VersionNum < 140000 {
+		c.batch, c.recurse = oldBatchRows, false
+	}
 	reached := func(oid uint32) bool { return p.cls[g.root(oid)] == reached }
 	// The whole other tables whose rows reference reached ones are read
 	// here too.
@@ -81,23 +91,15 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 	}
 	for i, s := range spec.Seeds {
 		q := fmt.Sprintf("SELECT tableoid::pg_catalog.oid, ctid FROM %s WHERE (%s)", g.rels[seeds[i]].from(), s.Where)
-		if err := c.queryRows(ctx, "--subset "+s.Table, q); err != nil {
+		if _, err := c.queryRows(ctx, "--subset "+s.Table, q); err != nil {
 			return nil, err
 		}
 	}
 	if spec.Children {
 		// Downward from the seeds only: a row kept because something
 		// references it does not bring its own children.
-		for leaf, rows, ok := c.next(); ok; leaf, rows, ok = c.next() {
-			for _, h := range g.holders(leaf) {
-				for _, e := range g.edges {
-					if e.parent == h {
-						if err := c.down(ctx, e, leaf, rows); err != nil {
-							return nil, err
-						}
-					}
-				}
-			}
+		if err := c.downward(ctx); err != nil {
+			return nil, err
 		}
 		for _, leaf := range slices.Sorted(maps.Keys(c.kept)) {
 			rows := slices.Collect(maps.Keys(c.kept[leaf]))
@@ -107,7 +109,7 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 		}
 	}
 	for _, e := range wholeEdges {
-		if err := c.up(ctx, e, 0, nil); err != nil {
+		if _, err := c.up(ctx, e, 0, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -117,18 +119,21 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 		for _, h := range g.holders(leaf) {
 			for _, e := range g.edges {
 				if e.child == h && reached(e.parent) {
-					if err := c.up(ctx, e, leaf, rows); err != nil {
+					if err := c.followUp(ctx, e, leaf, rows); err != nil {
 						return nil, err
 					}
 				}
 			}
 		}
 	}
+	kept := 0
 	for leaf, set := range c.kept {
 		rows := slices.Collect(maps.Keys(set))
 		slices.Sort(rows)
 		p.kept[leaf] = rows
+		kept += len(rows)
 	}
+	log.Debug("subset closure", "queries", c.queries, "rows", kept, "duration", time.Since(start).Round(time.Millisecond))
 	return p, nil
 }
 

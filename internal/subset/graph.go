@@ -42,6 +42,9 @@ type edge struct {
 	parentCols    []string
 	ops           []string // "parent OP child" equality operators, as SQL
 	name          string   // for messages
+	// declared is a foreign key's, not a virtual reference's: its parent
+	// columns are a unique key, so a child row has one parent at most.
+	declared bool
 }
 
 // graph is the snapshot's tables and the references between them.
@@ -132,6 +135,7 @@ ORDER BY con.oid`)
 			return nil // a system table's
 		}
 		c := e
+		c.declared = true
 		g.edges = append(g.edges, &c)
 		return nil
 	}); err != nil {

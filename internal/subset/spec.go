@@ -7,10 +7,16 @@
 //
 // Compute runs a fixed point on the dump's leader connection, inside the
 // exported snapshot, without writing anything on the source: the kept rows
-// are sets of row ids (table OID, ctid) held by the client, grown one
-// frontier batch at a time by joins along each reference. The dump and
-// clone workers then read exactly those rows, in the same snapshot, by
-// their ctids (Plan.Apply). See docs/ARCHITECTURE.md, "Subsets".
+// are sets of row ids (table OID, ctid) held by the client, grown by joins
+// along each reference from all the rows a table got in one step (up to
+// a million in one query; downward, one query per child table for all
+// the references into it without an index). A self reference (an employee's manager) is
+// followed by one recursive query to the end of its chains instead, as
+// the fixed point would take one query per link; references between
+// tables stay with the fixed point, which a recursive query cannot hold
+// (one working table, one row type). The dump and clone workers then read
+// exactly those rows, in the same snapshot, by their ctids (Plan.Apply).
+// See docs/ARCHITECTURE.md, "Subsets".
 package subset
 
 import (
