@@ -41,7 +41,11 @@ type edge struct {
 	childCols     []string
 	parentCols    []string
 	ops           []string // "parent OP child" equality operators, as SQL
-	name          string   // for messages
+	// rops are the ops' commutators, "child OP parent" ("" where an
+	// operator has none), for a filter on the child's column alone
+	// (smallParents).
+	rops []string
+	name string // for messages
 	// declared is a foreign key's, not a virtual reference's: its parent
 	// columns are a unique key, so a child row has one parent at most.
 	declared bool
@@ -122,7 +126,10 @@ SELECT con.conrelid, con.confrelid, con.conname,
   ARRAY(SELECT a.attname::text FROM unnest(con.confkey) WITH ORDINALITY k(n, i)
         JOIN pg_catalog.pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.n ORDER BY k.i),
   ARRAY(SELECT pg_catalog.format('OPERATOR(%I.%s)', ns.nspname, o.oprname) FROM unnest(con.conpfeqop) WITH ORDINALITY k(op, i)
-        JOIN pg_catalog.pg_operator o ON o.oid = k.op JOIN pg_catalog.pg_namespace ns ON ns.oid = o.oprnamespace ORDER BY k.i)
+        JOIN pg_catalog.pg_operator o ON o.oid = k.op JOIN pg_catalog.pg_namespace ns ON ns.oid = o.oprnamespace ORDER BY k.i),
+  ARRAY(SELECT coalesce(pg_catalog.format('OPERATOR(%I.%s)', ns.nspname, o.oprname), '') FROM unnest(con.conpfeqop) WITH ORDINALITY k(op, i)
+        JOIN pg_catalog.pg_operator f ON f.oid = k.op LEFT JOIN pg_catalog.pg_operator o ON o.oid = f.oprcom
+        LEFT JOIN pg_catalog.pg_namespace ns ON ns.oid = o.oprnamespace ORDER BY k.i)
 FROM pg_catalog.pg_constraint con
 WHERE con.contype = 'f' AND `+top+`
 ORDER BY con.oid`)
@@ -130,7 +137,7 @@ ORDER BY con.oid`)
 		return nil, fmt.Errorf("subset: read foreign keys: %w", err)
 	}
 	var e edge
-	if _, err := pgx.ForEachRow(rows, []any{&e.child, &e.parent, &e.name, &e.childCols, &e.parentCols, &e.ops}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&e.child, &e.parent, &e.name, &e.childCols, &e.parentCols, &e.ops, &e.rops}, func() error {
 		if g.rels[e.child] == nil || g.rels[e.parent] == nil {
 			return nil // a system table's
 		}
@@ -178,6 +185,7 @@ func (g *graph) virtual(ctx context.Context, conn *pgx.Conn, ref Ref) (*edge, er
 	}
 	for range e.childCols {
 		e.ops = append(e.ops, "=")
+		e.rops = append(e.rops, "=")
 	}
 	return e, nil
 }
