@@ -50,14 +50,14 @@ echo
 fi
 
 if has fk; then
-echo "## subset: 1% of the FK-heavy dataset (fk_t02 id <= 4000, children), $(date -u +%FT%TZ)"
-sub=(--subset 'public.fk_t02: id <= 4000' --subset-children)
+echo "## subset: 1% of the FK-heavy dataset (fk_t02 id <= 700, children), $(date -u +%FT%TZ)"
+sub=(--subset 'public.fk_t02: id <= 700' --subset-children)
 $B dump -d "$H dbname=fkheavy_4" -f $out/fksub.pgs -j 2 -q --overwrite "${sub[@]}" || exit 1
 # The comparison reads the same rows by primary key: the subset is
 # restored into a scratch database, and each table's kept ids become one
 # COPY (SELECT * ... WHERE id = ANY (ids)) against the source.
 psql "$H dbname=postgres" -qAtX -c "DROP DATABASE IF EXISTS fkheavy_sub_scratch" -c "CREATE DATABASE fkheavy_sub_scratch"
-$B restore -d "$H dbname=fkheavy_sub_scratch" -j 2 -q $out/fksub.pgs || exit 1
+$B restore -d "$H dbname=fkheavy_sub_scratch" -j 2 -q -f $out/fksub.pgs || exit 1
 : > $out/fkraw.sql; kept=0
 for tb in $(rows fkheavy_sub_scratch "select relname from pg_class where relname ~ '^fk_t[0-9]+$' order by 1"); do
   ids=$(rows fkheavy_sub_scratch "select coalesce(string_agg(id::text, ',' order by id), '') from $tb")
