@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -39,10 +40,12 @@ const (
 )
 
 // smallParents is the most parent rows down follows by a filter on the
-// child's column (a one-column reference): the filter compares each child
-// row with every parent key, which beats a hash join's probe for a few
-// keys only (one tenant, one branch: 1.0 s against 1.26 s for pgbench
-// s100's accounts, read in parallel).
+// child's column (a one-column reference) when no index starts with that
+// column: the filter compares each child row with every parent key, which
+// beats a hash join's probe for a few keys only (one tenant, one branch:
+// 1.0 s against 1.26 s for pgbench s100's accounts, read in parallel).
+// With such an index, any number of parent rows take the filter, as
+// index probes.
 const smallParents = 16
 
 // savepoint brackets Compute's reads: rolled back at the end, it releases
@@ -376,11 +379,26 @@ func (c *closure) selfQuery(ctx context.Context, e *edge, up bool, leaf uint32, 
 	cols := fmt.Sprintf("%[1]s.tableoid::pg_catalog.oid, %[1]s.ctid, %[2]s", near, strings.Join(sel, ", "))
 	q := fmt.Sprintf("WITH RECURSIVE r(o, t, %s) AS (SELECT %s %s UNION SELECT %s %s) SELECT o, t FROM r",
 		strings.Join(keys, ", "), cols, first, cols, next)
-	if _, tried := c.recursive[e]; tried {
-		got, err = c.queryRows(ctx, step, q, tidArgs(rows)...)
-		return got, err == nil, err
+	// Each step of the walk joins the few rows the last one reached to
+	// the table: by an index, where one serves (up a foreign key: the
+	// referenced key's; down: one on the child columns), the planner
+	// must not choose a hash join, which reads the whole table at every
+	// step. It costs the working table by the first step's estimate, and
+	// switched to a hash join for 1,400 starting rows spread over
+	// fk-heavy's fk_t01, a chain 200,000 steps long: hours. So the query
+	// runs with hash and merge joins off, in a savepoint whose rollback
+	// (the query writes nothing) restores them.
+	byIndex := up && e.declared
+	if !up {
+		if byIndex, err = c.indexed(ctx, e); err != nil {
+			return nil, false, err
+		}
 	}
-	if _, err := c.conn.Exec(ctx, "SAVEPOINT "+recursiveSavepoint); err != nil {
+	set := ""
+	if byIndex {
+		set = "; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off"
+	}
+	if _, err := c.conn.Exec(ctx, "SAVEPOINT "+recursiveSavepoint+set); err != nil {
 		return nil, false, fmt.Errorf("subset: %w", pg.ExplainLost(err))
 	}
 	got, err = c.queryRows(ctx, step, q, tidArgs(rows)...)
@@ -397,7 +415,7 @@ func (c *closure) selfQuery(ctx context.Context, e *edge, up bool, leaf uint32, 
 		return nil, false, err
 	}
 	c.recursive[e] = true
-	if _, err := c.conn.Exec(ctx, "RELEASE SAVEPOINT "+recursiveSavepoint); err != nil {
+	if _, err := c.conn.Exec(ctx, "ROLLBACK TO SAVEPOINT "+recursiveSavepoint+"; RELEASE SAVEPOINT "+recursiveSavepoint); err != nil {
 		return nil, false, fmt.Errorf("subset: %w", pg.ExplainLost(err))
 	}
 	return got, true, nil
@@ -422,12 +440,22 @@ func (c *closure) up(ctx context.Context, e *edge, leaf uint32, rows []tid) (map
 // twice, and DISTINCT (a hash of every row returned) is left out; a
 // virtual reference's parent columns may repeat a value, and keep it.
 func (c *closure) down(ctx context.Context, e *edge, leaf uint32, rows []tid) (map[uint32][]tid, error) {
-	if len(rows) <= smallParents && len(e.childCols) == 1 && e.rops[0] != "" {
-		// A filter on the child's column alone, against the few parent
-		// keys (an InitPlan): a scan of the child evaluates one
-		// comparison per row where a hash join probes a hash, and an
-		// index on the column serves it as it would the join. The same
-		// rows, each once, as the join's.
+	filter := len(e.childCols) == 1 && e.rops[0] != ""
+	if filter && len(rows) > smallParents {
+		var err error
+		if filter, err = c.indexed(ctx, e); err != nil {
+			return nil, err
+		}
+	}
+	if filter {
+		// A filter on the child's column alone, against the parent keys
+		// (an InitPlan): a scan of the child evaluates one comparison
+		// per row where a hash join probes a hash, which wins for a few
+		// keys; an index on the column is probed once per key, where
+		// the planner, costing each probe as a random read, would
+		// rather hash-join a whole scan of the child past a few
+		// thousand (fk-heavy's 200,000-row tables: 50-230 ms a step).
+		// The same rows, each once, as the join's.
 		q := fmt.Sprintf("SELECT c.tableoid::pg_catalog.oid, c.ctid FROM %s c WHERE c.%s %s ANY (ARRAY(SELECT p.%s FROM ONLY %s p WHERE %s))",
 			c.g.rels[e.child].from(), pgx.Identifier{e.childCols[0]}.Sanitize(), e.rops[0], pgx.Identifier{e.parentCols[0]}.Sanitize(),
 			c.g.rels[leaf].qualified(), rowsIn("p"))
@@ -462,13 +490,31 @@ func rowsInAt(a string, n int) string {
 	return fmt.Sprintf("%[1]s.ctid = ANY ($%[2]d::pg_catalog.tid[]) AND %[1]s.ctid >= $%[3]d::pg_catalog.tid AND %[1]s.ctid <= $%[4]d::pg_catalog.tid", a, n, n+1, n+2)
 }
 
-// tidArgs are rowsIn's arguments for rows (at least one).
+// sparseRows is the most row ids a query reads by a TID scan, one page
+// per id, rather than by their page range (tidArgs); past it the planner
+// would read the whole table instead of either.
+const sparseRows = 5000
+
+// tidArgs are rowsIn's arguments for rows (at least one). The range is
+// the rows' own where they are dense (a quarter or more of the rows of
+// the pages they span, judged by the highest line pointer among them), so
+// that a TID range scan reads little else. Where a few thousand are
+// spread thin, it is every row id, so that the planner reads just them by
+// a TID scan: the range would have it read every row between
+// (fk-heavy's 3,485 rows spread over 3,930 pages: 424,000 rows read, 111
+// ms, against a few ms).
 func tidArgs(rows []tid) []any {
 	out := make([]pgtype.TID, len(rows))
 	lo, hi := rows[0], rows[0]
+	perPage := uint16(1)
 	for i, t := range rows {
 		out[i] = t.pg()
 		lo, hi = min(lo, t), max(hi, t)
+		perPage = max(perPage, uint16(t))
+	}
+	span := uint64(hi.block()-lo.block()) + 1
+	if len(rows) <= sparseRows && uint64(len(rows))*4 < span*uint64(perPage) {
+		lo, hi = tid(0), tid(math.MaxUint32<<16|math.MaxUint16)
 	}
 	return []any{out, lo.pg(), hi.pg()}
 }
