@@ -459,7 +459,7 @@ func (c *closure) down(ctx context.Context, e *edge, leaf uint32, rows []tid) (m
 		q := fmt.Sprintf("SELECT c.tableoid::pg_catalog.oid, c.ctid FROM %s c WHERE c.%s %s ANY (ARRAY(SELECT p.%s FROM ONLY %s p WHERE %s))",
 			c.g.rels[e.child].from(), pgx.Identifier{e.childCols[0]}.Sanitize(), e.rops[0], pgx.Identifier{e.parentCols[0]}.Sanitize(),
 			c.g.rels[leaf].qualified(), rowsIn("p"))
-		return c.queryRows(ctx, "follow "+e.name+" to its children", q, tidArgs(rows)...)
+		return c.queryRows(ctx, "follow "+e.name+" to its children by their parents' keys", q, tidArgs(rows)...)
 	}
 	distinct := "DISTINCT "
 	if e.declared {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/pg"
@@ -145,6 +147,38 @@ func keptRows(t *testing.T, connString string, spec Spec, log *slog.Logger) map[
 // TestKeepChunks cuts row ids into chunks at block boundaries, each
 // naming its rows, and a table without kept rows into one that reads
 // none.
+// TestTidArgs checks the page range sent beside row ids: the rows' own
+// where they fill their pages, every row id where a few thousand are
+// spread thin (read by a TID scan), and the rows' own again past
+// sparseRows.
+func TestTidArgs(t *testing.T) {
+	every := [2]pgtype.TID{tid(0).pg(), tid(math.MaxUint32<<16 | math.MaxUint16).pg()}
+	rows := func(n, step int) []tid {
+		out := make([]tid, n)
+		for i := range out {
+			out[i] = tid(uint64(i*step/100)<<16 | uint64(1+i%100))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		rows []tid
+		all  bool
+	}{
+		{"dense", rows(3000, 1), false},
+		{"one row", rows(1, 1), false},
+		{"spread thin", rows(3000, 400), true},
+		{"spread thin, past sparseRows", rows(sparseRows+1, 400), false},
+	} {
+		args := tidArgs(tc.rows)
+		got := [2]pgtype.TID{args[1].(pgtype.TID), args[2].(pgtype.TID)}
+		own := [2]pgtype.TID{slices.Min(tc.rows).pg(), slices.Max(tc.rows).pg()}
+		if want := map[bool][2]pgtype.TID{true: every, false: own}[tc.all]; got != want {
+			t.Errorf("%s: range %v, want %v", tc.name, got, want)
+		}
+	}
+}
+
 func TestKeepChunks(t *testing.T) {
 	var rows []tid
 	for b := range uint32(30) {
@@ -225,7 +259,9 @@ func TestReadFileErrors(t *testing.T) {
 // link down the chain reads the table: 4,000 links, 2.5 s), tables with more rows than one
 // query of the old batches followed (items 30,000, notes 40,000), rows
 // referenced along several edges (an item's hub_id and hub2, a note's
-// item and its reply_to, itself a short self-reference chain), and a
+// item and its reply_to, itself a short self-reference chain), an
+// indexed reference (item's chain_id: followed down from thousands of
+// chain rows by a filter the index serves), and a
 // chain (coin) whose key type has no hashing, which a recursive query
 // cannot follow.
 const chainSQL = `
@@ -234,6 +270,7 @@ CREATE TABLE big.chain (id int PRIMARY KEY, prev int REFERENCES big.chain);
 CREATE INDEX ON big.chain (prev);
 CREATE TABLE big.hub (id int PRIMARY KEY);
 CREATE TABLE big.item (id int PRIMARY KEY, hub_id int NOT NULL REFERENCES big.hub, hub2 int REFERENCES big.hub, chain_id int REFERENCES big.chain);
+CREATE INDEX ON big.item (chain_id);
 CREATE TABLE big.note (id int PRIMARY KEY, item_id int REFERENCES big.item, reply_to int REFERENCES big.note);
 CREATE TABLE big.coin (id money PRIMARY KEY, prev money REFERENCES big.coin);
 INSERT INTO big.coin SELECT i::numeric::money, NULLIF(i - 1, 0)::numeric::money FROM generate_series(1, 300) i;
@@ -291,7 +328,8 @@ func TestComputeChains(t *testing.T) {
 			want: map[string]int64{"big.chain": 1000}},
 		{name: "chain down, big batches", seeds: map[string]string{"chain": "id = 1"}, children: true, others: OthersNone,
 			log: []string{`what="follow chain_prev_fkey to its children, to the end of its chain" args=1 rows=3999`,
-				`what="follow note_item_id_fkey to its children" args=12000 `}}, // one query for more than 10,000 rows
+				`what="follow note_item_id_fkey to its children" args=12000 `,                          // one query for more than 10,000 rows
+				`what="follow item_chain_id_fkey to its children by their parents' keys" args=4000 rows=12000 `}}, // by the index
 		{name: "hubs down, several edges", seeds: map[string]string{"hub": "id <= 2"}, children: true, others: OthersNone,
 			log: []string{`what="follow item_hub_id_fkey, item_hub2_fkey to their children" args=4 `}}, // one scan of item
 		{name: "notes up, others all", seeds: map[string]string{"note": "id % 7 = 0"}, others: OthersAll},
