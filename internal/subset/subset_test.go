@@ -328,7 +328,7 @@ func TestComputeChains(t *testing.T) {
 			want: map[string]int64{"big.chain": 1000}},
 		{name: "chain down, big batches", seeds: map[string]string{"chain": "id = 1"}, children: true, others: OthersNone,
 			log: []string{`what="follow chain_prev_fkey to its children, to the end of its chain" args=1 rows=3999`,
-				`what="follow note_item_id_fkey to its children" args=12000 `,                          // one query for more than 10,000 rows
+				`what="follow note_item_id_fkey to its children" args=12000 `,                                     // one query for more than 10,000 rows
 				`what="follow item_chain_id_fkey to its children by their parents' keys" args=4000 rows=12000 `}}, // by the index
 		{name: "hubs down, several edges", seeds: map[string]string{"hub": "id <= 2"}, children: true, others: OthersNone,
 			log: []string{`what="follow item_hub_id_fkey, item_hub2_fkey to their children" args=4 `}}, // one scan of item
