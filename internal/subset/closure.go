@@ -104,6 +104,7 @@ type closure struct {
 	// accepted (absent: not tried yet): see selfQuery.
 	recurse   bool
 	recursive map[*edge]bool
+	walks     map[*edge]bool // which self references walk may follow (walkable)
 	index     map[*edge]bool // whether an index starts with the edge's child columns (see indexed)
 }
 
@@ -401,7 +402,21 @@ func (c *closure) selfQuery(ctx context.Context, e *edge, up bool, leaf uint32, 
 	if _, err := c.conn.Exec(ctx, "SAVEPOINT "+recursiveSavepoint+set); err != nil {
 		return nil, false, fmt.Errorf("subset: %w", pg.ExplainLost(err))
 	}
-	got, err = c.queryRows(ctx, step, q, tidArgs(rows)...)
+	walk, err := c.walkable(ctx, e, leaf)
+	if err == nil && walk {
+		if walk, err = c.longWalk(ctx, q, rows); err == nil && walk {
+			if got, err = c.walk(ctx, e, up, leaf, rows, step); err != nil {
+				return nil, false, err
+			}
+			if _, err := c.conn.Exec(ctx, "ROLLBACK TO SAVEPOINT "+recursiveSavepoint+"; RELEASE SAVEPOINT "+recursiveSavepoint); err != nil {
+				return nil, false, fmt.Errorf("subset: %w", pg.ExplainLost(err))
+			}
+			return got, true, nil
+		}
+	}
+	if err == nil {
+		got, err = c.queryRows(ctx, step, q, tidArgs(rows)...)
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "0A000" { // feature_not_supported
 		c.log.Debug("subset: no recursive query along a self reference: the fixed point follows it", "reference", e.name, "reason", pgErr.Message+": "+pgErr.Detail)

@@ -70,7 +70,7 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 	}
 	start := time.Now()
 	c := &closure{conn: conn, log: log, g: g, kept: map[uint32]map[tid]struct{}{}, pending: map[uint32][]tid{}, batch: batchRows,
-		followed: map[way]*rowSet{}, recurse: true, recursive: map[*edge]bool{}, index: map[*edge]bool{}}
+		followed: map[way]*rowSet{}, recurse: true, recursive: map[*edge]bool{}, index: map[*edge]bool{}, walks: map[*edge]bool{}}
 	if opts.Server.VersionNum < 140000 {
 		c.batch, c.recurse = oldBatchRows, false
 	}

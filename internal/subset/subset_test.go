@@ -321,13 +321,13 @@ func TestComputeChains(t *testing.T) {
 		log      []string         // in the Debug log (PostgreSQL 14+)
 	}{
 		{name: "chain up", seeds: map[string]string{"chain": "id = 4000"}, others: OthersNone,
-			want: map[string]int64{"big.chain": 4000, "big.item": 0}, log: []string{`subset closure" queries=2 `}},
+			want: map[string]int64{"big.chain": 4000, "big.item": 0}, log: []string{`subset closure" queries=2 `, `what="follow chain_prev_fkey to the end of its chain in memory" args=1 rows=3999`}},
 		{name: "chain without hashing", seeds: map[string]string{"coin": "id = 300::numeric::money"}, others: OthersNone,
 			want: map[string]int64{"big.coin": 300}, log: []string{"no recursive query along a self reference"}},
 		{name: "chain up into its cycle", seeds: map[string]string{"chain": "id = 4500"}, others: OthersNone,
-			want: map[string]int64{"big.chain": 1000}},
+			want: map[string]int64{"big.chain": 1000}, log: []string{`what="follow chain_prev_fkey to the end of its chain" args=1 rows=1000`}}, // walkLimit rows: by the recursive query
 		{name: "chain down, big batches", seeds: map[string]string{"chain": "id = 1"}, children: true, others: OthersNone,
-			log: []string{`what="follow chain_prev_fkey to its children, to the end of its chain" args=1 rows=3999`,
+			log: []string{`what="follow chain_prev_fkey to its children, to the end of its chain in memory" args=1 rows=3999`,
 				`what="follow note_item_id_fkey to its children" args=12000 `,                                     // one query for more than 10,000 rows
 				`what="follow item_chain_id_fkey to its children by their parents' keys" args=4000 rows=12000 `}}, // by the index
 		{name: "hubs down, several edges", seeds: map[string]string{"hub": "id <= 2"}, children: true, others: OthersNone,
