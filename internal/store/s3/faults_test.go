@@ -95,23 +95,27 @@ func TestS3Transient(t *testing.T) {
 	b, _ := Parse("s3://"+bucket+"/flaky", testConfig())
 	data := randomBytes(11 << 20)
 
-	// A request's first attempt may be throttled or fail; its retry
-	// passes. Faults on every attempt alike (a third of all requests)
-	// sometimes failed one request five times in a row, past the
-	// retryer's MaxAttempts: a flaky test, not a client that gave up
+	// Every other request is throttled or fails on its first attempt
+	// (in turn: the first request throttled, the third failed, ...) and
+	// passes on its retry. Faults on every attempt alike (a third of all
+	// requests) sometimes failed one request five times in a row, past
+	// the retryer's MaxAttempts: a flaky test, not a client that gave up
 	// early.
 	var mu sync.Mutex
 	tries := map[string]int{}
-	proxy.SetFaults(func(r *http.Request, n int) remotetest.Fault {
+	firsts := 0
+	proxy.SetFaults(func(r *http.Request, _ int) remotetest.Fault {
 		mu.Lock()
+		defer mu.Unlock()
 		key := r.Method + " " + r.URL.String() + " " + r.Header.Get("Range")
-		tries[key]++
-		first := tries[key] == 1
-		mu.Unlock()
-		switch {
-		case first && n%3 == 0:
+		if tries[key]++; tries[key] > 1 {
+			return remotetest.Pass
+		}
+		firsts++
+		switch firsts % 4 {
+		case 1:
 			return remotetest.SlowDown
-		case first && n%7 == 0:
+		case 3:
 			return remotetest.InternalError
 		}
 		return remotetest.Pass
