@@ -1,6 +1,7 @@
 package subset
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -102,19 +103,19 @@ func (c *closure) walk(ctx context.Context, e *edge, up bool, leaf uint32, rows 
 	}); err != nil {
 		return nil, fmt.Errorf("subset: %s: %w", what, pg.ExplainLost(err))
 	}
-	slices.SortFunc(next, func(a, b link) int { return compareTid(a.t, b.t) })
-	slices.SortFunc(to, func(a, b link) int { return compareInt(a.v, b.v) })
+	slices.SortFunc(next, func(a, b link) int { return cmp.Compare(a.t, b.t) })
+	slices.SortFunc(to, func(a, b link) int { return cmp.Compare(a.v, b.v) })
 	seen := map[tid]bool{}
 	var out []tid
 	for frontier := rows; len(frontier) > 0; {
 		var reached []tid
 		for _, r := range frontier {
-			i, ok := slices.BinarySearchFunc(next, r, func(l link, r tid) int { return compareTid(l.t, r) })
+			i, ok := slices.BinarySearchFunc(next, r, func(l link, r tid) int { return cmp.Compare(l.t, r) })
 			if !ok {
 				continue // a NULL: no step from this row
 			}
 			v := next[i].v
-			j, _ := slices.BinarySearchFunc(to, v, func(l link, v int64) int { return compareInt(l.v, v) })
+			j, _ := slices.BinarySearchFunc(to, v, func(l link, v int64) int { return cmp.Compare(l.v, v) })
 			for ; j < len(to) && to[j].v == v; j++ {
 				if !seen[to[j].t] {
 					seen[to[j].t] = true
@@ -128,16 +129,4 @@ func (c *closure) walk(ctx context.Context, e *edge, up bool, leaf uint32, rows 
 	fresh := c.add(leaf, out)
 	c.log.Debug("subset query", "what", what+" in memory", "args", len(rows), "rows", len(out), "new", fresh, "duration", time.Since(start).Round(time.Millisecond))
 	return map[uint32][]tid{leaf: out}, nil
-}
-
-func compareTid(a, b tid) int { return compareInt(int64(a), int64(b)) }
-
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
