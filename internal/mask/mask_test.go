@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -439,5 +440,17 @@ func TestMemo(t *testing.T) {
 	}
 	if !w.memos[1].off {
 		t.Error("distinct column: memo still on")
+	}
+	// A long value is never remembered: a memo of 4096 documents would
+	// hold them all.
+	long := strings.Repeat("x", memoMaxLen+1)
+	w = tb.Writer(io.Discard)
+	for range 3 {
+		if _, err := w.Write([]byte("1\t" + long + "\tv\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(w.memos[0].seen); n != 0 {
+		t.Errorf("a value of %d bytes was remembered (%d values)", len(long), n)
 	}
 }

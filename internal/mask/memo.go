@@ -17,13 +17,14 @@ type memo struct {
 
 const (
 	memoSize    = 4096  // values remembered per column and chunk
+	memoMaxLen  = 256   // the longest value remembered (COPY text bytes): a memo holds at most about 2 MB
 	memoWindow  = 16384 // lookups between two checks of the hit rate
 	memoMinHits = memoWindow / 8
 )
 
 // get returns what raw was written as, if remembered.
 func (m *memo) get(raw []byte) (string, bool) {
-	if m.off {
+	if m.off || len(raw) > memoMaxLen {
 		return "", false
 	}
 	m.tries++
@@ -43,7 +44,7 @@ func (m *memo) get(raw []byte) (string, bool) {
 
 // put remembers that raw was written as out, while there is room.
 func (m *memo) put(raw, out []byte) {
-	if m.off {
+	if m.off || len(raw) > memoMaxLen || len(out) > 2*memoMaxLen {
 		return
 	}
 	if m.seen == nil {
