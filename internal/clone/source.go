@@ -168,7 +168,7 @@ func (s *liveSource) read(ctx context.Context, r *dump.Reader, u unit, w io.Writ
 		mw = mt.Writer(w)
 		w = mw
 	}
-	tag, err := r.Conn().PgConn().CopyTo(ctx, w, dump.CopyOutSQL(t, *u.chunk, s.sess.Manifest.DataEncoding()))
+	tag, err := r.CopyTo(ctx, w, t, *u.chunk, s.sess.Manifest.DataEncoding())
 	if err == nil && mw != nil {
 		err = mw.Close()
 	}

@@ -29,6 +29,7 @@ func TestSession(t *testing.T) {
 	c := pgtest.New(t)
 	t.Run("workers", func(t *testing.T) { testSessionAndWorkers(t, c) })
 	t.Run("reader lock", func(t *testing.T) { testReaderLock(t, c) })
+	t.Run("reader by id", func(t *testing.T) { testReaderByID(t, c) })
 }
 
 // testSessionAndWorkers runs a Session and its workers against a real
@@ -294,6 +295,97 @@ func testReaderLock(t *testing.T, c *pgtest.Cluster) {
 			}
 		case err != nil:
 			t.Errorf("%s: %v", tc.table, err)
+		}
+	}
+}
+
+// testReaderByID reads a subset's chunk, rows named by row id, then a
+// whole table's, on one reader: the first reads just its rows by a TID
+// scan, where the server's settings would scan the table; the second is
+// read with the server's settings again.
+func testReaderByID(t *testing.T, c *pgtest.Cluster) {
+	const db = "byid"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := c.CreateDB(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	// Thin rows of a table the planner would rather scan: one per page.
+	if err := c.Exec(ctx, db, `CREATE TABLE t (id int, pad text);
+		INSERT INTO t SELECT i, repeat('x', 200) FROM generate_series(1, 20000) i; ANALYZE t`); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(c.ConnString(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := Begin(ctx, SessionOptions{Source: cfg, Jobs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(ctx)
+	r, err := sess.OpenReader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(ctx)
+	tab := sess.Manifest.Tables[0]
+	if err := r.Lock(ctx, tab); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for page := 0; page < 500; page++ {
+		ids = append(ids, fmt.Sprintf(`"(%d,1)"`, page))
+	}
+	keep := archive.Chunk{Keep: "ctid = ANY ('{" + strings.Join(ids, ",") + "}'::pg_catalog.tid[])"}
+	plan := func() string {
+		rows, err := r.Conn().Query(ctx, "EXPLAIN "+chunk.SelectSQL(tab.Schema, tab.Name, tab.Columns, keep.Keep))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	if p := plan(); !strings.Contains(p, "Seq Scan") {
+		t.Fatalf("with the server's settings, the rows are read by:\n%s\nwant a Seq Scan, which the reader should avoid", p)
+	}
+	settings := func() string {
+		var s string
+		if err := r.Conn().QueryRow(ctx, "SELECT current_setting('enable_seqscan') || current_setting('max_parallel_workers_per_gather') || current_setting('jit')").Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	server := settings()
+	for _, tc := range []struct {
+		name  string
+		chunk archive.Chunk
+		rows  int64
+		byID  bool
+	}{
+		{name: "rows by id", chunk: keep, rows: int64(len(ids)), byID: true},
+		{name: "whole table", chunk: archive.Chunk{}, rows: 20000},
+	} {
+		var out bytes.Buffer
+		tag, err := r.CopyTo(ctx, &out, tab, tc.chunk, "UTF8")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tag.RowsAffected() != tc.rows || int64(bytes.Count(out.Bytes(), []byte("\n"))) != tc.rows {
+			t.Errorf("%s: read %d rows (%d lines), want %d", tc.name, tag.RowsAffected(), bytes.Count(out.Bytes(), []byte("\n")), tc.rows)
+		}
+		want := server
+		if tc.byID {
+			want = "off0off"
+		}
+		if got := settings(); got != want {
+			t.Errorf("after reading %s, settings %q, want %q", tc.name, got, want)
+		}
+		if p := plan(); tc.byID && (!strings.Contains(p, "Tid Scan") || strings.Contains(p, "Gather")) {
+			t.Errorf("the rows by id are read by:\n%s\nwant a Tid Scan, no parallel workers", p)
 		}
 	}
 }

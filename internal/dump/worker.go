@@ -114,7 +114,7 @@ func dumpPacked(ctx context.Context, opts Options, w *archive.Packer, m *archive
 		if err := r.Lock(ctx, m.Tables[u.chunk.Table]); err != nil {
 			return 0, err
 		}
-		return copyChunk(ctx, r.Conn(), w, m, u.chunk, r.Mask(u.chunk.Table), opts.BlockSize, opts.Progress)
+		return copyChunk(ctx, r, w, m, u.chunk, r.Mask(u.chunk.Table), opts.BlockSize, opts.Progress)
 	case u.tables != nil:
 		ts := make([]archive.Table, len(u.tables))
 		for i, c := range u.tables {
@@ -125,7 +125,7 @@ func dumpPacked(ctx context.Context, opts Options, w *archive.Packer, m *archive
 		}
 		var rows int64
 		for _, c := range u.tables {
-			n, err := copyChunk(ctx, r.Conn(), w, m, c, r.Mask(c.Table), opts.BlockSize, opts.Progress)
+			n, err := copyChunk(ctx, r, w, m, c, r.Mask(c.Table), opts.BlockSize, opts.Progress)
 			rows += n
 			if err != nil {
 				return rows, err
@@ -194,7 +194,7 @@ func CopyOutSQL(t archive.Table, c archive.Chunk, enc string) string {
 }
 
 // copyChunk writes chunk c's rows, masked through mt when it is not nil.
-func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Packer, m *archive.Manifest, c *archive.Chunk, mt *mask.Table, blockSize int, rep progress.Reporter) (int64, error) {
+func copyChunk(ctx context.Context, r *Reader, w *archive.Packer, m *archive.Manifest, c *archive.Chunk, mt *mask.Table, blockSize int, rep progress.Reporter) (int64, error) {
 	t := m.Tables[c.Table]
 	name := pg.Qualified(t.Schema, t.Name)
 	work := progress.Work{Kind: "data", Table: name, Name: name, Whole: c.Where == ""}
@@ -208,7 +208,7 @@ func copyChunk(ctx context.Context, conn *pgx.Conn, w *archive.Packer, m *archiv
 		mw = mt.Writer(counter)
 		out = mw
 	}
-	tag, err := conn.PgConn().CopyTo(ctx, out, CopyOutSQL(t, *c, m.DataEncoding()))
+	tag, err := r.CopyTo(ctx, out, t, *c, m.DataEncoding())
 	if err == nil && mw != nil {
 		err = mw.Close()
 	}

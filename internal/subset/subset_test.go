@@ -332,7 +332,10 @@ func TestComputeChains(t *testing.T) {
 				`what="follow item_chain_id_fkey to its children by their parents' keys" args=4000 rows=12000 `}}, // by the index
 		{name: "hubs down, several edges", seeds: map[string]string{"hub": "id <= 2"}, children: true, others: OthersNone,
 			log: []string{`what="follow item_hub_id_fkey, item_hub2_fkey to their children" args=4 `}}, // one scan of item
-		{name: "notes up, others all", seeds: map[string]string{"note": "id % 7 = 0"}, others: OthersAll},
+		{name: "notes up, others all", seeds: map[string]string{"note": "id % 7 = 0"}, others: OthersAll,
+			log: []string{`what="follow note_item_id_fkey by its keys" args=`}}, // the parents by their key's index
+		{name: "notes up, many", seeds: map[string]string{"note": "id % 7 <> 0"}, others: OthersNone,
+			log: []string{`what="follow note_item_id_fkey" args=`}}, // past keyedParents: a join
 		{name: "virtual reference to a column not unique", seeds: map[string]string{"item": "id = 3"}, children: true, others: OthersNone, virtual: true,
 			log: []string{`what="follow note_item_id_fkey, --subset-ref big.note(reply_to) -> big.item(hub2) to their children"`}},
 	}
