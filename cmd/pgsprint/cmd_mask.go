@@ -95,8 +95,13 @@ func runMaskCheck(ctx context.Context, cfg *pgx.ConnConfig, spec mask.Spec, out 
 		}
 	}
 	fmt.Fprintf(out, "%d rules, %d errors, %d warnings\n", len(spec.Rules), len(rep.Errors), len(rep.Warnings))
-	if len(rep.Errors)+len(rep.Warnings) > 0 {
-		return fmt.Errorf("mask check found %d errors and %d warnings", len(rep.Errors), len(rep.Warnings))
+	switch {
+	case len(rep.Errors) > 0 && len(rep.Warnings) > 0:
+		return fmt.Errorf("mask check: %d errors and %d warnings (above)", len(rep.Errors), len(rep.Warnings))
+	case len(rep.Errors) > 0:
+		return fmt.Errorf("mask check: %d errors (above)", len(rep.Errors))
+	case len(rep.Warnings) > 0:
+		return fmt.Errorf("mask check: %d warnings (above); mask those columns, or name them with the rule keep", len(rep.Warnings))
 	}
 	return nil
 }
