@@ -3,12 +3,14 @@ package mask
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"testing"
 )
 
 // BenchmarkWriter masks rows shaped like bench/devcopy.sh's people tables
 // (email, full_name and phone masked), to price the rewriter per row:
-// every value distinct (people), or names that repeat (people_real).
+// every value distinct, names that come round in turn (people: 5,000 of
+// them), or names drawn at random from 3,600 (people_real).
 func BenchmarkWriter(b *testing.B) {
 	tb := &Table{name: "t", columns: 6, secret: []byte("bench")}
 	for i, text := range []string{1: "email", 2: "name", 3: "phone"} {
@@ -23,12 +25,17 @@ func BenchmarkWriter(b *testing.B) {
 	}
 	const rows = 100000
 	for _, bc := range []struct {
-		name  string
-		names int // distinct full names
-	}{{"distinct", rows}, {"names-repeat", 3600}} {
+		name   string
+		names  int  // distinct full names
+		random bool // drawn at random, else in turn
+	}{{"distinct", rows, false}, {"names-cycle", 5000, false}, {"names-random", 3600, true}} {
 		var in []byte
+		rnd := rand.New(rand.NewPCG(1, 2))
 		for i := 0; i < rows; i++ {
 			n := i % bc.names
+			if bc.random {
+				n = rnd.IntN(bc.names)
+			}
 			in = fmt.Appendf(in, "%d\tuser%d@example.com\tFirstname%d Lastname%d\t+1-555-%07d\tCity %d\t2020-01-02\n", i, i, n/60, n%60, i, i%100)
 		}
 		b.Run(bc.name, func(b *testing.B) {
