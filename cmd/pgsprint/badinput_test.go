@@ -60,12 +60,7 @@ GRANT SELECT ON t TO app;`)
 	noPassfile := []string{"PGPASSFILE=" + filepath.Join(dir, "no-such-passfile")}
 	// A port nothing listens on, and one that accepts connections but
 	// never answers (the kernel completes the handshake; nobody reads).
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := closed.Addr().(*net.TCPAddr).Port
-	closed.Close()
+	refused := refusedPort(t)
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

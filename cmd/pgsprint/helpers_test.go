@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -565,4 +566,26 @@ func spyPgRestore(t *testing.T, binDir string) (env []string, calls func() strin
 		}
 		return string(b)
 	}
+}
+
+// refusedPort is a TCP port of 127.0.0.1 that refuses connections for the
+// rest of the test: a socket bound to it that does not listen. A port
+// found free and closed again could be taken meanwhile by a server that
+// a test running alongside starts (a test's "connection refused" met
+// another cluster's "password authentication failed").
+func refusedPort(t *testing.T) int {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port
 }
