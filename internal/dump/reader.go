@@ -31,7 +31,8 @@ type Reader struct {
 	held map[string]bool // the tables (quoted, qualified) locked by that transaction
 	// masks is the session's: how masked tables' rows are rewritten.
 	masks map[int]*mask.Table
-	byID  bool // the connection has byIDSettings (see CopyTo)
+	byID  bool // the connection has the settings of a chunk read by row id (see CopyTo)
+	jit   bool // the server has the jit setting
 }
 
 // MaxLockBatch is the most tables LockAll locks at once: a batch of small
@@ -56,7 +57,7 @@ func (s *Session) OpenReader(ctx context.Context) (*Reader, error) {
 		conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	return &Reader{conn: conn, snap: s.snap.ID, inTx: true, masks: s.masks}, nil
+	return &Reader{conn: conn, snap: s.snap.ID, inTx: true, masks: s.masks, jit: s.srv.HasJIT()}, nil
 }
 
 // Mask is how the rows of table (its index in the manifest's Tables) are
@@ -72,14 +73,23 @@ func (r *Reader) Conn() *pgx.Conn { return r.conn }
 // A subset's chunk names its rows by row id (Keep), so that a TID scan
 // reads just them. The planner, costing each as a random read, would
 // rather read the whole table, in parallel: fk-heavy's fk_t09, 4,214 rows
-// of 200,000, took 108 ms by a parallel scan. So such chunks are read with
-// byIDSettings; the connection is back to the server's settings for
-// other chunks.
+// of 200,000, took 108 ms by a parallel scan. So such chunks are read
+// with no sequential scan (a TID scan, or a TID range scan by the chunk's
+// page range, remains), no parallel workers (the dump's workers are its
+// parallelism) and no JIT compilation (from PostgreSQL 11; a few ms of
+// work each); the connection is back to the server's settings for other
+// chunks.
 func (r *Reader) CopyTo(ctx context.Context, w io.Writer, t archive.Table, c archive.Chunk, enc string) (pgconn.CommandTag, error) {
 	if byID := c.Keep != ""; byID != r.byID {
-		q := byIDSettings
+		q := "SET enable_seqscan = off; SET max_parallel_workers_per_gather = 0"
+		if r.jit {
+			q += "; SET jit = off"
+		}
 		if !byID {
-			q = "RESET enable_seqscan; RESET max_parallel_workers_per_gather; RESET jit"
+			q = "RESET enable_seqscan; RESET max_parallel_workers_per_gather"
+			if r.jit {
+				q += "; RESET jit"
+			}
 		}
 		if _, err := r.conn.Exec(ctx, q); err != nil {
 			return pgconn.CommandTag{}, fmt.Errorf("set up the planner: %w", err)
@@ -88,12 +98,6 @@ func (r *Reader) CopyTo(ctx context.Context, w io.Writer, t archive.Table, c arc
 	}
 	return r.conn.PgConn().CopyTo(ctx, w, CopyOutSQL(t, c, enc))
 }
-
-// byIDSettings keep the planner from reading a table whole for rows named
-// by id: no sequential scan (a TID scan or a TID range scan, by the
-// chunk's page range, remains), no parallel workers (the dump's workers
-// are its parallelism) and no JIT compilation (a few ms of work each).
-const byIDSettings = "SET enable_seqscan = off; SET max_parallel_workers_per_gather = 0; SET jit = off"
 
 // Lock prepares t's COPY. It takes t's ACCESS SHARE lock, as the COPY
 // would, but with NOWAIT, as pg_dump -j's workers do: a lock that is not

@@ -31,6 +31,10 @@ func (s Server) Major() int { return s.VersionNum / 10000 }
 // ranges or whole tables, and say so.
 func (s Server) HasTIDRangeScan() bool { return s.VersionNum >= 140000 }
 
+// HasJIT says whether the server has the jit setting (PostgreSQL 11+),
+// which a SET of it needs.
+func (s Server) HasJIT() bool { return s.VersionNum >= 110000 }
+
 // ReadServer reads version, database name and encoding.
 func ReadServer(ctx context.Context, conn *pgx.Conn) (Server, error) {
 	var s Server
