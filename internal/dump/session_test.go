@@ -215,22 +215,8 @@ func testReaderLock(t *testing.T, c *pgtest.Cluster) {
 	const db = "locks"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := c.CreateDB(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Exec(ctx, db, `CREATE TABLE kept (i int); CREATE TABLE truncated (i int); CREATE TABLE replaced (i int);
-		CREATE TABLE dropped (i int); CREATE TABLE busy (i int); INSERT INTO truncated VALUES (1)`); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pgx.ParseConfig(c.ConnString(db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := Begin(ctx, SessionOptions{Source: cfg, Jobs: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close(ctx)
+	sess := beginIn(ctx, t, c, db, `CREATE TABLE kept (i int); CREATE TABLE truncated (i int); CREATE TABLE replaced (i int);
+		CREATE TABLE dropped (i int); CREATE TABLE busy (i int); INSERT INTO truncated VALUES (1)`)
 	if err := c.Exec(ctx, db, `TRUNCATE truncated; ALTER TABLE replaced RENAME TO old; CREATE TABLE replaced (i int); DROP TABLE dropped`); err != nil {
 		t.Fatal(err)
 	}
@@ -299,20 +285,14 @@ func testReaderLock(t *testing.T, c *pgtest.Cluster) {
 	}
 }
 
-// testReaderByID reads a subset's chunk, rows named by row id, then a
-// whole table's, on one reader: the first reads just its rows by a TID
-// scan, where the server's settings would scan the table; the second is
-// read with the server's settings again.
-func testReaderByID(t *testing.T, c *pgtest.Cluster) {
-	const db = "byid"
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+// beginIn creates database db on c, runs setup in it and begins a
+// one-job session on it, closed when the test ends.
+func beginIn(ctx context.Context, t *testing.T, c *pgtest.Cluster, db, setup string) *Session {
+	t.Helper()
 	if err := c.CreateDB(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	// Thin rows of a table the planner would rather scan: one per page.
-	if err := c.Exec(ctx, db, `CREATE TABLE t (id int, pad text);
-		INSERT INTO t SELECT i, repeat('x', 200) FROM generate_series(1, 20000) i; ANALYZE t`); err != nil {
+	if err := c.Exec(ctx, db, setup); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := pgx.ParseConfig(c.ConnString(db))
@@ -323,7 +303,21 @@ func testReaderByID(t *testing.T, c *pgtest.Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sess.Close(ctx)
+	t.Cleanup(func() { sess.Close(context.Background()) })
+	return sess
+}
+
+// testReaderByID reads a subset's chunk, rows named by row id, then a
+// whole table's, on one reader: the first reads just its rows by a TID
+// scan, where the server's settings would scan the table; the second is
+// read with the server's settings again.
+func testReaderByID(t *testing.T, c *pgtest.Cluster) {
+	const db = "byid"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// Thin rows of a table the planner would rather scan: one per page.
+	sess := beginIn(ctx, t, c, db, `CREATE TABLE t (id int, pad text);
+		INSERT INTO t SELECT i, repeat('x', 200) FROM generate_series(1, 20000) i; ANALYZE t`)
 	r, err := sess.OpenReader(ctx)
 	if err != nil {
 		t.Fatal(err)
