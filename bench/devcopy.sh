@@ -14,9 +14,10 @@
 #   fkheavy_4: bench/dataset's FK-heavy dataset at scale 4 (24 tables, 30
 #     foreign keys, a self reference; 9.8M rows);
 #   mask_1g: people(id bigint primary key, email, full_name, phone, city
-#     text, signup date), 8,000,000 generated rows whose values are all
-#     distinct and compress 15:1 (user<N>@example.com, Firstname<N>
-#     Lastname<N>); and people_real, the same columns with values drawn
+#     text, signup date), 8,000,000 generated rows whose e-mails and
+#     phones are all distinct (user<N>@example.com, +1-555-<N>), whose
+#     full names come round 5,000 in turn (Firstname<N> Lastname<M>), and
+#     which compress 15:1; and people_real, the same columns with values drawn
 #     like real ones (bench/devcopy_people_real.sql; 60 first and 60 last names, random numbers in
 #     e-mails and phones, 8 mail domains, 30 cities): 853 MB.
 set -u
