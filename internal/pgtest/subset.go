@@ -98,11 +98,7 @@ func SubsetExpected(t testing.TB, connString string, seeds map[string]string, ch
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, connString)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := Connect(ctx, t, connString)
 	exec := func(q string) int64 {
 		tag, err := conn.Exec(ctx, q)
 		if err != nil {
@@ -179,4 +175,16 @@ func cols(a string, cs []string) string {
 		q[i] = a + "." + c
 	}
 	return strings.Join(q, ", ")
+}
+
+// Connect opens a connection to connString for a test's own queries,
+// closed when the test ends.
+func Connect(ctx context.Context, t testing.TB, connString string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, connString)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }

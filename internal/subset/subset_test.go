@@ -390,11 +390,7 @@ func chainExpected(t *testing.T, connString string, refs [][4]string, seeds map[
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, connString)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := pgtest.Connect(ctx, t, connString)
 	ids := func(q string) []string {
 		rows, err := conn.Query(ctx, q)
 		if err != nil {
