@@ -2,6 +2,7 @@ package follow
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -28,10 +29,26 @@ import (
 // captureSchema holds the capture objects on both sides.
 const captureSchema = "pgsprint"
 
+// targetFailed begins the reason of a stop the target recorded: a
+// captured statement it could not run.
+const targetFailed = "the target could not replay it: "
+
+// splitSQL creates the statement lexer, recordSQL the recording function
+// that uses it: PL/pgSQL, kept in files of their own so that they read
+// (and are tested, ddl_split_test.go) as the SQL they are. Their
+// {{names}} are replaced by captureSQL.
+var (
+	//go:embed ddl_split.sql
+	splitSQL string
+	//go:embed ddl_record.sql
+	recordSQL string
+)
+
 // capture names one follow's capture objects.
 type capture struct {
 	table    string // quoted pgsprint.<slot>
 	record   string // quoted function: records a statement (SECURITY DEFINER)
+	split    string // quoted function: the statement lexer (ddl_split.sql)
 	hook     string // quoted function: the event triggers'
 	apply    string // quoted function: the target's trigger
 	triggers [3]string
@@ -48,11 +65,12 @@ func captureNames(slot string) capture {
 	return capture{
 		table:  q(slot),
 		record: q(base + "_record"),
+		split:  q(base + "_split"),
 		hook:   q(base + "_hook"),
 		apply:  q(base + "_apply"),
 		triggers: [3]string{pg.Ident(base + "_ddl"), pg.Ident(base + "_drop"),
 			pg.Ident(base + "_rewrite")},
-		raw: []string{base + "_record", base + "_hook", base + "_apply", base + "_ddl", base + "_drop", base + "_rewrite"},
+		raw: []string{base + "_record", base + "_split", base + "_hook", base + "_apply", base + "_ddl", base + "_drop", base + "_rewrite"},
 	}
 }
 
@@ -69,6 +87,8 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 	c := captureNames(n.Slot)
 	pub := pg.Literal(n.Publication)
 	partialSQL := map[bool]string{true: "true", false: "false"}[partial]
+	lexer := strings.NewReplacer("{{split}}", c.split, "{{record}}", c.record, "{{pub}}", pub,
+		"{{schema}}", pg.Literal(captureSchema), "{{table}}", c.table, "{{selected}}", selected, "{{noData}}", noData)
 	return []string{
 		"CREATE SCHEMA IF NOT EXISTS " + pg.Ident(captureSchema),
 		`CREATE TABLE ` + c.table + ` (
@@ -77,192 +97,8 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 			search_path text NOT NULL, role text NOT NULL,
 			action text NOT NULL CHECK (action IN ('apply', 'stop')), reason text NOT NULL,
 			PRIMARY KEY (xid, n))`,
-		// The statement's text is the top-level query: replayed alone
-		// only when it is that one statement (not inside a function, a DO
-		// block or a string of several statements); quotes, dollar quotes
-		// and comments are skipped to find another semicolon.
-		`CREATE FUNCTION ` + c.record + `(ev text, cmd_tag text, cmd_path text, cmd_role text) RETURNS void
-		LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$
-		DECLARE
-			q text := pg_catalog.current_query();
-			act text := 'apply';
-			why text := '';
-			obj text;
-			tmp boolean;
-			own boolean;
-			r record;
-			b bytea;
-			nb int;
-			i int := 0;
-			j int;
-			k int;
-			ch int;
-			dq bytea;
-			semi boolean := false;
-			multi boolean := false;
-			first int;
-			w text := '';
-			cols text;
-		BEGIN
-		-- A failure here must not fail the user's statement: it becomes a
-		-- stop, and if even that cannot be written, a warning.
-		BEGIN
-			IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_publication WHERE pubname = ` + pub + `) THEN
-				RETURN; -- the target's copy, or a publication already dropped
-			END IF;
-			IF cmd_tag ~ 'PUBLICATION|SUBSCRIPTION' THEN
-				RETURN;
-			END IF;
-			IF ev = 'ddl_command_end' THEN
-				IF cmd_tag LIKE 'DROP %' THEN
-					RETURN; -- recorded at sql_drop
-				END IF;
-				-- The commands of an extension's script: replayed by its CREATE
-				-- or ALTER EXTENSION, recorded once, at its own firing.
-				SELECT pg_catalog.string_agg(DISTINCT d.object_identity, ', '), pg_catalog.bool_or(d.schema_name LIKE 'pg\_temp%'),
-					pg_catalog.bool_and(d.schema_name = ` + pg.Literal(captureSchema) + `) OR pg_catalog.bool_or(d.in_extension)
-					INTO obj, tmp, own FROM pg_catalog.pg_event_trigger_ddl_commands() d;
-				-- A large object's owner, grants and comment: finish copies
-				-- them with the objects (largeobjects.go), as it copies their
-				-- contents, which no DDL touches.
-				IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_event_trigger_ddl_commands() d
-					WHERE pg_catalog.lower(d.object_type) IS DISTINCT FROM 'large object') THEN
-					RETURN;
-				END IF;
-			ELSIF ev = 'sql_drop' THEN
-				IF cmd_tag NOT LIKE 'DROP %' THEN
-					RETURN; -- a column or constraint an ALTER dropped: recorded at ddl_command_end
-				END IF;
-				SELECT pg_catalog.string_agg(d.object_identity, ', '), pg_catalog.bool_and(d.is_temporary),
-					pg_catalog.bool_and(d.schema_name = ` + pg.Literal(captureSchema) + `)
-					INTO obj, tmp, own FROM pg_catalog.pg_event_trigger_dropped_objects() d WHERE d.original;
-			ELSIF ev = 'table_rewrite' THEN
-				obj := pg_catalog.pg_event_trigger_table_rewrite_oid()::pg_catalog.regclass::text;
-				IF pg_catalog.pg_event_trigger_table_rewrite_reason() & 2 = 0 THEN
-					RETURN; -- a rewrite the target does the same way
-				END IF;
-				act := 'stop';
-				why := 'it fills a new column row by row (a volatile default, an identity or serial column): the target would compute other values';
-			ELSE
-				RAISE EXCEPTION 'pgsprint: unknown event %', ev;
-			END IF;
-			IF tmp OR own THEN
-				RETURN;
-			END IF;
-			IF act = 'apply' AND cmd_tag IN ('CREATE TABLE AS', 'SELECT INTO') THEN
-				act := 'stop';
-				why := 'it creates a table with rows: the target would compute them again and copy them too';
-			END IF;
-			IF act = 'apply' THEN
-				-- On the bytes (every server encoding keeps ASCII as ASCII), so
-				-- that a long text is read once: get_byte is O(1), a text's
-				-- substr is not.
-				b := pg_catalog.convert_to(q, pg_catalog.getdatabaseencoding());
-				nb := pg_catalog.length(b);
-				WHILE i < nb AND NOT multi LOOP
-					ch := pg_catalog.get_byte(b, i);
-					IF ch = 45 AND i + 1 < nb AND pg_catalog.get_byte(b, i + 1) = 45 THEN -- --
-						j := pg_catalog.position(pg_catalog.substring(b, i + 3), '\x0a'::bytea);
-						i := CASE WHEN j = 0 THEN nb ELSE i + 2 + j END;
-					ELSIF ch = 47 AND i + 1 < nb AND pg_catalog.get_byte(b, i + 1) = 42 THEN -- /*
-						j := pg_catalog.position(pg_catalog.substring(b, i + 3), '\x2a2f'::bytea);
-						i := CASE WHEN j = 0 THEN nb ELSE i + 3 + j END;
-					ELSIF ch IN (9, 10, 12, 13, 32) THEN
-						i := i + 1;
-					ELSIF ch = 59 THEN -- ;
-						semi := true;
-						i := i + 1;
-					ELSE
-						multi := semi;
-						first := coalesce(first, i);
-						IF ch IN (34, 39) THEN -- a quoted identifier or string
-							j := pg_catalog.position(pg_catalog.substring(b, i + 2), pg_catalog.set_byte('\x00'::bytea, 0, ch));
-							i := CASE WHEN j = 0 THEN nb ELSE i + j + 1 END;
-						ELSIF ch = 36 AND (i = 0 OR NOT (pg_catalog.get_byte(b, i - 1) BETWEEN 48 AND 57
-							OR pg_catalog.get_byte(b, i - 1) BETWEEN 65 AND 90 OR pg_catalog.get_byte(b, i - 1) BETWEEN 97 AND 122
-							OR pg_catalog.get_byte(b, i - 1) IN (95, 36) OR pg_catalog.get_byte(b, i - 1) >= 128)) THEN -- $tag$
-							k := i + 1;
-							WHILE k < nb AND (pg_catalog.get_byte(b, k) BETWEEN 65 AND 90 OR pg_catalog.get_byte(b, k) BETWEEN 97 AND 122
-								OR pg_catalog.get_byte(b, k) = 95) LOOP
-								k := k + 1;
-							END LOOP;
-							IF k < nb AND pg_catalog.get_byte(b, k) = 36 THEN
-								dq := pg_catalog.substring(b, i + 1, k - i + 1);
-								j := pg_catalog.position(pg_catalog.substring(b, k + 2), dq);
-								i := CASE WHEN j = 0 THEN nb ELSE k + j + pg_catalog.length(dq) END;
-							ELSE
-								i := i + 1;
-							END IF;
-						ELSE
-							i := i + 1;
-						END IF;
-					END IF;
-				END LOOP;
-				IF first IS NOT NULL THEN
-					k := first;
-					WHILE k < nb AND (pg_catalog.get_byte(b, k) BETWEEN 65 AND 90 OR pg_catalog.get_byte(b, k) BETWEEN 97 AND 122) LOOP
-						w := w || pg_catalog.chr(pg_catalog.get_byte(b, k));
-						k := k + 1;
-					END LOOP;
-				END IF;
-				IF multi OR pg_catalog.upper(w) IS DISTINCT FROM pg_catalog.split_part(cmd_tag, ' ', 1) THEN
-					act := 'stop';
-					why := 'it runs inside a function, procedure or DO block, or in one query string with other statements: pgsprint replays a statement only alone';
-				END IF;
-			END IF;
-			IF act = 'apply' AND ev = 'ddl_command_end' AND cmd_tag = 'ALTER TABLE' THEN
-				-- A new column's default evaluated once (now(), current_user):
-				-- the target would evaluate it again, to another value.
-				SELECT pg_catalog.string_agg(pg_catalog.format('%s.%I', a.attrelid::pg_catalog.regclass, a.attname), ', ') INTO cols
-				FROM pg_catalog.pg_event_trigger_ddl_commands() d
-				JOIN pg_catalog.pg_attribute a ON a.attrelid = d.objid AND a.atthasmissing AND NOT a.attisdropped
-				JOIN pg_catalog.pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
-				WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
-				AND ad.adbin::text ~ '\{(FUNCEXPR|SQLVALUEFUNCTION)'
-				AND pg_catalog.strpos(pg_catalog.lower(q), pg_catalog.lower(a.attname)) > 0;
-				IF cols IS NOT NULL THEN
-					act := 'stop';
-					why := 'the default of ' || cols || ' is evaluated once, when the column is added: the target would evaluate it again, to another value';
-				END IF;
-			END IF;
-			IF ev = 'ddl_command_end' AND NOT (SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = ` + pub + `) THEN
-				-- A table of the follow's selection with a replica identity joins
-				-- the publication (partitions of a published table are in it).
-				-- The selection's patterns without schema match the tables the
-				-- statement's search_path sees (pg_catalog first, as ever).
-				PERFORM pg_catalog.set_config('search_path', 'pg_catalog' || CASE WHEN cmd_path <> '' THEN ', ' || cmd_path ELSE '' END, true);
-				FOR r IN SELECT DISTINCT c.oid::pg_catalog.regclass AS rel
-					FROM pg_catalog.pg_event_trigger_ddl_commands() d
-					LEFT JOIN pg_catalog.pg_index x ON x.indexrelid = d.objid
-					JOIN pg_catalog.pg_class c ON c.oid = coalesce(x.indrelid, d.objid)
-					JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-					WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
-					AND c.relkind IN ('r', 'p') AND c.relpersistence = 'p'
-					AND (c.relreplident IN ('f', 'i') OR c.relreplident = 'd' AND EXISTS (
-						SELECT 1 FROM pg_catalog.pg_index k WHERE k.indrelid = c.oid AND k.indisprimary))
-					AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_publication_tables t
-						WHERE t.pubname = ` + pub + ` AND t.schemaname = n.nspname AND t.tablename = c.relname)
-					AND (` + selected + `) AND NOT (` + noData + `)
-				LOOP
-					EXECUTE pg_catalog.format('ALTER PUBLICATION %I ADD TABLE %s', ` + pub + `, r.rel);
-				END LOOP;
-				PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-			END IF;
-			INSERT INTO ` + c.table + ` SELECT pg_catalog.txid_current(), coalesce(pg_catalog.max(n), 0) + 1,
-				cmd_tag, coalesce(obj, ''), q, coalesce(cmd_path, ''), coalesce(cmd_role, ''), act, why
-				FROM ` + c.table + ` WHERE xid = pg_catalog.txid_current();
-		EXCEPTION WHEN OTHERS THEN
-			GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
-			BEGIN
-				INSERT INTO ` + c.table + ` SELECT pg_catalog.txid_current(), coalesce(pg_catalog.max(n), 0) + 1,
-					cmd_tag, '', q, coalesce(cmd_path, ''), coalesce(cmd_role, ''), 'stop', 'pgsprint could not capture it: ' || why
-					FROM ` + c.table + ` WHERE xid = pg_catalog.txid_current();
-			EXCEPTION WHEN OTHERS THEN
-				RAISE WARNING 'pgsprint: this statement is not captured for the follow (%); the follow''s finish will find the difference', why;
-			END;
-		END;
-		END
-		$body$`,
+		lexer.Replace(splitSQL),
+		lexer.Replace(recordSQL),
 		// The event triggers' function keeps the statement's search_path
 		// (no SET clause: it records it, to replay the statement under it;
 		// so every name and operator in it is qualified) and reads the role
@@ -300,9 +136,6 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 			IF EXISTS (SELECT 1 FROM ` + c.table + ` WHERE action = 'stop') THEN
 				RETURN NULL; -- after a stop, nothing more is replayed
 			END IF;
-			IF cmd ~* '^\s*(CREATE\s+(UNIQUE\s+)?INDEX|DROP\s+INDEX|REINDEX\s+\w+)\s+CONCURRENTLY' THEN
-				cmd := pg_catalog.regexp_replace(cmd, '\mCONCURRENTLY\M', '', 'i');
-			END IF;
 			PERFORM pg_catalog.set_config('search_path', NEW.search_path, true);
 			-- As the role that ran it, so that what it creates has the same
 			-- owner; as the subscription's owner when that role may not
@@ -334,6 +167,20 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 				EXECUTE cmd;
 			END IF;
 			PERFORM pg_catalog.set_config('search_path', old, true);
+			RETURN NULL;
+		EXCEPTION WHEN OTHERS THEN
+			-- A statement the target cannot run (the source ran it): a
+			-- stop, named on the target's copy, instead of an apply worker
+			-- failing on it over and over. Not a failure that may pass:
+			-- a conflict, a lack of resources, a shutdown.
+			IF SQLSTATE ~ '^(40|53|57|58|XX)' THEN
+				RAISE;
+			END IF;
+			PERFORM pg_catalog.set_config('search_path', old, true);
+			PERFORM pg_catalog.set_config('role', 'none', true);
+			UPDATE ` + c.table + ` SET action = 'stop', reason = ` + pg.Literal(targetFailed) + ` || SQLERRM
+				WHERE xid = NEW.xid AND n = NEW.n;
+			EXECUTE 'ALTER SUBSCRIPTION ' || ` + pg.Literal(pg.Ident(n.Slot)) + ` || ' DISABLE';
 			RETURN NULL;
 		END
 		$body$`,
@@ -396,6 +243,7 @@ func dropCapture(ctx context.Context, conn *pgx.Conn, slot string) error {
 	stmts = append(stmts, "DROP TABLE IF EXISTS "+c.table,
 		"DROP FUNCTION IF EXISTS "+c.hook+"()",
 		"DROP FUNCTION IF EXISTS "+c.record+"(text, text, text, text)",
+		"DROP FUNCTION IF EXISTS "+c.split+"(text, boolean)",
 		"DROP FUNCTION IF EXISTS "+c.apply+"()")
 	for _, q := range stmts {
 		if _, err := conn.Exec(ctx, q); err != nil {
@@ -504,6 +352,16 @@ func followDDL(ctx context.Context, sconn, dconn *pgx.Conn, n Names, partial boo
 		return nil, err
 	}
 	if d.Captured {
+		// A statement the target failed to run is a stop on its copy only.
+		t, err := readDDL(ctx, dconn, n.Slot)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range t.Stops {
+			if strings.HasPrefix(s.Reason, targetFailed) {
+				d.Stops = append(d.Stops, s)
+			}
+		}
 		d.Pending, err = newTables(ctx, sconn, dconn, n)
 		return d, err
 	}
