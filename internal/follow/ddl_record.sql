@@ -76,7 +76,7 @@ BEGIN
 		WHERE a.attrelid = pg_catalog.pg_event_trigger_table_rewrite_oid() AND a.attnum > 0 AND NOT a.attisdropped
 		AND a.xmin = cur AND pg_catalog.strpos(pg_catalog.lower(q), pg_catalog.lower(a.attname)) > 0
 		AND (a.attidentity <> '' OR a.attgenerated = '' AND coalesce(ad.adbin::text, (
-			WITH RECURSIVE t(typ, def) AS (SELECT a.atttypid, NULL::text
+			WITH RECURSIVE t(typ, def) AS (SELECT a.atttypid, NULL::text COLLATE "C"
 				UNION ALL SELECT y.typbasetype, y.typdefaultbin::text FROM t JOIN pg_catalog.pg_type y ON y.oid = t.typ
 				WHERE y.typtype = 'd' AND t.def IS NULL)
 			SELECT t.def FROM t WHERE t.def IS NOT NULL LIMIT 1)) ~ '\{(FUNCEXPR|SQLVALUEFUNCTION|NEXTVALUEEXPR)');
@@ -114,10 +114,13 @@ BEGIN
 			act := 'stop';
 			why := 'it holds the constant ''' || st.special[1] || ''', which PostgreSQL turns into the time the statement runs: the target would get another time';
 		ELSIF cmd_tag = 'ALTER TABLE' AND 'USING' = ANY (words) THEN
+			-- A function none of whose forms is immutable (random(),
+			-- now()), or a SQL value keyword (CURRENT_TIMESTAMP).
 			SELECT pg_catalog.string_agg(DISTINCT c, ', ') INTO fns FROM pg_catalog.unnest(st.ucalls) c
 			WHERE pg_catalog.upper(c) = ANY (ARRAY['CURRENT_DATE', 'CURRENT_TIME', 'CURRENT_TIMESTAMP', 'LOCALTIME', 'LOCALTIMESTAMP', 'CURRENT_USER',
 				'CURRENT_ROLE', 'SESSION_USER', 'USER', 'SYSTEM_USER', 'CURRENT_CATALOG', 'CURRENT_SCHEMA'])
-			OR EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = c AND p.provolatile <> 'i');
+			OR EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = c)
+				AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = c AND p.provolatile = 'i');
 			IF fns IS NOT NULL THEN
 				act := 'stop';
 				why := 'its USING expression calls ' || fns || ', not immutable: the target would compute other values';
@@ -128,13 +131,13 @@ BEGIN
 			IF cmd_tag IN ('CREATE INDEX', 'DROP INDEX', 'REINDEX') THEN
 				k := pg_catalog.array_position(words[1:6], 'CONCURRENTLY');
 				IF k IS NOT NULL THEN
-					cmd := pg_catalog.convert_from(pg_catalog.overlay(pg_catalog.convert_to(cmd, enc) PLACING ''::bytea FROM wpos[k] + 1 FOR 12), enc);
+					cmd := pg_catalog.convert_from(pg_catalog.overlay(pg_catalog.convert_to(cmd, enc), ''::bytea, wpos[k] + 1, 12), enc);
 					words := words[1:k - 1] || words[k + 1:];
 					wpos := wpos[1:k - 1] || wpos[k + 1:];
 				END IF;
 			END IF;
 			IF cmd_tag = 'DROP INDEX' AND words[3] IS DISTINCT FROM 'IF' THEN
-				cmd := pg_catalog.convert_from(pg_catalog.overlay(pg_catalog.convert_to(cmd, enc) PLACING '\x20494620455849535453'::bytea FROM wpos[2] + 6 FOR 0), enc);
+				cmd := pg_catalog.convert_from(pg_catalog.overlay(pg_catalog.convert_to(cmd, enc), '\x20494620455849535453'::bytea, wpos[2] + 6, 0), enc);
 			END IF;
 		END IF;
 	END IF;
@@ -148,7 +151,7 @@ BEGIN
 		LEFT JOIN pg_catalog.pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
 		WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
 		AND coalesce(ad.adbin::text, (
-			WITH RECURSIVE t(typ, def) AS (SELECT a.atttypid, NULL::text
+			WITH RECURSIVE t(typ, def) AS (SELECT a.atttypid, NULL::text COLLATE "C"
 				UNION ALL SELECT y.typbasetype, y.typdefaultbin::text FROM t JOIN pg_catalog.pg_type y ON y.oid = t.typ
 				WHERE y.typtype = 'd' AND t.def IS NULL)
 			SELECT t.def FROM t WHERE t.def IS NOT NULL LIMIT 1)) ~ '\{(FUNCEXPR|SQLVALUEFUNCTION)'

@@ -51,14 +51,14 @@ BEGIN
 		ch := CASE WHEN i = nb THEN 59 ELSE pg_catalog.get_byte(b, i) END; -- the end ends a statement as ; does
 		nx := CASE WHEN i + 1 < nb THEN pg_catalog.get_byte(b, i + 1) ELSE -1 END;
 		IF ch = 45 AND nx = 45 THEN -- --
-			j := pg_catalog.position('\x0a'::bytea IN pg_catalog.substring(b FROM i + 3));
+			j := pg_catalog.position(pg_catalog.substring(b, i + 3), '\x0a'::bytea);
 			i := CASE WHEN j = 0 THEN nb ELSE i + 2 + j END;
 		ELSIF ch = 47 AND nx = 42 THEN -- /*, nested
 			depth := 1;
 			i := i + 2;
 			WHILE depth > 0 AND i < nb LOOP
-				j := pg_catalog.position('\x2a2f'::bytea IN pg_catalog.substring(b FROM i + 1));
-				k := pg_catalog.position('\x2f2a'::bytea IN pg_catalog.substring(b FROM i + 1));
+				j := pg_catalog.position(pg_catalog.substring(b, i + 1), '\x2a2f'::bytea);
+				k := pg_catalog.position(pg_catalog.substring(b, i + 1), '\x2f2a'::bytea);
 				IF j = 0 THEN
 					i := nb;
 				ELSIF k > 0 AND k < j THEN
@@ -73,7 +73,7 @@ BEGIN
 			i := i + 1;
 		ELSIF ch = 59 THEN -- ;
 			IF s IS NOT NULL THEN
-				stmt := pg_catalog.convert_from(pg_catalog.substring(b FROM s + 1 FOR e - s), enc);
+				stmt := pg_catalog.convert_from(pg_catalog.substring(b, s + 1, e - s), enc);
 				RETURN NEXT;
 			END IF;
 			s := NULL;
@@ -101,11 +101,11 @@ BEGIN
 						END IF;
 					END LOOP;
 				ELSE -- '' inside reads as two strings side by side: the same for this
-					j := pg_catalog.position('\x27'::bytea IN pg_catalog.substring(b FROM i + 2));
+					j := pg_catalog.position(pg_catalog.substring(b, i + 2), '\x27'::bytea);
 					k := CASE WHEN j = 0 THEN nb ELSE i + j END;
 				END IF;
 				IF k - i - 1 BETWEEN 1 AND 24 AND k < nb THEN
-					lit := pg_catalog.lower(pg_catalog.btrim(pg_catalog.convert_from(pg_catalog.substring(b FROM i + 2 FOR k - i - 1), enc), E' \t\n\r'));
+					lit := pg_catalog.lower(pg_catalog.btrim(pg_catalog.convert_from(pg_catalog.substring(b, i + 2, k - i - 1), enc), E' \t\n\r'));
 					IF lit IN ('now', 'today', 'tomorrow', 'yesterday') THEN
 						special := special || lit;
 					END IF;
@@ -116,7 +116,7 @@ BEGIN
 				prevw := '';
 				eprefix := false;
 			ELSIF ch = 34 THEN -- "identifier"
-				j := pg_catalog.position('\x22'::bytea IN pg_catalog.substring(b FROM i + 2));
+				j := pg_catalog.position(pg_catalog.substring(b, i + 2), '\x22'::bytea);
 				i := CASE WHEN j = 0 THEN nb ELSE i + j + 1 END;
 				e := i;
 				prevsym := 34;
@@ -130,8 +130,8 @@ BEGIN
 					k := k + 1;
 				END LOOP;
 				IF k < nb AND pg_catalog.get_byte(b, k) = 36 THEN
-					dq := pg_catalog.substring(b FROM i + 1 FOR k - i + 1);
-					j := pg_catalog.position(dq IN pg_catalog.substring(b FROM k + 2));
+					dq := pg_catalog.substring(b, i + 1, k - i + 1);
+					j := pg_catalog.position(pg_catalog.substring(b, k + 2), dq);
 					i := CASE WHEN j = 0 THEN nb ELSE k + j + pg_catalog.length(dq) END;
 				ELSE
 					i := i + 1; -- $1
@@ -146,7 +146,7 @@ BEGIN
 					OR pg_catalog.get_byte(b, k) BETWEEN 48 AND 57 OR pg_catalog.get_byte(b, k) IN (95, 36) OR pg_catalog.get_byte(b, k) >= 128) LOOP
 					k := k + 1;
 				END LOOP;
-				w := pg_catalog.upper(pg_catalog.convert_from(pg_catalog.substring(b FROM i + 1 FOR k - i), enc));
+				w := pg_catalog.upper(pg_catalog.convert_from(pg_catalog.substring(b, i + 1, k - i), enc));
 				IF pg_catalog.cardinality(words) < 256 THEN
 					words := words || w;
 					wpos := wpos || (i - s);
