@@ -65,3 +65,25 @@ func findApplyError(log, origin string) string {
 	}
 	return exited
 }
+
+// ApplyErrorAdvice names an action that works against the apply worker's
+// last error (its text as the target's log gave it, "" when unknown):
+// "fix what it fails on" helps nobody on the day of a cutover. The
+// worker retries the same transaction until it succeeds, so what removes
+// the cause lets it go on; what cannot be removed on the target means
+// the target no longer follows the source, and only a new clone does.
+func ApplyErrorAdvice(text string) string {
+	const again = "pgsprint follow abort, then clone again"
+	switch {
+	case strings.Contains(text, "duplicate key value violates unique constraint"):
+		return "a row the source inserts is already on the target (written there): delete that row on the target (its key is in the error) and the worker goes on by itself; or " + again
+	case strings.Contains(text, "could not connect to the publisher"), strings.Contains(text, "could not receive data from WAL stream"):
+		return "the target cannot reach the source: let it connect (the source's pg_hba.conf, the host in --follow-conninfo), and the worker retries by itself"
+	case strings.Contains(text, "permission denied"), strings.Contains(text, "must be superuser"):
+		return "the subscription's owner may not apply a change on the target: grant it the right named (or make it the tables' owner), and the worker retries by itself"
+	case strings.Contains(text, "cannot run inside a transaction block"), strings.Contains(text, "does not exist"),
+		strings.Contains(text, "already exists"), strings.Contains(text, "pgsprint"):
+		return "the target's schema no longer follows the source's (DDL it could not replay, or run on the target): " + again
+	}
+	return again + " (the target's server log says why the worker fails)"
+}

@@ -186,8 +186,8 @@ func TestDDLCapture(t *testing.T) {
 		})
 	}
 	seen := 0
-	for _, tc := range cases {
-		withConn(t, cfg, func(ctx context.Context, conn *pgx.Conn) {
+	withConn(t, cfg, func(ctx context.Context, conn *pgx.Conn) {
+		for _, tc := range cases {
 			_, err := conn.Exec(ctx, tc.q)
 			switch {
 			case tc.fails == "" && err != nil:
@@ -195,17 +195,24 @@ func TestDDLCapture(t *testing.T) {
 			case tc.fails != "" && (err == nil || !strings.Contains(err.Error(), tc.fails)):
 				t.Fatalf("%s: %v, want an error with %q", tc.q, err, tc.fails)
 			}
-		})
-		rows := query(t, cfg, "SELECT action || ' ' || CASE WHEN action = 'apply' THEN command ELSE reason END FROM "+table+" ORDER BY xid, n OFFSET $1", seen)
-		seen += len(rows)
-		ok := len(rows) == len(tc.want)
-		for i := range rows {
-			ok = ok && i < len(tc.want) && (rows[i] == tc.want[i] || strings.HasPrefix(tc.want[i], "stop ") && strings.HasPrefix(rows[i], tc.want[i]))
+			r, err := conn.Query(ctx, "SELECT action || ' ' || CASE WHEN action = 'apply' THEN command ELSE reason END FROM "+table+" ORDER BY xid, n OFFSET $1", seen)
+			var rows []string
+			if err == nil {
+				rows, err = pgx.CollectRows(r, pgx.RowTo[string])
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen += len(rows)
+			ok := len(rows) == len(tc.want)
+			for i := range rows {
+				ok = ok && i < len(tc.want) && (rows[i] == tc.want[i] || strings.HasPrefix(tc.want[i], "stop ") && strings.HasPrefix(rows[i], tc.want[i]))
+			}
+			if !ok {
+				t.Errorf("%s: recorded %q, want %q", tc.q, rows, tc.want)
+			}
 		}
-		if !ok {
-			t.Errorf("%s: recorded %q, want %q", tc.q, rows, tc.want)
-		}
-	}
+	})
 	if len(cases) < 40 {
 		t.Errorf("%d statements, want at least 40", len(cases))
 	}

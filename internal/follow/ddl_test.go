@@ -256,6 +256,135 @@ func TestFollowDDL(t *testing.T) {
 		noCapture(t, src)
 		noCapture(t, dst)
 	})
+	// Issue 41, items 5 and 11: a CREATE INDEX CONCURRENTLY after a
+	// comment, a failed CREATE UNIQUE INDEX CONCURRENTLY and its DROP
+	// INDEX, a stored generated column: replayed, finish equal.
+	t.Run("replayed issue 41", func(t *testing.T) {
+		t.Parallel()
+		o := newCase(t, c, ddlSourceSQL+`; CREATE TABLE dup (id int PRIMARY KEY, k int); INSERT INTO dup VALUES (1, 1), (2, 1)`)
+		following(t, o)
+		src, dst, n := o.Source, o.Target, o.Names
+		for _, q := range []string{
+			"/* migration 42 */ CREATE INDEX CONCURRENTLY keyed_v ON keyed (v)",
+			"INSERT INTO keyed (id, v) VALUES (5000, 'after the index')",
+			"ALTER TABLE keyed ADD COLUMN g int GENERATED ALWAYS AS (id * 10) STORED",
+			"INSERT INTO keyed (id, v) VALUES (5001, 'generated')",
+			"DROP INDEX dup_k",
+			"INSERT INTO dup VALUES (3, 3)",
+		} {
+			if q == "DROP INDEX dup_k" {
+				withConn(t, src, func(ctx context.Context, conn *pgx.Conn) {
+					if _, err := conn.Exec(ctx, "CREATE UNIQUE INDEX CONCURRENTLY dup_k ON dup (k)"); err == nil {
+						t.Fatal("CREATE UNIQUE INDEX CONCURRENTLY on duplicates succeeded")
+					}
+				})
+			}
+			exec(t, src, q)
+		}
+		st, err := ReadState(context.Background(), src, dst, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.DDL.Err(); err != nil || st.DDL.Replayed != 3 {
+			t.Errorf("status's DDL: %d replayed, want 3; %v", st.DDL.Replayed, err)
+		}
+		waitFor(t, dst, "1", "SELECT count(*)::text FROM dup WHERE id = 3")
+		if v := scalar(t, dst, "SELECT coalesce(sum(apply_error_count), 0)::text FROM pg_stat_subscription_stats WHERE subname = $1", n.Slot); v != "0" {
+			t.Errorf("%s apply errors on the target", v)
+		}
+		res, err := Finish(context.Background(), FinishOptions{Source: src, Target: dst, Names: n, Timeout: time.Minute, Grace: time.Second,
+			Verify: sameAll(c, src.Database, dst.Database)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Verified {
+			t.Errorf("not verified: %+v", res)
+		}
+		if v := scalar(t, dst, "SELECT count(*)::text FROM pg_indexes WHERE indexname = 'keyed_v'"); v != "1" {
+			t.Errorf("keyed_v on the target: %s, want 1", v)
+		}
+		nothingLeft(t, src, dst, n)
+	})
+	// Issue 41, items 5 and 6: statements that would not replay exactly
+	// are stops named by status and by finish before the fence; the
+	// INSERT of a query string that also holds DDL is applied once.
+	t.Run("stops issue 41", func(t *testing.T) {
+		t.Parallel()
+		o := newCase(t, c, ddlSourceSQL+"; CREATE DOMAIN ts_now AS timestamptz DEFAULT now()")
+		following(t, o)
+		src, dst, n := o.Source, o.Target, o.Names
+		exec(t, src, `COMMENT ON TABLE keyed IS E'\''; INSERT INTO keyed (id, v) VALUES (3000, 'x'); SELECT 'x'`)
+		waitFor(t, dst, "false", "SELECT subenabled::text FROM pg_subscription WHERE subname = $1", n.Slot)
+		waitFor(t, dst, "1", "SELECT count(*)::text FROM keyed WHERE id = 3000")
+		stops := []string{
+			"ALTER TABLE keyed ALTER COLUMN id TYPE bigint USING (id + random() * 0)::bigint",
+			"ALTER TABLE keyed ADD COLUMN at timestamptz DEFAULT 'now'",
+			"ALTER TABLE keyed ADD COLUMN c ts_now",
+			"ALTER TABLE events DETACH PARTITION events_2 CONCURRENTLY",
+		}
+		for _, q := range stops {
+			exec(t, src, q)
+		}
+		st, err := ReadState(context.Background(), src, dst, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"it runs inside a function, procedure or DO block, or in one query string with other statements",
+			"its USING expression calls random", "it holds the constant 'now'", "the default of public.keyed.c is evaluated once",
+			"DETACH PARTITION CONCURRENTLY"}
+		ok := len(st.DDL.Stops) == len(want)
+		for i, s := range st.DDL.Stops {
+			ok = ok && i < len(want) && strings.HasPrefix(s.Reason, want[i])
+		}
+		if !ok {
+			t.Errorf("stops %v, want reasons %q", st.DDL.Stops, want)
+		}
+		_, err = Finish(context.Background(), FinishOptions{Source: src, Target: dst, Names: n, Timeout: time.Minute})
+		if err == nil || !strings.Contains(err.Error(), "cannot follow: COMMENT") {
+			t.Errorf("finish: %v", err)
+		}
+		if fenced(t, src) {
+			t.Error("the source is fenced after finish stopped on DDL")
+		}
+		if _, err := Abort(context.Background(), src, dst, n); err != nil {
+			t.Fatal(err)
+		}
+		nothingLeft(t, src, dst, n)
+		noCapture(t, src)
+		noCapture(t, dst)
+	})
+	// A statement the target cannot run (a table it already has) is a
+	// stop named from the target's copy, not an apply worker failing
+	// over and over.
+	t.Run("target cannot run it", func(t *testing.T) {
+		t.Parallel()
+		o := newCase(t, c, ddlSourceSQL)
+		following(t, o)
+		src, dst, n := o.Source, o.Target, o.Names
+		exec(t, dst, "CREATE TABLE clash (id int)")
+		exec(t, src, "CREATE TABLE clash (id int PRIMARY KEY)")
+		waitFor(t, dst, "false", "SELECT subenabled::text FROM pg_subscription WHERE subname = $1", n.Slot)
+		for _, from := range []*pgx.ConnConfig{src, nil} {
+			st, err := ReadState(context.Background(), from, dst, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.DDL.Err(); err == nil || !strings.Contains(err.Error(), `CREATE TABLE public.clash, public.clash_pkey (CREATE TABLE clash (id int PRIMARY KEY)): the target could not replay it: relation "clash" already exists`) {
+				t.Errorf("status (source read: %v): %v", from != nil, err)
+			}
+		}
+		if v := scalar(t, dst, "SELECT coalesce(sum(apply_error_count), 0)::text FROM pg_stat_subscription_stats WHERE subname = $1", n.Slot); v != "0" {
+			t.Errorf("%s apply errors on the target", v)
+		}
+		_, err := Finish(context.Background(), FinishOptions{Source: src, Target: dst, Names: n, Timeout: time.Minute})
+		if err == nil || !strings.Contains(err.Error(), "the target could not replay it") || fenced(t, src) {
+			t.Errorf("finish: %v (fenced: %v)", err, fenced(t, src))
+		}
+		if _, err := Abort(context.Background(), src, dst, n); err != nil {
+			t.Fatal(err)
+		}
+		nothingLeft(t, src, dst, n)
+	})
 	t.Run("selection", func(t *testing.T) {
 		t.Parallel()
 		o := newCase(t, c, ddlSourceSQL)

@@ -66,3 +66,21 @@ func TestFindApplyError(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyErrorAdvice: every apply error gets an action, and the ones
+// that can be cleared on the target say how.
+func TestApplyErrorAdvice(t *testing.T) {
+	for _, tc := range []struct{ err, want string }{
+		{`duplicate key value violates unique constraint "keyed_pkey"`, "delete that row on the target"},
+		{`could not connect to the publisher: connection to server at "127.0.0.1", port 5432 failed`, "the source's pg_hba.conf"},
+		{`permission denied for table keyed`, "grant it the right named"},
+		{`CREATE INDEX CONCURRENTLY cannot run inside a transaction block`, "pgsprint follow abort, then clone again"},
+		{`index "dup_k" does not exist`, "pgsprint follow abort, then clone again"},
+		{`logical replication target relation "public.fresh" is missing replicated column: "c"`, "pgsprint follow abort, then clone again"},
+		{"", "pgsprint follow abort, then clone again"},
+	} {
+		if got := ApplyErrorAdvice(tc.err); !strings.Contains(got, tc.want) {
+			t.Errorf("ApplyErrorAdvice(%q) = %q, want %q in it", tc.err, got, tc.want)
+		}
+	}
+}
