@@ -2,9 +2,13 @@ package follow
 
 import (
 	"context"
+	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -216,4 +220,52 @@ func TestDDLCapture(t *testing.T) {
 	if len(cases) < 40 {
 		t.Errorf("%d statements, want at least 40", len(cases))
 	}
+}
+
+// TestDDLSplitRandom: query strings assembled at random from statements
+// holding every kind of token the lexer skips (semicolons inside each)
+// split back into exactly those statements. PGSPRINT_DDL_SEED replays a
+// run.
+func TestDDLSplitRandom(t *testing.T) {
+	t.Parallel()
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("PGSPRINT_DDL_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (PGSPRINT_DDL_SEED=%d replays it)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	c := sharedLogical(t)
+	cfg, n := captureOnly(t, c, "SELECT 1")
+	// Tokens of a statement: none ends it; separators go between them.
+	tokens := []string{"SELECT", "a$b", "x1", "(", ")", ",", "'a;b'", "'it''s;'", `E'\';'`, `e'\\'`, `"q;""x"`,
+		"$$;$$", "$t1$ ; $t$ $t1$", "$é$;$é$", "$1", "::int", "U&'\\0061;'", "é", "1e5"}
+	seps := []string{" ", "\n", "\t", " /* ; */ ", "/* a /* ; */ b */", " -- ; c\n"}
+	withConn(t, cfg, func(ctx context.Context, conn *pgx.Conn) {
+		for round := 0; round < 200; round++ {
+			var want []string
+			var q strings.Builder
+			for s := rng.IntN(4); s >= 0; s-- {
+				var st strings.Builder
+				for k := 1 + rng.IntN(6); k > 0; k-- {
+					if st.Len() > 0 {
+						st.WriteString(seps[rng.IntN(len(seps))])
+					}
+					st.WriteString(tokens[rng.IntN(len(tokens))])
+				}
+				want = append(want, st.String())
+				q.WriteString(seps[rng.IntN(len(seps))] + st.String() + seps[rng.IntN(len(seps))] + ";")
+			}
+			r, err := conn.Query(ctx, "SELECT stmt FROM "+captureNames(n.Slot).split+"($1, true)", q.String())
+			var got []string
+			if err == nil {
+				got, err = pgx.CollectRows(r, pgx.RowTo[string])
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("round %d: split(%q) = %q, want %q", round, q.String(), got, want)
+			}
+		}
+	})
 }
