@@ -150,6 +150,22 @@ func printTable(w io.Writer, src *source, rows []*row) {
 	}
 }
 
+// etaHalfError is the median over the rounds of the ETA's error at half
+// the run (etaCheck.halfError).
+func (r *row) etaHalfError() (float64, bool) {
+	var v []float64
+	for _, c := range r.etas {
+		if e, ok := c.halfError(); ok {
+			v = append(v, e)
+		}
+	}
+	if len(v) == 0 {
+		return 0, false
+	}
+	slices.Sort(v)
+	return v[len(v)/2], true
+}
+
 // verdict says whether the row's restores matched their source.
 func (r *row) verdict() string {
 	switch {
@@ -181,7 +197,7 @@ func writeResults(dir string, rows []*row) error {
 	cw := csv.NewWriter(f)
 	cw.Write([]string{"dataset", "gib", "cpus", "jobs", "step", "rounds", "wall_min_s", "wall_median_s", "wall_max_s",
 		"client_cpu_s", "machine_cpu_s", "cores_busy", "own_peak_rss_mib", "written_bytes", "s_per_gib",
-		"peer", "speed_vs_peer", "machine_cpu_vs_peer", "verified", "error"})
+		"peer", "speed_vs_peer", "machine_cpu_vs_peer", "verified", "error", "eta_error_half"})
 	for _, r := range rows {
 		num := func(v float64, ok bool) string {
 			if !ok {
@@ -203,7 +219,7 @@ func writeResults(dir string, rows []*row) error {
 			r.step.name, strconv.Itoa(len(r.results)), num(wall.min, ok), num(wall.med, ok), num(wall.max, ok),
 			num(cpu.med, ok), num(mach.med, ok), num(busy, bok), strconv.FormatInt(r.peakRSS()>>20, 10),
 			strconv.FormatFloat(size.med, 'f', 0, 64), num(wall.med/r.dataset.GiB(), ok),
-			r.peerName(), num(speed, sok), num(machVs, mok), r.verdict(), r.failure()})
+			r.peerName(), num(speed, sok), num(machVs, mok), r.verdict(), r.failure(), num(r.etaHalfError())})
 	}
 	cw.Flush()
 	if err := cw.Error(); err != nil {
