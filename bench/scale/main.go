@@ -56,12 +56,13 @@ type config struct {
 }
 
 // allSteps are the measured commands -steps chooses from.
-var allSteps = []string{"raw", "dump", "pgdump-fd", "pgdump-fc", "restore", "pgrestore", "pipe", "clone", "pgcopydb", "s3"}
+var allSteps = []string{"raw", "dump", "pgdump-fd", "pgdump-fc", "restore", "pgrestore", "handmade", "pipe", "clone", "pgcopydb", "s3"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	benchkit.RawCopySubcommand(ctx, os.Args)
+	benchkit.HandSubcommand(ctx, os.Args)
 	c, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/scale:", err)

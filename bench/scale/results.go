@@ -22,6 +22,7 @@ type row struct {
 	jobs     int
 	results  []benchkit.Result
 	peers    []*row // what the step replaces, at the same -j
+	also     []*row // other peers, each alone (step.also)
 	verified int    // rounds whose target was compared with the source
 	differs  string // the first difference a comparison found
 	etas     []etaCheck
@@ -138,6 +139,20 @@ func printTable(w io.Writer, src *source, rows []*row) {
 		if wall, ok := r.against(wallOf); ok {
 			mach, _ := r.against(machineOf)
 			fmt.Fprintf(w, "- %s against %s: %.2fx the speed, %.2fx the machine CPU\n", r.step.name, r.peerName(), wall, 1/mach)
+		}
+	}
+	for _, r := range rows {
+		for _, p := range r.also {
+			alone := &row{results: r.results, peers: []*row{p}}
+			if wall, ok := alone.against(wallOf); ok {
+				mach, _ := alone.against(machineOf)
+				fmt.Fprintf(w, "- %s against %s: %.2fx the speed, %.2fx the machine CPU\n", r.step.name, p.step.name, wall, 1/mach)
+			}
+		}
+	}
+	for _, r := range rows {
+		if busy, ok := r.busy(); ok && r.step.target {
+			fmt.Fprintf(w, "- cores busy during %s: %.0f%% of %d\n", r.step.name, 100*busy, runtime.NumCPU())
 		}
 	}
 	for _, r := range rows {
