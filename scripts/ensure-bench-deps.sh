@@ -14,6 +14,10 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v lz4 >/dev/null 2>&1 || missing+=(lz4)
 command -v zstd >/dev/null 2>&1 || missing+=(zstd)
 command -v pgcopydb >/dev/null 2>&1 || missing+=(pgcopydb)
+# TPC-H's generator for bench/scale's tpch dataset, from PyPI.
+if ! command -v tpchgen-cli >/dev/null 2>&1; then
+  python3 -m pip install --quiet tpchgen-cli==4.0.0 >&2
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "ensure-bench-deps: installing ${missing[*]}" >&2

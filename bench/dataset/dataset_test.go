@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"context"
+	"os/exec"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -18,15 +19,20 @@ func TestDatasets(t *testing.T) {
 		db                 string
 		build              func(conn string) error
 		tables, fks, index int
+		tool               string // a program the build needs, skipped without it
 	}{
-		{"pgbench", func(conn string) error { return Pgbench(ctx, c.BinDir(), conn, 1, 0) }, 4, 0, 3},
-		{"pgbench_parts", func(conn string) error { return Pgbench(ctx, c.BinDir(), conn, 1, 3) }, 4 + 3, 0, 3 + 3},
-		{"mixed", func(conn string) error { return Mixed(ctx, conn, 0.001) }, 3, 0, 13},
-		{"many", func(conn string) error { return Many(ctx, conn, 0.001) }, 60, 0, 63},
-		{"fkheavy", func(conn string) error { return FKHeavy(ctx, conn, 0.01) }, 24, 30, 60},
-		{"small", func(conn string) error { return Small(ctx, conn, 300) }, 300, 100, 600},
+		{"pgbench", func(conn string) error { return Pgbench(ctx, c.BinDir(), conn, 1, 0) }, 4, 0, 3, ""},
+		{"pgbench_parts", func(conn string) error { return Pgbench(ctx, c.BinDir(), conn, 1, 3) }, 4 + 3, 0, 3 + 3, ""},
+		{"mixed", func(conn string) error { return MixedJobs(ctx, conn, 0.001, 2) }, 3, 0, 13, ""},
+		{"tpch", func(conn string) error { return TPCH(ctx, "tpchgen-cli", t.TempDir(), conn, 0.01, 2) }, 8, 8, 8 + 11, "tpchgen-cli"},
+		{"many", func(conn string) error { return Many(ctx, conn, 0.001) }, 60, 0, 63, ""},
+		{"fkheavy", func(conn string) error { return FKHeavy(ctx, conn, 0.01) }, 24, 30, 60, ""},
+		{"small", func(conn string) error { return Small(ctx, conn, 300) }, 300, 100, 600, ""},
 	} {
 		t.Run(tc.db, func(t *testing.T) {
+			if _, err := exec.LookPath(tc.tool); tc.tool != "" && err != nil {
+				t.Skipf("%s is not installed (make bench-deps)", tc.tool)
+			}
 			if err := c.CreateDB(ctx, tc.db); err != nil {
 				t.Fatal(err)
 			}

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# The bench pack's script: pgsprint against pg_dump and pg_restore on
-# pgbench, on a machine with nothing installed. Everything it needs is
-# beside it: a static pgsprint, a static benchmark runner (bench/scale),
-# PostgreSQL 18 with pgbench.
+# The bench pack's script: pgsprint against pg_dump, pg_restore, a
+# hand-made restore and pgcopydb on pgbench, the mixed dataset and TPC-H,
+# on a machine with nothing installed. Everything it needs is beside it:
+# a static pgsprint, a static benchmark runner (bench/scale), PostgreSQL
+# 18 with pgbench, tpchgen-cli and pgcopydb.
 #
-#   ./run.sh                      # s200, unpartitioned and 30 partitions, -j 8 and -j 16
-#   SCALE=1 JOBS=2 ./run.sh       # what CI runs
+#   ./run.sh                      # pgbench s200 flat and in 30 partitions, mixed 10 GB, TPC-H SF 5; -j 8 and -j 16
+#   SCALE=1 MIXED=0.02 TPCH_SF=0.05 JOBS=2 ./run.sh   # what the tests run
 #
-# Knobs (environment): SCALE (pgbench scale, default 200), JOBS (comma-
-# separated -j values, default 8,16), ROUNDS (default 1), STEPS (default
-# dump,pgdump-fd,restore,pgrestore,clone), DATASETS (default flat,parts),
+# Knobs (environment): SCALE (pgbench scale, default 200), MIXED (the
+# mixed dataset's scale, 1 is about 1 GB, default 10), TPCH_SF (TPC-H's
+# scale factor, default 5), JOBS (comma-separated -j values, default
+# 8,16), ROUNDS (default 1), STEPS (default
+# raw,dump,pgdump-fd,restore,pgrestore,handmade,clone,pgcopydb), DATASETS
+# (default flat,parts,mixed,tpch),
 # OUT (results directory,
 # default ./results), WORK (archives, default a temporary directory).
 # It prints one Markdown table per dataset and writes $OUT/results.csv and
@@ -19,10 +23,12 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 scale="${SCALE:-200}"
+mixed="${MIXED:-10}"
+tpch="${TPCH_SF:-5}"
 jobs="${JOBS:-8,16}"
 rounds="${ROUNDS:-1}"
-steps="${STEPS:-dump,pgdump-fd,restore,pgrestore,clone}"
-datasets="${DATASETS:-flat,parts}"
+steps="${STEPS:-raw,dump,pgdump-fd,restore,pgrestore,handmade,clone,pgcopydb}"
+datasets="${DATASETS:-flat,parts,mixed,tpch}"
 out="${OUT:-$PWD/results}"
 mkdir -p "$out"
 
@@ -58,6 +64,10 @@ work_args=()
 if [ -n "${WORK:-}" ]; then work_args=(-work-dir "$WORK"); fi
 
 export PGSPRINT_PG_BIN="$pg/bin"
-"$here/scale" -bin "$pg/bin" -pgsprint "$here/pgsprint" -scale "$scale" -j "$jobs" \
+# pgcopydb (beside PostgreSQL's programs) runs pg_dump and pg_restore
+# from the PATH.
+export PATH="$pg/bin:$PATH"
+"$here/scale" -bin "$pg/bin" -pgsprint "$here/pgsprint" -scale "$scale" -mixed-scale "$mixed" -tpch-sf "$tpch" \
+  -tpchgen "$here/tpchgen-cli" -j "$jobs" \
   -rounds "$rounds" -steps "$steps" -datasets "$datasets" -verify first -out "$out" \
   ${work_args[@]+"${work_args[@]}"} | tee "$out/results.md"

@@ -4,31 +4,75 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	benchdata "github.com/pgsprint/pgsprint/bench/dataset"
 	"github.com/pgsprint/pgsprint/internal/compare"
+	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
-// dataset is one of seed 000's two databases at the run's scale.
+// dataset is one of the run's databases at its scale: seed 000's two
+// (pgbench, flat and in 30 partitions) and two of real data (issue 43):
+// the mixed three tables of text of a published pg_dump comparison, and
+// TPC-H.
 type dataset struct {
-	key        string // flat, parts
+	key        string // flat, parts, mixed, tpch
 	db         string // the source database's name
 	label      string
 	partitions int
+	size       float64 // mixed's scale or TPC-H's scale factor
 }
 
-// datasetNamed is the dataset called name, at scale.
-func datasetNamed(name string, scale int) (dataset, bool) {
+// datasetNames are the datasets -datasets takes.
+const datasetNames = "flat, parts, mixed, tpch"
+
+// datasetNamed is the dataset called name at c's scales.
+func datasetNamed(name string, c config) (dataset, bool) {
+	scale := c.scale
 	switch name {
 	case "flat":
 		return dataset{key: name, db: fmt.Sprintf("pgbench_s%d", scale), label: fmt.Sprintf("pgbench -s %d", scale)}, true
 	case "parts":
 		return dataset{key: name, db: fmt.Sprintf("pgbench_s%d_p30", scale), label: fmt.Sprintf("pgbench -s %d --partitions=30", scale), partitions: 30}, true
+	case "mixed":
+		return dataset{key: name, db: "mixed_" + sizeName(c.mixed), label: fmt.Sprintf("mixed, scale %g", c.mixed), size: c.mixed}, true
+	case "tpch":
+		return dataset{key: name, db: "tpch_sf" + sizeName(c.tpch), label: fmt.Sprintf("TPC-H SF %g", c.tpch), size: c.tpch}, true
 	}
 	return dataset{}, false
+}
+
+// sizeName is a scale as a database name's part: 0.5 is 0_5.
+func sizeName(f float64) string {
+	return strings.ReplaceAll(strconv.FormatFloat(f, 'g', -1, 64), ".", "_")
+}
+
+// builtMark is the comment a mixed or TPC-H database gets once it is
+// complete, so that a run with -keep reuses it and one cut short does not.
+func builtMark(d dataset) string { return "pgsprint bench: " + d.label + ", complete" }
+
+// build makes d's database from nothing.
+func (e *env) build(ctx context.Context, d dataset) error {
+	conn := e.srv.ConnString(d.db)
+	jobs := max(runtime.NumCPU(), 2)
+	var err error
+	switch d.key {
+	case "mixed":
+		err = benchdata.MixedJobs(ctx, conn, d.size, jobs)
+	case "tpch":
+		err = benchdata.TPCH(ctx, e.cfg.tpchgen, e.work, conn, d.size, jobs)
+	default:
+		return benchdata.Pgbench(ctx, e.srv.BinDir(), conn, e.cfg.scale, d.partitions)
+	}
+	if err != nil {
+		return err
+	}
+	return e.srv.Exec(ctx, d.db, "COMMENT ON DATABASE "+pgx.Identifier{d.db}.Sanitize()+" IS "+pg.Literal(builtMark(d)))
 }
 
 // source is a built dataset with what restores are checked against.
@@ -53,7 +97,7 @@ func (e *env) prepare(ctx context.Context, d dataset) (*source, error) {
 		}
 		start := time.Now()
 		fmt.Fprintf(os.Stderr, "building %s...\n", d.label)
-		if err := benchdata.Pgbench(ctx, e.srv.BinDir(), e.srv.ConnString(d.db), e.cfg.scale, d.partitions); err != nil {
+		if err := e.build(ctx, d); err != nil {
 			return nil, fmt.Errorf("build %s: %w", d.label, err)
 		}
 		fmt.Fprintf(os.Stderr, "built %s in %s\n", d.label, time.Since(start).Round(time.Second))
@@ -78,14 +122,19 @@ func (e *env) prepare(ctx context.Context, d dataset) (*source, error) {
 	return src, nil
 }
 
-// built says whether d's database holds a complete pgbench dataset of the
-// run's scale and partitioning, from an earlier run with -keep.
+// built says whether d's database holds a complete dataset of the run's
+// scale (and partitioning), from an earlier run with -keep.
 func (e *env) built(ctx context.Context, d dataset) bool {
 	conn, err := pgx.Connect(ctx, e.srv.ConnString(d.db))
 	if err != nil {
 		return false
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	if d.key == "mixed" || d.key == "tpch" {
+		var mark *string
+		err := conn.QueryRow(ctx, "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = current_database()").Scan(&mark)
+		return err == nil && mark != nil && *mark == builtMark(d)
+	}
 	var branches, parts int
 	var keyed bool
 	err = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM pgbench_branches),

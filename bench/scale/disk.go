@@ -11,6 +11,28 @@ import (
 // PostgreSQL 15, heap and index together).
 const bytesPerScale = 16 << 20
 
+// bytesPerMixed and bytesPerTPCH are what one unit of the mixed dataset's
+// scale and one TPC-H scale factor take on disk once built, indexes
+// included (a generous round figure: the check refuses, it does not
+// budget); tpchCSV is the generator's CSV per scale factor, on disk
+// while TPC-H loads.
+const (
+	bytesPerMixed = 1600 << 20
+	bytesPerTPCH  = 2 << 30
+	tpchCSV       = 1200 << 20
+)
+
+// dbBytes is d's database on disk, and what its build needs beside it.
+func dbBytes(c config, d dataset) (db, scratch int64) {
+	switch d.key {
+	case "mixed":
+		return int64(d.size * bytesPerMixed), 0
+	case "tpch":
+		return int64(d.size * bytesPerTPCH), int64(d.size * tpchCSV)
+	}
+	return int64(c.scale) * bytesPerScale, 0
+}
+
 // walReserve is the WAL a restore can leave behind before a checkpoint
 // recycles it: the bench cluster's max_wal_size (8 GB) and a margin.
 const walReserve = 10 << 30
@@ -22,19 +44,25 @@ const walReserve = 10 << 30
 // the database: no tool stores its indexes, and pgbench's rows compress
 // tenfold), and the WAL.
 func need(c config, building bool) int64 {
-	db := int64(c.scale) * bytesPerScale
-	sources := int64(0)
-	if building {
-		sources = db
-		if c.keep {
-			sources = db * int64(len(c.datasets))
+	var most, kept int64
+	for _, d := range c.datasets {
+		db, scratch := dbBytes(c, d)
+		sources := int64(0)
+		if building {
+			sources = db + scratch
+			kept += db
 		}
+		archives := db / 4 * int64(countSteps(c, "dump", "pgdump-fd", "pgdump-fc", "s3", "handmade"))
+		if c.steps["pgcopydb"] && pgcopydbInstalled() {
+			archives += db / 4
+		}
+		most = max(most, sources+db+archives)
 	}
-	archives := db / 4 * int64(countSteps(c, "dump", "pgdump-fd", "pgdump-fc", "s3"))
-	if c.steps["pgcopydb"] && pgcopydbInstalled() {
-		archives += db / 4
+	if c.keep && building {
+		// The datasets before the largest stay on disk too.
+		most += kept
 	}
-	return sources + db + archives + walReserve
+	return most + walReserve
 }
 
 func countSteps(c config, names ...string) int {

@@ -70,6 +70,17 @@ func checkETA(log string, wall float64) (etaCheck, error) {
 	return c, nil
 }
 
+// halfError is how far the ETA shown nearest half the run's wall time
+// was from the time really left then, as a share of it (issue 43 asks
+// for 25% at most); ok is false when none was shown.
+func (c etaCheck) halfError() (float64, bool) {
+	left := c.wall - c.at[1]
+	if c.at[1] == 0 || c.said[1] < 0 || left <= 0 {
+		return 0, false
+	}
+	return abs(c.said[1]-left) / left, true
+}
+
 // String says, for each quarter, the ETA shown and the time really left.
 func (c etaCheck) String() string {
 	s := ""
@@ -87,6 +98,11 @@ func (c etaCheck) String() string {
 		s += fmt.Sprintf("data all in at %.0f s of %.0f s", c.dataDone, c.wall)
 	} else {
 		s += fmt.Sprintf("%.0f s in all", c.wall)
+	}
+	if e, ok := c.halfError(); ok {
+		s += fmt.Sprintf("; error at half time %.0f%%", 100*e)
+	} else {
+		s += "; no ETA at half time"
 	}
 	return s
 }

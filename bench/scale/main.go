@@ -38,6 +38,9 @@ import (
 // config is the benchmark's command line.
 type config struct {
 	scale    int
+	mixed    float64 // the mixed dataset's scale (1: about 1 GB)
+	tpch     float64 // TPC-H's scale factor
+	tpchgen  string  // the tpchgen-cli program
 	datasets []dataset
 	jobs     []int
 	rounds   int
@@ -53,12 +56,13 @@ type config struct {
 }
 
 // allSteps are the measured commands -steps chooses from.
-var allSteps = []string{"raw", "dump", "pgdump-fd", "pgdump-fc", "restore", "pgrestore", "pipe", "clone", "pgcopydb", "s3"}
+var allSteps = []string{"raw", "dump", "pgdump-fd", "pgdump-fc", "restore", "pgrestore", "handmade", "pipe", "clone", "pgcopydb", "s3"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	benchkit.RawCopySubcommand(ctx, os.Args)
+	benchkit.HandSubcommand(ctx, os.Args)
 	c, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/scale:", err)
@@ -75,7 +79,10 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 	var datasets, jobs, steps string
 	fs.IntVar(&c.scale, "scale", 1000, "pgbench scale (1000: about 12 GiB, seed 000's size)")
-	fs.StringVar(&datasets, "datasets", "flat,parts", "flat (one pgbench_accounts table), parts (30 partitions), or both")
+	fs.Float64Var(&c.mixed, "mixed-scale", 10, "the mixed dataset's scale (1: about 1 GB of names, e-mails, text, 10 secondary indexes)")
+	fs.Float64Var(&c.tpch, "tpch-sf", 1, "TPC-H's scale factor (1: about 1 GB of rows)")
+	fs.StringVar(&c.tpchgen, "tpchgen", "tpchgen-cli", "the TPC-H generator (pip install tpchgen-cli)")
+	fs.StringVar(&datasets, "datasets", "flat,parts,mixed,tpch", "comma-separated: flat (one pgbench_accounts table), parts (30 partitions), mixed (three tables of text), tpch (TPC-H)")
 	fs.StringVar(&jobs, "j", "2", "comma-separated -j values; each runs every step")
 	fs.IntVar(&c.rounds, "rounds", 3, "run every step this many times, interleaved (min/median/max)")
 	fs.StringVar(&steps, "steps", strings.Join(allSteps, ","), "comma-separated steps: "+strings.Join(allSteps, ", "))
@@ -93,10 +100,13 @@ func parseFlags(args []string) (config, error) {
 	if c.scale < 1 || c.rounds < 1 {
 		return c, fmt.Errorf("-scale and -rounds must be at least 1")
 	}
+	if !(c.mixed > 0) || !(c.tpch > 0) {
+		return c, fmt.Errorf("-mixed-scale and -tpch-sf must be above 0")
+	}
 	for _, name := range splitList(datasets) {
-		d, ok := datasetNamed(name, c.scale)
+		d, ok := datasetNamed(name, c)
 		if !ok {
-			return c, fmt.Errorf("unknown dataset %q (flat, parts)", name)
+			return c, fmt.Errorf("unknown dataset %q (%s)", name, datasetNames)
 		}
 		c.datasets = append(c.datasets, d)
 	}
@@ -129,8 +139,12 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer env.close()
-	fmt.Printf("# pgsprint at scale: pgbench -s %d\n\n%s; %s; -j %s; %d rounds, interleaved; started %s\n",
-		c.scale, machineLine(), env.srv.Version(ctx), joinInts(c.jobs), c.rounds, time.Now().UTC().Format(time.RFC3339))
+	labels := make([]string, len(c.datasets))
+	for i, d := range c.datasets {
+		labels[i] = d.label
+	}
+	fmt.Printf("# pgsprint at scale: %s\n\n%s; %s; -j %s; %d rounds, interleaved; started %s\n",
+		strings.Join(labels, "; "), machineLine(), env.srv.Version(ctx), joinInts(c.jobs), c.rounds, time.Now().UTC().Format(time.RFC3339))
 	var all []*row
 	for _, d := range c.datasets {
 		src, err := env.prepare(ctx, d)

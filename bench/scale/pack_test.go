@@ -13,10 +13,11 @@ import (
 
 // TestPackAtSmallScale builds the bench pack as `make bench-pack` does
 // (gzip instead of xz, for time), unpacks it and runs its script at scale
-// 1 and -j 2, as a many-core machine would at scale 200: every step must
-// succeed, every restore and clone must match its source, and the results
-// must be written. `make test` runs the flat dataset (DATASETS=flat),
-// `make test-long` both.
+// 1 (mixed 0.02, TPC-H SF 0.05) and -j 2, as a many-core machine would at
+// its defaults: every step must succeed, every restore and clone must
+// match its source, and the results must be written. `make test` runs
+// the flat dataset (DATASETS=flat) with the pack's default steps but
+// pgcopydb, `make test-long` all four datasets.
 func TestPackAtSmallScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds static binaries and runs the pack")
@@ -42,7 +43,9 @@ func TestPackAtSmallScale(t *testing.T) {
 	results := filepath.Join(unpacked, "results")
 	run := exec.Command(filepath.Join(unpacked, "bench-pack", "run.sh"))
 	run.Dir = unpacked
-	run.Env = append(os.Environ(), "SCALE=1", "JOBS=2", "OUT="+results, "DATASETS="+strings.Join(packDatasets, ","))
+	steps := []string{"raw", "dump", "pgdump-fd", "restore", "pgrestore", "handmade", "clone"}
+	run.Env = append(os.Environ(), "SCALE=1", "MIXED=0.02", "TPCH_SF=0.05", "JOBS=2", "OUT="+results,
+		"DATASETS="+strings.Join(packDatasets, ","), "STEPS="+strings.Join(steps, ","))
 	out, err := run.CombinedOutput()
 	if err != nil {
 		t.Fatalf("run.sh: %v\n%s", err, out)
@@ -51,7 +54,7 @@ func TestPackAtSmallScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := map[string]string{"flat": "pgbench -s 1", "parts": "pgbench -s 1 --partitions=30"}
+	names := map[string]string{"flat": "pgbench -s 1", "parts": "pgbench -s 1 --partitions=30", "mixed": "mixed, scale 0.02", "tpch": "TPC-H SF 0.05"}
 	for _, ds := range packDatasets {
 		if title := "### " + names[ds] + " ("; !strings.Contains(string(md), title) {
 			t.Errorf("results.md has no table %q:\n%s", title, md)
@@ -73,7 +76,8 @@ func TestPackAtSmallScale(t *testing.T) {
 	want := map[string]bool{}
 	for _, ds := range packDatasets {
 		ds := names[ds]
-		for _, step := range []string{"pgsprint dump -j2", "pg_dump -Fd -j2", "pgsprint restore -j2", "pg_restore -j2 + vacuumdb -Z -j2", "pgsprint clone -j2"} {
+		for _, step := range []string{"raw COPY limit -j2", "pgsprint dump -j2", "pg_dump -Fd -j2", "pgsprint restore -j2", "pg_restore -j2 + vacuumdb -Z -j2",
+			"hand-made restore -j2 + vacuumdb -Z -j2", "pgsprint clone -j2"} {
 			want[ds+" / "+step] = true
 		}
 	}
@@ -90,7 +94,7 @@ func TestPackAtSmallScale(t *testing.T) {
 		if r[col["wall_median_s"]] == "" || r[col["machine_cpu_s"]] == "" {
 			t.Errorf("%s: no times: %v", key, r)
 		}
-		restores := strings.Contains(key, "restore") || strings.Contains(key, "clone")
+		restores := strings.Contains(key, "restore ") || strings.Contains(key, "clone")
 		if v := r[col["verified"]]; restores && v != "same (1 of 1)" {
 			t.Errorf("%s: verified %q, want the copy compared with its source and the same", key, v)
 		}

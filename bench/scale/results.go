@@ -22,6 +22,7 @@ type row struct {
 	jobs     int
 	results  []benchkit.Result
 	peers    []*row // what the step replaces, at the same -j
+	also     []*row // other peers, each alone (step.also)
 	verified int    // rounds whose target was compared with the source
 	differs  string // the first difference a comparison found
 	etas     []etaCheck
@@ -141,6 +142,20 @@ func printTable(w io.Writer, src *source, rows []*row) {
 		}
 	}
 	for _, r := range rows {
+		for _, p := range r.also {
+			alone := &row{results: r.results, peers: []*row{p}}
+			if wall, ok := alone.against(wallOf); ok {
+				mach, _ := alone.against(machineOf)
+				fmt.Fprintf(w, "- %s against %s: %.2fx the speed, %.2fx the machine CPU\n", r.step.name, p.step.name, wall, 1/mach)
+			}
+		}
+	}
+	for _, r := range rows {
+		if busy, ok := r.busy(); ok && r.step.target {
+			fmt.Fprintf(w, "- cores busy during %s: %.0f%% of %d\n", r.step.name, 100*busy, runtime.NumCPU())
+		}
+	}
+	for _, r := range rows {
 		for i, c := range r.etas {
 			fmt.Fprintf(w, "- ETA of %s, run %d: %s\n", r.step.name, i+1, c)
 		}
@@ -148,6 +163,22 @@ func printTable(w io.Writer, src *source, rows []*row) {
 	for _, s := range seedsFor(src, rows) {
 		fmt.Fprintln(w, "- "+s)
 	}
+}
+
+// etaHalfError is the median over the rounds of the ETA's error at half
+// the run (etaCheck.halfError).
+func (r *row) etaHalfError() (float64, bool) {
+	var v []float64
+	for _, c := range r.etas {
+		if e, ok := c.halfError(); ok {
+			v = append(v, e)
+		}
+	}
+	if len(v) == 0 {
+		return 0, false
+	}
+	slices.Sort(v)
+	return v[len(v)/2], true
 }
 
 // verdict says whether the row's restores matched their source.
@@ -181,7 +212,7 @@ func writeResults(dir string, rows []*row) error {
 	cw := csv.NewWriter(f)
 	cw.Write([]string{"dataset", "gib", "cpus", "jobs", "step", "rounds", "wall_min_s", "wall_median_s", "wall_max_s",
 		"client_cpu_s", "machine_cpu_s", "cores_busy", "own_peak_rss_mib", "written_bytes", "s_per_gib",
-		"peer", "speed_vs_peer", "machine_cpu_vs_peer", "verified", "error"})
+		"peer", "speed_vs_peer", "machine_cpu_vs_peer", "verified", "error", "eta_error_half"})
 	for _, r := range rows {
 		num := func(v float64, ok bool) string {
 			if !ok {
@@ -203,7 +234,7 @@ func writeResults(dir string, rows []*row) error {
 			r.step.name, strconv.Itoa(len(r.results)), num(wall.min, ok), num(wall.med, ok), num(wall.max, ok),
 			num(cpu.med, ok), num(mach.med, ok), num(busy, bok), strconv.FormatInt(r.peakRSS()>>20, 10),
 			strconv.FormatFloat(size.med, 'f', 0, 64), num(wall.med/r.dataset.GiB(), ok),
-			r.peerName(), num(speed, sok), num(machVs, mok), r.verdict(), r.failure()})
+			r.peerName(), num(speed, sok), num(machVs, mok), r.verdict(), r.failure(), num(r.etaHalfError())})
 	}
 	cw.Flush()
 	if err := cw.Error(); err != nil {

@@ -21,7 +21,9 @@ func TestParseFlags(t *testing.T) {
 		dbs     []string
 		noSteps []string
 	}{
-		{args: nil, jobs: []int{2}, dbs: []string{"pgbench_s1000", "pgbench_s1000_p30"}},
+		{args: nil, jobs: []int{2}, dbs: []string{"pgbench_s1000", "pgbench_s1000_p30", "mixed_10", "tpch_sf1"}},
+		{args: []string{"-datasets", "mixed,tpch", "-mixed-scale", "0.5", "-tpch-sf", "3"}, jobs: []int{2}, dbs: []string{"mixed_0_5", "tpch_sf3"}},
+		{args: []string{"-tpch-sf", "0"}, err: "above 0"},
 		{args: []string{"-scale", "7", "-j", "8,16", "-datasets", "parts", "-steps", "dump,restore"},
 			jobs: []int{8, 16}, dbs: []string{"pgbench_s7_p30"}, noSteps: []string{"clone", "s3", "raw"}},
 		{args: []string{"-j", "0"}, err: "bad -j"},
@@ -101,7 +103,7 @@ func TestCheckDisk(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not enough disk in "+dir) {
 		t.Fatalf("4 EiB: %v", err)
 	}
-	c, _ := parseFlags([]string{"-scale", "1000", "-steps", "dump,restore"})
+	c, _ := parseFlags([]string{"-scale", "1000", "-steps", "dump,restore", "-datasets", "flat"})
 	// 15.6 GiB of source, one restored copy, pgsprint's archive a
 	// quarter of the database, the WAL reserve.
 	if got, want := need(c, true), int64(1000*bytesPerScale)*9/4+walReserve; got != want {

@@ -175,6 +175,9 @@ func (e *env) finish(ctx context.Context, src *source) error {
 	for _, p := range []string{"pgsprint.pgs", "pgdump.dir", "pgdump.fc"} {
 		os.RemoveAll(filepath.Join(e.work, p))
 	}
+	for _, j := range e.cfg.jobs {
+		os.RemoveAll(e.handDir(src, j))
+	}
 	if e.cfg.keep {
 		return nil
 	}

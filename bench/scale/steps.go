@@ -25,6 +25,12 @@ type step struct {
 	// peers are the steps (keys at the same -j) this one replaces: its
 	// ratios are taken against their medians added up.
 	peers []string
+	// also are the other peers its ratios are taken against, each alone
+	// (the hand-made restore beside pg_restore's).
+	also []string
+	// prepare is a directory HandPrepare fills, untimed, before the
+	// step's first round; "" for none.
+	prepare string
 	// etaLog is the JSON progress log of the pgsprint whose ETA is
 	// checked against the run's real end, or "".
 	etaLog string
@@ -65,7 +71,7 @@ func (e *env) steps(src *source, jobs, round int, first bool) []step {
 		add(step{key: "pgdump-fc", name: "pg_dump -Fc", output: fc,
 			cmds: one(benchkit.Cmd(bin("pg_dump"), "-Fc", "-f", fc, "-d", conn))})
 	}
-	add(step{key: "restore", name: "pgsprint restore -j" + j, target: true, peers: []string{"pgrestore"}, etaLog: log("restore"),
+	add(step{key: "restore", name: "pgsprint restore -j" + j, target: true, peers: []string{"pgrestore"}, also: []string{"handmade"}, etaLog: log("restore"),
 		cmds: func(dst string) []benchkit.Command {
 			return []benchkit.Command{pgsprint("restore", "restore", "-j", j, "-f", file, "-d", e.srv.ConnString(dst))}
 		}})
@@ -80,6 +86,10 @@ func (e *env) steps(src *source, jobs, round int, first bool) []step {
 				pgsprint("pipe-dump", "dump", "-j", j, "-f", "-", "-d", conn),
 				pgsprint("pipe-restore", "restore", "-j", j, "-f", "-", "-d", e.srv.ConnString(dst)),
 			}
+		}})
+	add(step{key: "handmade", name: "hand-made restore -j" + j + " + vacuumdb -Z -j" + j, target: true, prepare: e.handDir(src, jobs),
+		cmds: func(dst string) []benchkit.Command {
+			return []benchkit.Command{benchkit.Cmd(e.self, "handmade", e.srv.BinDir(), e.srv.ConnString(dst), e.handDir(src, jobs), j)}
 		}})
 	clonePeers := []string{"pgdump-fd", "pgrestore"}
 	if e.pgcopydb != "" {
@@ -107,6 +117,11 @@ func (e *env) steps(src *source, jobs, round int, first bool) []step {
 				}})
 	}
 	return out
+}
+
+// handDir is where the hand-made restore's files of src at -j jobs are.
+func (e *env) handDir(src *source, jobs int) string {
+	return filepath.Join(e.work, fmt.Sprintf("handmade-j%d", jobs))
 }
 
 // one is a step's command that takes no target.
@@ -150,6 +165,11 @@ func (e *env) measure(ctx context.Context, src *source) ([]*row, error) {
 				r.peers = append(r.peers, peer)
 			}
 		}
+		for _, p := range r.step.also {
+			if peer := byKey[fmt.Sprintf("%s/%d", p, r.jobs)]; peer != nil {
+				r.also = append(r.also, peer)
+			}
+		}
 	}
 	return rows, nil
 }
@@ -161,6 +181,14 @@ func (e *env) once(ctx context.Context, src *source, r *row, round int, verify b
 	if r.step.target {
 		if err := e.createDB(ctx, dst); err != nil {
 			return err
+		}
+	}
+	if p := r.step.prepare; p != "" {
+		if _, err := os.Stat(filepath.Join(p, "plan.json")); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: writing the hand-made restore's files (untimed)...\n", src.label)
+			if err := benchkit.HandPrepare(ctx, e.srv.BinDir(), e.srv.ConnString(src.db), p, r.jobs); err != nil {
+				return fmt.Errorf("hand-made restore's files: %w", err)
+			}
 		}
 	}
 	if err := e.checkpoint(ctx); err != nil {

@@ -46,6 +46,12 @@ type Plan struct {
 	// real one and equals it when every chunk is done. A small table's
 	// relation size (a page, 8 KiB) is many times its COPY text.
 	Estimated bool `json:"estimated,omitempty"`
+	// StepWork is the work of the non-data tasks (index builds,
+	// constraints, foreign keys, ANALYZE) in bytes of data it takes as
+	// long as to load: a restore's ETA covers them too, where it covered
+	// the data alone and showed nothing while indexes took a third of
+	// the run. Each Done.Work counts against it.
+	StepWork int64 `json:"step_work,omitempty"`
 }
 
 // Work names one unit of work: a table chunk (Kind "data"), a large
@@ -68,6 +74,8 @@ type Done struct {
 	// Planned is the unit's share of Plan.Bytes when that is an estimate
 	// (Plan.Estimated).
 	Planned int64
+	// Work is a non-data unit's share of Plan.StepWork.
+	Work int64
 }
 
 // Nop is the Reporter used when nobody is watching.
@@ -109,6 +117,7 @@ type Tracker struct {
 	phases    []PhaseTime
 	steps     int
 	stepsDone int
+	stepWork  int64 // Done.Work of the finished non-data units
 	chunks    int
 	// replanned is what finished units moved minus what the plan
 	// expected of them (Plan.Estimated).
@@ -218,6 +227,7 @@ func (t *Tracker) Done(w Work, d Done) {
 	}
 	if w.Kind != "data" {
 		t.stepsDone++
+		t.stepWork += d.Work
 		t.emit(Event{Event: "step", Work: &w, Seconds: d.Elapsed.Seconds()})
 		return
 	}
@@ -265,6 +275,11 @@ type State struct {
 	Steps       int      `json:"steps_done"`
 	StepsAll    int      `json:"steps_total"`
 	InFlight    []string `json:"in_flight"`
+	// StepWork and StepWorkDone are the plan's non-data work and what of
+	// it is done, in data-equivalent bytes (Plan.StepWork): with the
+	// bytes they make the whole run's work, which the ETA covers.
+	StepWork     int64 `json:"step_work,omitempty"`
+	StepWorkDone int64 `json:"step_work_done,omitempty"`
 }
 
 // State returns the run's state now.
@@ -279,7 +294,7 @@ func (t *Tracker) state() State {
 	s := State{Op: t.plan.Op, Phase: t.phase, Elapsed: elapsed.Seconds(),
 		Bytes: t.bytes.Load(), BytesTotal: t.plan.Bytes, Rows: t.rows.Load(), RowsTotal: t.plan.Rows,
 		Chunks: t.chunks, ChunksAll: t.plan.Chunks, Steps: t.stepsDone, StepsAll: t.steps,
-		InFlight: []string{}}
+		StepWork: t.plan.StepWork, StepWorkDone: min(t.stepWork, t.plan.StepWork), InFlight: []string{}}
 	if first := t.firstData.Load(); first > 0 {
 		s.DataElapsed = (elapsed - time.Duration(first)).Seconds()
 	}

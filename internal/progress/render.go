@@ -188,15 +188,21 @@ func etaOf(s State) string {
 	return eta.Round(time.Second).String()
 }
 
-// Remaining is the time the data still needs at the rate it has moved
-// so far, as the ETA shows it; ok is false when there is no rate yet or
-// no bytes left. The benchmarks check it against a run's real end.
+// Remaining is the time the run still needs, as the ETA shows it: the
+// data bytes and the non-data work (State.StepWork, index builds and the
+// like weighed in bytes of data) left, at the rate the two together have
+// moved since the first data byte. A restore's indexes build while other
+// tables load, so one rate over both is what the run really goes at; ok
+// is false when there is no rate yet or nothing left. The benchmarks
+// check it against a run's real end.
 func Remaining(s State) (eta time.Duration, ok bool) {
-	rate := rateOf(s)
-	if rate <= 0 || s.BytesTotal <= s.Bytes || s.Bytes == 0 {
+	done := s.Bytes + s.StepWorkDone
+	left := max(s.BytesTotal-s.Bytes, 0) + max(s.StepWork-s.StepWorkDone, 0)
+	if s.DataElapsed <= 0 || s.Bytes == 0 || left <= 0 {
 		return 0, false
 	}
-	return time.Duration(float64(s.BytesTotal-s.Bytes) / rate * float64(time.Second)), true
+	rate := float64(done) / s.DataElapsed
+	return time.Duration(float64(left) / rate * float64(time.Second)), true
 }
 
 func inFlight(names []string, n int) string {

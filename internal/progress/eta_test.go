@@ -1,0 +1,78 @@
+package progress
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// TestRemaining checks the ETA over the whole run: the data left and the
+// non-data work left (indexes, constraints, ANALYZE, weighed in bytes of
+// data), at the rate both have moved since the first data byte. Before
+// issue 43 a restore whose data was all in showed no ETA while its
+// indexes took a third of the run.
+func TestRemaining(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    State
+		want time.Duration // -1: none shown
+	}{
+		{"data only, as a dump", State{DataElapsed: 10, Bytes: 100, BytesTotal: 400}, 30 * time.Second},
+		{"data half in, indexes to come", State{DataElapsed: 10, Bytes: 100, BytesTotal: 200, StepWork: 100}, 20 * time.Second},
+		{"data all in, indexes half built", State{DataElapsed: 30, Bytes: 200, BytesTotal: 200, StepWork: 100, StepWorkDone: 50}, 6 * time.Second},
+		{"all done", State{DataElapsed: 30, Bytes: 200, BytesTotal: 200, StepWork: 100, StepWorkDone: 100}, -1},
+		{"no data yet", State{DataElapsed: 0, StepWork: 100}, -1},
+		{"estimate exceeded, no steps", State{DataElapsed: 1, Bytes: 300, BytesTotal: 100}, -1},
+	} {
+		got, ok := Remaining(tc.s)
+		if !ok {
+			got = -1
+		}
+		if got != tc.want {
+			t.Errorf("%s: ETA %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestETAAtHalfTime runs a restore's timeline through a Tracker's
+// arithmetic: data loads first, index builds behind it, at a constant
+// speed in the plan's own units, and checks that the ETA shown at half
+// the run is the real remainder (issue 43 asks for 25%), where the
+// data-only ETA said nothing once the data was in.
+func TestETAAtHalfTime(t *testing.T) {
+	const (
+		data  = 600 << 20 // bytes
+		steps = 400 << 20 // data-equivalent bytes of index and ANALYZE work
+		speed = 10 << 20  // per second, of both
+	)
+	total := float64(data+steps) / speed // 100 s
+	for _, at := range []float64{0.25, 0.5, 0.75} {
+		elapsed := total * at
+		moved := int64(elapsed * speed)
+		s := State{DataElapsed: elapsed, Bytes: min(moved, data), BytesTotal: data, StepWork: steps, StepWorkDone: max(moved-data, 0)}
+		eta, ok := Remaining(s)
+		if !ok {
+			t.Fatalf("at %.0f%%: no ETA shown", 100*at)
+		}
+		left := total - elapsed
+		if e := math.Abs(eta.Seconds()-left) / left; e > 0.01 {
+			t.Errorf("at %.0f%%: ETA %v, %.1f s really left (%.0f%% off)", 100*at, eta, left, 100*e)
+		}
+	}
+}
+
+// TestTrackerStepWork checks that finished steps count their work in the
+// state, never past the plan's.
+func TestTrackerStepWork(t *testing.T) {
+	tr := NewTracker("restore")
+	tr.Begin(Plan{Op: "restore", Bytes: 100, StepWork: 50})
+	tr.Add(100, 1)
+	tr.Done(Work{Kind: "indexes", Name: "index a"}, Done{Work: 30})
+	if s := tr.State(); s.StepWork != 50 || s.StepWorkDone != 30 {
+		t.Errorf("step work %d of %d, want 30 of 50", s.StepWorkDone, s.StepWork)
+	}
+	tr.Done(Work{Kind: "indexes", Name: "index b"}, Done{Work: 30})
+	if s := tr.State(); s.StepWorkDone != 50 {
+		t.Errorf("step work done %d, want the plan's 50 at most", s.StepWorkDone)
+	}
+}
