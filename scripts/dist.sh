@@ -5,8 +5,9 @@
 #                                        completions, README.md
 #   pgsprint_DEBVERSION_amd64.deb        /usr/bin/pgsprint, the man pages in
 #                                        /usr/share/man/man1, bash, zsh and
-#                                        fish completions; Depends:
-#                                        postgresql-client
+#                                        fish completions, the license in
+#                                        /usr/share/doc/pgsprint/copyright;
+#                                        Depends: postgresql-client
 #   SHA256SUMS                           of both
 #
 #   scripts/dist.sh [OUT_DIR]
@@ -20,6 +21,9 @@
 # $PGSPRINT_DIST_BINARY packs that binary instead of building one (the
 # package test's, which built its own); $PGSPRINT_DIST_GZIP is the gzip
 # level of the tarball and the .deb (default 9; the test's 1);
+# $PGSPRINT_DIST_LICENSE is the license file the .deb's copyright is made
+# from (default LICENSE: Debian policy asks every package for one, and the
+# build refuses to make a package without it);
 # $SOURCE_DATE_EPOCH fixes the build date. arm64 is not built: the cgo
 # libzstd needs an aarch64 C cross-compiler, which this machine lacks
 # (CGO_ENABLED=1 GOARCH=arm64 fails in runtime/cgo's assembly), and a pure
@@ -35,6 +39,12 @@ level="${PGSPRINT_DIST_GZIP:-9}"
 for tool in dpkg-deb sha256sum tar gzip; do
   command -v "$tool" >/dev/null || { echo "dist: $tool not found" >&2; exit 1; }
 done
+
+license="${PGSPRINT_DIST_LICENSE:-LICENSE}"
+if [ ! -s "$license" ]; then
+  echo "dist: no license file $license: the .deb must carry the project's license in /usr/share/doc/pgsprint/copyright; add LICENSE (or give \$PGSPRINT_DIST_LICENSE)" >&2
+  exit 1
+fi
 
 version="$(scripts/version.sh)"
 case "$version" in
@@ -83,6 +93,13 @@ install -D -m 644 "$stage/docs/completions/pgsprint.bash" "$root/usr/share/bash-
 install -D -m 644 "$stage/docs/completions/_pgsprint" "$root/usr/share/zsh/vendor-completions/_pgsprint"
 install -D -m 644 "$stage/docs/completions/pgsprint.fish" "$root/usr/share/fish/vendor_completions.d/pgsprint.fish"
 install -D -m 644 README.md "$root/usr/share/doc/pgsprint/README.md"
+# Debian policy's copyright file (free-form): where it comes from, then
+# the project's license as it is.
+{
+  printf 'pgsprint, from https://github.com/pgsprint/pgsprint\n\n'
+  cat "$license"
+} > "$root/usr/share/doc/pgsprint/copyright"
+chmod 644 "$root/usr/share/doc/pgsprint/copyright"
 mkdir -p "$root/DEBIAN"
 size="$(du -sk --exclude=DEBIAN "$root" | cut -f1)"
 cat > "$root/DEBIAN/control" <<CONTROL

@@ -130,7 +130,7 @@ func preflightDump(ctx context.Context, o *dumpOptions) error {
 		return err
 	}
 	po := preflight.DumpOptions{Source: cfg, Jobs: o.jobs, Filter: o.filter, Snapshot: o.snapshot, File: o.file,
-		Overwrite: o.store.overwrite, Compressed: c.Name() != "none", Programs: &pgbin.Finder{}}
+		Overwrite: o.store.overwrite, Compressed: c.Name() != "none", Programs: &pgbin.Finder{}, Subset: o.spec, Mask: o.masking}
 	if location.IsURL(o.file) {
 		if po.Output, err = location.Parse(o.file, o.store.options(nil, nil, nil)); err != nil {
 			return usageError{err}
@@ -226,7 +226,7 @@ func preflightClone(ctx context.Context, o *cloneOptions) error {
 		return report(preflight.CloneAll(ctx, po, listDatabases(src, "clone", o.all.exclude)))
 	}
 	po := preflight.CloneOptions{Source: src, Target: dst, Jobs: o.jobs, Filter: o.filter, Snapshot: o.snapshot,
-		Clean: o.clean, Resume: o.resume, Programs: &pgbin.Finder{}}
+		Clean: o.clean, Resume: o.resume, Programs: &pgbin.Finder{}, Subset: o.spec, Mask: o.masking}
 	fo, err := o.follow.options(*o, src, dst)
 	if err != nil {
 		return err

@@ -16,7 +16,10 @@ import (
 // static one), installs the .deb into a scratch root (dpkg -x) and runs
 // the installed binary through a dump and a restore checked by row
 // hashes. The package depends on postgresql-client and holds the man
-// pages and the bash, zsh and fish completions; SHA256SUMS checks.
+// pages, the bash, zsh and fish completions and the license
+// (/usr/share/doc/pgsprint/copyright, from LICENSE or
+// $PGSPRINT_DIST_LICENSE); without a license file the build is refused;
+// SHA256SUMS checks.
 func TestDebPackage(t *testing.T) {
 	t.Parallel()
 	for _, tool := range []string{"dpkg-deb", "sha256sum"} {
@@ -30,8 +33,30 @@ func TestDebPackage(t *testing.T) {
 	ctx := context.Background()
 	c := shared(t)
 	out := t.TempDir()
+	env := append(os.Environ(), "PGSPRINT_DIST_BINARY="+binary, "VERSION=1.2.3-4-gabcdef0", "PGSPRINT_DIST_GZIP=1")
+	none := exec.Command("../../scripts/dist.sh", t.TempDir())
+	none.Env = append(env, "PGSPRINT_DIST_LICENSE="+filepath.Join(out, "none"))
+	if b, err := none.CombinedOutput(); err == nil || !strings.Contains(string(b), "dist: no license file") {
+		t.Errorf("scripts/dist.sh without a license file: %v\n%s", err, b)
+	}
+	// The project's LICENSE when it has one; else a stand-in, which
+	// tests only that the file reaches the package.
+	license, err := filepath.Abs("../../LICENSE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(license); err != nil {
+		license = filepath.Join(t.TempDir(), "LICENSE")
+		if err := os.WriteFile(license, []byte("stand-in license text of the package test\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	licenseText, err := os.ReadFile(license)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("../../scripts/dist.sh", out)
-	cmd.Env = append(os.Environ(), "PGSPRINT_DIST_BINARY="+binary, "VERSION=1.2.3-4-gabcdef0", "PGSPRINT_DIST_GZIP=1")
+	cmd.Env = append(env, "PGSPRINT_DIST_LICENSE="+license)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("scripts/dist.sh: %v\n%s", err, b)
 	}
@@ -64,6 +89,9 @@ func TestDebPackage(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(root, f)); err != nil || st.Size() == 0 {
 			t.Errorf("the .deb lacks %s (%v)", f, err)
 		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "usr/share/doc/pgsprint/copyright")); err != nil || !strings.Contains(string(b), string(licenseText)) {
+		t.Errorf("the .deb's /usr/share/doc/pgsprint/copyright lacks the license (%v):\n%s", err, b)
 	}
 	installed := filepath.Join(root, "usr/bin/pgsprint")
 	run := func(args ...string) {

@@ -116,6 +116,10 @@ CREATE TRIGGER skip_one BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION skip_on
 		// Item 2: the advice the next run gives, --resume, at once.
 		{"cut before the trailer advises --resume", []string{"restore", "-f", "-", "-d", empty("cut2"), "-q"}, write("cut-end.pgs", archive[:len(archive)-10]), exitFailure,
 			"the target is partly restored: restore the whole archive with --resume to finish it, or with --clean to start over", ""},
+		// Issue 42 item 9: a damaged file, as a cut pipe, says the target
+		// is partly restored and how to finish it.
+		{"damaged file advises --resume", []string{"restore", "-f", flip("damaged.pgs", archive, len(archive)/2), "-d", empty("damaged"), "-q"}, "", exitFailure,
+			"the target is partly restored: restore an undamaged copy of the archive with --resume to finish it, or with --clean to start over", ""},
 		// Item 4: -f as everywhere else.
 		{"list -f and another archive", []string{"list", "-f", good, sealed}, "", exitUsage, "-f " + good + " and the argument " + sealed + " name two archives", ""},
 		{"verify without an archive", []string{"verify"}, "", exitUsage, "no archive given: name it with -f FILE or as the argument", ""},

@@ -172,8 +172,8 @@ func (c *Checklist) databases(ctx context.Context, conn *pgx.Conn, list ListFunc
 // after the database, then calls also (when set) with the database's
 // connection. It returns whether every catalog could be read, and the
 // selected tables' size on disk in all of them.
-func (c *Checklist) eachSource(ctx context.Context, cfg *pgx.ConnConfig, dbs []string, f filter.Options, also func(name string, conn *pgx.Conn)) (bool, int64) {
-	all, total := true, int64(0)
+func (c *Checklist) eachSource(ctx context.Context, cfg *pgx.ConnConfig, dbs []string, f filter.Options, also func(name string, conn *pgx.Conn)) (bool, Volume) {
+	all, total := true, Volume{}
 	for _, name := range dbs {
 		mark := len(c.Items)
 		dcfg := cfg.Copy()
@@ -192,7 +192,7 @@ func (c *Checklist) eachSource(ctx context.Context, cfg *pgx.ConnConfig, dbs []s
 		}
 		c.lockSlots(ctx, conn)
 		ok, raw := c.readable(ctx, conn, f)
-		all, total = all && ok, total+raw
+		all, total = all && ok, total.Add(raw)
 		c.name(mark, name)
 		if also != nil {
 			also(name, conn)

@@ -13,9 +13,11 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/journal"
+	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/store"
+	"github.com/pgsprint/pgsprint/internal/subset"
 )
 
 // DumpOptions are what a dump's checklist needs of its flags.
@@ -31,6 +33,10 @@ type DumpOptions struct {
 	Overwrite  bool
 	Compressed bool
 	Programs   *pgbin.Finder
+	// Subset and Mask are --subset's and --mask's rules, checked against
+	// the source as the run checks them (subset.Compute, mask.Resolve).
+	Subset subset.Spec
+	Mask   mask.Spec
 }
 
 // Dump checks what a dump with o would need: the source (connection,
@@ -51,6 +57,7 @@ func Dump(ctx context.Context, o DumpOptions) *Checklist {
 	}
 	c.lockSlots(ctx, conn)
 	sel, raw := c.readable(ctx, conn, o.Filter)
+	c.rules(ctx, conn, srv, o.Subset, o.Mask)
 	c.output(ctx, o, sel, raw)
 	return c
 }
@@ -59,7 +66,7 @@ func Dump(ctx context.Context, o DumpOptions) *Checklist {
 // object store (written to, by an upload started and aborted), or a
 // directory with room for it, estimated from raw bytes of tables when
 // the catalog could be read (sel).
-func (c *Checklist) output(ctx context.Context, o DumpOptions, sel bool, raw int64) {
+func (c *Checklist) output(ctx context.Context, o DumpOptions, sel bool, raw Volume) {
 	switch {
 	case o.File == "-":
 		c.add(pass("output", "standard output"))
@@ -72,7 +79,7 @@ func (c *Checklist) output(ctx context.Context, o DumpOptions, sel bool, raw int
 		c.add(it)
 	default:
 		if sel {
-			c.add(DiskSpace(DirOf(o.File), ArchiveEstimate(raw, o.Compressed), "the archive"))
+			c.add(DiskSpace(DirOf(o.File), raw.Archive(o.Compressed), "the archive"))
 		}
 	}
 }
@@ -170,6 +177,9 @@ type CloneOptions struct {
 	Snapshot       string
 	Clean, Resume  bool
 	Programs       *pgbin.Finder
+	// Subset and Mask are --subset's and --mask's rules (DumpOptions).
+	Subset subset.Spec
+	Mask   mask.Spec
 	// Follow, when set, adds clone --follow's checks.
 	Follow *FollowOptions
 }
@@ -214,6 +224,7 @@ func Clone(ctx context.Context, o CloneOptions) *Checklist {
 	}
 	c.lockSlots(ctx, sconn)
 	c.readable(ctx, sconn, o.Filter)
+	c.rules(ctx, sconn, ssrv, o.Subset, o.Mask)
 	m, err := cloneManifest(ctx, sconn, ssrv, o.Filter)
 	if err != nil {
 		c.add(fail("source catalog", err))
@@ -325,7 +336,7 @@ func importable(ctx context.Context, conn *pgx.Conn, snapshot string) error {
 // readable adds the checks of the right to read what f selects (Readable,
 // ReadableLargeObjects). It returns whether the catalog could be read, and
 // the selected tables' size on disk.
-func (c *Checklist) readable(ctx context.Context, conn *pgx.Conn, f filter.Options) (bool, int64) {
+func (c *Checklist) readable(ctx context.Context, conn *pgx.Conn, f filter.Options) (bool, Volume) {
 	n, raw, err := Readable(ctx, conn, f, true)
 	var pe PrivilegeError
 	switch {
@@ -333,7 +344,7 @@ func (c *Checklist) readable(ctx context.Context, conn *pgx.Conn, f filter.Optio
 		c.add(fail("read privileges", err))
 	case err != nil:
 		c.add(fail("read privileges", err))
-		return false, 0
+		return false, Volume{}
 	default:
 		c.add(pass("read privileges", fmt.Sprintf("%d tables and sequences selected, all readable", n)))
 	}
@@ -369,26 +380,30 @@ func CanRead(ctx context.Context, conn *pgx.Conn, f filter.Options) error {
 // sequences f selects: USAGE on their schema, SELECT on them, and no row
 // security that would hide rows from it (pg_dump refuses to dump a table
 // whose rows its policies filter). It returns how many are selected and,
-// with sizes, the size on disk of the tables whose rows are read (none
-// with --schema-only); a PrivilegeError names the first five it cannot
+// with sizes, the size on disk of the tables whose rows are read, heap
+// and TOAST (none with --schema-only); a PrivilegeError names the first five it cannot
 // read. Without sizes it takes no lock: pg_relation_size locks each table,
 // and would wait, without --lock-wait-timeout, behind a session holding
 // one in ACCESS EXCLUSIVE mode.
-func Readable(ctx context.Context, conn *pgx.Conn, f filter.Options, sizes bool) (int, int64, error) {
+func Readable(ctx context.Context, conn *pgx.Conn, f filter.Options, sizes bool) (int, Volume, error) {
 	selected, err := f.Selected("c", "n")
 	if err != nil {
-		return 0, 0, err
+		return 0, Volume{}, err
 	}
 	noData, err := f.DataExcluded("c", "n")
 	if err != nil {
-		return 0, 0, err
+		return 0, Volume{}, err
 	}
-	size := "0"
+	size, toast := "0", "0"
 	if sizes {
-		size = `CASE WHEN c.relkind = 'r' AND NOT (` + noData + `) THEN pg_catalog.pg_relation_size(c.oid) ELSE 0 END`
+		read := `c.relkind = 'r' AND NOT (` + noData + `)`
+		size = `CASE WHEN ` + read + ` THEN pg_catalog.pg_relation_size(c.oid) ELSE 0 END`
+		// The TOAST table with its index: values too large for a
+		// heap page, which an archive holds too.
+		toast = `CASE WHEN ` + read + ` AND c.reltoastrelid <> 0 THEN pg_catalog.pg_total_relation_size(c.reltoastrelid) ELSE 0 END`
 	}
 	var n, bad int
-	var raw int64
+	var raw Volume
 	var names []string
 	err = conn.QueryRow(ctx, `WITH me AS (SELECT rolsuper OR rolbypassrls AS bypass FROM pg_catalog.pg_roles WHERE rolname = current_user),
 	sel AS (SELECT c.relkind, CASE
@@ -397,21 +412,21 @@ func Readable(ctx context.Context, conn *pgx.Conn, f filter.Options, sizes bool)
 				|| pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)
 			WHEN c.relrowsecurity AND NOT (SELECT bypass FROM me) AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')
 				THEN 'row-level security on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) END AS why,
-			`+size+` AS size
+			`+size+` AS size, `+toast+` AS toast
 		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.relkind IN ('r', 'p', 'S') AND c.relpersistence <> 't'
 		AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
 		AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
 			WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid AND d.deptype = 'e')
 		AND (`+selected+`))
-	SELECT count(*)::int, count(why)::int, coalesce(sum(size), 0)::bigint,
+	SELECT count(*)::int, count(why)::int, coalesce(sum(size), 0)::bigint, coalesce(sum(toast), 0)::bigint,
 		coalesce((SELECT array_agg(why) FROM (SELECT why FROM sel WHERE why IS NOT NULL LIMIT 5) w), '{}')
-	FROM sel`).Scan(&n, &bad, &raw, &names)
+	FROM sel`).Scan(&n, &bad, &raw.Heap, &raw.Toast, &names)
 	if err != nil {
-		return 0, 0, fmt.Errorf("read the source's catalog for the privileges on the selected tables: %w", err)
+		return 0, Volume{}, fmt.Errorf("read the source's catalog for the privileges on the selected tables: %w", err)
 	}
 	if f.SchemaOnly {
-		raw = 0
+		raw = Volume{}
 	}
 	if bad > 0 {
 		list := strings.Join(names, ", ")
@@ -492,6 +507,7 @@ func (c *Checklist) targetState(ctx context.Context, cfg *pgx.ConnConfig, conn *
 	default:
 		c.add(check("target database", Empty(ctx, conn, database), fmt.Sprintf("%q is empty", database)))
 	}
+	c.privileges(ctx, conn, m, dataOnly)
 	c.add(check("encoding", Encoding(ctx, conn, m), encodingDetail(m.Encoding, conn.PgConn().ParameterStatus("server_encoding"))))
 }
 

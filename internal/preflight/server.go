@@ -17,7 +17,8 @@ import (
 // ConnectionRoom fails when the server behind conn cannot take need
 // more connections for -j jobs: max_connections less the slots reserved
 // for superusers (and, on PostgreSQL 16+, for pg_use_reserved_connections)
-// that this role may not use, less the client connections open now. Asked
+// that this role may not use, less the client connections open now; or
+// when the role's or the database's CONNECTION LIMIT cannot. Asked
 // before the workers connect, so that a -j the server cannot serve fails
 // at once with the numbers, instead of half-way with "too many clients"
 // (or, for a local socket, "resource temporarily unavailable").
@@ -51,7 +52,7 @@ func connectionRoom(ctx context.Context, conn *pgx.Conn, jobs, need int) (int, e
 	}
 	free -= held
 	if need <= free {
-		return free, nil
+		return free, roleDatabaseRoom(ctx, conn, jobs, need)
 	}
 	cfg := conn.Config()
 	return free, fmt.Errorf("-j %d needs %d more connections to %s:%d, but it accepts %d more now (max_connections %d, %d reserved, %d in use): lower -j",

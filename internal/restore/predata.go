@@ -121,6 +121,10 @@ func (p *preData) prepare(ctx context.Context) error {
 				return err
 			}
 		}
+		// Refused before anything is created, as preflight refuses it.
+		if err := preflight.CanCreate(ctx, conn, p.m, p.sel.dataOnly); err != nil {
+			return err
+		}
 		if p.j, err = journal.Create(ctx, conn, id, p.savedManifest(), journal.StepChecked); err != nil {
 			return err
 		}

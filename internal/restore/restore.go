@@ -179,10 +179,16 @@ func Run(ctx context.Context, source archive.Source, opts Options) (*Result, err
 			enc = pre.encoding
 		}
 		err = explain(src.damaged(err), m.Encoding, enc, opts)
-		if pre != nil && errors.Is(err, archive.ErrIncomplete) {
+		switch {
+		case pre == nil:
+		case errors.Is(err, archive.ErrIncomplete):
 			// The journal in the target knows what was done: the next
 			// run is told to finish it (checkJournal says the same).
 			err = fmt.Errorf("%w; the target is partly restored: restore the whole archive with --resume to finish it, or with --clean to start over", err)
+		case errors.Is(err, archive.ErrCorrupt):
+			// A file or object damaged where a table's rows are: what
+			// loaded before it stays, and its journal with it.
+			err = fmt.Errorf("%w; the target is partly restored: restore an undamaged copy of the archive with --resume to finish it, or with --clean to start over", err)
 		}
 		return nil, err
 	}
