@@ -29,8 +29,8 @@ type round struct {
 	load                 *load
 	ran                  []ranDDL
 	prepared             []*prepared
-	hbaFile, hbaOrig     string // the source's pg_hba.conf while it rejects the subscription
-	conflict             int64  // an id put on the target ahead of the logger, 0 for none
+	hbaFile, hbaOrig     string     // the source's pg_hba.conf while it rejects the subscription
+	conflict             int64      // an id put on the target ahead of the logger, 0 for none
 	mu                   sync.Mutex // notes and kills, from the killers' goroutines
 	notes                []string
 	finished, aborted    bool
