@@ -74,9 +74,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	st, err := run(ctx, c)
-	fmt.Println(st)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "torture: %v\n", err)
+	}
+	fmt.Println(st)
+	if err != nil {
 		os.Exit(2)
 	}
 	if st.breaks > 0 {
