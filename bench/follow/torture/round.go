@@ -566,23 +566,13 @@ func (r *round) cleanup(ctx context.Context) error {
 		os.WriteFile(r.hbaFile, []byte(r.hbaOrig), 0o600)
 		r.t.src.Exec(ctx, "postgres", "SELECT pg_reload_conf()")
 	}
-	dc, err := connect(ctx, r.t.dst.ConnString(r.dstDB))
-	if err == nil {
-		rows, _ := dc.Query(ctx, "SELECT subname::text FROM pg_subscription")
-		subs, _ := pgx.CollectRows(rows, pgx.RowTo[string])
-		for _, s := range subs {
-			q := `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-			dc.Exec(ctx, "ALTER SUBSCRIPTION "+q+" DISABLE")
-			dc.Exec(ctx, "ALTER SUBSCRIPTION "+q+" SET (slot_name = NONE)")
-			dc.Exec(ctx, "DROP SUBSCRIPTION "+q)
-		}
-		dc.Close(ctx)
-	}
 	sc, err := connect(ctx, r.t.src.ConnString("postgres"))
 	if err != nil {
 		return err
 	}
 	defer sc.Close(context.Background())
+	// First the prepared transactions: a new table's sync (and so DROP
+	// SUBSCRIPTION) waits for them.
 	rows, err := sc.Query(ctx, "SELECT gid FROM pg_prepared_xacts")
 	if err != nil {
 		return err
@@ -595,6 +585,18 @@ func (r *round) cleanup(ctx context.Context) error {
 		if err := r.t.src.Exec(ctx, r.srcDB, "ROLLBACK PREPARED '"+g+"'"); err != nil {
 			return err
 		}
+	}
+	dc, err := connect(ctx, r.t.dst.ConnString(r.dstDB))
+	if err == nil {
+		rows, _ := dc.Query(ctx, "SELECT subname::text FROM pg_subscription")
+		subs, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+		for _, s := range subs {
+			q := `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+			dc.Exec(ctx, "ALTER SUBSCRIPTION "+q+" DISABLE")
+			dc.Exec(ctx, "ALTER SUBSCRIPTION "+q+" SET (slot_name = NONE)")
+			dc.Exec(ctx, "DROP SUBSCRIPTION "+q)
+		}
+		dc.Close(ctx)
 	}
 	for i := 0; ; i++ {
 		_, err := sc.Exec(ctx, `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE active_pid IS NOT NULL;
