@@ -163,6 +163,32 @@ func TestKeepGoing(t *testing.T) {
 	requireRestoredRows(t, src.ConnString("src"), dst.ConnString("kg"))
 	requireValidIndexes(t, dst.ConnString("kg"))
 
+	// From a pipe and in a clone likewise.
+	for _, db := range []string{"piped", "cloned"} {
+		if err := dst.CreateDB(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r = pgsprintStdin(t, nil, f, "restore", "-f", "-", "-d", dst.ConnString("piped"), "-j", "2", "--keep-going", "-q")
+	if r.code != 1 || !strings.Contains(r.stderr, "restore incomplete: 3 objects failed") {
+		t.Errorf("restore -f - --keep-going: exit %d, want 1 and 3 failures\n%s", r.code, r.stderr)
+	}
+	r = pgsprint(t, nil, "clone", "--source", src.ConnString("src"), "--target", dst.ConnString("cloned"), "-j", "2", "--keep-going")
+	if r.code != 1 || !strings.Contains(r.stderr, "failed: COLLATION public.icu_und") {
+		t.Errorf("clone --keep-going: exit %d, want 1 and the collation named\n%s", r.code, r.stderr)
+	}
+	for _, db := range []string{"piped", "cloned"} {
+		if got, want := relations(t, dst.ConnString(db)), have; !slices.Equal(got, want) {
+			t.Errorf("%s holds %v, the restore %v", db, got, want)
+		}
+		requireRestoredRows(t, src.ConnString("src"), dst.ConnString(db))
+	}
+
 	// What can be installed is installed: the role and the tablespace;
 	// --resume finishes what they held back.
 	for _, s := range []string{"CREATE ROLE kg_owner", "CREATE TABLESPACE kg_space LOCATION " + pg.Literal(pgtest.TablespaceDir(t))} {

@@ -382,8 +382,9 @@ func pgMessage(err error) string {
 // narrow leaves out of sel what depends on an entry pre-data could not
 // create: the tables' data, sequences' values, materialized views'
 // refreshes, and the post-data entries (through a new list file), so
-// that the data stage plans none of them.
-func (k *keepGoing) narrow(sel *selection) error {
+// that the data stage plans none of them; skip tells the source which
+// streams will not be read.
+func (k *keepGoing) narrow(sel *selection, skip func(...uint32)) error {
 	if len(k.failed) == 0 && len(k.skipped) == 0 {
 		return nil
 	}
@@ -402,12 +403,16 @@ func (k *keepGoing) narrow(sel *selection) error {
 			m.Tables = append(m.Tables, t)
 		}
 	}
+	var unread []uint32
 	for _, c := range sel.m.Chunks {
 		if j, ok := index[c.Table]; ok {
 			c.Table = j
 			m.Chunks = append(m.Chunks, c)
+		} else {
+			unread = append(unread, c.Stream)
 		}
 	}
+	skip(unread...)
 	for _, s := range sel.m.Sequences {
 		if !gone[[2]string{s.Schema, s.Name}] {
 			m.Sequences = append(m.Sequences, s)

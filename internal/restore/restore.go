@@ -235,7 +235,7 @@ func Run(ctx context.Context, source archive.Source, opts Options) (*Result, err
 	}
 	if kg != nil {
 		opts.KeepGoing = true
-		if err := kg.narrow(sel); err != nil {
+		if err := kg.narrow(sel, src.skip); err != nil {
 			return fail(err)
 		}
 	}
