@@ -126,6 +126,15 @@ restore succeeds only if the archive's trailer arrives and every checksum
 holds; a cut pipe fails with the target partly restored (restore the whole
 archive again with --resume to finish it, or with --clean to start over).
 
+A restore stops at its first error (pg_restore's -e/--exit-on-error).
+--keep-going goes on past an object that fails, as pg_restore does by
+default: what depends on it (a table on a missing collation, its data,
+indexes and foreign keys, a view on it) is skipped, everything else is
+restored exactly, and the end of the run lists each failure with the
+server's error and what was skipped because of it, then exits 1. The
+journal stays: once the target has what it lacked (an extension, a role, a
+tablespace), --resume finishes the skipped objects.
+
 -n/-N/-t/-T restore part of the archive, with pg_dump's patterns (a pattern
 without a schema matches in every schema, as in pg_restore): a table comes
 with its indexes, constraints, triggers, policies, owned sequences,
