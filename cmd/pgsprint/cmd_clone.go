@@ -33,6 +33,7 @@ type cloneOptions struct {
 	splitBy   string
 	snapshot  string
 	resume    bool
+	keepGoing bool
 	filter    filter.Options
 	lockWait  string
 	textCopy  bool
@@ -148,6 +149,7 @@ starts the whole copy over.`,
 	_ = fs.MarkHidden("text-copy") // for benchmarks
 	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock while the catalog is read and while pg_dump locks the tables (e.g. 30s, 500ms, 2min; a bare number is milliseconds; as pg_dump); readers never wait: another session's DDL on a table not yet read stops the run at once, naming it")
 	fs.StringVar(&o.snapshot, "snapshot", "", "read the source in this snapshot, held by \"pgsprint snapshot\", instead of exporting one")
+	fs.BoolVar(&o.keepGoing, "keep-going", false, "go on past an object that fails, as pg_restore does without -e/--exit-on-error: what depends on it is skipped, the rest copied exactly; the end of the run names each failure and exits 1 (see restore --help)")
 	fs.BoolVar(&o.resume, "resume", false, "finish an interrupted clone in the same --snapshot, skipping what it finished (with --all: skipping the databases it finished)")
 	o.compat = compatFlags{cmd: "clone"}
 	o.compat.register(fs, &o.filter)
@@ -209,7 +211,7 @@ func (o cloneOptions) options(src, dst *pgx.ConnConfig, method chunk.Method, w *
 	return clone.Options{
 		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, Settings: o.settings,
 		Split:    chunk.Options{ChunkSize: int64(o.chunkSize), Method: method},
-		Snapshot: o.snapshot, SerializableDeferrable: o.compat.serialDef, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
+		Snapshot: o.snapshot, SerializableDeferrable: o.compat.serialDef, Resume: o.resume, KeepGoing: o.keepGoing, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
 		Version: version, Logger: o.log.logger(), Progress: w.reporter,
 		Programs: &pgbin.Finder{}, Subset: o.spec, Mask: o.masking,
 	}
@@ -280,11 +282,14 @@ func cloneOne(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, met
 	if errors.Is(err, clone.ErrSameDatabase) {
 		return usageError{err}
 	}
-	if err != nil {
+	if res == nil {
 		return err
 	}
 	if err := w.finish(restoreSummary(w.tracker, res)); err != nil {
 		return err
+	}
+	if err != nil {
+		return err // --keep-going's IncompleteError: the summary named each failure
 	}
 	if res.Resumed > 0 {
 		fmt.Fprintf(o.log.summaryOut(), "  resumed: %d steps were already done by the interrupted run\n", res.Resumed)

@@ -45,6 +45,7 @@ type restoreOptions struct {
 	all       allRestoreFlags
 	compat    compatFlags
 	exitOnErr bool
+	keepGoing bool
 	single    bool
 	list      listFlags
 	keys      keyFlags
@@ -124,6 +125,15 @@ in memory, at the cost of at most the spilled data in disk space. The
 restore succeeds only if the archive's trailer arrives and every checksum
 holds; a cut pipe fails with the target partly restored (restore the whole
 archive again with --resume to finish it, or with --clean to start over).
+
+A restore stops at its first error (pg_restore's -e/--exit-on-error).
+--keep-going goes on past an object that fails, as pg_restore does by
+default: what depends on it (a table on a missing collation, its data,
+indexes and foreign keys, a view on it) is skipped, everything else is
+restored exactly, and the end of the run lists each failure with the
+server's error and what was skipped because of it, then exits 1. The
+journal stays: once the target has what it lacked (an extension, a role, a
+tablespace), --resume finishes the skipped objects.
 
 -n/-N/-t/-T restore part of the archive, with pg_dump's patterns (a pattern
 without a schema matches in every schema, as in pg_restore): a table comes
@@ -238,7 +248,8 @@ reports and passes), then for each database its CREATE DATABASE and
 	fs.BoolVar(&o.toSQL, "to-sql", false, "write the archive as one plain SQL script (one transaction) to standard output, for psql, instead of restoring it")
 	o.compat = compatFlags{cmd: "restore"}
 	o.compat.register(fs, &o.filter)
-	fs.BoolVarP(&o.exitOnErr, "exit-on-error", "e", false, "stop at the first error (pgsprint restore always does: accepted for pg_restore's sake)")
+	fs.BoolVarP(&o.exitOnErr, "exit-on-error", "e", false, "stop at the first error (pgsprint restore does unless --keep-going: accepted for pg_restore's sake)")
+	fs.BoolVar(&o.keepGoing, "keep-going", false, "go on past an object that fails, as pg_restore does without -e/--exit-on-error: what depends on it is skipped, the rest restored exactly; the end of the run names each failure and exits 1, and --resume finishes once the target has what it lacked")
 	fs.BoolVarP(&o.single, "single-transaction", "1", false, "with --to-sql only (whose script is always one transaction): see README")
 	o.list.register(fs)
 	o.all.register(fs)
@@ -258,6 +269,9 @@ func (o *restoreOptions) check(cmd *cobra.Command) error {
 	}
 	if o.file == "-" && slices.Contains(o.compat.filterFile, "-") {
 		return usageError{fmt.Errorf("-f - and --filter - cannot both read standard input: give the filter file by name")}
+	}
+	if o.keepGoing && o.exitOnErr {
+		return usageError{fmt.Errorf("--keep-going and -e/--exit-on-error contradict each other: give one")}
 	}
 	if o.single && !o.toSQL {
 		return usageError{fmt.Errorf("-1/--single-transaction is not supported by pgsprint restore: it loads on -j connections at once, each step committed with its journal row so that --resume can finish it; " +
@@ -325,15 +339,19 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		Target: cfg, Where: f.String(), Jobs: o.jobs, Create: o.create, Clean: o.clean,
 		Settings: o.settings, SplitMinBytes: o.splitMin, PreDataSplitMin: o.preSplit,
 		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
-		UseList:  o.list.use,
-		Programs: &pgbin.Finder{},
+		UseList:   o.list.use,
+		Programs:  &pgbin.Finder{},
+		KeepGoing: o.keepGoing,
 	})
-	if err != nil {
+	if res == nil {
 		return err
 	}
 	s := restoreSummary(w.tracker, res)
 	if err := w.finish(s); err != nil {
 		return err
+	}
+	if err != nil {
+		return err // --keep-going's IncompleteError: the summary named each failure
 	}
 	if res.Resumed > 0 {
 		fmt.Fprintf(o.log.summaryOut(), "  resumed: %d steps were already done by the interrupted run\n", res.Resumed)
@@ -458,6 +476,16 @@ func restoreSummary(t *progress.Tracker, res *restore.Result) progress.Summary {
 	}
 	for _, it := range res.Slowest {
 		s.Slowest = append(s.Slowest, progress.Step{Name: it.Name, Seconds: it.Elapsed.Seconds()})
+	}
+	for _, f := range res.Failures {
+		s.Failures = append(s.Failures, progress.Failure(f))
+		switch {
+		case f.Kept:
+			s.Kept++
+		default:
+			s.Failed++
+			s.Skipped += len(f.Skipped)
+		}
 	}
 	return s
 }

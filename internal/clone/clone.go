@@ -65,6 +65,9 @@ type Options struct {
 	Snapshot string
 	// SerializableDeferrable is dump.SessionOptions.SerializableDeferrable.
 	SerializableDeferrable bool
+	// KeepGoing is restore.Options.KeepGoing: Run then returns its
+	// Result with the restore's IncompleteError.
+	KeepGoing bool
 	// Resume finishes a clone in Snapshot that was interrupted, even
 	// killed: the plan it saved in the target's journal is reused and the
 	// steps it finished are skipped. Without a journal in the target it is
@@ -153,7 +156,12 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	res, err := restore.Run(ctx, src, restore.Options{
 		Target: opts.Target, From: fmt.Sprintf("the source database %q", opts.Source.Database), SaveManifest: true, Jobs: opts.Jobs, Clean: opts.Clean, Create: opts.Create, Settings: opts.Settings,
 		Resume: opts.Resume, Filter: opts.Filter, Logger: opts.Logger, Progress: opts.Progress, Programs: opts.Programs,
+		KeepGoing: opts.KeepGoing,
 	})
+	var incomplete *restore.IncompleteError
+	if errors.As(err, &incomplete) && res != nil {
+		return res, err
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("clone interrupted: %w", context.Cause(ctx))

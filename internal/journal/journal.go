@@ -267,3 +267,19 @@ func Drop(ctx context.Context, cfg *pgx.ConnConfig) error {
 	}
 	return nil
 }
+
+// Steps are the steps earlier runs recorded that begin with prefix, in no
+// particular order: a --keep-going restore records what it could not do
+// under a prefix of its own, for the resume that finishes it.
+func (j *Journal) Steps(prefix string) []string {
+	if j == nil {
+		return nil
+	}
+	var out []string
+	for s := range j.done {
+		if strings.HasPrefix(s, prefix) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -39,6 +39,23 @@ type Summary struct {
 	// --all, clone --all); the fields above are their totals.
 	Globals   *GlobalsSummary   `json:"globals,omitempty"`
 	Databases []DatabaseSummary `json:"databases,omitempty"`
+	// Failures are what a restore or clone with --keep-going could not
+	// restore, each with what was skipped because of it; Failed, Skipped
+	// and Kept count them (Kept: created without their owner or
+	// tablespace).
+	Failures []Failure `json:"failures,omitempty"`
+	Failed   int       `json:"failed,omitempty"`
+	Skipped  int       `json:"skipped,omitempty"`
+	Kept     int       `json:"created_anyway,omitempty"`
+}
+
+// Failure is one object a --keep-going run could not restore: the
+// server's error, and the objects skipped because they depend on it.
+type Failure struct {
+	Object  string   `json:"object"`
+	Error   string   `json:"error"`
+	Skipped []string `json:"skipped,omitempty"`
+	Kept    bool     `json:"created_anyway,omitempty"`
 }
 
 // GlobalsSummary is what a whole-server run did with the globals.
@@ -202,6 +219,27 @@ func (s *Summary) WriteText(w io.Writer) {
 			l = append(l, fmt.Sprintf("%s %s", st.Name, Dur(time.Duration(st.Seconds*float64(time.Second)))))
 		}
 		fmt.Fprintf(w, "  slowest: %s\n", strings.Join(l, "; "))
+	}
+	s.writeFailures(w)
+}
+
+// writeFailures lists what a --keep-going run could not restore: one
+// line per failed object with the server's error, its skipped dependents
+// on the line under it, and the counts.
+func (s *Summary) writeFailures(w io.Writer) {
+	if len(s.Failures) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "not restored: %d failed, %d skipped because of them, %d created without their owner or tablespace\n", s.Failed, s.Skipped, s.Kept)
+	for _, f := range s.Failures {
+		if f.Kept {
+			fmt.Fprintf(w, "  created anyway: %s: %s\n", f.Object, f.Error)
+			continue
+		}
+		fmt.Fprintf(w, "  failed: %s: %s\n", f.Object, f.Error)
+		if len(f.Skipped) > 0 {
+			fmt.Fprintf(w, "    skipped because of it: %s\n", strings.Join(f.Skipped, ", "))
+		}
 	}
 }
 

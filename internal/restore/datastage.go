@@ -29,6 +29,9 @@ type dataStage struct {
 	log    *slog.Logger
 	phases *phases
 	l      *loader
+	// kg, with --keep-going, hears of the tasks that fail; the graph goes
+	// on without them and what depends on them.
+	kg     *keepGoing
 	skip   func(...uint32) // drops streams the restore will not read (openedSource.skip)
 	finish func() error    // the source's end check (openedSource.finish)
 }
@@ -178,11 +181,12 @@ func (d *dataStage) buildGraph(ctx context.Context, post *postData, refs map[str
 	}
 	plan := schedule.PostDataOptions{Tables: tables, Analyze: !d.opts.NoAnalyze, Statistics: d.stats.tables,
 		SmallBytes: fuseMaxBytes, Done: d.target.j.IsDone}
-	if d.m.Encoding == "UTF8" {
+	if d.m.Encoding == "UTF8" && d.kg == nil {
 		// Small tables' tasks are fused into their loads as they are
 		// planned (schedule.PostDataOptions.FuseBytes). A fused task's SQL is sent
 		// in the load's session, whose client_encoding (UTF8) must be the
-		// script's (the archive's).
+		// script's (the archive's). Not with --keep-going: an index that
+		// fails must not take its table's rows with it.
 		plan.FuseBytes = fuseMaxBytes
 	}
 	post.addTasks(ctx, g, plan)

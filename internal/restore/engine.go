@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ type engine struct {
 	preamble []string
 	conns    []*workerConn
 	rows     atomic.Int64
+	kg       *keepGoing // --keep-going: the rest of post-data goes on entry by entry past a failure
 }
 
 // workerConn is a worker's connection and the session mode it is in: for
@@ -63,7 +65,22 @@ func (d *dataStage) runGraph(ctx context.Context, g *schedule.Graph, post *postD
 	d.opts.Progress.Steps(steps)
 	d.opts.Progress.Phase("data and indexes")
 	start := time.Now()
-	timings, err := g.Run(ctx, d.opts.Jobs, e.report)
+	e.kg = d.kg
+	var timings []taskgraph.Timing
+	var err error
+	if d.kg != nil {
+		var failures []taskgraph.Failure
+		timings, failures, err = g.RunKeepGoing(ctx, d.opts.Jobs, e.report)
+		for _, f := range failures {
+			kf := Failure{Object: g.Tasks[f.Task].Name, Error: pgMessage(f.Err)}
+			for _, s := range f.Skipped {
+				kf.Skipped = append(kf.Skipped, g.Tasks[s].Name)
+			}
+			d.kg.addTask(kf)
+		}
+	} else {
+		timings, err = g.Run(ctx, d.opts.Jobs, e.report)
+	}
 	slowest := d.report(g, timings, start)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -187,7 +204,11 @@ func (e *engine) exec(ctx context.Context, w int, t *schedule.Task) error {
 		if len(t.Entries) == 0 {
 			return nil
 		}
-		return e.schema.restoreIDs(ctx, e.t, t.Step, t.Entries)
+		err := e.schema.restoreIDs(ctx, e.t, t.Step, t.Entries)
+		if err != nil && e.kg != nil && ctx.Err() == nil {
+			return e.restEach(ctx, t)
+		}
+		return err
 	case taskgraph.Analyze:
 		conn, err := e.conn(ctx, w, sqlMode)
 		if err != nil {
@@ -332,4 +353,39 @@ func slowestTasks(g *schedule.Graph, timings []taskgraph.Timing, n int) []Item {
 		slowest = append(slowest, Item{Name: g.Tasks[tm.Task].Name, Elapsed: took(tm)})
 	}
 	return slowest
+}
+
+// restEach is the rest of post-data with --keep-going, once its one
+// transaction failed: entry by entry, each with its own journal step, so
+// that one entry's failure (and those of the entries that depend on it,
+// which fail too) leaves the others in. Failures go to the report; the
+// task's own step is recorded only when every entry is in.
+func (e *engine) restEach(ctx context.Context, t *schedule.Task) error {
+	failed := false
+	for _, id := range t.Entries {
+		step := t.Step + " " + strconv.Itoa(id)
+		if e.r.j.IsDone(step) {
+			continue
+		}
+		if err := e.schema.restoreIDs(ctx, e.t, step, []int{id}); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			failed = true
+			name := strconv.Itoa(id)
+			if en := e.kg.entries[id]; en != nil {
+				name = describe(en)
+			}
+			e.kg.addTask(Failure{Object: name, Error: pgMessage(err)})
+		}
+	}
+	if failed {
+		return nil
+	}
+	conn, err := pg.Connect(ctx, e.t.cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return e.r.j.Record(ctx, conn, t.Step)
 }

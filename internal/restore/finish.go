@@ -23,6 +23,9 @@ type finishStage struct {
 	phases *phases
 	log    *slog.Logger
 	clean  bool // Options.Clean: the target may hold an earlier copy's subset mark
+	// keepJournal: a --keep-going restore left objects out, and its
+	// journal stays for the --resume that finishes them.
+	keepJournal bool
 }
 
 // run is the finish stage.
@@ -37,6 +40,9 @@ func (f *finishStage) run(ctx context.Context) error {
 	}
 	if err := f.markSubset(ctx); err != nil {
 		return err
+	}
+	if f.keepJournal {
+		return nil
 	}
 	// Everything is in: the journal goes, and with it the one object the
 	// source does not have.

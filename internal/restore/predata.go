@@ -36,6 +36,9 @@ type preData struct {
 	sel    *selection
 	schema *schemaArchive
 	log    *slog.Logger
+	// kg, with --keep-going or on resume, is where pre-data records what
+	// it could not create (keepGoing); nil stops at the first error.
+	kg *keepGoing
 
 	target   *pgx.ConnConfig
 	j        *journal.Journal
@@ -82,7 +85,7 @@ func (p *preData) prepare(ctx context.Context) error {
 		p.resumed = found.Finished()
 		if found.IsDone(journal.StepPreData) {
 			p.log.Info("resuming", "archive", id, "steps done", p.resumed)
-			return nil
+			return p.resumeKeepGoing(ctx, conn, p.target)
 		}
 		// Pre-data (pg_restore, one transaction per object) was cut short.
 		// The journal was created right after the target was found to
@@ -135,7 +138,60 @@ func (p *preData) prepare(ctx context.Context) error {
 	if err := p.restoreSchema(ctx, p.target, nil); err != nil {
 		return err
 	}
-	return p.j.Record(ctx, conn, journal.StepPreData)
+	return p.recordPreData(ctx, conn)
+}
+
+// recordPreData records pre-data as done in the journal, with what a
+// --keep-going run could not create of it (keepGoing.preDataSteps), in
+// one statement.
+func (p *preData) recordPreData(ctx context.Context, conn *pgx.Conn) error {
+	steps := []string{journal.StepPreData}
+	if p.kg != nil && p.kg.entries != nil {
+		steps = append(steps, p.kg.preDataSteps()...)
+	}
+	if _, err := conn.Exec(ctx, p.j.RecordSQL(steps...)); err != nil {
+		return fmt.Errorf("record pre-data in the restore journal: %w", err)
+	}
+	return nil
+}
+
+// resumeKeepGoing finishes, on resume, the pre-data entries an earlier
+// --keep-going run could not create (or created without their owner or
+// tablespace), recording what it finished and what is still missing; a
+// journal without such entries needs nothing, and the restore goes on as
+// an ordinary resume.
+func (p *preData) resumeKeepGoing(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig) error {
+	if p.kg == nil || (len(left(p.j, stepMissing)) == 0 && len(left(p.j, stepPartial)) == 0) {
+		return nil
+	}
+	if err := p.kg.loadTOC(ctx, p.schema, p.sel); err != nil {
+		return err
+	}
+	if err := p.kg.resumePreData(ctx, p.schema, cfg, p.j); err != nil {
+		return err
+	}
+	// Entries still missing stay so; those depending on them too.
+	for _, id := range left(p.j, stepMissing) {
+		if _, ok := p.kg.failed[id]; !ok && !p.kg.retried[id] {
+			if _, ok := p.kg.skipped[id]; !ok {
+				p.kg.failed[id] = "not created by the earlier run (see its report)"
+			}
+		}
+	}
+	p.kg.classify()
+	var steps []string
+	for _, s := range p.kg.preDataSteps() {
+		if !p.j.IsDone(s) {
+			steps = append(steps, s)
+		}
+	}
+	if len(steps) == 0 {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, p.j.RecordSQL(steps...)); err != nil {
+		return fmt.Errorf("record pre-data in the restore journal: %w", err)
+	}
+	return nil
 }
 
 // create is pre-data with --create: pg_restore creates the archived
@@ -171,7 +227,7 @@ func (p *preData) create(ctx context.Context, id string) error {
 				}
 				p.j = found
 				p.resumed = found.Finished()
-				return nil
+				return p.resumeKeepGoing(ctx, conn, created)
 			}
 			p.target = p.opts.Target
 		}
@@ -205,7 +261,11 @@ func (p *preData) create(ctx context.Context, id string) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	p.j, err = journal.Create(ctx, conn, id, p.savedManifest(), journal.StepPreData)
+	steps := []string{journal.StepPreData}
+	if p.kg != nil && p.kg.entries != nil {
+		steps = append(steps, p.kg.preDataSteps()...)
+	}
+	p.j, err = journal.Create(ctx, conn, id, p.savedManifest(), steps...)
 	return err
 }
 

@@ -27,6 +27,9 @@ import (
 // others (their pg_restore is killed, rolling back its transaction) and
 // its error is the one reported.
 func (p *preData) restoreSchema(ctx context.Context, cfg, created *pgx.ConnConfig) error {
+	if p.kg != nil && p.opts.KeepGoing {
+		return p.keepGoingSchema(ctx, cfg)
+	}
 	steps, err := p.planSchema(ctx)
 	if err != nil {
 		// Without a plan, one pg_restore run does it all, as before.

@@ -66,6 +66,13 @@ type Options struct {
 	// left in the target: finished steps are skipped, unfinished ones
 	// redone. Without an earlier run's journal it is an ordinary restore.
 	Resume bool
+	// KeepGoing goes on past an object that fails, as pg_restore does
+	// without --exit-on-error: what depends on it is skipped, the rest is
+	// restored exactly, and the run ends with an IncompleteError naming
+	// every failure (Result.Failures) and a journal that --resume, once
+	// the target has what it lacked, finishes from. Without it the restore
+	// stops at the first error. A resume of such a run goes on likewise.
+	KeepGoing bool
 	// SplitMinBytes is the smallest chunk loaded on several connections at
 	// once (0: 256 MiB; negative: never), for measuring the trade-off
 	// against COPY FREEZE on one connection.
@@ -131,6 +138,9 @@ type Result struct {
 	Elapsed      time.Duration
 	Phases       []Phase
 	Slowest      []Item // the longest tasks, longest first
+	// Failures are what a --keep-going restore could not restore (Run then
+	// returns an IncompleteError too).
+	Failures []Failure
 }
 
 // Phase is one step of the restore. Steps run by the scheduler overlap
@@ -217,12 +227,27 @@ func Run(ctx context.Context, source archive.Source, opts Options) (*Result, err
 
 	ph := &phases{begin: start, rep: opts.Progress, log: log}
 	pre = &preData{opts: opts, m: sel.m, sel: sel, schema: schema, log: log}
+	if opts.KeepGoing || opts.Resume {
+		pre.kg = &keepGoing{}
+	}
+	full := sel.m
 	var t *target
 	if err := ph.run("pre-data", func() (err error) { t, err = pre.run(ctx); return err }); err != nil {
 		return fail(err)
 	}
+	kg := pre.kg
+	if kg != nil && kg.entries == nil {
+		kg = nil // neither --keep-going nor the resume of such a run
+	}
+	if kg != nil {
+		opts.KeepGoing = true
+		if err := kg.narrow(sel, src.skip); err != nil {
+			return fail(err)
+		}
+	}
 	post := newPostData(schema, sel, log)
 	data := newDataStage(opts, newCountingSource(ar, opts.Progress), src, sel, stats, t, schema, log, ph)
+	data.kg = kg
 	rows, slowest, err := data.run(ctx, post)
 	if err != nil {
 		return fail(err)
@@ -232,15 +257,21 @@ func Run(ctx context.Context, source archive.Source, opts Options) (*Result, err
 			return fail(err)
 		}
 	}
-	fin := &finishStage{target: t, m: sel.m, stats: stats, schema: schema, phases: ph, log: log, clean: opts.Clean}
+	failures, incomplete := kg.report(full)
+	fin := &finishStage{target: t, m: sel.m, stats: stats, schema: schema, phases: ph, log: log, clean: opts.Clean, keepJournal: incomplete != nil}
 	if err := fin.run(ctx); err != nil {
 		return fail(err)
 	}
-	return &Result{
+	res := &Result{
 		Database: t.cfg.Database,
 		Tables:   len(sel.m.Tables), Chunks: len(sel.m.Chunks), LargeObjects: len(sel.m.LargeObjects), Sequences: len(sel.m.Sequences),
 		Rows: rows, CopyFormat: sel.m.CopyFormat(), Resumed: t.resumed, Elapsed: time.Since(start), Phases: ph.list, Slowest: slowest,
-	}, nil
+		Failures: failures,
+	}
+	if incomplete != nil {
+		return res, incomplete
+	}
+	return res, nil
 }
 
 // phases times the steps of one restore for its Result and tells the

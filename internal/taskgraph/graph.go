@@ -12,6 +12,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -204,6 +205,49 @@ func (g *Graph[F]) Run(ctx context.Context, workers int, exec Exec[F]) ([]Timing
 	return s.timings, err
 }
 
+// Failure is a task that failed in RunKeepGoing, and the tasks left out
+// because they depend on it (directly or through others).
+type Failure struct {
+	Task    int
+	Err     error
+	Skipped []int
+}
+
+// RunKeepGoing is Run that goes on past a failed task, as pg_restore goes
+// on past a failed statement: the task's dependents (transitively) never
+// start and are named in its Failure, and every other task runs. Only a
+// cancelled ctx stops it early (its error is then returned).
+func (g *Graph[F]) RunKeepGoing(ctx context.Context, workers int, exec Exec[F]) ([]Timing, []Failure, error) {
+	if err := g.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if workers < 1 {
+		workers = 1
+	}
+	s := newState(g)
+	s.keepGoing = true
+	begin := time.Now()
+	eg, gctx := errgroup.WithContext(ctx)
+	for w := range workers {
+		eg.Go(func() error {
+			for {
+				i, ok := s.next(gctx)
+				if !ok {
+					return gctx.Err()
+				}
+				start := time.Since(begin)
+				err := exec(gctx, w, g.Tasks[i])
+				s.finish(i, Timing{Task: i, Worker: w, Start: start, End: time.Since(begin)}, err)
+				if err != nil && gctx.Err() != nil {
+					return err
+				}
+			}
+		})
+	}
+	err := eg.Wait()
+	return s.timings, s.failures, err
+}
+
 // state is the scheduler's bookkeeping, guarded by mu.
 type state[F any] struct {
 	g       *Graph[F]
@@ -219,6 +263,12 @@ type state[F any] struct {
 	looks   int            // tasks taken off the ready heap, started or parked (for tests)
 	failed  bool
 	timings []Timing
+	// keepGoing: a failed task leaves out its dependents instead of
+	// stopping the run (RunKeepGoing), recorded in failures; skipped
+	// marks the tasks left out.
+	keepGoing bool
+	failures  []Failure
+	skipped   map[int]bool
 }
 
 func newState[F any](g *Graph[F]) *state[F] {
@@ -393,14 +443,45 @@ func (s *state[F]) finish(i int, tm Timing, err error) {
 			s.wake(l.Key, -1)
 		}
 	}
-	if err != nil {
+	if err != nil && !s.keepGoing {
 		s.failed = true
 		return
 	}
 	s.left--
+	if err != nil {
+		s.skipUsers(i, err)
+		return
+	}
 	for _, u := range s.users[i] {
+		if s.skipped[u] {
+			continue
+		}
 		if s.pending[u]--; s.pending[u] == 0 {
 			heap.Push(&s.ready, u)
 		}
 	}
+}
+
+// skipUsers records task i's failure and leaves out every task that
+// depends on it, directly or through others, unless another failure
+// already did.
+func (s *state[F]) skipUsers(i int, err error) {
+	if s.skipped == nil {
+		s.skipped = map[int]bool{}
+	}
+	f := Failure{Task: i, Err: err}
+	stack := append([]int(nil), s.users[i]...)
+	for len(stack) > 0 {
+		u := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if s.skipped[u] {
+			continue
+		}
+		s.skipped[u] = true
+		s.left--
+		f.Skipped = append(f.Skipped, u)
+		stack = append(stack, s.users[u]...)
+	}
+	slices.Sort(f.Skipped)
+	s.failures = append(s.failures, f)
 }

@@ -248,3 +248,41 @@ func TestMaxPerTable(t *testing.T) {
 		t.Errorf("ran %d tasks, at most %v at once per table, both tables at once: %v; want 20, 3 each, true", ran, most, both)
 	}
 }
+
+// TestRunKeepGoing fails one task of a diamond and a chain: its
+// dependents (directly and through others) are skipped and named in its
+// Failure, every other task runs, and the run returns no error.
+func TestRunKeepGoing(t *testing.T) {
+	g := &graph{}
+	a := g.Add(&task{Name: "a"})
+	b := g.Add(&task{Name: "b", Deps: []int{a}})
+	c := g.Add(&task{Name: "c", Deps: []int{a}})
+	d := g.Add(&task{Name: "d", Deps: []int{b, c}})
+	e := g.Add(&task{Name: "e"})
+	f := g.Add(&task{Name: "f", Deps: []int{e}})
+	var mu sync.Mutex
+	ran := map[string]bool{}
+	_, failures, err := g.RunKeepGoing(context.Background(), 2, func(_ context.Context, _ int, tk *task) error {
+		mu.Lock()
+		ran[tk.Name] = true
+		mu.Unlock()
+		if tk.Name == "b" {
+			return fmt.Errorf("b failed")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(failures) != 1 || failures[0].Task != b || fmt.Sprint(failures[0].Skipped) != fmt.Sprint([]int{d}) {
+		t.Fatalf("failures %+v, want b failed with d skipped", failures)
+	}
+	for _, n := range []int{a, b, c, e, f} {
+		if !ran[g.Tasks[n].Name] {
+			t.Errorf("task %s did not run", g.Tasks[n].Name)
+		}
+	}
+	if ran["d"] {
+		t.Errorf("task d ran after b failed")
+	}
+}
