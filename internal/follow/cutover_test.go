@@ -166,7 +166,7 @@ func TestFinishRefusedBeforeFence(t *testing.T) {
 					t.Skip("sync errors are counted from PostgreSQL 15")
 				}
 				exec(t, o.Source, "CREATE TABLE fresh (id int PRIMARY KEY)")
-				waitFor(t, o.Target, "t", "SELECT (to_regclass('public.fresh') IS NOT NULL)::text")
+				waitFor(t, o.Target, "true", "SELECT (to_regclass('public.fresh') IS NOT NULL)::text")
 				exec(t, o.Target, "INSERT INTO fresh VALUES (1)")
 				exec(t, o.Source, "INSERT INTO fresh VALUES (1)")
 				return func() {}
