@@ -267,3 +267,30 @@ func TestInterruptedHandover(t *testing.T) {
 		t.Error("abort left the fence or its marker")
 	}
 }
+
+// TestStaleErrors: apply errors counted before the running worker
+// started, which has run a while connected to the source, are history;
+// any other count is current.
+func TestStaleErrors(t *testing.T) {
+	t.Parallel()
+	long, just := time.Now().Add(-20*time.Second), time.Now().Add(-time.Second)
+	for _, tc := range []struct {
+		name  string
+		sub   *Subscription
+		src   *SourceState
+		stale bool
+	}{
+		{"running a while, slot in use", &Subscription{ApplyErrors: 3, Running: true, WorkerStart: long}, &SourceState{SlotActive: true}, true},
+		{"running a while, source not read", &Subscription{ApplyErrors: 3, Running: true, WorkerStart: long}, nil, true},
+		{"just restarted", &Subscription{ApplyErrors: 3, Running: true, WorkerStart: just}, &SourceState{SlotActive: true}, false},
+		{"not running", &Subscription{ApplyErrors: 3, WorkerStart: long}, &SourceState{SlotActive: true}, false},
+		{"slot not in use", &Subscription{ApplyErrors: 3, Running: true, WorkerStart: long}, &SourceState{}, false},
+		{"no errors", &Subscription{Running: true, WorkerStart: long}, &SourceState{SlotActive: true}, false},
+		{"start unknown", &Subscription{ApplyErrors: 1, Running: true}, &SourceState{SlotActive: true}, false},
+	} {
+		st := &State{Sub: tc.sub, Source: tc.src}
+		if got := st.StaleErrors(); got != tc.stale {
+			t.Errorf("%s: StaleErrors() = %v, want %v", tc.name, got, tc.stale)
+		}
+	}
+}

@@ -29,9 +29,9 @@ func TestMain(m *testing.M) { pgtest.Main(m, logical) }
 var logicalSettings = map[string]string{
 	"wal_level": "logical", "max_replication_slots": "64", "max_wal_senders": "64",
 	"max_logical_replication_workers": "40", "max_worker_processes": "56",
-	"max_connections":             "300",
+	"max_connections": "300",
 	// Prepared transactions: finish refuses to fence while any wait.
-	"max_prepared_transactions": "10",
+	"max_prepared_transactions":   "10",
 	"wal_retrieve_retry_interval": "200ms",
 	// The collector gives pg_current_logfile(): finish quotes the
 	// apply worker's errors from the log.
