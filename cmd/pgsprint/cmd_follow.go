@@ -263,8 +263,12 @@ func printStatus(out io.Writer, st *follow.State, o followOptions) {
 	case src != nil && src.Fence.Ours(st.Slot):
 		fmt.Fprintln(out, "next: a follow finish was interrupted during its handover (the subscription is gone, the source stays fenced): run pgsprint follow finish again to complete it, or follow abort to lift the fence")
 	case src != nil && (src.Slot || src.Publication || src.Capture) || st.TargetCapture:
-		fmt.Fprintf(out, "not following, and pgsprint's objects are left (a clone --follow or finish was interrupted): pgsprint follow abort --source SRC --target DST removes them all; or by hand, on the source: %s; DROP PUBLICATION IF EXISTS %s; %s; and on the target: %s\n",
-			follow.DropSlotSQL(st.Slot), pg.Ident(st.Publication), follow.CaptureCleanupSQL(st.Slot), follow.CaptureCleanupSQL(st.Slot))
+		onTarget := ""
+		if st.TargetCapture {
+			onTarget = "; and on the target: " + follow.CaptureCleanupSQL(st.Slot)
+		}
+		fmt.Fprintf(out, "not following, and pgsprint's objects are left (a clone --follow or finish was interrupted): pgsprint follow abort --source SRC --target DST removes them all; or by hand, on the source: %s; DROP PUBLICATION IF EXISTS %s; %s%s\n",
+			follow.DropSlotSQL(st.Slot), pg.Ident(st.Publication), follow.CaptureCleanupSQL(st.Slot), onTarget)
 	}
 }
 

@@ -39,7 +39,7 @@ func checkHealth(ctx context.Context, sconn, dconn *pgx.Conn, n Names, baseline 
 	}
 	clock, deadline, lastCheck := newStallClock(), time.Now().Add(timeout), time.Now()
 	refuse := func(why string) error {
-		return fmt.Errorf("the target's apply worker is not healthy: %s; the source was not fenced: it is writable, and the target still follows it (pgsprint follow status)", why)
+		return fmt.Errorf("%s; the source was not fenced: it is writable, and the target still follows it (pgsprint follow status)", why)
 	}
 	for {
 		var active, done bool
@@ -60,7 +60,7 @@ func checkHealth(ctx context.Context, sconn, dconn *pgx.Conn, n Names, baseline 
 			return err
 		}
 		if stalled {
-			return refuse(fmt.Sprintf("it confirmed no progress for %s: %s", stall, stallCause(ctx, sconn, dconn, n.Slot)))
+			return refuse(fmt.Sprintf("the target's apply worker is not healthy: it confirmed no progress for %s: %s", stall, stallCause(ctx, sconn, dconn, n.Slot)))
 		}
 		if baseline >= 0 && time.Since(lastCheck) > 250*time.Millisecond {
 			lastCheck = time.Now()
@@ -69,11 +69,11 @@ func checkHealth(ctx context.Context, sconn, dconn *pgx.Conn, n Names, baseline 
 				return err
 			}
 			if sub != nil && sub.ApplyErrors > baseline {
-				return refuse(fmt.Sprintf("it fails: %s", ApplyErrorText(sub)))
+				return refuse(fmt.Sprintf("the target's apply worker fails: %s", ApplyErrorText(sub)))
 			}
 		}
 		if time.Now().After(deadline) {
-			return refuse(fmt.Sprintf("it has not caught up with the source's position %s within %s: %s", target, timeout, stallCause(ctx, sconn, dconn, n.Slot)))
+			return refuse(fmt.Sprintf("the target's apply worker is not healthy: it has not caught up with the source's position %s within %s: %s", target, timeout, stallCause(ctx, sconn, dconn, n.Slot)))
 		}
 		if err := sleep(ctx, 100*time.Millisecond); err != nil {
 			return err
