@@ -89,6 +89,7 @@ type followOptions struct {
 	names   follow.Names
 	jobs    int
 	timeout time.Duration
+	stall   time.Duration
 	noFence bool
 	grace   time.Duration
 	// graceSet: --fence-grace was given.
@@ -184,7 +185,9 @@ func runFollowStatus(ctx context.Context, o followOptions, out io.Writer) error 
 		return fmt.Errorf("no subscription %s on the target: it is not following (finished or aborted, or never started: clone --follow starts it; --slot names another)", names.Slot)
 	case st.DDL.Err() != nil:
 		return st.DDL.Err()
-	case st.Sub.ApplyErrors > 0:
+	case st.Sub.SyncErrors > 0 && len(st.Copying) > 0:
+		return fmt.Errorf("the target fails to copy %s (%d sync errors; see the target's server log): finish refuses until the copy succeeds", strings.Join(st.Copying, ", "), st.Sub.SyncErrors)
+	case st.Sub.ApplyErrors > 0 && !st.StaleErrors():
 		return fmt.Errorf("the target's apply worker fails: %s; once fixed, reset the count on the target: SELECT pg_stat_reset_subscription_stats(oid) FROM pg_subscription WHERE subname = %s",
 			follow.ApplyErrorText(st.Sub), pg.Literal(names.Slot))
 	}
@@ -217,8 +220,14 @@ func printStatus(out io.Writer, st *follow.State, o followOptions) {
 	if s != nil && s.ApplyErrors >= 0 {
 		fmt.Fprintf(out, "apply errors: %d, sync errors: %d\n", s.ApplyErrors, s.SyncErrors)
 	}
-	if s != nil && s.ApplyErrors > 0 && s.LastError != "" {
+	switch {
+	case s != nil && st.StaleErrors():
+		fmt.Fprintf(out, "apply errors: all before the apply worker started at %s; it has run without error since\n", s.WorkerStart.Format(time.RFC3339))
+	case s != nil && s.ApplyErrors > 0 && s.LastError != "":
 		fmt.Fprintf(out, "last apply error (target's log): %s\n", s.LastError)
+	}
+	if s != nil && s.SyncErrors > 0 && len(st.Copying) > 0 {
+		fmt.Fprintf(out, "tables the target FAILS TO COPY: %s (see the target's server log)\n", strings.Join(st.Copying, ", "))
 	}
 	printDDL(out, st.DDL)
 	if s != nil && s.Partial {
@@ -235,6 +244,9 @@ func printStatus(out io.Writer, st *follow.State, o followOptions) {
 			fmt.Fprintf(out, "slot %s: none on the source\n", st.Slot)
 		}
 		printFence(out, src.Fence, st.Slot)
+		for _, p := range src.Prepared {
+			fmt.Fprintf(out, "prepared transaction in the source database: %s (finish refuses while any exist: COMMIT PREPARED or ROLLBACK PREPARED it)\n", p)
+		}
 		for _, l := range src.Leftovers {
 			fmt.Fprintf(out, "leftover slot %s on the source (it keeps WAL): pgsprint follow abort --slot %s ..., or on the source: %s\n", l, l, follow.DropSlotSQL(l))
 		}
@@ -242,13 +254,21 @@ func printStatus(out io.Writer, st *follow.State, o followOptions) {
 	switch {
 	case st.DDL.Err() != nil:
 		fmt.Fprintln(out, "next: the target cannot follow the source's DDL (see above): pgsprint follow abort, then clone again")
-	case s != nil && s.ApplyErrors > 0:
+	case s != nil && s.SyncErrors > 0 && len(st.Copying) > 0:
+		fmt.Fprintln(out, "next: fix what the copy fails on in the target's table (see the target's server log), or drop the table on the source; then finish")
+	case s != nil && s.ApplyErrors > 0 && !st.StaleErrors():
 		fmt.Fprintln(out, "next: fix what the apply worker fails on (see above), then finish")
 	case s != nil:
 		fmt.Fprintln(out, "next: pgsprint follow finish --source SRC --target DST (it fences the source: new sessions are read-only, the others are ended after --fence-grace)")
-	case src != nil && (src.Slot || src.Publication):
-		fmt.Fprintf(out, "the source still has slot %s or publication %s without a subscription (a clone --follow was interrupted): pgsprint follow abort --source SRC --target DST, or on the source: %s; DROP PUBLICATION %s\n",
-			st.Slot, st.Publication, follow.DropSlotSQL(st.Slot), pg.Ident(st.Publication))
+	case src != nil && src.Fence.Ours(st.Slot):
+		fmt.Fprintln(out, "next: a follow finish was interrupted during its handover (the subscription is gone, the source stays fenced): run pgsprint follow finish again to complete it, or follow abort to lift the fence")
+	case src != nil && (src.Slot || src.Publication || src.Capture) || st.TargetCapture:
+		onTarget := ""
+		if st.TargetCapture {
+			onTarget = "; and on the target: " + follow.CaptureCleanupSQL(st.Slot)
+		}
+		fmt.Fprintf(out, "not following, and pgsprint's objects are left (a clone --follow or finish was interrupted): pgsprint follow abort --source SRC --target DST removes them all; or by hand, on the source: %s; DROP PUBLICATION IF EXISTS %s; %s%s\n",
+			follow.DropSlotSQL(st.Slot), pg.Ident(st.Publication), follow.CaptureCleanupSQL(st.Slot), onTarget)
 	}
 }
 
@@ -288,12 +308,20 @@ func newFollowFinishCmd() *cobra.Command {
 		Short: "Finish a clone --follow: fence the source, catch up, copy sequences, compare, hand over",
 		Long: `Finish a clone --follow with a fenced switchover:
 
+ 0. check, while the source is still writable: no other finish or abort
+    of this follow runs (an advisory lock on the source, held for the
+    whole run: a second run is refused at once, naming the holder), the
+    target is not the source, no prepared transaction waits in the
+    source database, no table fails to copy, and the target's apply
+    worker is connected and confirms the source's position (a refusal
+    names the cause; --stall-timeout bounds the wait);
  1. fence: the source database becomes read-only for new sessions
     (ALTER DATABASE ... SET default_transaction_read_only = on); the
     sessions already there get --fence-grace to end their transactions,
     then every one of them is ended (each is named);
- 2. wait (at most --timeout) until the target has applied everything up
-    to the fence; an apply error on the target stops it at once, quoted;
+ 2. wait (at most --timeout, and at most --stall-timeout without
+    progress) until the target has applied everything up to the fence;
+    an apply error on the target stops it at once, quoted;
  3. copy every sequence's value and the large objects that differ
     (created, changed or deleted since the clone; not for a clone of a
     selection): the target is ready (write downtime);
@@ -324,6 +352,7 @@ that went on).`,
 	o.register(cmd.Flags(), "source database: name, connection string or URI")
 	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "tables compared in parallel on each side")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 10*time.Minute, "fail if the target has not caught up within this time")
+	cmd.Flags().DurationVar(&o.stall, "stall-timeout", follow.DefaultStallTimeout, "refuse to fence, or lift the fence and fail, when the target's catch-up makes no progress for this long")
 	cmd.Flags().BoolVar(&o.noFence, "no-fence", false, "leave the source writable (stop the writes to it yourself first)")
 	cmd.Flags().DurationVar(&o.grace, "fence-grace", 5*time.Second, "how long the source's transactions under way may run after the fence before their sessions are ended")
 	o.log.register(cmd.Flags())
@@ -346,7 +375,10 @@ func runFollowFinish(ctx context.Context, o followOptions, out io.Writer) error 
 		report = out
 	}
 	start := time.Now()
-	res, err := follow.Finish(ctx, follow.FinishOptions{Source: src, Target: dst, Names: names, Timeout: o.timeout,
+	if o.stall <= 0 || o.timeout <= 0 {
+		return usageError{fmt.Errorf("--timeout and --stall-timeout must be positive")}
+	}
+	res, err := follow.Finish(ctx, follow.FinishOptions{Source: src, Target: dst, Names: names, Timeout: o.timeout, StallTimeout: o.stall,
 		NoFence: o.noFence, Grace: o.grace, Out: report, Logger: o.log.oneLineLogger(),
 		Verify: func(ctx context.Context, v follow.Verification) error {
 			return verifyFollow(ctx, o, src, dst, v, report)

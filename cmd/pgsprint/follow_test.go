@@ -471,7 +471,10 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 		waitExit(t, cmd)
 		waitForSlotInactive(t, src, "pgsprint_killed")
 		st := pgsprint(t, nil, "follow", "status", "--source", src, "--target", dst)
-		if st.code != 1 || !strings.Contains(st.stdout, "SELECT pg_drop_replication_slot('pgsprint_killed'); DROP PUBLICATION \"pgsprint_killed\"") {
+		// The statements remove the DDL capture too (event triggers,
+		// table, functions, schema).
+		if st.code != 1 || !strings.Contains(st.stdout, "SELECT pg_drop_replication_slot('pgsprint_killed'); DROP PUBLICATION IF EXISTS \"pgsprint_killed\"; DROP EVENT TRIGGER IF EXISTS \"pgsprint_killed_ddl\"") ||
+			!strings.Contains(st.stdout, `DROP SCHEMA IF EXISTS "pgsprint"`) {
 			t.Fatalf("status after a killed clone, exit %d:\n%s%s", st.code, st.stdout, st.stderr)
 		}
 		// Another target's status lists the slot as a leftover.

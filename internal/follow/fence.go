@@ -43,7 +43,7 @@ func (f Fence) LiftSQL() string { return LiftSQL(f.Database) }
 // it writes. They must run one after the other, as psql sends them (not
 // in one psql -c, whose string is one read-only transaction).
 func LiftSQL(db string) string {
-	return "SET default_transaction_read_only = off; " + resetSQL(db)
+	return "SET default_transaction_read_only = off; " + resetSQL(db) + "; ALTER DATABASE " + pg.Ident(db) + " RESET " + fenceSetting
 }
 
 func resetSQL(db string) string {
@@ -134,14 +134,15 @@ func unfence(ctx context.Context, conn *pgx.Conn, db string) error {
 // ones all the time: those are not waited for), then terminates every
 // such session (idle ones too: their next transaction could write) and
 // waits until they are gone. Each is written to out.
-func endSessions(ctx context.Context, conn *pgx.Conn, fenced time.Time, grace time.Duration, out io.Writer) ([]Session, error) {
-	// Sessions that began after the fence are read-only: left alone.
+func endSessions(ctx context.Context, conn *pgx.Conn, fenced time.Time, grace time.Duration, keep int32, out io.Writer) ([]Session, error) {
+	// Sessions that began after the fence are read-only: left alone;
+	// so is keep, the session holding the cutover lock ($2).
 	const others = `FROM pg_catalog.pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_catalog.pg_backend_pid()
-		AND datid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()) AND backend_start < $1`
+		AND pid <> $2 AND datid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()) AND backend_start < $1`
 	deadline := time.Now().Add(grace)
 	for {
 		var busy int
-		if err := conn.QueryRow(ctx, "SELECT count(*)::int "+others+" AND xact_start < $1", fenced).Scan(&busy); err != nil {
+		if err := conn.QueryRow(ctx, "SELECT count(*)::int "+others+" AND xact_start < $1", fenced, keep).Scan(&busy); err != nil {
 			return nil, fmt.Errorf("list the source's sessions: %w", err)
 		}
 		if busy == 0 || time.Now().After(deadline) {
@@ -152,7 +153,7 @@ func endSessions(ctx context.Context, conn *pgx.Conn, fenced time.Time, grace ti
 		}
 	}
 	rows, err := conn.Query(ctx, `SELECT pid, coalesce(usename::text, ''), coalesce(application_name, ''),
-		coalesce(host(client_addr), 'local') `+others+` ORDER BY pid`, fenced)
+		coalesce(host(client_addr), 'local') `+others+` ORDER BY pid`, fenced, keep)
 	var ended []Session
 	if err == nil {
 		ended, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Session, error) {
@@ -178,7 +179,7 @@ func endSessions(ctx context.Context, conn *pgx.Conn, fenced time.Time, grace ti
 	gone := time.Now().Add(10 * time.Second)
 	for {
 		var left int
-		if err := conn.QueryRow(ctx, "SELECT count(*)::int "+others+" AND pid = ANY($2)", fenced, pids).Scan(&left); err != nil {
+		if err := conn.QueryRow(ctx, "SELECT count(*)::int "+others+" AND pid = ANY($3)", fenced, keep, pids).Scan(&left); err != nil {
 			return ended, fmt.Errorf("list the source's sessions: %w", err)
 		}
 		if left == 0 {

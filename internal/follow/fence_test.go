@@ -180,6 +180,25 @@ func testWriter(t *testing.T, c *pgtest.Cluster) {
 	if fenced(t, src) {
 		t.Error("the lift statement does not lift the fence")
 	}
+	// The lift removes the marker too: a read-only setting the DBA
+	// makes later is not taken for this follow's fence.
+	exec(t, src, "ALTER DATABASE "+pg.Ident(res.Fence.Database)+" SET default_transaction_read_only = on")
+	withConn(t, src, func(ctx context.Context, conn *pgx.Conn) {
+		f, err := readFence(ctx, conn)
+		if err != nil || !f.ReadOnly || f.Ours(n.Slot) || f.Slot != "" {
+			t.Errorf("after the printed lift and a DBA's own read-only setting: %+v, %v", f, err)
+		}
+	})
+	if d, err := Abort(ctx, src, dst, n); err != nil || d.Unfenced || !d.Fence.ReadOnly {
+		t.Errorf("abort over a DBA's read-only setting: %+v, %v", d, err)
+	}
+	withConn(t, src, func(ctx context.Context, conn *pgx.Conn) {
+		for _, q := range strings.Split(res.Fence.LiftSQL(), "; ") {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	})
 }
 
 // TestFinishFails: a failure at each step before the handover (a
@@ -261,8 +280,8 @@ func TestFinishFails(t *testing.T) {
 			following(t, o)
 			fo := FinishOptions{Source: src, Target: dst, Names: n, Timeout: time.Minute, Grace: time.Second, Verify: sameData(src, dst)}
 			err := tc.run(t, fo)
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "writable again") {
-				t.Fatalf("Finish: %v, want an error saying %q and that the source is writable again", err, tc.want)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "writable") {
+				t.Fatalf("Finish: %v, want an error saying %q and that the source is writable (again)", err, tc.want)
 			}
 			if fenced(t, src) {
 				t.Error("the source is still fenced after a failed finish")

@@ -61,6 +61,10 @@ type FinishOptions struct {
 	Names          Names
 	// Timeout bounds the wait for the target to catch up.
 	Timeout time.Duration
+	// StallTimeout bounds, before and after the fence, a catch-up that
+	// makes no progress: before, finish refuses to fence; after, it
+	// lifts the fence. Zero: DefaultStallTimeout.
+	StallTimeout time.Duration
 	// NoFence leaves the source writable: the caller has stopped every
 	// write to it, and Finish only reads its WAL position.
 	NoFence bool
@@ -139,12 +143,25 @@ func Finish(ctx context.Context, o FinishOptions) (res *FinishResult, err error)
 	if out == nil {
 		out = io.Discard
 	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = DefaultStallTimeout
+	}
 	start := time.Now()
+	// One cutover at a time, before anything is read: a second run
+	// would fence, end this run's sessions and lift its fence.
+	lock, err := lockCutover(ctx, o.Source, o.Names.Slot)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.release(ctx)
 	dconn, err := pg.Connect(ctx, o.Target)
 	if err != nil {
 		return nil, err
 	}
 	defer dconn.Close(context.WithoutCancel(ctx))
+	if err := distinct(ctx, o.Source, dconn); err != nil {
+		return nil, err
+	}
 	sconn, err := pg.Connect(ctx, writable(o.Source))
 	if err != nil {
 		return nil, err
@@ -175,7 +192,7 @@ func Finish(ctx context.Context, o FinishOptions) (res *FinishResult, err error)
 			return nil, err
 		}
 		if res.Fence.Ours(o.Names.Slot) {
-			return res, nil
+			return res, o.reread(ctx, res)
 		}
 		log.Warn("no subscription on the target: an earlier finish dropped it; comparing", "subscription", o.Names.Slot)
 		return res, o.verify(ctx, sconn, Verification{SourceMajor: res.SourceMajor, TargetMajor: res.TargetMajor}, res)
@@ -186,19 +203,26 @@ func Finish(ctx context.Context, o FinishOptions) (res *FinishResult, err error)
 	// source would then take writes the target never gets, so the fence
 	// stays and a rerun completes the handover.
 	r, handingOver := res, false
+	// A fence found from a killed run is this run's to lift too: the
+	// lock says no other run is alive. What the error says of the
+	// fence is read again by a new session.
 	defer func() {
 		if err == nil || !r.Fence.Ours(o.Names.Slot) {
 			return
 		}
+		bg := context.WithoutCancel(ctx)
 		if handingOver {
 			err = fmt.Errorf("%w; the handover did not complete: the source stays fenced; run pgsprint follow finish again", err)
 			return
 		}
-		if uerr := o.unfence(context.WithoutCancel(ctx), sconn, r.Fence.Database); uerr != nil {
+		if uerr := o.unfence(bg, sconn, r.Fence.Database); uerr != nil {
 			err = fmt.Errorf("%w; and lifting the source's fence failed: %v: the source is still read-only: run pgsprint follow abort, or on the source: %s", err, uerr, r.Fence.LiftSQL())
 			return
 		}
-		r.Fence.ReadOnly, r.Fence.Slot = false, ""
+		if rerr := o.reread(bg, r); rerr != nil || r.Fence.ReadOnly {
+			err = fmt.Errorf("%w; the fence was lifted, but a new session of the source reads it as %s: run pgsprint follow status", err, describeFence(r.Fence, rerr))
+			return
+		}
 		err = fmt.Errorf("%w; the source is writable again and the target still follows it (pgsprint follow status; finish again, or abort)", err)
 	}()
 	// DDL the target cannot follow stops finish before the fence (and
@@ -213,18 +237,33 @@ func Finish(ctx context.Context, o FinishOptions) (res *FinishResult, err error)
 			return res, fmt.Errorf("enable subscription %s on the target: %w", o.Names.Slot, err)
 		}
 	}
+	// Health before the fence: a fence that waits on a worker that
+	// cannot apply keeps the source read-only for nothing.
+	if err := checkHealth(ctx, sconn, dconn, o.Names, sub.ApplyErrors, o.StallTimeout, o.Timeout); err != nil {
+		return res, err
+	}
+	if err := lock.check(ctx); err != nil {
+		return res, err
+	}
 	if !o.NoFence {
+		fmt.Fprintf(out, "fence: writes to the source stop from now until the target is ready: the grace (%s), then the catch-up (given up, and the fence lifted, after %s without progress or %s in all), then the sequences; the verification runs under the fence too, and a failure lifts it\n",
+			o.Grace, o.StallTimeout, o.Timeout)
 		// The clock starts at the fence, not after the grace: new
 		// sessions can no longer write from here on.
 		start = time.Now()
-		if err := o.fence(ctx, sconn, res, out); err != nil {
+		if err := o.fence(ctx, sconn, res, lock.PID, out); err != nil {
 			return res, err
 		}
 	}
-	if res.CaughtUp, err = waitCaughtUp(ctx, sconn, dconn, o.Names.Slot, sub.ApplyErrors, o.Timeout, log); err != nil {
+	// A transaction prepared between the check and the fence outlives
+	// the sessions the fence ended.
+	if err := noPrepared(ctx, sconn); err != nil {
 		return res, err
 	}
-	if res.CaughtUp, err = followDDLAfterCatchUp(ctx, sconn, dconn, o.Names, sub.Partial, res.CaughtUp, o.Timeout, log); err != nil {
+	if res.CaughtUp, err = waitCaughtUp(ctx, sconn, dconn, o.Names.Slot, sub.ApplyErrors, o.Timeout, o.StallTimeout, log); err != nil {
+		return res, err
+	}
+	if res.CaughtUp, err = followDDLAfterCatchUp(ctx, sconn, dconn, o.Names, sub.Partial, res.CaughtUp, o.Timeout, o.StallTimeout, log); err != nil {
 		return res, err
 	}
 	if res.Sequences, err = copySequences(ctx, sconn, dconn); err != nil {
@@ -250,12 +289,44 @@ func Finish(ctx context.Context, o FinishOptions) (res *FinishResult, err error)
 		return res, err
 	}
 	res.Verification = time.Since(verified)
+	if err := lock.check(ctx); err != nil {
+		return res, err
+	}
 	handover, handingOver := time.Now(), true
 	if err := dropAll(ctx, sconn, dconn, o.Names, true); err != nil {
 		return res, err
 	}
 	res.Handover = time.Since(handover)
-	return res, nil
+	return res, o.reread(ctx, res)
+}
+
+// reread sets res.Fence to what a new session of the source reads in the
+// catalog: what finish says of the source is what its users get.
+func (o FinishOptions) reread(ctx context.Context, res *FinishResult) error {
+	conn, err := pg.Connect(ctx, o.Source)
+	if err != nil {
+		return fmt.Errorf("read the source's fence again: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	f, err := readFence(ctx, conn)
+	if err != nil {
+		return err
+	}
+	res.Fence = f
+	return nil
+}
+
+// describeFence says what a fence read again holds, for an error.
+func describeFence(f Fence, err error) string {
+	switch {
+	case err != nil:
+		return fmt.Sprintf("unknown (%v)", err)
+	case f.Slot != "":
+		return fmt.Sprintf("read-only, marked by follow %s", f.Slot)
+	case f.ReadOnly:
+		return "read-only by a setting that is not pgsprint's"
+	}
+	return "writable"
 }
 
 // unfence lifts the fence on sconn, or on a new connection when a query
@@ -275,7 +346,7 @@ func (o FinishOptions) unfence(ctx context.Context, sconn *pgx.Conn, db string) 
 // fence makes the source read-only for new sessions and ends the
 // sessions that began before, unless the database is read-only already
 // by a setting of the DBA's, which is left as it is.
-func (o FinishOptions) fence(ctx context.Context, sconn *pgx.Conn, res *FinishResult, out io.Writer) error {
+func (o FinishOptions) fence(ctx context.Context, sconn *pgx.Conn, res *FinishResult, keep int32, out io.Writer) error {
 	f := res.Fence
 	switch {
 	case f.Ours(o.Names.Slot):
@@ -294,7 +365,7 @@ func (o FinishOptions) fence(ctx context.Context, sconn *pgx.Conn, res *FinishRe
 		return fmt.Errorf("read the source's clock: %w", err)
 	}
 	var err error
-	res.Ended, err = endSessions(ctx, sconn, at, o.Grace, out)
+	res.Ended, err = endSessions(ctx, sconn, at, o.Grace, keep, out)
 	return err
 }
 
@@ -342,7 +413,7 @@ func publishedTables(ctx context.Context, conn *pgx.Conn, pub string) ([]string,
 // advances as it applies, reaches it. It stops as soon as the target
 // counts an apply error beyond errors (PostgreSQL 15 and later), quoting
 // it from the target's log when it can.
-func waitCaughtUp(ctx context.Context, sconn, dconn *pgx.Conn, slot string, baseline int64, timeout time.Duration, log *slog.Logger) (string, error) {
+func waitCaughtUp(ctx context.Context, sconn, dconn *pgx.Conn, slot string, baseline int64, timeout, stall time.Duration, log *slog.Logger) (string, error) {
 	// The target is the end of the last record inserted: every commit
 	// is before it. pg_current_wal_lsn() will not do: it is where WAL
 	// was written up to, which may be inside a record the walsender
@@ -350,22 +421,17 @@ func waitCaughtUp(ctx context.Context, sconn, dconn *pgx.Conn, slot string, base
 	// Then a commit of our own with synchronous_commit on flushes
 	// everything up to the target, which asynchronous commits (and
 	// the records after them) may otherwise leave in memory for long.
-	var target string
-	if err := sconn.QueryRow(ctx, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text").Scan(&target); err != nil {
-		return "", fmt.Errorf("read the source's WAL position: %w", err)
-	}
-	for _, q := range []string{"SET synchronous_commit = on", "SELECT pg_catalog.txid_current()"} {
-		if _, err := sconn.Exec(ctx, q); err != nil {
-			return "", fmt.Errorf("flush the source's WAL: %w", err)
-		}
+	target, err := flushedPosition(ctx, sconn)
+	if err != nil {
+		return "", err
 	}
 	deadline := time.Now().Add(timeout)
-	lastLog, lastCheck := time.Now(), time.Now()
+	lastLog, lastCheck, clock := time.Now(), time.Now(), newStallClock()
 	for {
 		var done bool
 		var behind int64
-		err := sconn.QueryRow(ctx, `SELECT confirmed_flush_lsn >= $2::pg_lsn,
-			greatest(pg_catalog.pg_wal_lsn_diff($2::pg_lsn, confirmed_flush_lsn), 0)::int8
+		err := sconn.QueryRow(ctx, `SELECT coalesce(confirmed_flush_lsn >= $2::pg_lsn, false),
+			coalesce(greatest(pg_catalog.pg_wal_lsn_diff($2::pg_lsn, confirmed_flush_lsn), 0), -1)::int8
 			FROM pg_catalog.pg_replication_slots WHERE slot_name = $1`, slot, target).Scan(&done, &behind)
 		if err == pgx.ErrNoRows {
 			return "", fmt.Errorf("slot %s is gone from the source while the subscription remains: the target cannot have caught up; run pgsprint follow abort and clone again", slot)
@@ -375,6 +441,13 @@ func waitCaughtUp(ctx context.Context, sconn, dconn *pgx.Conn, slot string, base
 		}
 		if done {
 			return target, nil
+		}
+		stalled, err := clock.stalled(ctx, dconn, slot, fmt.Sprint(behind), stall)
+		if err != nil {
+			return "", err
+		}
+		if stalled {
+			return "", fmt.Errorf("the target made no progress catching up for %s (%d bytes behind): %s", stall, behind, stallCause(ctx, sconn, dconn, slot))
 		}
 		if time.Now().After(deadline) {
 			return "", fmt.Errorf("the target has not caught up with the source's WAL position %s within %s (%d bytes behind): see pgsprint follow status for apply errors, and make sure nothing writes to the source", target, timeout, behind)
@@ -444,11 +517,19 @@ type Dropped struct {
 // finish of this follow left on the source (killed, or after its
 // handover).
 func Abort(ctx context.Context, src, dst *pgx.ConnConfig, n Names) (*Dropped, error) {
+	lock, err := lockCutover(ctx, src, n.Slot)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.release(ctx)
 	dconn, err := pg.Connect(ctx, dst)
 	if err != nil {
 		return nil, err
 	}
 	defer dconn.Close(context.WithoutCancel(ctx))
+	if err := distinct(ctx, src, dconn); err != nil {
+		return nil, err
+	}
 	sconn, err := pg.Connect(ctx, writable(src))
 	if err != nil {
 		return nil, err
@@ -466,11 +547,22 @@ func Abort(ctx context.Context, src, dst *pgx.ConnConfig, n Names) (*Dropped, er
 	if err := dropAll(ctx, sconn, dconn, n, sub != nil); err != nil {
 		return nil, err
 	}
-	if d.Fence.Ours(n.Slot) {
+	switch {
+	case d.Fence.Ours(n.Slot):
 		if err := unfence(ctx, sconn, d.Fence.Database); err != nil {
 			return nil, err
 		}
-		d.Unfenced, d.Fence.ReadOnly, d.Fence.Slot = true, false, ""
+		d.Unfenced = true
+	case d.Fence.Slot == n.Slot:
+		// The marker without the fence (lifted by hand with an older
+		// LiftSQL): left, it would make a later read-only setting of
+		// the DBA's look like this follow's.
+		if _, err := sconn.Exec(ctx, "ALTER DATABASE "+pg.Ident(d.Fence.Database)+" RESET "+fenceSetting); err != nil {
+			return nil, fmt.Errorf("remove the fence's marker %s from the source: %w", fenceSetting, err)
+		}
+	}
+	if d.Fence, err = readFence(ctx, sconn); err != nil {
+		return nil, err
 	}
 	return d, nil
 }

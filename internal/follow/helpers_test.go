@@ -3,6 +3,7 @@ package follow
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +29,9 @@ func TestMain(m *testing.M) { pgtest.Main(m, logical) }
 var logicalSettings = map[string]string{
 	"wal_level": "logical", "max_replication_slots": "64", "max_wal_senders": "64",
 	"max_logical_replication_workers": "40", "max_worker_processes": "56",
-	"max_connections":             "300",
+	"max_connections": "300",
+	// Prepared transactions: finish refuses to fence while any wait.
+	"max_prepared_transactions":   "10",
 	"wal_retrieve_retry_interval": "200ms",
 	// The collector gives pg_current_logfile(): finish quotes the
 	// apply worker's errors from the log.
@@ -181,4 +184,70 @@ func fingerprint(t *testing.T, cfg *pgx.ConnConfig) map[string]string {
 		t.Fatal(err)
 	}
 	return fp
+}
+
+// ackWriter inserts rows into table keyed of cfg's database, one at a
+// time, reconnecting whenever its session ends, and keeps the ids whose
+// commit was acknowledged: a cutover must lose none of them.
+type ackWriter struct {
+	mu      sync.Mutex
+	acked   []int
+	refused int // refused as read-only: the fence
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// startWriter starts an ackWriter on cfg from id from.
+func startWriter(cfg *pgx.ConnConfig, from int) *ackWriter {
+	w := &ackWriter{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		ctx := context.Background()
+		defer close(w.done)
+		var conn *pgx.Conn
+		defer func() {
+			if conn != nil {
+				conn.Close(ctx)
+			}
+		}()
+		for id := from; ; id++ {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			if conn == nil || conn.IsClosed() {
+				var err error
+				if conn, err = pg.Connect(ctx, cfg); err != nil {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+			}
+			_, err := conn.Exec(ctx, "INSERT INTO keyed VALUES ($1, 'acknowledged')", id)
+			w.mu.Lock()
+			if err == nil {
+				w.acked = append(w.acked, id)
+			} else if strings.Contains(err.Error(), "read-only transaction") {
+				w.refused++
+			}
+			w.mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+// halt stops the writer and returns the acknowledged ids and the count
+// refused as read-only.
+func (w *ackWriter) halt() ([]int, int) {
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.acked, w.refused
+}
+
+// lost returns the acknowledged ids that the target's keyed lacks.
+func lost(t *testing.T, dst *pgx.ConnConfig, acked []int) []string {
+	t.Helper()
+	return query(t, dst, "SELECT a::text FROM unnest($1::int[]) a WHERE NOT EXISTS (SELECT 1 FROM keyed k WHERE k.id = a) ORDER BY a", acked)
 }

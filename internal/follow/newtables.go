@@ -82,17 +82,9 @@ func syncNewTables(ctx context.Context, sconn, dconn *pgx.Conn, n Names, timeout
 	log.Info("follow: copying the tables created on the source since the clone", "tables", strings.Join(missing, ", "))
 	deadline := time.Now().Add(timeout)
 	for {
-		var waiting []string
-		rows, err := dconn.Query(ctx, `SELECT pg_catalog.format('%I.%I', ns.nspname, c.relname)
-			FROM pg_catalog.pg_subscription_rel r JOIN pg_catalog.pg_subscription s ON s.oid = r.srsubid
-			JOIN pg_catalog.pg_class c ON c.oid = r.srrelid JOIN pg_catalog.pg_namespace ns ON ns.oid = c.relnamespace
-			WHERE s.subname = $1 AND s.subdbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
-			AND r.srsubstate NOT IN ('r', 's') ORDER BY 1`, n.Slot)
-		if err == nil {
-			waiting, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		}
+		waiting, err := copyingTables(ctx, dconn, n.Slot)
 		if err != nil {
-			return nil, fmt.Errorf("read the target's table synchronisation: %w", err)
+			return nil, err
 		}
 		if len(waiting) == 0 {
 			return missing, nil
@@ -120,7 +112,7 @@ func syncNewTables(ctx context.Context, sconn, dconn *pgx.Conn, n Names, timeout
 // cannot replay stops it; the tables created since the clone are copied
 // and, when there were any, the target catches up again. It returns the
 // source position caught up to.
-func followDDLAfterCatchUp(ctx context.Context, sconn, dconn *pgx.Conn, n Names, partial bool, caughtUp string, timeout time.Duration, log *slog.Logger) (string, error) {
+func followDDLAfterCatchUp(ctx context.Context, sconn, dconn *pgx.Conn, n Names, partial bool, caughtUp string, timeout, stall time.Duration, log *slog.Logger) (string, error) {
 	ddl, err := followDDL(ctx, sconn, dconn, n, partial)
 	if err != nil {
 		return "", err
@@ -140,7 +132,7 @@ func followDDLAfterCatchUp(ctx context.Context, sconn, dconn *pgx.Conn, n Names,
 	if sub != nil {
 		baseline = sub.ApplyErrors
 	}
-	return waitCaughtUp(ctx, sconn, dconn, n.Slot, baseline, timeout, log)
+	return waitCaughtUp(ctx, sconn, dconn, n.Slot, baseline, timeout, stall, log)
 }
 
 // beforeFence is finish's step before the fence: DDL that the target

@@ -23,14 +23,41 @@ type State struct {
 	// capture says (the target's copy without the source), or the
 	// fallback's drift; nil without a subscription.
 	DDL *DDL
+	// Copying are the subscription's tables the target has not
+	// finished copying (new tables finish copies); with sync errors,
+	// copies that fail.
+	Copying []string
+	// TargetCapture: the target holds this follow's DDL capture objects
+	// (left by a killed clone or finish when there is no subscription).
+	TargetCapture bool
 }
+
+// StaleErrors reports whether the apply errors counted on the target are
+// from before its apply worker last started: an apply error ends the
+// worker, so one that has run for a while (connected to the source, when
+// the source was read) has met none since, and the count is history.
+func (st *State) StaleErrors() bool {
+	s := st.Sub
+	if s == nil || s.ApplyErrors <= 0 || !s.Running || s.WorkerStart.IsZero() || time.Since(s.WorkerStart) < staleAfter {
+		return false
+	}
+	return st.Source == nil || st.Source.SlotActive
+}
+
+// staleAfter is how long an apply worker must have run for the errors
+// counted before it to be history: longer than the launcher's restart
+// interval (wal_retrieve_retry_interval, 5s by default) and a retry.
+const staleAfter = 15 * time.Second
 
 // Subscription is the target's view of the subscription.
 type Subscription struct {
 	Enabled bool
 	Comment string
 	// Running says whether an apply worker runs for it.
-	Running      bool
+	Running bool
+	// WorkerStart is when the running apply worker started; zero when
+	// unknown.
+	WorkerStart  time.Time
 	ReceivedLSN  string // empty when no worker runs
 	LatestEndLSN string
 	// LatestEndTime is when the worker last reported a position to the
@@ -45,6 +72,8 @@ type Subscription struct {
 	// Partial says the follow covers a selection (-t, -n, --filter):
 	// finish compares what it followed.
 	Partial bool
+
+	origin string // the replication origin, "pg_" and the OID: lastApplyError
 }
 
 // SourceState is the source's view: the slot, the publication and the
@@ -67,6 +96,11 @@ type SourceState struct {
 	// Leftovers are other inactive slots named pgsprint_* in the source
 	// database: killed clones' slots, which keep WAL on the source.
 	Leftovers []string
+	// Prepared are the prepared transactions waiting in the source
+	// database: finish refuses to fence while any exist.
+	Prepared []Prepared
+	// Capture: the source holds this follow's DDL capture objects.
+	Capture bool
 }
 
 // ReadState reads the subscription on the target and, when src is not
@@ -79,6 +113,13 @@ func ReadState(ctx context.Context, src, dst *pgx.ConnConfig, n Names) (*State, 
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if st.Sub, err = readSubscription(ctx, conn, n.Slot); err != nil {
+		return nil, err
+	}
+	if st.Sub != nil {
+		if st.Copying, err = copyingTables(ctx, conn, n.Slot); err != nil {
+			return nil, err
+		}
+	} else if st.TargetCapture, err = hasCapture(ctx, conn, n.Slot); err != nil {
 		return nil, err
 	}
 	if src == nil {
@@ -105,14 +146,14 @@ func readSubscription(ctx context.Context, conn *pgx.Conn, name string) (*Subscr
 	var s Subscription
 	var pid *int32
 	var received, latest *string
-	var latestTime *time.Time
-	var origin string
+	var latestTime, workerStart *time.Time
 	err := conn.QueryRow(ctx, `SELECT s.subenabled, coalesce(pg_catalog.obj_description(s.oid, 'pg_subscription'), ''), 'pg_' || s.oid,
-		st.pid, st.received_lsn::text, st.latest_end_lsn::text, st.latest_end_time
+		st.pid, st.received_lsn::text, st.latest_end_lsn::text, st.latest_end_time,
+		(SELECT a.backend_start FROM pg_catalog.pg_stat_activity a WHERE a.pid = st.pid)
 		FROM pg_catalog.pg_subscription s
 		LEFT JOIN pg_catalog.pg_stat_subscription st ON st.subid = s.oid AND st.relid IS NULL
 		WHERE s.subname = $1 AND s.subdbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
-		LIMIT 1`, name).Scan(&s.Enabled, &s.Comment, &origin, &pid, &received, &latest, &latestTime)
+		LIMIT 1`, name).Scan(&s.Enabled, &s.Comment, &s.origin, &pid, &received, &latest, &latestTime, &workerStart)
 	if err == pgx.ErrNoRows {
 		return nil, nil
 	}
@@ -129,6 +170,9 @@ func readSubscription(ctx context.Context, conn *pgx.Conn, name string) (*Subscr
 	if latestTime != nil {
 		s.LatestEndTime = *latestTime
 	}
+	if workerStart != nil {
+		s.WorkerStart = *workerStart
+	}
 	s.ApplyErrors, s.SyncErrors = -1, -1
 	if srv, err := pg.ReadServer(ctx, conn); err == nil && srv.Major() >= 15 {
 		err := conn.QueryRow(ctx, `SELECT apply_error_count, sync_error_count
@@ -138,7 +182,7 @@ func readSubscription(ctx context.Context, conn *pgx.Conn, name string) (*Subscr
 		}
 	}
 	if s.ApplyErrors > 0 {
-		s.LastError = lastApplyError(ctx, conn, origin)
+		s.LastError = lastApplyError(ctx, conn, s.origin)
 	}
 	s.Partial = strings.Contains(s.Comment, partialMark)
 	return &s, nil
@@ -174,6 +218,12 @@ func readSource(ctx context.Context, conn *pgx.Conn, n Names) (*SourceState, err
 		}
 	}
 	if s.Fence, err = readFence(ctx, conn); err != nil {
+		return nil, err
+	}
+	if s.Prepared, err = readPrepared(ctx, conn); err != nil {
+		return nil, err
+	}
+	if s.Capture, err = hasCapture(ctx, conn, n.Slot); err != nil {
 		return nil, err
 	}
 	rows, err := conn.Query(ctx, `SELECT slot_name::text FROM pg_catalog.pg_replication_slots
