@@ -30,10 +30,14 @@ type leakCase struct {
 	// major is the oldest server the flags apply to (--statistics-only:
 	// 18); 0 for any.
 	major int
-	// precreate: the target needs the tables first (no schema in the run).
-	precreate bool
+	// precreate: the target needs the tables first (no schema in the run);
+	// schema: it needs schema leak (pg_dump -t leaves schemas out).
+	precreate, schema bool
 	// pipe dumps to standard output into a restore from standard input.
 	pipe bool
+	// refused is the usage error (exit 2) the run must end with: flags
+	// that would carry original values, or cannot mask.
+	refused string
 }
 
 // leakCases are the flag combinations that apply with --mask. The first
@@ -43,26 +47,26 @@ type leakCase struct {
 func leakCases() []leakCase {
 	const small = "64kB"
 	return []leakCase{
-		{name: "dump --statistics-only", args: []string{"--statistics-only"}, major: 18, precreate: true},
+		{name: "dump --statistics-only", args: []string{"--statistics-only"}, major: 18, refused: "--mask does not take --statistics-only"},
 		{name: "dump --split-by key", args: []string{"--chunk-size", small, "--split-by", "key"}},
 		{name: "dump --split-by auto", args: []string{"--chunk-size", small}},
 		{name: "dump -Z none", args: []string{"-Z", "none"}},
 		{name: "dump -Z lz4", args: []string{"-Z", "lz4"}},
 		{name: "dump -Z gzip", args: []string{"-Z", "gzip:1", "--chunk-size", small}},
-		{name: "dump --schema-only", args: []string{"-s"}},
+		{name: "dump --schema-only", args: []string{"-s"}, refused: "--mask masks rows"},
 		{name: "dump --data-only", args: []string{"-a", "--chunk-size", small, "--split-by", "key"}, precreate: true},
-		{name: "dump --no-data", args: []string{"--no-data"}},
+		{name: "dump --no-data", args: []string{"--no-data"}, refused: "--mask masks rows"},
 		{name: "dump --no-schema", args: []string{"--no-schema", "--chunk-size", small, "--split-by", "key"}, precreate: true},
-		{name: "dump --statistics", args: []string{"--statistics"}},
+		{name: "dump --statistics", args: []string{"--statistics"}, refused: "--mask does not take --statistics"},
 		{name: "dump --subset", args: []string{"--subset", "leak.ref: id <= 500", "--chunk-size", small, "--split-by", "key"}},
 		{name: "dump --exclude-table-data", args: []string{"--exclude-table-data", "leak.dev"}},
-		{name: "dump -t", args: []string{"-t", "leak.acct", "-t", "leak.ref", "--chunk-size", small, "--split-by", "key"}},
+		{name: "dump -t", args: []string{"-t", "leak.acct", "-t", "leak.ref", "--chunk-size", small, "--split-by", "key"}, schema: true},
 		{name: "dump pipe", args: []string{"--chunk-size", small, "--split-by", "key"}, pipe: true},
 		{name: "clone", clone: true},
 		{name: "clone --split-by key", clone: true, args: []string{"--chunk-size", small, "--split-by", "key"}},
 		{name: "clone --text-copy", clone: true, args: []string{"--text-copy", "--chunk-size", small}},
-		{name: "clone --statistics-only", clone: true, args: []string{"--statistics-only"}, major: 18, precreate: true},
-		{name: "clone --no-data", clone: true, args: []string{"--no-data"}},
+		{name: "clone --statistics-only", clone: true, args: []string{"--statistics-only"}, major: 18, refused: "--mask does not take --statistics-only"},
+		{name: "clone --no-data", clone: true, args: []string{"--no-data"}, refused: "--mask masks rows"},
 		{name: "clone --subset", clone: true, args: []string{"--subset", "leak.ref: id <= 500", "--chunk-size", small, "--split-by", "key"}},
 		{name: "clone --data-only", clone: true, args: []string{"-a"}, precreate: true},
 	}
@@ -159,6 +163,11 @@ func (l *leakRun) run(t *testing.T, i int, lc leakCase) {
 	if lc.precreate {
 		l.precreate(t, dst)
 	}
+	if lc.schema {
+		if err := l.c.Exec(ctx, dst, "CREATE SCHEMA leak"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	scan := func(where string, data []byte) {
 		t.Helper()
 		for _, f := range l.can.find(data) {
@@ -173,7 +182,16 @@ func (l *leakRun) run(t *testing.T, i int, lc leakCase) {
 		scan(what+": stdout", []byte(r.stdout))
 		scan(what+": stderr", []byte(r.stderr))
 	}
-	if lc.clone {
+	if lc.refused != "" {
+		cmd := "dump"
+		args := []string{"-f", filepath.Join(dir, "dev.pgs"), "-d", l.src}
+		if lc.clone {
+			cmd, args = "clone", []string{"--source", l.src, "--target", target}
+		}
+		r := pgsprint(t, env, append(append(append([]string{cmd}, args...), lc.args...), mask...)...)
+		checkOneError(t, r.code, exitUsage, r.stderr, lc.refused)
+		scan(cmd+": stderr", []byte(r.stderr))
+	} else if lc.clone {
 		args := append([]string{"clone", "-v", "-j", "2", "--source", l.src, "--target", target}, lc.args...)
 		mustRun("clone", pgsprint(t, env, append(args, mask...)...))
 	} else {

@@ -177,6 +177,21 @@ func (p *Plan) Table(schema, name string, columns []string) *Table {
 	return t
 }
 
+// Masks says whether the plan rewrites column of table schema.name:
+// values of such a column must reach nothing pgsprint writes, not even as
+// a chunk's key range (internal/chunk). Keep is not masking.
+func (p *Plan) Masks(schema, table, column string) bool {
+	if p == nil {
+		return false
+	}
+	pt := p.tables[schema+"\x00"+table]
+	if pt == nil {
+		return false
+	}
+	c, ok := pt.columns[column]
+	return ok && c.rule.Kind != Keep
+}
+
 // Record is what the manifest says of the masking: every masked column
 // and its rule, never the secret.
 func (p *Plan) Record() *archive.Mask {
