@@ -447,3 +447,22 @@ func (c *canaries) patterns() []pattern {
 func excerpt(s string, i int) string {
 	return s[max(0, i-40):min(len(s), i+40)]
 }
+
+// TestListMaskedWithStatistics: an archive with masked columns whose
+// optimizer statistics came along (statistics without data, as a masked
+// --statistics-only dump of 9d1590f wrote) is not called a masked copy.
+func TestListMaskedWithStatistics(t *testing.T) {
+	mk := &archive.Mask{Columns: []archive.MaskColumn{{Schema: "s", Table: "t", Column: "c", Rule: "email"}}}
+	for _, tc := range []struct {
+		stats bool
+		want  string
+	}{
+		{false, "masked development copy: 1 columns"},
+		{true, "NOT a masked development copy: its optimizer statistics hold original values"},
+	} {
+		got := maskedLine(&archive.Manifest{Mask: mk, StatisticsWithoutData: tc.stats})
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("statistics %v: %q, want %q...", tc.stats, got, tc.want)
+		}
+	}
+}
