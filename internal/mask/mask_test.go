@@ -3,6 +3,7 @@ package mask
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -463,5 +464,47 @@ func TestMemo(t *testing.T) {
 	}
 	if n := len(w.memos[0].seen); n != 0 {
 		t.Errorf("a value of %d bytes was remembered (%d values)", len(long), n)
+	}
+}
+
+// TestShiftDateEdges: dateshift moves BC dates and years past 9999 too
+// (an original date never shows unless its keyed shift is 0), by at most
+// DAYS days, and never out of PostgreSQL's range: at its ends the shift
+// goes the other way.
+func TestShiftDateEdges(t *testing.T) {
+	astro := func(v string) (time.Time, string) {
+		y, mo, d, rest, bc, ok := splitISODate([]byte(v))
+		if !ok {
+			t.Fatalf("%q: not a date", v)
+		}
+		if bc {
+			y = 1 - y
+		}
+		return time.Date(y, time.Month(mo), d, 0, 0, 0, 0, time.UTC), string(rest)
+	}
+	lo := time.Date(-4713, 11, 24, 0, 0, 0, 0, time.UTC)
+	for _, v := range []string{"4713-01-01 BC", "4714-11-24 BC", "0001-01-01", "0001-01-01 BC", "5874897-12-31", "5874897-01-01",
+		"294276-12-31 23:59:59", "4713-01-01 00:00:00+00 BC", "10000-06-15 12:00:00+02", "2024-02-29"} {
+		for _, m := range []uint64{0, 1, 7, 9, 10, 20} {
+			var key [8]byte
+			binary.BigEndian.PutUint64(key[:], m) // shift m%21 - 10
+			got := string(shiftDate(nil, []byte(v), key[:], 10))
+			want := int(m%21) - 10
+			d0, rest0 := astro(v)
+			d1, rest1 := astro(got)
+			hi := time.Date(5874897, 12, 31, 0, 0, 0, 0, time.UTC)
+			if rest0 != "" {
+				hi = time.Date(294276, 12, 31, 0, 0, 0, 0, time.UTC)
+			}
+			moved := int(d1.Sub(d0).Hours() / 24)
+			if rest1 != rest0 || (moved != want && moved != -want) || d1.Before(lo) || d1.After(hi) || (want != 0 && got == v) {
+				t.Errorf("dateshift:10 of %q with shift %d: %q (moved %d days)", v, want, got, moved)
+			}
+		}
+	}
+	for _, v := range []string{"infinity", "-infinity", "x"} {
+		if got := string(shiftDate(nil, []byte(v), make([]byte, 8), 10)); got != v {
+			t.Errorf("dateshift of %q: %q", v, got)
+		}
 	}
 }
