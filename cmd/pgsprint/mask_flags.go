@@ -59,6 +59,10 @@ func (m *maskFlags) spec() (mask.Spec, error) {
 	if secret == "" {
 		return spec, usageError{fmt.Errorf("--mask needs a secret: --mask-secret-file FILE or $%s (never on the command line)", mask.SecretEnv)}
 	}
+	if len(secret) < mask.MinSecret {
+		// Its length only: a secret is never printed.
+		return spec, usageError{fmt.Errorf("the mask secret is %d bytes: at least %d needed (a short secret can be guessed, and with it every masked value recomputed)", len(secret), mask.MinSecret)}
+	}
 	spec.Secret = []byte(secret)
 	return spec, nil
 }
