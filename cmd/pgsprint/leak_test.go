@@ -30,9 +30,8 @@ type leakCase struct {
 	// major is the oldest server the flags apply to (--statistics-only:
 	// 18); 0 for any.
 	major int
-	// precreate: the target needs the tables first (no schema in the run);
-	// schema: it needs schema leak (pg_dump -t leaves schemas out).
-	precreate, schema bool
+	// precreate: the target needs the tables first (no schema in the run).
+	precreate bool
 	// pipe dumps to standard output into a restore from standard input.
 	pipe bool
 	// refused is the usage error (exit 2) the run must end with: flags
@@ -60,7 +59,7 @@ func leakCases() []leakCase {
 		{name: "dump --statistics", args: []string{"--statistics"}, refused: "--mask does not take --statistics"},
 		{name: "dump --subset", args: []string{"--subset", "leak.ref: id <= 500", "--chunk-size", small, "--split-by", "key"}},
 		{name: "dump --exclude-table-data", args: []string{"--exclude-table-data", "leak.dev"}},
-		{name: "dump -t", args: []string{"-t", "leak.acct", "-t", "leak.ref", "--chunk-size", small, "--split-by", "key"}, schema: true},
+		{name: "dump -n -T", args: []string{"-n", "leak", "-T", "leak.dev", "--chunk-size", small, "--split-by", "key"}},
 		{name: "dump pipe", args: []string{"--chunk-size", small, "--split-by", "key"}, pipe: true},
 		{name: "clone", clone: true},
 		{name: "clone --split-by key", clone: true, args: []string{"--chunk-size", small, "--split-by", "key"}},
@@ -162,11 +161,6 @@ func (l *leakRun) run(t *testing.T, i int, lc leakCase) {
 	target := l.c.ConnString(dst)
 	if lc.precreate {
 		l.precreate(t, dst)
-	}
-	if lc.schema {
-		if err := l.c.Exec(ctx, dst, "CREATE SCHEMA leak"); err != nil {
-			t.Fatal(err)
-		}
 	}
 	scan := func(where string, data []byte) {
 		t.Helper()
