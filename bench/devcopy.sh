@@ -26,7 +26,7 @@ H="${SERVER:-host=/work/scale-pg port=45432 user=postgres}"
 out=${OUT:-/tmp/pgsprint-devcopy}; mkdir -p $out
 ROUNDS=${ROUNDS:-3}
 PARTS=${PARTS:-pgbench fk mask}
-secret=$out/secret; echo "bench-secret-$$" > $secret; chmod 600 $secret
+secret=$out/secret; echo "bench-mask-secret-$$" > $secret; chmod 600 $secret
 t() { local s=$(date +%s.%N); "$@" > $out/last.log 2>&1; local rc=$?; local e=$(date +%s.%N); printf "%.2f rc=%d\n" $(echo "$e-$s"|bc) $rc; }
 rows() { psql "$H dbname=$1" -qAtX -c "$2"; }
 has() { [[ " $PARTS " == *" $1 "* ]]; }

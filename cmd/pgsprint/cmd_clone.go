@@ -244,7 +244,7 @@ func (o *cloneOptions) validate() (chunk.Method, error) {
 	if err := checkSubsetWith(o.spec, o.all.all, o.resume, o.follow.on, o.filter.SchemaOnly); err != nil {
 		return "", err
 	}
-	if err := checkMaskWith(o.masking, o.all.all, o.resume, o.follow.on, o.filter.SchemaOnly); err != nil {
+	if err := checkMaskWith(o.masking, o.all.all, o.resume, o.follow.on, o.filter.Selection, o.compat.statistics); err != nil {
 		return "", err
 	}
 	method, err := chunk.ParseMethod(o.splitBy)

@@ -261,7 +261,7 @@ func (o *dumpOptions) validate() (codec.Codec, chunk.Method, error) {
 	if err := checkSubsetWith(o.spec, o.all.all, false, false, o.filter.SchemaOnly); err != nil {
 		return nil, "", err
 	}
-	if err := checkMaskWith(o.masking, o.all.all, false, false, o.filter.SchemaOnly); err != nil {
+	if err := checkMaskWith(o.masking, o.all.all, false, false, o.filter.Selection, o.compat.statistics); err != nil {
 		return nil, "", err
 	}
 	c, err := codec.Parse(o.compress)

@@ -105,7 +105,7 @@ func runList(ctx context.Context, loc string, o listOptions, in io.Reader, out i
 		fmt.Fprintf(out, "            %d tables hold the rows the rules chose, %d none (--subset-others none), the others all their rows\n", len(s.Tables)-empty, empty)
 	}
 	if mk := m.Mask; mk != nil {
-		fmt.Fprintf(out, "masked:     %s\n", mk.Describe())
+		fmt.Fprintf(out, "masked:     %s\n", maskedLine(m))
 		for _, c := range mk.Columns {
 			fmt.Fprintf(out, "            %s.%s = %s\n", pg.Qualified(c.Schema, c.Table), pg.Ident(c.Column), c.Rule)
 		}
@@ -173,6 +173,17 @@ func openArchive(ctx context.Context, loc string, lo location.Options, o archive
 		return nil, err
 	}
 	return archive.OpenLocation(ctx, b, o)
+}
+
+// maskedLine is list's "masked:" line. An archive with masked columns and
+// optimizer statistics (--statistics-only or --no-data, written by
+// pgsprint before they were refused with --mask) holds original values of
+// those columns in the statistics: it is not called a masked copy.
+func maskedLine(m *archive.Manifest) string {
+	if m.StatisticsWithoutData {
+		return "NOT a masked development copy: its optimizer statistics hold original values of the masked columns (" + m.Mask.Describe() + "); dump it again without statistics"
+	}
+	return m.Mask.Describe()
 }
 
 // serverListing is the JSON form of `pgsprint list` of a whole-server

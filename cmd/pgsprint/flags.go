@@ -93,9 +93,14 @@ func (l *logFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&l.quiet, "quiet", "q", false, "print nothing but errors")
 }
 
+// logger is the command's log: warnings and errors, everything with -v,
+// errors only with -q ("print nothing but errors").
 func (l *logFlags) logger() *slog.Logger {
 	level := slog.LevelWarn
-	if l.verbose {
+	switch {
+	case l.quiet:
+		level = slog.LevelError
+	case l.verbose:
 		level = slog.LevelDebug
 	}
 	opts := &slog.HandlerOptions{Level: level}

@@ -15,6 +15,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/store"
+	"github.com/pgsprint/pgsprint/internal/subset"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -87,11 +88,12 @@ func exitCode(ctx context.Context, err error) int {
 	var ce *pg.ConnectError
 	var ae *store.AccessError
 	var re *mask.RefusedError
+	var se *subset.RefusedError
 	if i, ok := interrupted(ctx); ok {
 		return i.exitCode()
 	}
 	switch {
-	case errors.As(err, &ue), errors.As(err, &re):
+	case errors.As(err, &ue), errors.As(err, &re), errors.As(err, &se):
 		return exitUsage
 	case errors.As(err, &ce), errors.As(err, &ae):
 		return exitConnection

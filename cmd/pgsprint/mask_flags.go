@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/seal"
 )
@@ -58,12 +59,20 @@ func (m *maskFlags) spec() (mask.Spec, error) {
 	if secret == "" {
 		return spec, usageError{fmt.Errorf("--mask needs a secret: --mask-secret-file FILE or $%s (never on the command line)", mask.SecretEnv)}
 	}
+	if len(secret) < mask.MinSecret {
+		// Its length only: a secret is never printed.
+		return spec, usageError{fmt.Errorf("the mask secret is %d bytes: at least %d needed (a short secret can be guessed, and with it every masked value recomputed)", len(secret), mask.MinSecret)}
+	}
 	spec.Secret = []byte(secret)
 	return spec, nil
 }
 
-// checkMaskWith refuses what masking cannot be combined with.
-func checkMaskWith(spec mask.Spec, all, resume, follow, schemaOnly bool) error {
+// checkMaskWith refuses what masking cannot be combined with: f is the
+// selection as compatFlags.apply left it, statistics whether --statistics
+// was given. Optimizer statistics hold original values of the masked
+// columns (histograms, most common values), so a masked copy carries
+// none, and a run that asks for them is refused rather than run without.
+func checkMaskWith(spec mask.Spec, all, resume, follow bool, f filter.Selection, statistics bool) error {
 	if !spec.Active() {
 		return nil
 	}
@@ -74,8 +83,12 @@ func checkMaskWith(spec mask.Spec, all, resume, follow, schemaOnly bool) error {
 		return usageError{fmt.Errorf("--mask does not take --resume: a masked clone is started over (--clean)")}
 	case follow:
 		return usageError{fmt.Errorf("--mask does not take --follow: replication would bring the changes unmasked")}
-	case schemaOnly:
-		return usageError{fmt.Errorf("--mask masks rows: it does not take --schema-only")}
+	case f.StatisticsOnly:
+		return usageError{fmt.Errorf("--mask does not take --statistics-only: optimizer statistics hold the original values of the masked columns, and a masked copy carries none")}
+	case statistics:
+		return usageError{fmt.Errorf("--mask does not take --statistics: optimizer statistics hold the original values of the masked columns, and a masked copy carries none (the target analyzes its masked rows)")}
+	case f.SchemaOnly:
+		return usageError{fmt.Errorf("--mask masks rows: it does not take --schema-only or --no-data")}
 	}
 	return nil
 }

@@ -40,6 +40,10 @@ func TestMask(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("correct horse battery staple\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	short := filepath.Join(dir, "short")
+	if err := os.WriteFile(short, []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	masking := []string{"--mask-file", rules, "--mask-secret-file", secret}
 	const join = "SELECT count(*) FROM crm.logins l JOIN crm.users u ON u.email = l.user_email"
 	check := func(t *testing.T, dst string, users string) {
@@ -149,6 +153,10 @@ func TestMask(t *testing.T) {
 			{[]string{"--mask", "crm.users.email=email"}, "--mask needs a secret"},
 			{[]string{"--mask", "crm.users.id=number:1:10", "--mask-secret-file", secret}, `"crm"."users"."id": in a primary key or unique index`},
 			{[]string{"--mask", "crm.users.email=email", "--mask-secret-file", secret}, `foreign key "logins_user_email_fkey"`},
+			// An unknown table is a usage error, as an unknown --subset table.
+			{[]string{"--mask", "crm.nope.x=email", "--mask-secret-file", secret}, `no table "crm"."nope"`},
+			{[]string{"--subset", "crm.nope: id < 5"}, `no table crm.nope`},
+			{[]string{"--mask", "crm.users.email=email", "--mask-secret-file", short}, "the mask secret is 1 bytes: at least 16 needed"},
 		} {
 			r := pgsprint(t, nil, append([]string{"dump", "-d", c.ConnString(src), "-f", filepath.Join(t.TempDir(), "x.pgs")}, tc.args...)...)
 			checkOneError(t, r.code, exitUsage, r.stderr, tc.want)

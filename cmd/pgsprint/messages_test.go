@@ -165,7 +165,8 @@ CREATE TRIGGER skip_one BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION skip_on
 		{"missing identity file", []string{"list", sealed, "--identity", path("nope.key")}, "", exitFailure, "--identity: " + path("nope.key") + ": no such file or directory", "identity file"},
 		{"a trigger keeps rows out of a data-only restore", []string{"restore", "-f", good, "--data-only", "-t", "t", "-d", skips, "-q"}, "", exitFailure,
 			`: loaded 4999 rows, archive holds 5000: a trigger on the target table kept rows out (restore with --disable-triggers, or drop the trigger)`, "): restore table"},
-		{"--subset of no table", []string{"dump", "-d", c.ConnString(src), "--subset", "public.Nope: id < 5", "-f", path("subset.pgs"), "-q"}, "", exitFailure,
+		// A rule naming no table is a usage error, as an unknown --mask table.
+		{"--subset of no table", []string{"dump", "-d", c.ConnString(src), "--subset", "public.Nope: id < 5", "-f", path("subset.pgs"), "-q"}, "", exitUsage,
 			`--subset: no table public.Nope in the source database (unquoted names fold to lower case: double-quote a name that has capitals, as "Schema"."Table")`, "public.Nope: no table"},
 		// Item 11: the error and its constraint, the detail, the fix.
 		{"-L keeps a foreign key without its rows", []string{"restore", "-f", good, "-L", noRowsOfT, "-d", empty("fk"), "-q"}, "", exitFailure,

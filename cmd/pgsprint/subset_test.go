@@ -112,3 +112,27 @@ func TestSubset(t *testing.T) {
 		}
 	})
 }
+
+// TestSubsetQuiet: the warning that a rule leaves a referencing table
+// whole is printed, but not under -q, which prints nothing but errors.
+func TestSubsetQuiet(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Shared(t)
+	src := pgtest.DB(t, c, "subset quiet")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Exec(ctx, src, pgtest.SubsetSQL()); err != nil {
+		t.Fatal(err)
+	}
+	for _, quiet := range []bool{false, true} {
+		args := []string{"dump", "-d", c.ConnString(src), "-f", filepath.Join(t.TempDir(), "s.pgs"), "--progress", "none", "--subset", "app.orders: created >= '2026-09-01'"}
+		if quiet {
+			args = append(args, "-q")
+		}
+		r := mustPgsprint(t, args...)
+		warned := strings.Contains(r.stderr, "but no rule reaches it")
+		if quiet && strings.TrimSpace(r.stderr) != "" || !quiet && !warned {
+			t.Errorf("-q %v: stderr %q", quiet, r.stderr)
+		}
+	}
+}

@@ -197,6 +197,7 @@ func TestOpenErrors(t *testing.T) {
 		{"trailer magic flipped", patch(len(good)-1, 1), "the trailer is damaged: its magic changed", ErrCorrupt},
 		// pg_dump's formats, named with the tool that reads them.
 		{"pg_dump -Fc", []byte("PGDMP\x01\x10\x00\x04\x08\x01\x01\x01\x00\x00\x00"), "not a pgsprint archive: it is a pg_dump custom-format archive (pg_dump -Fc): restore it with pg_restore", ErrNotArchive},
+		{"pg_dump -Fd's toc.dat", []byte("PGDMP\x01\x10\x00\x04\x08\x05\x01\x01\x00\x00\x00"), "not a pgsprint archive: it is the toc.dat of a pg_dump directory-format archive (pg_dump -Fd): restore it with pg_restore on its directory", ErrNotArchive},
 		{"pg_dump -Ft", append([]byte("toc.dat\x00"), make([]byte, 504)...), "it is a pg_dump tar-format archive (pg_dump -Ft): restore it with pg_restore", ErrNotArchive},
 		{"pg_dump plain", []byte("--\n-- PostgreSQL database dump\n--\n"), "it is a plain SQL script from pg_dump or pg_dumpall: run it with psql -f FILE", ErrNotArchive},
 		{"gzip", []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2, 3, 4, 5, 6}, "it is gzip-compressed data", ErrNotArchive},

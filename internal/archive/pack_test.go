@@ -269,8 +269,12 @@ func TestPackedVerifyNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = ar.Verify(context.Background(), 2)
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("pack at offset %d: checksum mismatch", p.off)) {
+	want := fmt.Sprintf("pack at offset %d: checksum mismatch", p.off)
+	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Verify: %v", err)
+	} else if n := strings.Count(err.Error(), want); n != 1 || !strings.Contains(err.Error(), "more stream(s) of the same pack") {
+		// One damaged pack is one problem, however many streams it holds.
+		t.Errorf("Verify names the damaged pack %d times, want once with its other streams counted: %v", n, err)
 	}
 }
 

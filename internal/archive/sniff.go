@@ -29,6 +29,14 @@ func (e *NotArchiveError) Error() string {
 // Is makes errors.Is(err, ErrNotArchive) true.
 func (e *NotArchiveError) Is(target error) bool { return target == ErrNotArchive }
 
+// pg_dump's archive header is "PGDMP", three version bytes, the sizes of
+// an int and an offset, then the format: custom (1) in a -Fc file, and
+// directory (5) in the toc.dat of a -Fd directory, which starts alike.
+const (
+	pgdmpFormat    = 10
+	pgdmpDirectory = 5
+)
+
 // notArchive is the error for input that does not start with the archive
 // magic; head is its first bytes (at least the fixed header's 16 when the
 // input has them). pg_dump's formats are told apart by their own starts:
@@ -36,6 +44,8 @@ func (e *NotArchiveError) Is(target error) bool { return target == ErrNotArchive
 // plain script opens with; gzip and zstd by their magic numbers.
 func notArchive(head []byte) error {
 	switch {
+	case bytes.HasPrefix(head, []byte("PGDMP")) && len(head) > pgdmpFormat && head[pgdmpFormat] == pgdmpDirectory:
+		return &NotArchiveError{What: "the toc.dat of a pg_dump directory-format archive (pg_dump -Fd)", Tool: "pg_restore on its directory"}
 	case bytes.HasPrefix(head, []byte("PGDMP")):
 		return &NotArchiveError{What: "a pg_dump custom-format archive (pg_dump -Fc)", Tool: "pg_restore"}
 	case bytes.HasPrefix(head, []byte("toc.dat\x00")):

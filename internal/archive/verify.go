@@ -65,8 +65,20 @@ func (ar *Reader) Verify(ctx context.Context, workers int) error {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	// The streams of one damaged pack fail alike: the pack is named
+	// once, with how many streams it holds besides.
+	byPack := map[string]*packError{}
 	for _, id := range ids {
-		problems = append(problems, errs[id])
+		key := packKey(errs[id])
+		if pe := byPack[key]; key != "" && pe != nil {
+			pe.more++
+			continue
+		}
+		pe := &packError{err: errs[id]}
+		if key != "" {
+			byPack[key] = pe
+		}
+		problems = append(problems, pe)
 	}
 	problems = append(problems, checkManifest(ar.manifest, streams)...)
 	if len(problems) == 0 {
@@ -138,6 +150,35 @@ func (c manifestCheck) streams(m *Manifest) []error {
 		errs = append(errs, c.want(fmt.Sprintf("large object %d", lo.OID), lo.Stream, KindLargeObject)...)
 	}
 	return errs
+}
+
+// packError is a stream's problem, and how many other streams of the
+// same pack have it.
+type packError struct {
+	err  error
+	more int
+}
+
+func (e *packError) Error() string {
+	if e.more == 0 {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("%v (and %d more stream(s) of the same pack)", e.err, e.more)
+}
+
+// Unwrap is the stream's own error.
+func (e *packError) Unwrap() error { return e.err }
+
+// packKey is the message of the damaged pack in err's chain ("archive:
+// pack at offset N: ..."), or "" when err is no pack's.
+func packKey(err error) string {
+	key := ""
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if m := e.Error(); strings.HasPrefix(m, "archive: pack at offset ") {
+			key = m
+		}
+	}
+	return key
 }
 
 // verifyError lists Verify's problems on one line.

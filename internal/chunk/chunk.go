@@ -4,8 +4,10 @@
 // A database that is mostly one table would otherwise be dumped by one
 // worker while the others idle. Chunks are ctid page ranges on PostgreSQL
 // 14 and later (each read by a TID Range Scan), or ranges of an integer
-// primary or unique key elsewhere. Every plan's first and last range is
-// open-ended, so no row is lost when the catalog's size estimates are stale.
+// primary or unique key elsewhere, never a masked one (its bounds would
+// be original values in the manifest). Every plan's first and last range
+// is open-ended, so no row is lost when the catalog's size estimates are
+// stale.
 package chunk
 
 import (
@@ -60,6 +62,11 @@ type Options struct {
 	// chunksPerJob chunks per worker.
 	Jobs   int
 	Method Method
+	// Masked says whether a column of a table is masked (dump --mask).
+	// Key ranges would write its original values into the manifest as
+	// bounds, so a table is never split on a masked key: it is split by
+	// ctid where the server reads ctid ranges, else read whole. Nil: none.
+	Masked func(t pg.TableInfo, column string) bool
 }
 
 // Chunk is one range of a table.
@@ -97,12 +104,23 @@ func Split(ctx context.Context, conn *pgx.Conn, srv pg.Server, t pg.TableInfo, o
 			return nil, fmt.Errorf("split %s by ctid: the server does not read ctid ranges with a TID Range Scan (PostgreSQL 14 or later needed)", t.Qualified())
 		}
 	}
-	chunks, err := keyChunks(ctx, conn, t, n)
+	chunks, maskedKey, err := keyChunks(ctx, conn, t, n, opts.Masked)
 	if err != nil {
 		return nil, err
 	}
+	if chunks == nil && maskedKey && method == Key {
+		// --split-by key, but every key is masked: ctid ranges reveal
+		// no value.
+		ok, err := tidRangeUsable(ctx, conn, srv, t)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return ctidChunks(ctx, conn, t, n)
+		}
+	}
 	if chunks == nil {
-		return whole, nil // no integer key: one worker reads it whole
+		return whole, nil // no integer key (or only masked ones): one worker reads it whole
 	}
 	return chunks, nil
 }

@@ -2,7 +2,6 @@ package chunk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -19,39 +18,51 @@ const samplePages = 4096
 // keyChunks cuts t into about n ranges of its integer primary or unique
 // key, with split points at the key's quantiles in the snapshot, so that
 // gaps in the key do not skew the chunks. It returns nil when t has no
-// such key or too few distinct values to split.
-func keyChunks(ctx context.Context, conn *pgx.Conn, t pg.TableInfo, n int) ([]Chunk, error) {
-	col, err := findKey(ctx, conn, t)
-	if err != nil || col == "" {
-		return nil, err
+// such key or too few distinct values to split. A key masked says so
+// (masked) and is not used: its bounds would be original values.
+func keyChunks(ctx context.Context, conn *pgx.Conn, t pg.TableInfo, n int, isMasked func(pg.TableInfo, string) bool) (chunks []Chunk, masked bool, err error) {
+	keys, err := findKeys(ctx, conn, t)
+	if err != nil {
+		return nil, false, err
+	}
+	col := ""
+	for _, k := range keys {
+		if isMasked != nil && isMasked(t, k) {
+			masked = true
+			continue
+		}
+		col = k
+		break
+	}
+	if col == "" {
+		return nil, masked, nil
 	}
 	bounds, err := quantiles(ctx, conn, t, col, n)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return keyRanges(col, bounds, t.SizeBytes), nil
+	return keyRanges(col, bounds, t.SizeBytes), false, nil
 }
 
-// findKey returns the column of t's single-column integer primary key or,
-// failing that, of a unique index on one integer column (which may be
-// nullable), or "" when there is none.
-func findKey(ctx context.Context, conn *pgx.Conn, t pg.TableInfo) (string, error) {
-	var col string
-	err := conn.QueryRow(ctx, `SELECT a.attname::text
+// findKeys returns the columns of t's single-column integer primary key
+// and of its unique indexes on one integer column (which may be
+// nullable), best first, or none.
+func findKeys(ctx context.Context, conn *pgx.Conn, t pg.TableInfo) ([]string, error) {
+	rows, err := conn.Query(ctx, `SELECT a.attname::text
 	FROM pg_catalog.pg_index i
 	JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
 	WHERE i.indrelid = $1 AND i.indisunique AND i.indisvalid AND i.indnatts = 1
 		AND i.indpred IS NULL AND i.indexprs IS NULL
 		AND a.atttypid IN ('pg_catalog.int2'::pg_catalog.regtype, 'pg_catalog.int4'::pg_catalog.regtype, 'pg_catalog.int8'::pg_catalog.regtype)
-	ORDER BY i.indisprimary DESC, a.attnotnull DESC, a.attnum
-	LIMIT 1`, t.OID).Scan(&col)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil
-	}
+	ORDER BY i.indisprimary DESC, a.attnotnull DESC, a.attnum`, t.OID)
 	if err != nil {
-		return "", fmt.Errorf("find key of %s: %w", t.Qualified(), err)
+		return nil, fmt.Errorf("find key of %s: %w", t.Qualified(), err)
 	}
-	return col, nil
+	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("find key of %s: %w", t.Qualified(), err)
+	}
+	return cols, nil
 }
 
 // quantiles returns the distinct n-quantiles (1/n .. (n-1)/n) of col, read

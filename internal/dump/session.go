@@ -122,6 +122,9 @@ func Begin(ctx context.Context, opts SessionOptions) (*Session, error) {
 	if opts.Mask.Active() {
 		// pg_dump's statistics carry column values (most common
 		// values, histograms): a masked copy must not.
+		if opts.Filter.StatisticsOnly {
+			return nil, fmt.Errorf("--mask does not take --statistics-only: optimizer statistics hold the original values of the masked columns")
+		}
 		opts.NoStatistics = true
 	}
 	leader, err := pg.Connect(ctx, opts.Source)
@@ -208,8 +211,19 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 			return err
 		}
 	}
+	// The masking is resolved before the catalog is read: a table is
+	// never split on a masked key (chunk.Options.Masked).
+	var plan *mask.Plan
+	if opts.Mask.Active() {
+		if plan, err = mask.Resolve(ctx, s.leader, opts.Mask, dataEncoding(s.srv)); err != nil {
+			return err
+		}
+	}
 	split := opts.Split
 	split.Jobs = max(opts.Jobs, 1)
+	if plan != nil {
+		split.Masked = func(t pg.TableInfo, column string) bool { return plan.Masks(t.Schema, t.Name, column) }
+	}
 	cat, err := readCatalog(ctx, s.leader, s.srv, split, opts.Filter, opts.LockWaitTimeout)
 	if err != nil {
 		return err
@@ -231,19 +245,21 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	// and at 100,000 tables the catalog is tens of MB more.
 	s.Manifest, s.sizes = cat.manifest(s.srv, s.snap, s.tools, opts)
 	s.Manifest.Subset = rec
-	return s.applyMask(ctx, opts.Mask, log)
+	return s.applyMask(plan, log)
 }
 
-// applyMask resolves the masking rules in the snapshot and prepares each
+// dataEncoding is the encoding of the rows the readers get: the
+// manifest's DataEncoding, before the manifest exists.
+func dataEncoding(srv pg.Server) string {
+	return (&archive.Manifest{Encoding: srv.Encoding, CopyEncoding: srv.Encoding}).DataEncoding()
+}
+
+// applyMask records the masking (resolved in the snapshot) and prepares each
 // masked table's rewriter; masked tables are read as COPY text, which the
 // rewriter parses (binary would need every type's decoder).
-func (s *Session) applyMask(ctx context.Context, spec mask.Spec, log *slog.Logger) error {
-	if !spec.Active() {
+func (s *Session) applyMask(plan *mask.Plan, log *slog.Logger) error {
+	if plan == nil {
 		return nil
-	}
-	plan, err := mask.Resolve(ctx, s.leader, spec, s.Manifest.DataEncoding())
-	if err != nil {
-		return err
 	}
 	rec := plan.Record()
 	s.Manifest.Mask = rec

@@ -42,9 +42,12 @@ var sensitiveValue = []struct {
 	re   *regexp.Regexp
 }{
 	{"e-mail addresses", regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$`)},
+	// Before phone numbers, whose pattern an SSN matches too.
+	{"social security numbers", regexp.MustCompile(`^[0-9]{3}-[0-9]{2}-[0-9]{4}$`)},
 	{"phone numbers", regexp.MustCompile(`^\+?[0-9][0-9 ().-]{6,}[0-9]$`)},
 	{"IBANs", regexp.MustCompile(`^[A-Z]{2}[0-9]{2} ?[A-Z0-9 ]{10,32}$`)},
-	{"social security numbers", regexp.MustCompile(`^[0-9]{3}-[0-9]{2}-[0-9]{4}$`)},
+	// Inside a longer text or a json value (a note, a payload).
+	{"text holding e-mail addresses", regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`)},
 }
 
 // sampleRows and sampleTables bound the content sample: the first rows of
@@ -105,10 +108,11 @@ func Check(ctx context.Context, conn *pgx.Conn, spec Spec) (*Report, error) {
 }
 
 // warnUnmasked adds a warning for each column of a user table (partitions
-// are their parent's) that no rule names and that looks sensitive.
+// are their parent's) that no rule names and that looks sensitive: by its
+// name, or by a sample of its values (text and json columns).
 func warnUnmasked(ctx context.Context, conn *pgx.Conn, named map[string]bool, rep *Report) error {
 	rows, err := conn.Query(ctx, `
-		SELECT n.nspname::text, c.relname::text, a.attname::text, b.typcategory = 'S'
+		SELECT n.nspname::text, c.relname::text, a.attname::text, b.typcategory = 'S' OR b.typname IN ('json', 'jsonb')
 		FROM pg_catalog.pg_class c
 		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped

@@ -3,6 +3,7 @@ package mask
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -254,28 +255,29 @@ func TestResolve(t *testing.T) {
 		t.Error("a partition does not take its parent's rule, or a table without the masked column got one")
 	}
 	bad := []struct {
-		rules []string
-		want  string
+		rules   []string
+		want    string
+		notWant string // a rule refused once is not called "not masked" by its foreign key
 	}{
-		{[]string{"crm.users.nope=email"}, `no column "nope"`},
-		{[]string{"crm.nope.x=email"}, `no table "crm"."nope"`},
-		{[]string{"crm.users.score=email"}, "rule email writes text, not integer"},
-		{[]string{"crm.users.born=hash"}, "not date"},
-		{[]string{"crm.users.id=number:1:10"}, `"crm"."users"."id": in a primary key or unique index: rule number:1:10 cannot keep it unique`},
-		{[]string{"crm.users.email=const:x", "crm.logins.user_email=const:x"}, "cannot keep it unique"},
-		{[]string{"crm.users.email=email"}, `foreign key "logins_user_email_fkey": "crm"."logins"."user_email" is not masked but "crm"."users"."email" is masked with email`},
-		{[]string{"crm.users.full_name=null", "crm.users.email=null"}, "rule null on a NOT NULL column"},
-		{[]string{"crm.users.score=const:abc"}, "const value is not a integer"},
-		{[]string{"crm.users.phone=hash:32"}, "hash:32 does not fit character varying(20)"},
-		{[]string{"crm.users.score=number:1:99999999999"}, "does not fit integer"},
+		{[]string{"crm.users.nope=email"}, `no column "nope"`, ""},
+		{[]string{"crm.nope.x=email"}, `no table "crm"."nope"`, ""},
+		{[]string{"crm.users.score=email"}, "rule email writes text, not integer", ""},
+		{[]string{"crm.users.born=hash"}, "not date", ""},
+		{[]string{"crm.users.id=number:1:10"}, `"crm"."users"."id": in a primary key or unique index: rule number:1:10 cannot keep it unique`, ""},
+		{[]string{"crm.users.email=const:x", "crm.logins.user_email=const:x"}, "cannot keep it unique", "not masked"},
+		{[]string{"crm.users.email=email"}, `foreign key "logins_user_email_fkey": "crm"."logins"."user_email" is not masked but "crm"."users"."email" is masked with email`, ""},
+		{[]string{"crm.users.full_name=null", "crm.users.email=null"}, "rule null on a NOT NULL column", ""},
+		{[]string{"crm.users.score=const:abc"}, "const value is not a integer", ""},
+		{[]string{"crm.users.phone=hash:32"}, "hash:32 does not fit character varying(20)", ""},
+		{[]string{"crm.users.score=number:1:99999999999"}, "does not fit integer", ""},
 	}
 	for _, tc := range bad {
 		rep, err := Check(ctx, conn, parse(tc.rules...))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(strings.Join(rep.Errors, "\n"), tc.want) {
-			t.Errorf("%v: errors %q, want %q", tc.rules, rep.Errors, tc.want)
+		if got := strings.Join(rep.Errors, "\n"); !strings.Contains(got, tc.want) || (tc.notWant != "" && strings.Contains(got, tc.notWant)) {
+			t.Errorf("%v: errors %q, want %q and not %q", tc.rules, rep.Errors, tc.want, tc.notWant)
 		}
 	}
 	// A unique index on an expression of the column holds it too.
@@ -301,14 +303,24 @@ func TestResolve(t *testing.T) {
 		}
 	}
 	// A column whose name says nothing, found by its values.
-	if _, err := conn.Exec(ctx, "CREATE TABLE crm.misc (contact text); INSERT INTO crm.misc VALUES ('jo@corp.example.org')"); err != nil {
+	// An e-mail inside a longer text or a jsonb, and an SSN (not a phone).
+	if _, err := conn.Exec(ctx, `CREATE TABLE crm.misc (contact text, note text, payload jsonb, code text);
+		INSERT INTO crm.misc VALUES ('jo@corp.example.org', 'write to jo@corp.example.org, not here', '{"to": "jo@corp.example.org"}', '078-05-1120')`); err != nil {
 		t.Fatal(err)
 	}
 	if rep, err = Check(ctx, conn, good); err != nil {
 		t.Fatal(err)
 	}
-	if w := strings.Join(rep.Warnings, "\n"); !strings.Contains(w, `"crm"."misc"."contact" is not masked and its values look like e-mail addresses`) {
-		t.Errorf("warnings %q", w)
+	w := strings.Join(rep.Warnings, "\n")
+	for _, want := range []string{
+		`"crm"."misc"."contact" is not masked and its values look like e-mail addresses`,
+		`"crm"."misc"."note" is not masked and its values look like text holding e-mail addresses`,
+		`"crm"."misc"."payload" is not masked and its values look like text holding e-mail addresses`,
+		`"crm"."misc"."code" is not masked and its values look like social security numbers`,
+	} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings %q: want %q", w, want)
+		}
 	}
 	var refused *RefusedError
 	if _, err := Resolve(ctx, conn, Spec{Rules: good.Rules}, "UTF8"); !errors.As(err, &refused) {
@@ -452,5 +464,47 @@ func TestMemo(t *testing.T) {
 	}
 	if n := len(w.memos[0].seen); n != 0 {
 		t.Errorf("a value of %d bytes was remembered (%d values)", len(long), n)
+	}
+}
+
+// TestShiftDateEdges: dateshift moves BC dates and years past 9999 too
+// (an original date never shows unless its keyed shift is 0), by at most
+// DAYS days, and never out of PostgreSQL's range: at its ends the shift
+// goes the other way.
+func TestShiftDateEdges(t *testing.T) {
+	astro := func(v string) (time.Time, string) {
+		y, mo, d, rest, bc, ok := splitISODate([]byte(v))
+		if !ok {
+			t.Fatalf("%q: not a date", v)
+		}
+		if bc {
+			y = 1 - y
+		}
+		return time.Date(y, time.Month(mo), d, 0, 0, 0, 0, time.UTC), string(rest)
+	}
+	lo := time.Date(-4713, 11, 24, 0, 0, 0, 0, time.UTC)
+	for _, v := range []string{"4713-01-01 BC", "4714-11-24 BC", "0001-01-01", "0001-01-01 BC", "5874897-12-31", "5874897-01-01",
+		"294276-12-31 23:59:59", "4713-01-01 00:00:00+00 BC", "10000-06-15 12:00:00+02", "2024-02-29"} {
+		for _, m := range []uint64{0, 1, 7, 9, 10, 20} {
+			var key [8]byte
+			binary.BigEndian.PutUint64(key[:], m) // shift m%21 - 10
+			got := string(shiftDate(nil, []byte(v), key[:], 10))
+			want := int(m%21) - 10
+			d0, rest0 := astro(v)
+			d1, rest1 := astro(got)
+			hi := time.Date(5874897, 12, 31, 0, 0, 0, 0, time.UTC)
+			if rest0 != "" {
+				hi = time.Date(294276, 12, 31, 0, 0, 0, 0, time.UTC)
+			}
+			moved := int(d1.Sub(d0).Hours() / 24)
+			if rest1 != rest0 || (moved != want && moved != -want) || d1.Before(lo) || d1.After(hi) || (want != 0 && got == v) {
+				t.Errorf("dateshift:10 of %q with shift %d: %q (moved %d days)", v, want, got, moved)
+			}
+		}
+	}
+	for _, v := range []string{"infinity", "-infinity", "x"} {
+		if got := string(shiftDate(nil, []byte(v), make([]byte, 8), 10)); got != v {
+			t.Errorf("dateshift of %q: %q", v, got)
+		}
 	}
 }

@@ -56,6 +56,7 @@ func Resolve(ctx context.Context, conn *pgx.Conn, spec Spec, encoding string) (*
 		attnum int16
 	}
 	masked := map[key]Rule{}
+	refusedCols := map[key]bool{}
 	var rels []uint32
 	explicit := map[string]bool{}
 	for _, r := range spec.Rules {
@@ -87,17 +88,19 @@ func Resolve(ctx context.Context, conn *pgx.Conn, spec Spec, encoding string) (*
 				problems = append(problems, fmt.Sprintf("%s: no column %s in table %s", name, pg.Ident(r.Column), pg.Qualified(rel.schema, rel.name)))
 				break
 			}
-			if msg := check(r, col, encoding); msg != "" {
-				problems = append(problems, name+": "+msg)
-				break
-			}
-			if r.Kind == Const {
-				if msg, err := castable(ctx, conn, r.Value, col.typ); err != nil {
+			msg := check(r, col, encoding)
+			if msg == "" && r.Kind == Const {
+				if msg, err = castable(ctx, conn, r.Value, col.typ); err != nil {
 					return nil, err
-				} else if msg != "" {
-					problems = append(problems, name+": "+msg)
-					break
 				}
+			}
+			if msg != "" {
+				problems = append(problems, name+": "+msg)
+				// Reported once: its foreign keys are not checked
+				// against it, which would call it not masked.
+				refusedCols[key{rel.oid, col.attnum}] = true
+				rels = append(rels, rel.oid)
+				break
 			}
 			masked[key{rel.oid, col.attnum}] = r
 			rels = append(rels, rel.oid)
@@ -123,6 +126,9 @@ func Resolve(ctx context.Context, conn *pgx.Conn, spec Spec, encoding string) (*
 	}
 	for _, fk := range fks {
 		for i := range fk.childCols {
+			if refusedCols[key{fk.child, fk.childCols[i]}] || refusedCols[key{fk.parent, fk.parentCols[i]}] {
+				continue
+			}
 			a, aok := masked[key{fk.child, fk.childCols[i]}]
 			b, bok := masked[key{fk.parent, fk.parentCols[i]}]
 			ra, rb := ruleOf(a, aok), ruleOf(b, bok)
@@ -175,6 +181,21 @@ func (p *Plan) Table(schema, name string, columns []string) *Table {
 		return nil
 	}
 	return t
+}
+
+// Masks says whether the plan rewrites column of table schema.name:
+// values of such a column must reach nothing pgsprint writes, not even as
+// a chunk's key range (internal/chunk). Keep is not masking.
+func (p *Plan) Masks(schema, table, column string) bool {
+	if p == nil {
+		return false
+	}
+	pt := p.tables[schema+"\x00"+table]
+	if pt == nil {
+		return false
+	}
+	c, ok := pt.columns[column]
+	return ok && c.rule.Kind != Keep
 }
 
 // Record is what the manifest says of the masking: every masked column

@@ -71,6 +71,11 @@ func (s Spec) Active() bool { return len(s.Rules) > 0 }
 // (or --mask-secret-file): never the command line, which ps shows.
 const SecretEnv = "PGSPRINT_MASK_SECRET"
 
+// MinSecret is the shortest secret masking takes, in bytes: the masked
+// values of a short secret can be recomputed for guessed originals by
+// anyone who tries every secret (a 1-character one at once).
+const MinSecret = 16
+
 // defaultHex is hash's length on a text column: 128 bits, unique for any
 // table that fits in a database.
 const defaultHex = 32

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"strconv"
 	"time"
@@ -185,26 +186,74 @@ func appendText(out, seed []byte, n int) []byte {
 	return out
 }
 
-// shiftDate moves the date at the start of v (ISO: YYYY-MM-DD, as
-// DateStyle ISO prints date, timestamp and timestamptz) by a keyed number
-// of days in [-days, days], keeping the rest (time, zone) as it is. A
-// value that does not start with such a date (infinity, a BC or
-// five-digit year) is left as it is.
+// shiftDate moves the date at the start of v (as DateStyle ISO prints
+// date, timestamp and timestamptz: Y...Y-MM-DD, four or more year digits,
+// then the time and zone, then " BC" for years before 1) by a keyed
+// number of days in [-days, days], keeping the rest as it is. BC dates
+// and years past 9999 are shifted too; a shift that would leave
+// PostgreSQL's range (4714-11-24 BC to 5874897-12-31 for a date,
+// 294276-12-31 for a timestamp) goes the other way. infinity and
+// -infinity, which are no dates, stay.
 func shiftDate(out, v, m []byte, days int64) []byte {
-	if len(v) < 10 || v[4] != '-' || v[7] != '-' || (len(v) > 10 && v[10] != ' ') || hasBC(v) {
+	year, month, day, rest, bc, ok := splitISODate(v)
+	if !ok {
 		return append(out, v...)
 	}
-	d, err := time.Parse("2006-01-02", string(v[:10]))
-	if err != nil {
-		return append(out, v...)
+	if bc {
+		year = 1 - year // astronomical: 1 BC is year 0
 	}
-	shift := int64(binary.BigEndian.Uint64(m)%uint64(2*days+1)) - days
-	d = d.AddDate(0, 0, int(shift))
-	if d.Year() < 1 || d.Year() > 9999 {
-		return append(out, v...)
+	shift := int(int64(binary.BigEndian.Uint64(m)%uint64(2*days+1)) - days)
+	d := time.Date(year, time.Month(month), day, 0, 0, 0, 0, time.UTC)
+	maxYear := 5874897
+	if len(rest) > 0 {
+		maxYear = 294276 // a timestamp
 	}
-	out = d.AppendFormat(out, "2006-01-02")
-	return append(out, v[10:]...)
+	inRange := func(t time.Time) bool {
+		lo := time.Date(-4713, 11, 24, 0, 0, 0, 0, time.UTC)
+		hi := time.Date(maxYear, 12, 31, 0, 0, 0, 0, time.UTC)
+		return !t.Before(lo) && !t.After(hi)
+	}
+	shifted := d.AddDate(0, 0, shift)
+	if !inRange(shifted) {
+		shifted = d.AddDate(0, 0, -shift)
+	}
+	y := shifted.Year()
+	bc = y <= 0
+	if bc {
+		y = 1 - y
+	}
+	out = fmt.Appendf(out, "%04d-%02d-%02d", y, int(shifted.Month()), shifted.Day())
+	out = append(out, rest...)
+	if bc {
+		out = append(out, " BC"...)
+	}
+	return out
+}
+
+// splitISODate reads the date at the start of v: its year as printed
+// (before " BC"), month, day, what follows the date (time, zone; without
+// " BC") and whether it is BC.
+func splitISODate(v []byte) (year, month, day int, rest []byte, bc, ok bool) {
+	if bc = hasBC(v); bc {
+		v = v[:len(v)-3]
+	}
+	i := 0
+	for i < len(v) && i < 8 && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	if i < 4 || len(v) < i+6 || v[i] != '-' || v[i+3] != '-' || (len(v) > i+6 && v[i+6] != ' ') {
+		return 0, 0, 0, nil, false, false
+	}
+	var err error
+	if year, err = strconv.Atoi(string(v[:i])); err != nil {
+		return 0, 0, 0, nil, false, false
+	}
+	month, err1 := strconv.Atoi(string(v[i+1 : i+3]))
+	day, err2 := strconv.Atoi(string(v[i+4 : i+6]))
+	if err1 != nil || err2 != nil || month < 1 || month > 12 || day < 1 || day > 31 || (bc && year < 1) {
+		return 0, 0, 0, nil, false, false
+	}
+	return year, month, day, v[i+6:], bc, true
 }
 
 func hasBC(v []byte) bool {

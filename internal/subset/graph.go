@@ -190,6 +190,16 @@ func (g *graph) virtual(ctx context.Context, conn *pgx.Conn, ref Ref) (*edge, er
 	return e, nil
 }
 
+// RefusedError is a --subset rule naming a table the source does not
+// have: the user's input is wrong, as with mask.RefusedError, and both
+// are usage errors (exit 2), refused before any row is read.
+type RefusedError struct{ err error }
+
+func (e *RefusedError) Error() string { return e.err.Error() }
+
+// Unwrap is the refusal's own error.
+func (e *RefusedError) Unwrap() error { return e.err }
+
 // resolve finds a table named as SQL spells it (search path, quoting and
 // case folding as the server applies them) in the snapshot.
 func (g *graph) resolve(ctx context.Context, conn *pgx.Conn, name string) (uint32, error) {
@@ -202,7 +212,7 @@ func (g *graph) resolve(ctx context.Context, conn *pgx.Conn, name string) (uint3
 		if !strings.Contains(name, `"`) && strings.ToLower(name) != name {
 			hint = ` (unquoted names fold to lower case: double-quote a name that has capitals, as "Schema"."Table")`
 		}
-		return 0, fmt.Errorf("no table %s in the source database%s", name, hint)
+		return 0, &RefusedError{fmt.Errorf("no table %s in the source database%s", name, hint)}
 	}
 	return *oid, nil
 }
