@@ -19,7 +19,9 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/preflight"
+	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/store/location"
+	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
 // errNotReady ends a preflight whose checklist has a failed item: the
@@ -186,7 +188,7 @@ func preflightRestore(ctx context.Context, o *restoreOptions) error {
 	}
 	po := preflight.RestoreOptions{Target: cfg, Jobs: o.jobs, Filter: o.filter, SpillDir: o.spillDir,
 		Create: o.create, Clean: o.clean, Resume: o.resume, UseList: o.list.use != "", Programs: &pgbin.Finder{},
-		All: o.all.all, Database: o.all.database}
+		All: o.all.all, Database: o.all.database, KeepGoing: o.keepGoing}
 	if o.file != "-" {
 		// Opened as the restore opens it (random access); a medium read
 		// front to back is read, never changed.
@@ -196,6 +198,11 @@ func preflightRestore(ctx context.Context, o *restoreOptions) error {
 		} else {
 			defer f.Close()
 			po.Archive, po.Where = f.Source, f.String()
+			if !all {
+				po.Contents = func(ctx context.Context) ([]toc.Entry, error) {
+					return restore.Contents(ctx, f.Source, restore.Options{Settings: o.settings, Filter: o.filter, UseList: o.list.use})
+				}
+			}
 			if m := f.Source.Manifest(); o.all.all && m.Globals != nil {
 				if po.Roles, err = archiveRoles(f.Source, m.Globals.Stream); err != nil {
 					po.ArchiveErr = err
