@@ -43,7 +43,11 @@ pg_dump/pg_restore found, with their versions; the source's lock table
 against the tables pg_dump locks; connections for -j on each server; disk
 space for the archive (estimated from the tables' sizes) or the spill
 directory; a target database that is empty (naming what it holds) or holds
-this run's journal; the target's encoding; with clone --follow, wal_level,
+this run's journal; the target's encoding; for a restore, what the target
+lacks of what the archive's objects need (extensions, ICU and builtin
+collation providers and collations, lz4 compression, roles and owners,
+tablespaces), naming the objects that need each and what --keep-going
+would skip (a warning with --keep-going, a failure without); with clone --follow, wal_level,
 free replication slots and WAL senders, the replica identity of every
 table, the right to create the publication and the subscription, and the
 subscription's connection string (tried from here on a replication
