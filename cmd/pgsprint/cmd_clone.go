@@ -325,6 +325,8 @@ func (o cloneOptions) checkAll() error {
 		return usageError{fmt.Errorf("clone --all creates every database: it does not take --data-only")}
 	case o.follow.on:
 		return usageError{fmt.Errorf("clone --all does not take --follow: follow one database at a time")}
+	case o.keepGoing:
+		return usageError{fmt.Errorf("--keep-going is not supported with clone --all yet: clone the databases one at a time with --keep-going")}
 	}
 	return nil
 }

@@ -19,7 +19,9 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/preflight"
+	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/store/location"
+	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
 // errNotReady ends a preflight whose checklist has a failed item: the
@@ -41,7 +43,11 @@ pg_dump/pg_restore found, with their versions; the source's lock table
 against the tables pg_dump locks; connections for -j on each server; disk
 space for the archive (estimated from the tables' sizes) or the spill
 directory; a target database that is empty (naming what it holds) or holds
-this run's journal; the target's encoding; with clone --follow, wal_level,
+this run's journal; the target's encoding; for a restore, what the target
+lacks of what the archive's objects need (extensions, ICU and builtin
+collation providers and collations, lz4 compression, roles and owners,
+tablespaces), naming the objects that need each and what --keep-going
+would skip (a warning with --keep-going, a failure without); with clone --follow, wal_level,
 free replication slots and WAL senders, the replica identity of every
 table, the right to create the publication and the subscription, and the
 subscription's connection string (tried from here on a replication
@@ -186,7 +192,7 @@ func preflightRestore(ctx context.Context, o *restoreOptions) error {
 	}
 	po := preflight.RestoreOptions{Target: cfg, Jobs: o.jobs, Filter: o.filter, SpillDir: o.spillDir,
 		Create: o.create, Clean: o.clean, Resume: o.resume, UseList: o.list.use != "", Programs: &pgbin.Finder{},
-		All: o.all.all, Database: o.all.database}
+		All: o.all.all, Database: o.all.database, KeepGoing: o.keepGoing}
 	if o.file != "-" {
 		// Opened as the restore opens it (random access); a medium read
 		// front to back is read, never changed.
@@ -196,6 +202,11 @@ func preflightRestore(ctx context.Context, o *restoreOptions) error {
 		} else {
 			defer f.Close()
 			po.Archive, po.Where = f.Source, f.String()
+			if !all {
+				po.Contents = func(ctx context.Context) ([]toc.Entry, error) {
+					return restore.Contents(ctx, f.Source, restore.Options{Settings: o.settings, Filter: o.filter, UseList: o.list.use})
+				}
+			}
 			if m := f.Source.Manifest(); o.all.all && m.Globals != nil {
 				if po.Roles, err = archiveRoles(f.Source, m.Globals.Stream); err != nil {
 					po.ArchiveErr = err

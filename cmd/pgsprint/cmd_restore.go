@@ -550,6 +550,8 @@ func (o restoreOptions) checkAll() error {
 		return usageError{fmt.Errorf("-L/--use-list does not combine with --all or --database")}
 	case o.all.all && o.create:
 		return usageError{fmt.Errorf("--all always creates the archive's databases: it does not take --create")}
+	case o.keepGoing:
+		return usageError{fmt.Errorf("--keep-going is not supported with --all or --database yet: restore the databases one at a time with --keep-going")}
 	case o.all.all && (o.filter.DataOnly || o.noTrig):
 		return usageError{fmt.Errorf("--all does not take --data-only or --disable-triggers")}
 	case o.all.database != "" && o.conn.DSN == "" && !o.create:

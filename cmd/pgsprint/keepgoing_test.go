@@ -116,6 +116,11 @@ func TestKeepGoing(t *testing.T) {
 	prOut, _ := exec.Command(filepath.Join(dst.BinDir(), "pg_restore"), "-d", dst.ConnString("by_pg_restore"), custom).CombinedOutput()
 	t.Logf("pg_restore:\n%s", prOut)
 
+	// Preflight names, before anything runs, each thing the target
+	// lacks and the objects that need it: not ready without --keep-going,
+	// ready with it, saying what it would leave out.
+	requirePreflightLacks(t, file, dst.ConnString("stops"))
+
 	// The default stops at the first error.
 	r := pgsprint(t, nil, "restore", "-f", file, "-d", dst.ConnString("stops"), "-j", "2", "-q")
 	if r.code != 1 {
@@ -212,6 +217,62 @@ func TestKeepGoing(t *testing.T) {
 	}
 	requireRestoredRows(t, src.ConnString("src"), dst.ConnString("kg"))
 	requireValidIndexes(t, dst.ConnString("kg"))
+}
+
+// requirePreflightLacks checks preflight restore of keepGoingSchema's
+// archive (file) into target, which lacks what keepGoingPair's lacks:
+// every missing thing is named with the objects that need it; without
+// --keep-going it fails, as the restore would; with it, it is ready and
+// names what would be left out or created without its owner or
+// tablespace.
+func requirePreflightLacks(t *testing.T, file, target string) {
+	t.Helper()
+	r := pgsprint(t, nil, "preflight", "restore", "-f", file, "-d", target)
+	t.Logf("preflight restore:\n%s", r.stdout)
+	if r.code != 1 || !strings.Contains(r.stdout, "not ready") {
+		t.Errorf("preflight restore into a target that lacks things: exit %d, want 1 and not ready\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		`✗ target extensions: the target lacks extension "pgcrypto", needed by EXTENSION pgcrypto`,
+		`✗ target collations: the target lacks collation provider "icu", needed by COLLATION public.icu_und`,
+		`✗ target compression: the target lacks compression method "lz4", needed by TABLE app.packed, TABLE DATA app.packed`,
+		`✗ target roles: the target lacks role "kg_owner", owner of TABLE app.owned`,
+		`✗ target tablespaces: the target lacks tablespace "kg_space", where TABLE app.placed go`,
+		"the restore would stop at the first",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("preflight restore does not say %q", want)
+		}
+	}
+	r = pgsprint(t, nil, "preflight", "restore", "-f", file, "-d", target, "--keep-going")
+	t.Logf("preflight restore --keep-going:\n%s", r.stdout)
+	if r.code != 0 || !strings.Contains(r.stdout, "ready: the run would start") {
+		t.Errorf("preflight restore --keep-going: exit %d, want 0 and ready\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		`! target extensions: the target lacks extension "pgcrypto"`, "--keep-going leaves them out, and skips the", "TABLE app.hashed",
+		"! target collations:", "TABLE app.sorted", "INDEX app.sorted_name", "VIEW app.sorted_names",
+		"! target compression:", "! target roles:", "--keep-going creates them owned by",
+		"! target tablespaces:", "--keep-going creates them in the default tablespace",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("preflight restore --keep-going does not say %q", want)
+		}
+	}
+}
+
+// TestKeepGoingNotWithAll: --keep-going with --all is refused as a usage
+// error until the whole-server run carries it, rather than ignored.
+func TestKeepGoingNotWithAll(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"restore", "--all", "--keep-going", "-f", "nowhere.pgs", "-d", "host=/nonexistent"},
+		{"restore", "--database", "x", "--keep-going", "-f", "nowhere.pgs", "-d", "host=/nonexistent"},
+		{"clone", "--all", "--keep-going", "--source", "host=/nonexistent", "--target", "host=/nonexistent2"},
+	} {
+		r := pgsprint(t, nil, args...)
+		checkOneError(t, r.code, 2, r.stderr, "--keep-going is not supported with")
+	}
 }
 
 // relations lists the target's tables, views, indexes and sequences

@@ -18,6 +18,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/store"
 	"github.com/pgsprint/pgsprint/internal/subset"
+	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
 // DumpOptions are what a dump's checklist needs of its flags.
@@ -107,6 +108,13 @@ type RestoreOptions struct {
 	All      bool
 	Roles    []string
 	Database string
+	// KeepGoing is --keep-going: what the target lacks is a warning (the
+	// run goes on past it) rather than a failure.
+	KeepGoing bool
+	// Contents reads the schema entries the restore would create
+	// (restore.Contents: preflight cannot import restore), for what the
+	// target lacks of what they need; nil leaves that check out.
+	Contents func(context.Context) ([]toc.Entry, error)
 }
 
 // Restore checks what a restore with o would need: the archive, the
@@ -162,6 +170,9 @@ func Restore(ctx context.Context, o RestoreOptions) *Checklist {
 		c.restoreAll(ctx, o, conn, m)
 	case m != nil:
 		c.targetState(ctx, o.Target, conn, m, journal.ArchiveID(m), o.Create, o.Clean, o.Resume, o.Filter.DataOnly || m.DataOnly, o.Filter.Partial() || o.UseList)
+		if o.Contents != nil && !o.Filter.DataOnly && !m.DataOnly {
+			c.targetLacks(ctx, conn, o.Contents, o.Create, o.KeepGoing)
+		}
 	}
 	if o.Archive == nil && o.ArchiveErr == nil {
 		c.add(DiskSpace(o.SpillDir, 0, "data waiting for a connection (--spill-dir)"))
