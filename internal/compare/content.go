@@ -309,7 +309,7 @@ func diffTable(ctx context.Context, wc, cc *pgx.Conn, tb *table, mt *mask.Table,
 			}
 			continue
 		case cmp > 0:
-			note(tb.describe(ck) + " is not in the source")
+			note(tb.describe(ck) + " is only in the copy")
 			if cl, cok, err = next(c, nil); err != nil {
 				return fail(err)
 			}

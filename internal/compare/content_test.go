@@ -68,11 +68,11 @@ func TestContentDiff(t *testing.T) {
 	}{
 		{name: "subset", subset: true},
 		{name: "subset, row inserted", subset: true, tamper: "INSERT INTO t VALUES (1000, 'x', 'y', now())",
-			want: `public.t: row ("id")=(1000) is not in the source`},
+			want: `public.t: row ("id")=(1000) is only in the copy`},
 		{name: "subset, value changed", subset: true, tamper: "UPDATE t SET a = 'changed' WHERE id = 2",
 			want: `public.t: row ("id")=(2): columns "a" differ`},
 		{name: "subset, keyless row duplicated", subset: true, tamper: "INSERT INTO nokey VALUES (2, 'y2'), (2, 'y2')",
-			want: `public.nokey: row (2,y2) of ("x", "y") is not in the source`},
+			want: `public.nokey: row (2,y2) of ("x", "y") is only in the copy`},
 		{name: "whole, row deleted", tamper: "DELETE FROM t WHERE id = 7",
 			want: `public.t: row ("id")=(7) is missing from the copy`},
 		{name: "masked", masked: true},
@@ -85,7 +85,7 @@ func TestContentDiff(t *testing.T) {
 		{name: "masked key, other column changed", masked: true, secret: true, tamper: "UPDATE byemail SET n = 99 WHERE n = 4",
 			want: `public.byemail: row (4) of ("n") is missing from the copy`},
 		{name: "masked, keyless row inserted", masked: true, tamper: "INSERT INTO nokey VALUES (1, 'z')",
-			want: `public.nokey: row (1) of ("x") is not in the source`},
+			want: `public.nokey: row (1) of ("x") is only in the copy`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dst := pgtest.DB(t, c, "content dst")
