@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/compare"
+	"github.com/pgsprint/pgsprint/internal/compare/content"
 	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
@@ -169,11 +170,11 @@ func compareConfigs(ctx context.Context, o compareOptions, src, dst *pgx.ConnCon
 	// The tables a development copy holds other values in by design
 	// (fewer rows, masked columns) are compared row by row below; they
 	// are those both sides have, with hashes that differ.
-	var content []string
+	var byRow []string
 	if subsetA != "" || subsetB != "" || maskA != "" || maskB != "" {
 		for _, e := range compare.Compare(fa, fb) {
 			if e.InA && e.InB && !e.Equal() && strings.HasPrefix(e.A, "rows=") {
-				content = append(content, e.Key)
+				byRow = append(byRow, e.Key)
 			}
 		}
 	}
@@ -201,18 +202,18 @@ func compareConfigs(ctx context.Context, o compareOptions, src, dst *pgx.ConnCon
 		}
 		reportFingerprints(out, fa, fb, o.all)
 	}
-	if len(content) > 0 {
+	if len(byRow) > 0 {
 		reported := map[string]bool{}
 		for _, e := range found.entries {
 			reported[e.Key] = true
 		}
 		var check []string
-		for _, k := range content {
+		for _, k := range byRow {
 			if !reported[k] {
 				check = append(check, k)
 			}
 		}
-		opts := compare.ContentOptions{Subset: subsetA != "" || subsetB != "", Mask: recordB, Secret: o.maskSecret}
+		opts := content.Options{Subset: subsetA != "" || subsetB != "", Mask: recordB, Secret: o.maskSecret}
 		whole, copy, of := src, dst, "target"
 		if subsetB == "" && maskB == "" {
 			whole, copy, of, opts.Mask = dst, src, "source", recordA
@@ -309,10 +310,10 @@ func reportMasked(out io.Writer, a, b map[string]string, masked map[string]bool,
 }
 
 // reportContent compares the tables of copy (a development copy, of is
-// "target" or "source") with whole's row by row (compare.ContentDiff),
+// "target" or "source") with whole's row by row (content.Diff),
 // prints a line per table that differs and a total, and returns them.
-func reportContent(ctx context.Context, out io.Writer, whole, copy *pgx.ConnConfig, tables []string, o compare.ContentOptions, of string) ([]compare.Entry, error) {
-	diffs, err := compare.ContentDiff(ctx, whole, copy, tables, o)
+func reportContent(ctx context.Context, out io.Writer, whole, copy *pgx.ConnConfig, tables []string, o content.Options, of string) ([]compare.Entry, error) {
+	diffs, err := content.Diff(ctx, whole, copy, tables, o)
 	if err != nil {
 		return nil, err
 	}

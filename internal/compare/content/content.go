@@ -1,4 +1,9 @@
-package compare
+// Package content compares a development copy's rows with its source's
+// where counts and hashes cannot (compare on subset and masked copies):
+// row by row, by key, masked columns left out or recomputed through
+// internal/mask. It is apart from compare, which internal/pgtest imports,
+// so that internal/mask's tests may use pgtest.
+package content
 
 import (
 	"bufio"
@@ -17,9 +22,9 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
-// ContentOptions say how a development copy was made from its whole, so
-// that ContentDiff knows which differences are by design.
-type ContentOptions struct {
+// Options say how a development copy was made from its whole, so
+// that Diff knows which differences are by design.
+type Options struct {
 	// Subset: the copy may lack rows of the whole (never hold others).
 	Subset bool
 	// Mask is the copy's masked columns as recorded in it
@@ -42,7 +47,7 @@ type Mismatch struct {
 // maxKeyText is how much of a key is printed in a Mismatch.
 const maxKeyText = 120
 
-// ContentDiff compares, row by row, the tables (fingerprint keys: quoted
+// Diff compares, row by row, the tables (fingerprint keys: quoted
 // schema.name of plain tables) of copy with those of whole, where counts
 // and hashes cannot tell a development copy's design from tampering:
 // every row of the copy must equal the whole's row of the same primary
@@ -52,7 +57,7 @@ const maxKeyText = 120
 // sides are read as COPY text ordered by key and merged while they
 // stream: memory does not grow with the tables. It returns the tables
 // that differ, in the order given.
-func ContentDiff(ctx context.Context, whole, copy *pgx.ConnConfig, tables []string, o ContentOptions) ([]Mismatch, error) {
+func Diff(ctx context.Context, whole, copy *pgx.ConnConfig, tables []string, o Options) ([]Mismatch, error) {
 	if len(tables) == 0 {
 		return nil, nil
 	}

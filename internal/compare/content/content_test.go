@@ -1,4 +1,4 @@
-package compare_test
+package content_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
-	"github.com/pgsprint/pgsprint/internal/compare"
+	"github.com/pgsprint/pgsprint/internal/compare/content"
 	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
@@ -93,7 +93,7 @@ func TestContentDiff(t *testing.T) {
 				"CREATE TABLE byemail (email text PRIMARY KEY, n int); CREATE TABLE nokey (x int, y text);"); err != nil {
 				t.Fatal(err)
 			}
-			o := compare.ContentOptions{Subset: tc.subset}
+			o := content.Options{Subset: tc.subset}
 			if tc.masked {
 				o.Mask = contentMask
 			}
@@ -110,7 +110,7 @@ func TestContentDiff(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := compare.ContentDiff(ctx, srcCfg, config(t, c.ConnString(dst)), tables, o)
+			got, err := content.Diff(ctx, srcCfg, config(t, c.ConnString(dst)), tables, o)
 			if err != nil {
 				t.Fatal(err)
 			}
