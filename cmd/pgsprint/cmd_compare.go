@@ -14,7 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/compare"
+	"github.com/pgsprint/pgsprint/internal/compare/content"
+	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 )
@@ -31,6 +34,10 @@ type compareOptions struct {
 	// noReplication leaves publications and subscriptions out of the
 	// schemas: follow finish compares while its own are there.
 	noReplication bool
+	// maskSecretFile holds the mask secret: with it the masked columns
+	// of a masked copy are recomputed from the source and compared.
+	maskSecretFile string
+	maskSecret     []byte // read from maskSecretFile by runCompare
 }
 
 // errDifferent is returned when the databases differ; the report says how.
@@ -45,7 +52,14 @@ func newCompareCmd() *cobra.Command {
 count and order-independent content hash, every sequence's state, and every
 large object's metadata and content. Each side is read in one snapshot, on
 N connections at once. With --schema, pg_dump --schema-only of both sides
-must match too. Exits 0 only when everything is equal.`,
+must match too. Exits 0 only when everything is equal.
+
+On a development copy (a subset or masked restore or clone, as recorded in
+it), the tables whose hashes differ by design are compared row by row with
+the source, by primary key (by the whole row where there is none): every
+row of the copy must be the source's, a subset may lack rows, and a masked
+copy's unmasked columns must be equal; with --mask-secret-file, its masked
+columns are recomputed from the source and compared too.`,
 		Example: `  pgsprint compare --source prod --target "host=replica dbname=prod" -j 4
   pgsprint compare -h db1 -U app --source prod --target prod_copy   # -h/-p/-U for both sides
   pgsprint compare --source postgresql://db1/app --target postgresql://db2/app --schema`,
@@ -58,6 +72,7 @@ must match too. Exits 0 only when everything is equal.`,
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "tables hashed in parallel on each side")
 	fs.BoolVar(&o.schema, "schema", false, "also compare pg_dump --schema-only of both sides")
 	fs.BoolVar(&o.all, "all", false, "list equal tables too")
+	fs.StringVar(&o.maskSecretFile, "mask-secret-file", "", "on a masked development copy, recompute its masked columns from the source with the secret on the first line of `FILE` (else $"+mask.SecretEnv+") and compare them too")
 	registerServerFlags(fs, &o.server)
 	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd
@@ -67,6 +82,11 @@ func runCompare(ctx context.Context, o compareOptions, out io.Writer) error {
 	if o.source == "" || o.target == "" {
 		return usageError{fmt.Errorf("both --source and --target are needed")}
 	}
+	secret, err := maskSecret(o.maskSecretFile)
+	if err != nil {
+		return err
+	}
+	o.maskSecret = []byte(secret)
 	if err := checkJobs(o.jobs); err != nil {
 		return err
 	}
@@ -115,9 +135,10 @@ func compareConfigs(ctx context.Context, o compareOptions, src, dst *pgx.ConnCon
 	var fa, fb map[string]string
 	var diff, subsetA, subsetB, maskA, maskB string
 	var maskedA, maskedB map[string]bool
+	var recordA, recordB *archive.Mask
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) { maskedA, maskA, err = compare.MaskedOf(gctx, src); return err })
-	g.Go(func() (err error) { maskedB, maskB, err = compare.MaskedOf(gctx, dst); return err })
+	g.Go(func() (err error) { maskedA, maskA, recordA, err = compare.MaskedOf(gctx, src); return err })
+	g.Go(func() (err error) { maskedB, maskB, recordB, err = compare.MaskedOf(gctx, dst); return err })
 	g.Go(func() (err error) { subsetA, err = compare.SubsetOf(gctx, src); return err })
 	g.Go(func() (err error) { subsetB, err = compare.SubsetOf(gctx, dst); return err })
 	g.Go(func() (err error) { fa, err = compare.FingerprintParallel(gctx, src, o.jobs); return err })
@@ -146,6 +167,17 @@ func compareConfigs(ctx context.Context, o compareOptions, src, dst *pgx.ConnCon
 			}
 		}
 	}
+	// The tables a development copy holds other values in by design
+	// (fewer rows, masked columns) are compared row by row below; they
+	// are those both sides have, with hashes that differ.
+	var byRow []string
+	if subsetA != "" || subsetB != "" || maskA != "" || maskB != "" {
+		for _, e := range compare.Compare(fa, fb) {
+			if e.InA && e.InB && !e.Equal() && strings.HasPrefix(e.A, "rows=") {
+				byRow = append(byRow, e.Key)
+			}
+		}
+	}
 	found := &compared{}
 	switch {
 	case maskB != "":
@@ -169,6 +201,28 @@ func compareConfigs(ctx context.Context, o compareOptions, src, dst *pgx.ConnCon
 			}
 		}
 		reportFingerprints(out, fa, fb, o.all)
+	}
+	if len(byRow) > 0 {
+		reported := map[string]bool{}
+		for _, e := range found.entries {
+			reported[e.Key] = true
+		}
+		var check []string
+		for _, k := range byRow {
+			if !reported[k] {
+				check = append(check, k)
+			}
+		}
+		opts := content.Options{Subset: subsetA != "" || subsetB != "", Mask: recordB, Secret: o.maskSecret}
+		whole, copy, of := src, dst, "target"
+		if subsetB == "" && maskB == "" {
+			whole, copy, of, opts.Mask = dst, src, "source", recordA
+		}
+		entries, err := reportContent(ctx, out, whole, copy, check, opts, of)
+		if err != nil {
+			return nil, err
+		}
+		found.entries = append(found.entries, entries...)
 	}
 	if o.schema {
 		if diff != "" {
@@ -253,6 +307,30 @@ func reportMasked(out io.Writer, a, b map[string]string, masked map[string]bool,
 		n++
 	}
 	fmt.Fprintf(out, "%d masked tables with as many rows on both sides\n", n)
+}
+
+// reportContent compares the tables of copy (a development copy, of is
+// "target" or "source") with whole's row by row (content.Diff),
+// prints a line per table that differs and a total, and returns them.
+func reportContent(ctx context.Context, out io.Writer, whole, copy *pgx.ConnConfig, tables []string, o content.Options, of string) ([]compare.Entry, error) {
+	diffs, err := content.Diff(ctx, whole, copy, tables, o)
+	if err != nil {
+		return nil, err
+	}
+	var entries []compare.Entry
+	for _, m := range diffs {
+		fmt.Fprintf(out, "DIFFERENT: %s: %d rows differ (the copy is the %s); first: %s\n", m.Table, m.Rows, of, m.First)
+		entries = append(entries, compare.Entry{Key: m.Table, A: "rows", B: m.First, InA: true, InB: true})
+	}
+	how := "masked columns left out"
+	switch {
+	case o.Mask == nil:
+		how = "no masked columns"
+	case len(o.Secret) > 0:
+		how = "masked columns recomputed with the secret"
+	}
+	fmt.Fprintf(out, "%d tables of the development copy compared row by row (%s): %d different\n", len(tables), how, len(diffs))
+	return entries, nil
 }
 
 // present is a fingerprint, or says that the side lacks the object.

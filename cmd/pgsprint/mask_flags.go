@@ -45,13 +45,9 @@ func (m *maskFlags) spec() (mask.Spec, error) {
 		}
 		spec.Rules = append(spec.Rules, r)
 	}
-	secret := os.Getenv(mask.SecretEnv)
-	os.Unsetenv(mask.SecretEnv)
-	if m.secretFile != "" {
-		var err error
-		if secret, err = seal.ReadPassphraseFile(m.secretFile); err != nil {
-			return spec, usageError{fmt.Errorf("--mask-secret-file: %w", err)}
-		}
+	secret, err := maskSecret(m.secretFile)
+	if err != nil {
+		return spec, err
 	}
 	if !spec.Active() {
 		return spec, nil
@@ -65,6 +61,23 @@ func (m *maskFlags) spec() (mask.Spec, error) {
 	}
 	spec.Secret = []byte(secret)
 	return spec, nil
+}
+
+// maskSecret is the mask secret, from the first line of file when it is
+// not "", else from $PGSPRINT_MASK_SECRET ("" when neither): dump's,
+// clone's, mask check's and compare's --mask-secret-file. The variable
+// is removed from the environment once read, so that no child program
+// (pg_dump) inherits it; an error is a usage error.
+func maskSecret(file string) (string, error) {
+	secret := os.Getenv(mask.SecretEnv)
+	os.Unsetenv(mask.SecretEnv)
+	if file != "" {
+		var err error
+		if secret, err = seal.ReadPassphraseFile(file); err != nil {
+			return "", usageError{fmt.Errorf("--mask-secret-file: %w", err)}
+		}
+	}
+	return secret, nil
 }
 
 // checkMaskWith refuses what masking cannot be combined with: f is the

@@ -355,33 +355,34 @@ func SubsetOf(ctx context.Context, cfg *pgx.ConnConfig) (string, error) {
 // MaskedOf is the masked tables recorded in the database cfg names
 // (pg.MaskSetting, left by a restore or clone of a masked archive), as
 // fingerprint keys (schema.table, quoted as needed), with a one-line
-// description; none for a database that is not masked.
-func MaskedOf(ctx context.Context, cfg *pgx.ConnConfig) (map[string]bool, string, error) {
+// description and the record itself (for ContentDiff); none for a
+// database that is not masked.
+func MaskedOf(ctx context.Context, cfg *pgx.ConnConfig) (map[string]bool, string, *archive.Mask, error) {
 	conn, err := pg.Connect(ctx, cfg)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var s *string
 	if err := conn.QueryRow(ctx, "SELECT pg_catalog.current_setting($1, true)", pg.MaskSetting).Scan(&s); err != nil {
-		return nil, "", fmt.Errorf("read %s: %w", pg.MaskSetting, err)
+		return nil, "", nil, fmt.Errorf("read %s: %w", pg.MaskSetting, err)
 	}
 	if s == nil || *s == "" {
-		return nil, "", nil
+		return nil, "", nil, nil
 	}
 	var m archive.Mask
 	if err := json.Unmarshal([]byte(*s), &m); err != nil {
-		return nil, "", fmt.Errorf("read %s: %w", pg.MaskSetting, err)
+		return nil, "", nil, fmt.Errorf("read %s: %w", pg.MaskSetting, err)
 	}
 	tables := map[string]bool{}
 	for _, c := range m.Columns {
 		var key string
 		if err := conn.QueryRow(ctx, "SELECT pg_catalog.format('%I.%I', $1::text, $2::text)", c.Schema, c.Table).Scan(&key); err != nil {
-			return nil, "", fmt.Errorf("read %s: %w", pg.MaskSetting, err)
+			return nil, "", nil, fmt.Errorf("read %s: %w", pg.MaskSetting, err)
 		}
 		tables[key] = true
 	}
-	return tables, m.Describe(), nil
+	return tables, m.Describe(), &m, nil
 }
 
 // SameRows says whether fingerprints a and b are of tables with as many
