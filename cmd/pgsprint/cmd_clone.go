@@ -12,6 +12,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/cluster"
+	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
@@ -207,11 +208,16 @@ func runClone(ctx context.Context, o cloneOptions) error {
 // for each of a server's.
 func (o cloneOptions) options(src, dst *pgx.ConnConfig, method chunk.Method, w *watch) clone.Options {
 	return clone.Options{
-		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, Settings: o.settings,
-		Split:    chunk.Options{ChunkSize: int64(o.chunkSize), Method: method},
-		Snapshot: o.snapshot, SerializableDeferrable: o.compat.serialDef, Resume: o.resume, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
-		Version: version, Logger: o.log.logger(), Progress: w.reporter,
-		Programs: &pgbin.Finder{}, Subset: o.spec, Mask: o.masking,
+		Options: restore.Options{
+			Target: dst, Jobs: o.jobs, Clean: o.clean, Settings: o.settings, Resume: o.resume, Filter: o.filter,
+			Logger: o.log.logger(), Progress: w.reporter, Programs: &pgbin.Finder{},
+		},
+		Session: dump.SessionOptions{
+			Source: src, Split: chunk.Options{ChunkSize: int64(o.chunkSize), Method: method}, Version: version,
+			Snapshot: o.snapshot, SerializableDeferrable: o.compat.serialDef, LockWaitTimeout: o.lockWait,
+			Subset: o.spec, Mask: o.masking,
+		},
+		TextCopy: o.textCopy,
 	}
 }
 

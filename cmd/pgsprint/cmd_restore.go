@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"filippo.io/age"
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -294,6 +295,13 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.toSQL {
 		return writeSQL(ctx, o)
 	}
+	if o.profile != "" {
+		stop, err := startCPUProfile(o.profile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if o.all.all || o.all.database != "" {
 		return runRestoreAll(ctx, o)
 	}
@@ -303,13 +311,6 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	cfg, err := o.conn.config(ctx)
 	if err != nil {
 		return err
-	}
-	if o.profile != "" {
-		stop, err := startCPUProfile(o.profile)
-		if err != nil {
-			return err
-		}
-		defer stop()
 	}
 	w, err := o.progress.start("restore", o.log)
 	if err != nil {
@@ -321,13 +322,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer f.Close()
-	res, err := restore.Run(ctx, f.Source, restore.Options{
-		Target: cfg, Where: f.String(), Jobs: o.jobs, Create: o.create, Clean: o.clean,
-		Settings: o.settings, SplitMinBytes: o.splitMin, PreDataSplitMin: o.preSplit,
-		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
-		UseList:  o.list.use,
-		Programs: &pgbin.Finder{},
-	})
+	res, err := restore.Run(ctx, f.Source, o.options(cfg, f.String(), w.reporter))
 	if err != nil {
 		return err
 	}
@@ -339,6 +334,19 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		fmt.Fprintf(o.log.summaryOut(), "  resumed: %d steps were already done by the interrupted run\n", res.Resumed)
 	}
 	return nil
+}
+
+// options are the restore's options, said once from the flags for a
+// restore of one database and for every database of --all and --database
+// (cluster.RestoreOptions embeds them): a flag either reaches them or is
+// the command's own (TestRestoreFlagsReachOptions).
+func (o restoreOptions) options(target *pgx.ConnConfig, where string, rep progress.Reporter) restore.Options {
+	return restore.Options{
+		Target: target, Where: where, Jobs: o.jobs, Create: o.create, Clean: o.clean,
+		Settings: o.settings, SplitMinBytes: o.splitMin, PreDataSplitMin: o.preSplit,
+		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, UseList: o.list.use,
+		Logger: o.log.logger(), Progress: rep, Programs: &pgbin.Finder{},
+	}
 }
 
 // validate refuses, before anything is touched, flags a restore of one
@@ -497,11 +505,7 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer w.stop()
-	res, err := cluster.Restore(ctx, cluster.RestoreOptions{
-		Target: cfg, Source: f.Source, Where: f.String(), Jobs: o.jobs, Database: o.all.database, Create: o.create, Clean: o.clean,
-		Settings: o.settings, Resume: o.resume, Filter: o.filter, Logger: o.log.logger(), Progress: w.reporter,
-		Programs: &pgbin.Finder{},
-	})
+	res, err := cluster.Restore(ctx, cluster.RestoreOptions{Options: o.options(cfg, f.String(), w.reporter), Source: f.Source, Database: o.all.database})
 	if err != nil {
 		return err
 	}
