@@ -9,7 +9,7 @@
 # ([text](path), [text](path#anchor), [text](#anchor)) must reach a file
 # or directory of the tree, and its anchor a heading of the Markdown file
 # it names (GitHub's slug: lower case, punctuation dropped, spaces as
-# hyphens). Run by `make vet`.
+# hyphens). README.md stays within 250 lines. Run by `make vet`.
 #
 # What it knows of the code is every identifier token of every .go file
 # (comments left out), per directory, and the types declared: lenient (a
@@ -228,4 +228,9 @@ function norm(p,   parts, k, i, out, m) { # a/b/../c -> a/c
 	close(f)
 }
 END { if (nbad) { printf "check-doc-names: %d broken links above\n", nbad > "/dev/stderr"; exit 1 } }' || status=1
+# The README is a door: the rest is in docs/guide.
+if [ "$(wc -l <README.md)" -gt 250 ]; then
+	echo "README.md: $(wc -l <README.md) lines, more than 250: move the detail into docs/guide" >&2
+	status=1
+fi
 exit "${status:-0}"
