@@ -245,7 +245,7 @@ func TestReuse(t *testing.T) {
 	if err := s.reuse(saved, discard()); err != nil {
 		t.Fatal(err)
 	}
-	if s.Manifest != saved || s.EstimatedBytes(2) != 20 || s.EstimatedBytes(1) != 10 || s.EstimatedBytes(9) != 0 {
+	if s.Manifest != saved || s.sizes[2] != 20 || s.sizes[1] != 10 || s.sizes[9] != 0 {
 		t.Errorf("reused: manifest %p (want %p), sizes %v", s.Manifest, saved, s.sizes)
 	}
 }
