@@ -134,12 +134,7 @@ starts the whole copy over.`,
 	fs.StringVar(&o.target, "target", "", "target database: name, connection string or URI")
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel connections (each on the source and on the target)")
 	fs.BoolVarP(&o.clean, "clean", "c", false, "drop the source's objects from the target first")
-	fs.BoolVarP(&o.settings.NoOwner, "no-owner", "O", false, "do not restore object ownership")
-	fs.BoolVarP(&o.settings.NoACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
-	fs.BoolVar(&o.settings.SessionAuthorization, "use-set-session-authorization", false, "set ownership with SET SESSION AUTHORIZATION instead of ALTER OWNER (as pg_restore)")
-	fs.IntVar(&o.settings.TransactionSize, "transaction-size", 0, "create pre-data's objects N to a transaction (pg_restore 17+; default 100); rows, indexes and constraints commit one step at a time, journaled (see README)")
-	fs.StringVar(&o.settings.MaintenanceWorkMem, "maintenance-work-mem", "512MB", "maintenance_work_mem of each target connection (empty: the server's)")
-	fs.BoolVar(&o.settings.NoAnalyze, "no-analyze", false, "do not ANALYZE the copied tables")
+	registerSettingsFlags(fs, &o.settings, "target connection", "copied")
 	o.chunkSize = chunk.DefaultSize
 	fs.Var(&o.chunkSize, "chunk-size", "copy tables larger than this in chunks of about this size, in parallel (0: never split)")
 	fs.StringVar(&o.splitBy, "split-by", string(chunk.Auto), "how to split big tables: auto, ctid or key")
