@@ -1,11 +1,15 @@
 #!/bin/sh
-# check-doc-names.sh: the names of code that the docs (docs/*.md and
-# README.md: in backquotes and in fenced blocks) and the package comments
+# check-doc-names.sh: the names of code that the docs (docs/*.md,
+# docs/guide/*.md and README.md: in backquotes and in fenced blocks) and the package comments
 # of the Go files give (pkg.Name, Type.Method, (*T).M, camelCase
 # identifiers, TestX, x.go, internal/x, the flags of a `pgsprint ...`
 # command line) still exist in the tree, so that a rename cannot leave a
 # doc naming what is gone. Prints file:line: name (why) for each stale
-# one and exits 1 if there is any. Run by `make vet`.
+# one and exits 1 if there is any. Every relative link of those docs
+# ([text](path), [text](path#anchor), [text](#anchor)) must reach a file
+# or directory of the tree, and its anchor a heading of the Markdown file
+# it names (GitHub's slug: lower case, punctuation dropped, spaces as
+# hyphens). README.md stays within 250 lines. Run by `make vet`.
 #
 # What it knows of the code is every identifier token of every .go file
 # (comments left out), per directory, and the types declared: lenient (a
@@ -67,7 +71,7 @@ ls cmd/pgsprint/*.go | grep -v '_test\.go$' | xargs grep -ho '"[a-z][a-z0-9-]*"'
 # The text to check: backquoted spans of the docs (fenced blocks left
 # out), and the package comments of the Go files (the comment just above
 # their package clause), as "file:line<TAB>text".
-for f in docs/*.md README.md; do
+for f in docs/*.md docs/guide/*.md README.md; do
 	[ -f "$f" ] || continue
 	awk -v f="$f" '
 	/^[ \t]*```/ { fence = !fence; next }
@@ -173,4 +177,60 @@ function camel(s) { return s ~ /^[a-z]+[A-Z][A-Za-z0-9]*$/ || s ~ /^[A-Z][a-z0-9
 		if (n ~ /^Test[A-Z]/ || (camel(n) && !go) || (go && n ~ /^[a-z]+[A-Z][A-Za-z0-9]*$/)) if (!(n in ident)) bad(where, n, "nowhere in the code")
 	}
 }
-END { if (nbad) { printf "check-doc-names: %d stale names above (fix the docs, or list a foreign name in scripts/check-doc-names.sh)\n", nbad > "/dev/stderr"; exit 1 } }' "$tmp/spans"
+END { if (nbad) { printf "check-doc-names: %d stale names above (fix the docs, or list a foreign name in scripts/check-doc-names.sh)\n", nbad > "/dev/stderr"; exit 1 } }' "$tmp/spans" || status=1
+
+# Relative links, and the anchors they name, resolved.
+for f in docs/*.md docs/guide/*.md README.md; do
+	[ -f "$f" ] && echo "$f"
+done | awk -v tmp="$tmp" '
+function slug(h) { h = tolower(h); gsub(/[^a-z0-9 _-]/, "", h); gsub(/ /, "-", h); return h }
+function anchors(f,   l, fence, a) { # the slugs of the headings of f, once
+	if (f in read) return
+	read[f] = 1
+	fence = 0
+	while ((getline l < f) > 0) {
+		if (l ~ /^[ \t]*```/) { fence = !fence; continue }
+		if (!fence && l ~ /^#+ /) { sub(/^#+ +/, "", l); a = slug(l); if ((f SUBSEP a) in anchor) { n[f SUBSEP a]++; a = a "-" n[f SUBSEP a] }; anchor[f SUBSEP a] = 1 }
+	}
+	close(f)
+}
+function exists(p) { return system("test -e \"" p "\"") == 0 }
+function norm(p,   parts, k, i, out, m) { # a/b/../c -> a/c
+	k = split(p, parts, "/"); m = 0
+	for (i = 1; i <= k; i++) {
+		if (parts[i] == "." || parts[i] == "") continue
+		if (parts[i] == ".." && m > 0 && out[m] != "..") { m--; continue }
+		out[++m] = parts[i]
+	}
+	p = ""; for (i = 1; i <= m; i++) p = p (i > 1 ? "/" : "") out[i]
+	return p == "" ? "." : p
+}
+{
+	f = $0; dir = f; if (!sub(/\/[^\/]*$/, "", dir)) dir = "."
+	fence = 0; ln = 0
+	while ((getline l < f) > 0) {
+		ln++
+		if (l ~ /^[ \t]*```/) { fence = !fence; continue }
+		if (fence) continue
+		while (match(l, /\]\([^) \t]+\)/)) {
+			t = substr(l, RSTART + 2, RLENGTH - 3); l = substr(l, RSTART + RLENGTH)
+			if (t ~ /^[a-z]+:/) continue # http:, https:, mailto:
+			path = t; frag = ""
+			if (i = index(t, "#")) { path = substr(t, 1, i - 1); frag = substr(t, i + 1) }
+			target = path == "" ? f : norm(dir "/" path)
+			if (!exists(target)) { printf "%s:%d: %s (no such file)\n", f, ln, t; nbad++; continue }
+			if (frag != "" && target ~ /\.md$/) {
+				anchors(target)
+				if (!((target SUBSEP frag) in anchor)) { printf "%s:%d: %s (no heading #%s in %s)\n", f, ln, t, frag, target; nbad++ }
+			}
+		}
+	}
+	close(f)
+}
+END { if (nbad) { printf "check-doc-names: %d broken links above\n", nbad > "/dev/stderr"; exit 1 } }' || status=1
+# The README is a door: the rest is in docs/guide.
+if [ "$(wc -l <README.md)" -gt 250 ]; then
+	echo "README.md: $(wc -l <README.md) lines, more than 250: move the detail into docs/guide" >&2
+	status=1
+fi
+exit "${status:-0}"

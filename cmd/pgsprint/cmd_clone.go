@@ -12,6 +12,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/cluster"
+	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
@@ -134,12 +135,7 @@ starts the whole copy over.`,
 	fs.StringVar(&o.target, "target", "", "target database: name, connection string or URI")
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel connections (each on the source and on the target)")
 	fs.BoolVarP(&o.clean, "clean", "c", false, "drop the source's objects from the target first")
-	fs.BoolVarP(&o.settings.NoOwner, "no-owner", "O", false, "do not restore object ownership")
-	fs.BoolVarP(&o.settings.NoACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
-	fs.BoolVar(&o.settings.SessionAuthorization, "use-set-session-authorization", false, "set ownership with SET SESSION AUTHORIZATION instead of ALTER OWNER (as pg_restore)")
-	fs.IntVar(&o.settings.TransactionSize, "transaction-size", 0, "create pre-data's objects N to a transaction (pg_restore 17+; default 100); rows, indexes and constraints commit one step at a time, journaled (see README)")
-	fs.StringVar(&o.settings.MaintenanceWorkMem, "maintenance-work-mem", "512MB", "maintenance_work_mem of each target connection (empty: the server's)")
-	fs.BoolVar(&o.settings.NoAnalyze, "no-analyze", false, "do not ANALYZE the copied tables")
+	registerSettingsFlags(fs, &o.settings, "target connection", "copied")
 	o.chunkSize = chunk.DefaultSize
 	fs.Var(&o.chunkSize, "chunk-size", "copy tables larger than this in chunks of about this size, in parallel (0: never split)")
 	fs.StringVar(&o.splitBy, "split-by", string(chunk.Auto), "how to split big tables: auto, ctid or key")
@@ -209,11 +205,16 @@ func runClone(ctx context.Context, o cloneOptions) error {
 // for each of a server's.
 func (o cloneOptions) options(src, dst *pgx.ConnConfig, method chunk.Method, w *watch) clone.Options {
 	return clone.Options{
-		Source: src, Target: dst, Jobs: o.jobs, Clean: o.clean, Settings: o.settings,
-		Split:    chunk.Options{ChunkSize: int64(o.chunkSize), Method: method},
-		Snapshot: o.snapshot, SerializableDeferrable: o.compat.serialDef, Resume: o.resume, KeepGoing: o.keepGoing, Filter: o.filter, LockWaitTimeout: o.lockWait, TextCopy: o.textCopy,
-		Version: version, Logger: o.log.logger(), Progress: w.reporter,
-		Programs: &pgbin.Finder{}, Subset: o.spec, Mask: o.masking,
+		Options: restore.Options{
+			Target: dst, Jobs: o.jobs, Clean: o.clean, Settings: o.settings, Resume: o.resume, Filter: o.filter,
+			Logger: o.log.logger(), Progress: w.reporter, Programs: &pgbin.Finder{}, KeepGoing: o.keepGoing,
+		},
+		Session: dump.SessionOptions{
+			Source: src, Split: chunk.Options{ChunkSize: int64(o.chunkSize), Method: method}, Version: version,
+			Snapshot: o.snapshot, SerializableDeferrable: o.compat.serialDef, LockWaitTimeout: o.lockWait,
+			Subset: o.spec, Mask: o.masking,
+		},
+		TextCopy: o.textCopy,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"filippo.io/age"
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -228,12 +229,7 @@ reports and passes), then for each database its CREATE DATABASE and
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers")
 	fs.BoolVarP(&o.create, "create", "C", false, "create the archived database (connect to -d to do it)")
 	fs.BoolVarP(&o.clean, "clean", "c", false, "drop the archive's objects before recreating them")
-	fs.BoolVarP(&o.settings.NoOwner, "no-owner", "O", false, "do not restore object ownership")
-	fs.BoolVarP(&o.settings.NoACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
-	fs.BoolVar(&o.settings.SessionAuthorization, "use-set-session-authorization", false, "set ownership with SET SESSION AUTHORIZATION instead of ALTER OWNER (as pg_restore)")
-	fs.IntVar(&o.settings.TransactionSize, "transaction-size", 0, "create pre-data's objects N to a transaction (pg_restore 17+; default 100); rows, indexes and constraints commit one step at a time, journaled (see README)")
-	fs.StringVar(&o.settings.MaintenanceWorkMem, "maintenance-work-mem", "512MB", "maintenance_work_mem of each connection, for index builds (empty: the server's)")
-	fs.BoolVar(&o.settings.NoAnalyze, "no-analyze", false, "do not ANALYZE the restored tables")
+	registerSettingsFlags(fs, &o.settings, "connection, for index builds", "restored")
 	registerFilterFlags(fs, &o.filter, "restore")
 	fs.StringArrayVar(&o.filter.ExcludeTableData, "exclude-table-data", nil, "create but do not load tables matching this pattern")
 	fs.BoolVar(&o.noTrig, "disable-triggers", false, "with --data-only: load with triggers and foreign key checks off (superuser)")
@@ -308,6 +304,13 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if o.toSQL {
 		return writeSQL(ctx, o)
 	}
+	if o.profile != "" {
+		stop, err := startCPUProfile(o.profile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if o.all.all || o.all.database != "" {
 		return runRestoreAll(ctx, o)
 	}
@@ -317,13 +320,6 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	cfg, err := o.conn.config(ctx)
 	if err != nil {
 		return err
-	}
-	if o.profile != "" {
-		stop, err := startCPUProfile(o.profile)
-		if err != nil {
-			return err
-		}
-		defer stop()
 	}
 	w, err := o.progress.start("restore", o.log)
 	if err != nil {
@@ -335,14 +331,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer f.Close()
-	res, err := restore.Run(ctx, f.Source, restore.Options{
-		Target: cfg, Where: f.String(), Jobs: o.jobs, Create: o.create, Clean: o.clean,
-		Settings: o.settings, SplitMinBytes: o.splitMin, PreDataSplitMin: o.preSplit,
-		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, Logger: o.log.logger(), Progress: w.reporter,
-		UseList:   o.list.use,
-		Programs:  &pgbin.Finder{},
-		KeepGoing: o.keepGoing,
-	})
+	res, err := restore.Run(ctx, f.Source, o.options(cfg, f.String(), w.reporter))
 	if res == nil {
 		return err
 	}
@@ -357,6 +346,19 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 		fmt.Fprintf(o.log.summaryOut(), "  resumed: %d steps were already done by the interrupted run\n", res.Resumed)
 	}
 	return nil
+}
+
+// options are the restore's options, said once from the flags for a
+// restore of one database and for every database of --all and --database
+// (cluster.RestoreOptions embeds them): a flag either reaches them or is
+// the command's own (TestRestoreFlagsReachOptions).
+func (o restoreOptions) options(target *pgx.ConnConfig, where string, rep progress.Reporter) restore.Options {
+	return restore.Options{
+		Target: target, Where: where, Jobs: o.jobs, Create: o.create, Clean: o.clean,
+		Settings: o.settings, SplitMinBytes: o.splitMin, PreDataSplitMin: o.preSplit,
+		Resume: o.resume, Filter: o.filter, DisableTriggers: o.noTrig, UseList: o.list.use, KeepGoing: o.keepGoing,
+		Logger: o.log.logger(), Progress: rep, Programs: &pgbin.Finder{},
+	}
 }
 
 // validate refuses, before anything is touched, flags a restore of one
@@ -525,11 +527,7 @@ func runRestoreAll(ctx context.Context, o restoreOptions) error {
 		return err
 	}
 	defer w.stop()
-	res, err := cluster.Restore(ctx, cluster.RestoreOptions{
-		Target: cfg, Source: f.Source, Where: f.String(), Jobs: o.jobs, Database: o.all.database, Create: o.create, Clean: o.clean,
-		Settings: o.settings, Resume: o.resume, Filter: o.filter, Logger: o.log.logger(), Progress: w.reporter,
-		Programs: &pgbin.Finder{},
-	})
+	res, err := cluster.Restore(ctx, cluster.RestoreOptions{Options: o.options(cfg, f.String(), w.reporter), Source: f.Source, Database: o.all.database})
 	if err != nil {
 		return err
 	}

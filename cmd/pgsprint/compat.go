@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"sort"
@@ -13,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/listfile"
 )
 
 // The flags in this file are pg_dump's and pg_restore's, with their
@@ -211,13 +210,9 @@ func readFilterFile(f *filter.Options, name string, tool filter.Tool) error {
 	if name == "-" {
 		return f.ReadFile(os.Stdin, "(standard input)", tool)
 	}
-	file, err := os.Open(name)
+	file, err := listfile.Open("--filter", name)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the path once: "--filter f.txt: no such file or directory"
-		}
-		return fmt.Errorf("--filter %s: %w", name, err)
+		return err
 	}
 	defer file.Close()
 	return f.ReadFile(file, name, tool)

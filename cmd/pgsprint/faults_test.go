@@ -84,6 +84,11 @@ CREATE TABLE small AS SELECT i FROM generate_series(1, 1000) i; ANALYZE;`)
 		r := pgsprint(t, nil, "dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "-Z", "none")
 		checkOneError(t, r.code, exitFailure, r.stderr, "free space, or write the archive elsewhere")
 		noPartialFiles(t, dir)
+		// dump --all checks the same estimate (CreateArchive), its
+		// databases' plans summed.
+		r = pgsprint(t, nil, "dump", "--all", "-d", c.ConnString("postgres"), "-f", filepath.Join(dir, "all.pgs"), "-Z", "none")
+		checkOneError(t, r.code, exitFailure, r.stderr, "free space, or write the archive elsewhere")
+		noPartialFiles(t, dir)
 		// Values kept in TOAST, which the estimate (the tables' main
 		// forks) leaves out: 8 MB of COPY text fill the 4 MB as they
 		// are written.

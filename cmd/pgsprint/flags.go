@@ -14,6 +14,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/progress"
+	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
 // connFlags are the libpq-style connection flags shared by every command.
@@ -27,6 +28,19 @@ func (c *connFlags) register(fs *pflag.FlagSet) {
 	registerServerFlags(fs, &c.ConnOptions)
 	c.password.register(fs)
 	fs.StringVar(&c.Role, "role", "", "SET ROLE to this role on every connection after logging in (as pg_dump --role)")
+}
+
+// registerSettingsFlags adds the flags of how a restore writes its target
+// (restore.Settings), which restore and clone share, said once: conn says
+// whose maintenance_work_mem it is, tables which tables are analyzed.
+// --no-statistics, whose meaning differs, each command adds itself.
+func registerSettingsFlags(fs *pflag.FlagSet, s *restore.Settings, conn, tables string) {
+	fs.BoolVarP(&s.NoOwner, "no-owner", "O", false, "do not restore object ownership")
+	fs.BoolVarP(&s.NoACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
+	fs.BoolVar(&s.SessionAuthorization, "use-set-session-authorization", false, "set ownership with SET SESSION AUTHORIZATION instead of ALTER OWNER (as pg_restore)")
+	fs.IntVar(&s.TransactionSize, "transaction-size", 0, "create pre-data's objects N to a transaction (pg_restore 17+; default 100); rows, indexes and constraints commit one step at a time, journaled (see README)")
+	fs.StringVar(&s.MaintenanceWorkMem, "maintenance-work-mem", "512MB", "maintenance_work_mem of each "+conn+" (empty: the server's)")
+	fs.BoolVar(&s.NoAnalyze, "no-analyze", false, "do not ANALYZE the "+tables+" tables")
 }
 
 // registerServerFlags adds -h, -p and -U.

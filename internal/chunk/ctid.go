@@ -14,7 +14,7 @@ import (
 // TID Range Scan (PostgreSQL 14 and later, unless the planner is told not
 // to). Without one every chunk would scan the whole table.
 func tidRangeUsable(ctx context.Context, conn *pgx.Conn, srv pg.Server, t pg.TableInfo) (bool, error) {
-	if srv.VersionNum < 140000 {
+	if !srv.HasTIDRangeScan() {
 		return false, nil
 	}
 	return IsTIDRangeScan(ctx, conn, SelectSQL(t.Schema, t.Name, t.Columns, ctidRange(1, 2)))

@@ -12,82 +12,54 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgsprint/pgsprint/internal/archive"
-	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/journal"
-	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/preflight"
-	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
-	"github.com/pgsprint/pgsprint/internal/subset"
 )
 
-// Options configure one clone.
+// Options configure one clone: the restore of the source into the target
+// (restore.Options, whose meanings a clone keeps), and how the source is
+// read (Session).
 type Options struct {
-	Source *pgx.ConnConfig
-	Target *pgx.ConnConfig
-	// Jobs is the number of target connections, and so of chunks copied at
-	// once (each with its own source connection).
-	Jobs  int
-	Clean bool // drop the source's objects from the target first
-	// Create creates the source's database on the target server, as
-	// restore's Create does: Target names the database to connect to
-	// first (clone --all).
-	Create bool
-	// Settings are how the target is written, as in restore; their
-	// NoStatistics also leaves the source's statistics unread.
-	restore.Settings
-	Split chunk.Options // which tables are copied in several chunks
+	// Options are the target's side, as restore takes them: Target, Jobs
+	// (target connections, and so chunks copied at once, each with its own
+	// source connection), Clean (drop the source's objects from the target
+	// first), Create (create the source's database on the target server,
+	// Target naming the database to connect to first: clone --all),
+	// Settings (their NoStatistics also leaves the source's statistics
+	// unread), Resume, Logger, Progress, Programs (looked for once by
+	// clone --all, which clones many databases; nil looks each time).
 	// Filter selects schemas and tables as restore's -n/-N/-t/-T do (the
 	// source is read whole, in the sense that the schema and the plan
 	// cover every table, but only the selected tables' rows are copied):
 	// a table comes with its indexes, constraints and, if the target lacks
 	// it, its schema. With DataOnly the rows go into existing, empty
-	// tables of the target; with SchemaOnly no rows are copied.
-	Filter  filter.Options
-	Version string
-	// LockWaitTimeout is dump.SessionOptions.LockWaitTimeout.
-	LockWaitTimeout string
+	// tables of the target; with SchemaOnly no rows are copied. Resume
+	// finishes a clone in Session.Snapshot that was interrupted, even
+	// killed: the plan it saved in the target's journal is reused and the
+	// steps it finished are skipped. Without a journal in the target it is
+	// an ordinary clone. It requires Session.Snapshot: a new snapshot
+	// would mix the rows of two instants. From and SaveManifest are the
+	// clone's to set.
+	restore.Options
+	// Session is the source's side, as a dump reads it: Source, Split,
+	// Version, Snapshot (one exported and held by another process,
+	// pgsprint snapshot, so that a killed clone can be finished at the
+	// same instant of the source), SerializableDeferrable,
+	// LockWaitTimeout, Locks (the source server's lock table, shared with
+	// the other databases clone --all copies at once), Subset and Mask.
+	// Jobs, Filter, NoStatistics, Programs and Logger are taken from the
+	// restore's side; BlockSize, EarlySchema, BinaryForMajor and Manifest
+	// are the clone's to set.
+	Session dump.SessionOptions
 	// TextCopy copies every table in COPY's text format, even between
 	// servers of one major version, where tables of built-in types
 	// otherwise go in binary (less CPU on both servers).
 	TextCopy bool
-	// Snapshot is a snapshot exported and held by another process
-	// (pgsprint snapshot): the source is read in it instead of in one the
-	// clone exports, so that a killed clone can be finished at the same
-	// instant of the source.
-	Snapshot string
-	// SerializableDeferrable is dump.SessionOptions.SerializableDeferrable.
-	SerializableDeferrable bool
-	// KeepGoing is restore.Options.KeepGoing: Run then returns its
-	// Result with the restore's IncompleteError.
-	KeepGoing bool
-	// Resume finishes a clone in Snapshot that was interrupted, even
-	// killed: the plan it saved in the target's journal is reused and the
-	// steps it finished are skipped. Without a journal in the target it is
-	// an ordinary clone. It requires Snapshot: a new snapshot would mix the
-	// rows of two instants.
-	Resume bool
-	Logger *slog.Logger
-	// Progress hears about the work as it happens; nil reports nowhere.
-	Progress progress.Reporter
-	// Programs finds pg_dump, pg_restore and psql, looking once for clone
-	// --all, which clones many databases; nil looks each time.
-	Programs *pgbin.Finder
-	// Locks is dump.SessionOptions.Locks: the source server's lock table,
-	// shared with the other databases clone --all copies at once.
-	Locks *dump.LockBudget
-	// Subset copies a development copy's rows only (dump.SessionOptions.Subset).
-	Subset subset.Spec
-	// Mask masks the columns its rules name as they are read
-	// (dump.SessionOptions.Mask).
-	Mask mask.Spec
 }
 
 // Run clones the source database into the target, which must hold no
@@ -98,7 +70,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	if opts.Jobs < 1 {
 		opts.Jobs = 1
 	}
-	if opts.Resume && opts.Snapshot == "" {
+	if opts.Resume && opts.Session.Snapshot == "" {
 		return nil, errors.New("clone: resuming needs the snapshot the interrupted clone read")
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -109,9 +81,9 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 		if saved, err = journal.ReadManifest(ctx, opts.Target); err != nil {
 			return nil, err
 		}
-		if saved != nil && saved.Snapshot != opts.Snapshot {
+		if saved != nil && saved.Snapshot != opts.Session.Snapshot {
 			return nil, fmt.Errorf("target database %q holds an unfinished clone of snapshot %s, not %s: resume it with --snapshot %s while that snapshot is held, or start over with --clean without --resume",
-				opts.Target.Database, saved.Snapshot, opts.Snapshot, saved.Snapshot)
+				opts.Target.Database, saved.Snapshot, opts.Session.Snapshot, saved.Snapshot)
 		}
 	}
 	// Binary COPY between servers of one major version: ask the target's.
@@ -121,7 +93,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	}
 	dst, err := pg.ReadServer(ctx, target)
 	if err == nil {
-		err = preflight.DistinctDatabases(ctx, opts.Source, target)
+		err = preflight.DistinctDatabases(ctx, opts.Session.Source, target)
 	}
 	target.Close(context.WithoutCancel(ctx))
 	if err != nil {
@@ -140,9 +112,10 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	f := opts.Filter
 	dumped := filter.Options{Selection: filter.Selection{Extensions: f.Extensions, ExcludeExtensions: f.ExcludeExtensions,
 		NoUnloggedTableData: f.NoUnloggedTableData, ExcludeLargeObjects: f.ExcludeLargeObjects && !f.IncludeLargeObjects}, Objects: f.Objects}
-	sess, err := dump.Begin(ctx, dump.SessionOptions{EarlySchema: true, BinaryForMajor: binaryFor, Source: opts.Source, Jobs: opts.Jobs, BlockSize: pipeBlock, Filter: dumped,
-		Split: opts.Split, Version: opts.Version, Snapshot: opts.Snapshot, SerializableDeferrable: opts.SerializableDeferrable, Manifest: saved, LockWaitTimeout: opts.LockWaitTimeout, Logger: opts.Logger,
-		NoStatistics: opts.NoStatistics, Programs: opts.Programs, Locks: opts.Locks, Subset: opts.Subset, Mask: opts.Mask})
+	so := opts.Session
+	so.Jobs, so.Filter, so.NoStatistics, so.Programs, so.Logger = opts.Jobs, dumped, opts.NoStatistics, opts.Programs, opts.Logger
+	so.EarlySchema, so.BinaryForMajor, so.BlockSize, so.Manifest = true, binaryFor, pipeBlock, saved
+	sess, err := dump.Begin(ctx, so)
 	if err != nil {
 		return nil, explainSnapshot(err, opts)
 	}
@@ -153,11 +126,9 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	logCopyFormats(opts.Logger, sess.Manifest)
 	src := newLiveSource(ctx, sess)
 	defer src.close()
-	res, err := restore.Run(ctx, src, restore.Options{
-		Target: opts.Target, From: fmt.Sprintf("the source database %q", opts.Source.Database), SaveManifest: true, Jobs: opts.Jobs, Clean: opts.Clean, Create: opts.Create, Settings: opts.Settings,
-		Resume: opts.Resume, Filter: opts.Filter, Logger: opts.Logger, Progress: opts.Progress, Programs: opts.Programs,
-		KeepGoing: opts.KeepGoing,
-	})
+	ro := opts.Options
+	ro.From, ro.SaveManifest = fmt.Sprintf("the source database %q", opts.Session.Source.Database), true
+	res, err := restore.Run(ctx, src, ro)
 	var incomplete *restore.IncompleteError
 	if errors.As(err, &incomplete) && res != nil {
 		return res, err
@@ -186,13 +157,13 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 // leader or by any reader, into what the user must do: the process that
 // holds it is the one thing pgsprint cannot restart.
 func explainSnapshot(err error, opts Options) error {
-	if opts.Snapshot == "" || !errors.Is(err, pg.ErrSnapshotNotFound) {
+	if opts.Session.Snapshot == "" || !errors.Is(err, pg.ErrSnapshotNotFound) {
 		return err
 	}
 	if opts.Resume {
-		return fmt.Errorf("snapshot %s no longer exists: the `pgsprint snapshot` process holding it has ended; start over without --resume (with --clean and a new snapshot)", opts.Snapshot)
+		return fmt.Errorf("snapshot %s no longer exists: the `pgsprint snapshot` process holding it has ended; start over without --resume (with --clean and a new snapshot)", opts.Session.Snapshot)
 	}
-	return fmt.Errorf("snapshot %s does not exist: the `pgsprint snapshot` process that printed it has ended (it must run until the clone is done), or it was taken on another server", opts.Snapshot)
+	return fmt.Errorf("snapshot %s does not exist: the `pgsprint snapshot` process that printed it has ended (it must run until the clone is done), or it was taken on another server", opts.Session.Snapshot)
 }
 
 // logCopyFormats says how many tables go in binary and how many in text.

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
 // TestBlockPipe checks that a stream crosses the pipe unchanged whatever
@@ -151,9 +153,9 @@ func TestExplainSnapshot(t *testing.T) {
 		want string // prefix; "" for err unchanged
 	}{
 		{"own snapshot", gone, Options{}, ""},
-		{"other error", other, Options{Snapshot: "s1"}, ""},
-		{"held snapshot gone", gone, Options{Snapshot: "s1"}, "snapshot s1 does not exist: the `pgsprint snapshot` process that printed it has ended"},
-		{"resumed, snapshot gone", gone, Options{Snapshot: "s1", Resume: true}, "snapshot s1 no longer exists: the `pgsprint snapshot` process holding it has ended; start over without --resume"},
+		{"other error", other, Options{Session: dump.SessionOptions{Snapshot: "s1"}}, ""},
+		{"held snapshot gone", gone, Options{Session: dump.SessionOptions{Snapshot: "s1"}}, "snapshot s1 does not exist: the `pgsprint snapshot` process that printed it has ended"},
+		{"resumed, snapshot gone", gone, Options{Session: dump.SessionOptions{Snapshot: "s1"}, Options: restore.Options{Resume: true}}, "snapshot s1 no longer exists: the `pgsprint snapshot` process holding it has ended; start over without --resume"},
 	} {
 		got := explainSnapshot(tc.err, tc.opts)
 		switch {
@@ -168,7 +170,7 @@ func TestExplainSnapshot(t *testing.T) {
 // TestRunResumeNeedsSnapshot checks that --resume without --snapshot is
 // refused before any connection is made (none is configured here).
 func TestRunResumeNeedsSnapshot(t *testing.T) {
-	_, err := Run(context.Background(), Options{Resume: true})
+	_, err := Run(context.Background(), Options{Options: restore.Options{Resume: true}})
 	if err == nil || !strings.Contains(err.Error(), "resuming needs the snapshot") {
 		t.Errorf("Run with Resume and no Snapshot: %v", err)
 	}

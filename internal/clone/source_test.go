@@ -15,6 +15,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/preflight"
+	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
 // TestLiveSource runs clone's live source and its same-database check
@@ -73,7 +74,7 @@ func testSameDatabase(t *testing.T, ctx context.Context, c *pgtest.Cluster, src 
 		}
 	}
 	// Run refuses before it reads or writes anything.
-	if _, err := Run(ctx, Options{Source: tcp, Target: src}); !errors.Is(err, ErrSameDatabase) {
+	if _, err := Run(ctx, Options{Session: dump.SessionOptions{Source: tcp}, Options: restore.Options{Target: src}}); !errors.Is(err, ErrSameDatabase) {
 		t.Errorf("clone into its own source: %v, want ErrSameDatabase", err)
 	}
 }

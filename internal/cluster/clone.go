@@ -22,7 +22,7 @@ import (
 // leave out.
 type CloneOptions struct {
 	// Options apply to every database, as clone applies them to one, with
-	// these meanings for the whole server: Source is the source server,
+	// these meanings for the whole server: Session.Source is the source server,
 	// through the database to list the others from; Target the target
 	// server, through the database to connect to first; Clean replaces
 	// the source's databases the target has; Settings' NoOwner and NoACL,
@@ -30,7 +30,7 @@ type CloneOptions struct {
 	// finishes an interrupted clone --all of the same source: the globals
 	// and the databases it finished are skipped, the others cloned again
 	// from the start in a fresh snapshot (a database's snapshot ends with
-	// the run that took it), so Snapshot is not taken; Programs, when nil,
+	// the run that took it), so Session.Snapshot is not taken; Programs, when nil,
 	// is one Finder for every database; Progress hears about every
 	// database's work, as one stream.
 	clone.Options
@@ -53,7 +53,7 @@ var ErrSameServer = errors.New("--source and --target are the same server")
 // snapshot), the others are dropped and cloned again in a new snapshot.
 func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 	start := time.Now()
-	if opts.Snapshot != "" {
+	if opts.Session.Snapshot != "" {
 		return nil, errors.New("clone --all takes a snapshot of each database: it does not take --snapshot")
 	}
 	opts.Jobs = max(opts.Jobs, 1)
@@ -63,7 +63,7 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 	if opts.Programs == nil {
 		opts.Programs = &pgbin.Finder{} // looked for once, not once per database
 	}
-	src, err := openSource(ctx, opts.Source, opts.ExcludeDatabases, opts.Programs)
+	src, err := openSource(ctx, opts.Session.Source, opts.ExcludeDatabases, opts.Programs)
 	if err != nil {
 		return nil, err
 	}
@@ -71,18 +71,18 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 	conn, tools, locks, dbs, skipped := src.conn, src.tools, src.locks, src.dbs, src.skipped
 	if len(dbs) == 0 {
 		// As dump --all: globals alone are not what was asked for.
-		return nil, noDatabase("clone", opts.Source, skipped)
+		return nil, noDatabase("clone", opts.Session.Source, skipped)
 	}
 	for _, d := range skipped {
 		opts.Logger.Info("database skipped", "database", d.Name, "reason", d.Reason)
 	}
-	if same, err := sameServer(ctx, opts.Source, opts.Target); err != nil || same {
+	if same, err := sameServer(ctx, opts.Session.Source, opts.Target); err != nil || same {
 		if err == nil {
 			err = fmt.Errorf("%w (%s): clone --all copies a server into another", ErrSameServer, pg.Describe(opts.Target))
 		}
 		return nil, err
 	}
-	script, noPasswords, err := readGlobals(ctx, conn, opts.Source, tools, opts.NoRolePasswords)
+	script, noPasswords, err := readGlobals(ctx, conn, opts.Session.Source, tools, opts.NoRolePasswords)
 	if err != nil {
 		return nil, err
 	}
@@ -94,20 +94,20 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 		list = append(list, archive.Database{Name: d.name, SizeBytes: d.size, Owner: d.owner})
 	}
 	b := &build{
-		target: opts.Target, id: "clone --all of " + pg.Describe(opts.Source),
+		target: opts.Target, id: "clone --all of " + pg.Describe(opts.Session.Source),
 		jobs: opts.Jobs, clean: opts.Clean, resume: opts.Resume, verb: "clone --all", of: "source", dbs: list, noOwner: opts.NoOwner,
 		globals: func() (string, error) { return string(script), nil },
 		gopts:   GlobalsOptions{NoTablespaces: opts.Filter.Objects.NoTablespaces, Settings: opts.Settings},
 		one: func(ctx context.Context, name string, jobs int, s step, rep progress.Reporter) (*restore.Result, error) {
-			src := opts.Source.Copy()
+			src := opts.Session.Source.Copy()
 			src.Database = name
 			// A database the interrupted run began is replaced, never
 			// resumed (resumable is false): it is cloned again from the
 			// start in a fresh snapshot.
 			co := opts.Options
-			co.Source, co.Jobs, co.Clean, co.Create = src, jobs, s == replaceDB, true
-			co.Snapshot, co.Resume = "", false
-			co.Logger, co.Progress, co.Locks = opts.Logger.With("database", name), rep, locks
+			co.Session.Source, co.Jobs, co.Clean, co.Create = src, jobs, s == replaceDB, true
+			co.Session.Snapshot, co.Resume = "", false
+			co.Logger, co.Progress, co.Session.Locks = opts.Logger.With("database", name), rep, locks
 			if name == "postgres" {
 				// Every server has one: cloned into, as restore --all does.
 				co.Target = opts.Target.Copy()

@@ -9,7 +9,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
 // DumpOptions configure a whole-server dump: a one-database dump's
@@ -79,7 +78,6 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	}()
 	next := uint32(1) // stream 0 is the globals'
 	var units []dump.Unit
-	p := progress.Plan{Op: "dump"}
 	for _, d := range dbs {
 		cfg := opts.Source.Copy()
 		cfg.Database = d.name
@@ -99,17 +97,14 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 		res.Chunks += len(m.Chunks)
 		res.LargeObjects += len(m.LargeObjects)
 		res.Sequences += len(m.Sequences)
-		p.Tables += len(m.Tables)
-		p.Chunks += len(m.Chunks) + len(m.LargeObjects)
-		for _, t := range m.Tables {
-			p.Bytes += t.SizeBytes
-			p.Rows += t.Rows
-		}
 		log.Info("database planned", "database", d.name, "tables", len(m.Tables), "chunks", len(m.Chunks), "snapshot", m.Snapshot)
 	}
 	// Largest first across databases; a stable sort keeps a database's
 	// equal-sized units together, so that workers change database seldom.
 	sort.SliceStable(units, func(i, j int) bool { return units[i].Size() > units[j].Size() })
+	// The same plan as a dump of one database, summed: the chunks' and
+	// large objects' estimates, which the disk check sizes the archive by.
+	p := dump.PlanAll(sessions)
 	opts.Progress.Begin(p)
 	opts.Progress.Phase("data")
 

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
-	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/preflight"
@@ -22,38 +21,34 @@ import (
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
-// RestoreOptions configure the restore of a whole-server archive.
+// RestoreOptions configure the restore of a whole-server archive: what
+// restore.Options says of one database, said once for every database,
+// with the archive and the database to restore.
 type RestoreOptions struct {
-	// Target is the database to connect to first (-d, e.g. postgres): the
-	// globals are restored through it, and the databases created from it.
-	Target *pgx.ConnConfig
+	// Options apply to every database, as restore applies them to one,
+	// with these meanings for the whole server: Target is the database to
+	// connect to first (-d, e.g. postgres): the globals are restored
+	// through it, and the databases created from it; Where names the
+	// archive; Jobs are the connections of the big databases restored at
+	// once (the small ones take as many more: schedule); Create, with
+	// Database only, creates it under its own name; Clean replaces the
+	// archive's databases that exist (drop them first); Settings and
+	// Filter.Objects apply to every database (and NoTablespaces, NoOwner,
+	// NoACL to the globals); Resume finishes an interrupted whole-server
+	// restore: the globals and the databases it finished are skipped, the
+	// others resumed from their own journal; Progress hears about every
+	// database's work, as one stream (progress.Parts); Programs, when nil,
+	// is one Finder for every database. Every other field (the split
+	// thresholds, ...) reaches each database's restore as it is
+	// (databaseOptions).
+	restore.Options
 	// Source is a whole-server archive: a Reader, or a Demux reading a
-	// pipe, whose databases then restore as their streams arrive; Where
-	// names it in messages.
+	// pipe, whose databases then restore as their streams arrive.
 	Source archive.Source
-	Where  string
-	Jobs   int // connections of the big databases restored at once; the small ones take as many more (schedule)
 	// Database restores only this database of the archive, without the
 	// globals: into Target's database, or created under its own name
 	// with Create.
 	Database string
-	Create   bool
-	Clean    bool // replace the archive's databases that exist (drop them first)
-	// Settings and Filter.Objects apply to every database (and
-	// NoTablespaces, NoOwner, NoACL to the globals).
-	restore.Settings
-	// Resume finishes an interrupted whole-server restore: the globals
-	// and the databases it finished are skipped, the others resumed from
-	// their own journal.
-	Resume bool
-	Filter filter.Options
-	Logger *slog.Logger
-	// Progress hears about every database's work, as one stream
-	// (progress.Parts); nil reports nowhere.
-	Progress progress.Reporter
-	// Programs finds the client programs once for every database; nil
-	// looks each time.
-	Programs *pgbin.Finder
 }
 
 // RestoreResult summarises a whole-server restore.
@@ -296,8 +291,11 @@ func restoreDatabase(ctx context.Context, opts RestoreOptions, name string, jobs
 // given (--database: Create, Clean and Resume as the user said), which a
 // restore of every database then adjusts for each.
 func (opts RestoreOptions) databaseOptions(jobs int, rep progress.Reporter) restore.Options {
-	return restore.Options{Target: opts.Target, Jobs: jobs, Create: opts.Create, Clean: opts.Clean, Resume: opts.Resume,
-		Settings: opts.Settings, Filter: opts.Filter, Logger: opts.Logger, Progress: rep, Programs: opts.Programs}
+	ro := opts.Options
+	// A database's view of the archive is no archive of its own: messages
+	// about its bytes name no location (finishSource names it).
+	ro.Jobs, ro.Progress, ro.Where = jobs, rep, ""
+	return ro
 }
 
 // restoreOne restores one database of a server archive (--database).

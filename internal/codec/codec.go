@@ -157,6 +157,23 @@ func checkRawLen(name string, rawLen int) error {
 	return nil
 }
 
+// startDecompress is how every compressing codec's Decompress begins: a
+// raw length out of range is refused, and so is a block with stored bytes
+// for no raw bytes or none for some; an empty block is dst emptied. done
+// says that Decompress has its answer in out and err.
+func startDecompress(name string, dst, src []byte, rawLen int) (out []byte, done bool, err error) {
+	if err := checkRawLen(name, rawLen); err != nil {
+		return nil, true, err
+	}
+	switch {
+	case rawLen != 0 && len(src) != 0:
+		return nil, false, nil
+	case rawLen != 0 || len(src) != 0:
+		return nil, true, fmt.Errorf("%s: %d stored bytes for %d raw bytes", name, len(src), rawLen)
+	}
+	return dst[:0], true, nil
+}
+
 // checkSrcLen rejects blocks larger than any reader would accept, so that a
 // writer fails early instead of producing an archive nobody can restore.
 func checkSrcLen(name string, n int) error {

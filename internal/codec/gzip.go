@@ -77,14 +77,8 @@ func (c *gzipCodec) Compress(dst, src []byte) ([]byte, error) {
 
 // Decompress reads exactly one gzip member of exactly rawLen bytes.
 func (c *gzipCodec) Decompress(dst, src []byte, rawLen int) ([]byte, error) {
-	if err := checkRawLen("gzip", rawLen); err != nil {
-		return nil, err
-	}
-	if rawLen == 0 || len(src) == 0 {
-		if rawLen != 0 || len(src) != 0 {
-			return nil, fmt.Errorf("gzip: %d stored bytes for %d raw bytes", len(src), rawLen)
-		}
-		return dst[:0], nil
+	if out, done, err := startDecompress("gzip", dst, src, rawLen); done {
+		return out, err
 	}
 	// bytes.Reader is an io.ByteReader, so the inflater reads from it
 	// directly and its Len tells whether anything follows the member.

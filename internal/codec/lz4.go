@@ -74,14 +74,8 @@ func (c *lz4Codec) Compress(dst, src []byte) ([]byte, error) {
 // Decompress decodes one raw LZ4 block into exactly rawLen bytes; the
 // decoder bounds-checks every copy, so damaged input fails cleanly.
 func (c *lz4Codec) Decompress(dst, src []byte, rawLen int) ([]byte, error) {
-	if err := checkRawLen("lz4", rawLen); err != nil {
-		return nil, err
-	}
-	if rawLen == 0 || len(src) == 0 {
-		if rawLen != 0 || len(src) != 0 {
-			return nil, fmt.Errorf("lz4: %d stored bytes for %d raw bytes", len(src), rawLen)
-		}
-		return dst[:0], nil
+	if out, done, err := startDecompress("lz4", dst, src, rawLen); done {
+		return out, err
 	}
 	out := sized(dst, rawLen)
 	n, err := lz4.UncompressBlock(src, out)

@@ -126,14 +126,8 @@ func (z *zstdCodec) Compress(dst, src []byte) ([]byte, error) {
 
 // Decompress decodes with the shared decoder into at most rawLen bytes.
 func (z *zstdCodec) Decompress(dst, src []byte, rawLen int) ([]byte, error) {
-	if err := checkRawLen("zstd", rawLen); err != nil {
-		return nil, err
-	}
-	if rawLen == 0 || len(src) == 0 {
-		if rawLen != 0 || len(src) != 0 {
-			return nil, fmt.Errorf("zstd: %d stored bytes for %d raw bytes", len(src), rawLen)
-		}
-		return dst[:0], nil
+	if out, done, err := startDecompress("zstd", dst, src, rawLen); done {
+		return out, err
 	}
 	dec, err := z.decoder()
 	if err != nil {

@@ -101,15 +101,32 @@ func (d *demo) compare(ctx context.Context) error {
 
 func ratio(a, b time.Duration) float64 { return a.Seconds() / b.Seconds() }
 
+// runPgsprint measures pgsprint: dump, then restore on -j connections.
 func (d *demo) runPgsprint(ctx context.Context) (measured, error) {
-	m := measured{name: "pgsprint (" + d.opts.Codec.Name() + ")"}
 	file := filepath.Join(d.dir, "sample.pgs")
 	src, err := pgx.ParseConfig(d.c.ConnString("sample"))
 	if err != nil {
-		return m, err
+		return measured{}, err
 	}
+	dst, err := pgx.ParseConfig(d.c.ConnString("restored"))
+	if err != nil {
+		return measured{}, err
+	}
+	return d.measure(ctx, "pgsprint ("+d.opts.Codec.Name()+")", "pgsprint", file, "restored",
+		func() error {
+			_, err := dump.Run(ctx, dump.Options{Source: src, File: file, Jobs: d.opts.Jobs, Codec: d.opts.Codec, Version: d.opts.Version})
+			return err
+		},
+		func() error { return restoreFile(ctx, file, restore.Options{Target: dst, Jobs: d.opts.Jobs}) })
+}
+
+// measure times dumpTo writing file, then restoreInto loading the new
+// database db, and prints the numbers: pgsprint and its peer are
+// measured, and shown, in one way.
+func (d *demo) measure(ctx context.Context, name, short, file, db string, dumpTo, restoreInto func() error) (measured, error) {
+	m := measured{name: name}
 	t := time.Now()
-	if _, err := dump.Run(ctx, dump.Options{Source: src, File: file, Jobs: d.opts.Jobs, Codec: d.opts.Codec, Version: d.opts.Version}); err != nil {
+	if err := dumpTo(); err != nil {
 		return m, err
 	}
 	m.dump = time.Since(t)
@@ -118,19 +135,15 @@ func (d *demo) runPgsprint(ctx context.Context) (measured, error) {
 		return m, err
 	}
 	m.size = st.Size()
-	if err := d.c.CreateDB(ctx, "restored"); err != nil {
-		return m, err
-	}
-	dst, err := pgx.ParseConfig(d.c.ConnString("restored"))
-	if err != nil {
+	if err := d.c.CreateDB(ctx, db); err != nil {
 		return m, err
 	}
 	t = time.Now()
-	if err := restoreFile(ctx, file, restore.Options{Target: dst, Jobs: d.opts.Jobs}); err != nil {
+	if err := restoreInto(); err != nil {
 		return m, err
 	}
 	m.restore = time.Since(t)
-	fmt.Fprintf(d.opts.Out, "pgsprint: dump %.2fs, restore %.2fs, archive %.1f MiB\n", m.dump.Seconds(), m.restore.Seconds(), float64(m.size)/(1<<20))
+	fmt.Fprintf(d.opts.Out, "%s: dump %.2fs, restore %.2fs, archive %.1f MiB\n", short, m.dump.Seconds(), m.restore.Seconds(), float64(m.size)/(1<<20))
 	return m, nil
 }
 
@@ -152,29 +165,15 @@ func restoreFile(ctx context.Context, path string, opts restore.Options) error {
 
 // runPgDump measures the peer: pg_dump -Fc then pg_restore -j N.
 func (d *demo) runPgDump(ctx context.Context) (measured, error) {
-	m := measured{name: "pg_dump -Fc / pg_restore -j"}
 	file := filepath.Join(d.dir, "sample.dump")
 	bin := d.c.BinDir()
-	t := time.Now()
-	if err := run(ctx, filepath.Join(bin, "pg_dump"), "-Fc", "-f", file, "-d", d.c.ConnString("sample")); err != nil {
-		return m, err
-	}
-	m.dump = time.Since(t)
-	st, err := os.Stat(file)
-	if err != nil {
-		return m, err
-	}
-	m.size = st.Size()
-	if err := d.c.CreateDB(ctx, "restored_pg"); err != nil {
-		return m, err
-	}
-	t = time.Now()
-	if err := run(ctx, filepath.Join(bin, "pg_restore"), "--exit-on-error", "-j", strconv.Itoa(d.opts.Jobs), "-d", d.c.ConnString("restored_pg"), file); err != nil {
-		return m, err
-	}
-	m.restore = time.Since(t)
-	fmt.Fprintf(d.opts.Out, "pg_dump/pg_restore: dump %.2fs, restore %.2fs, archive %.1f MiB\n", m.dump.Seconds(), m.restore.Seconds(), float64(m.size)/(1<<20))
-	return m, nil
+	return d.measure(ctx, "pg_dump -Fc / pg_restore -j", "pg_dump/pg_restore", file, "restored_pg",
+		func() error {
+			return run(ctx, filepath.Join(bin, "pg_dump"), "-Fc", "-f", file, "-d", d.c.ConnString("sample"))
+		},
+		func() error {
+			return run(ctx, filepath.Join(bin, "pg_restore"), "--exit-on-error", "-j", strconv.Itoa(d.opts.Jobs), "-d", d.c.ConnString("restored_pg"), file)
+		})
 }
 
 // check compares the sample database with a restored copy.

@@ -126,10 +126,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer sess.Close(ctx)
 	m := sess.Manifest
-	planned := planOf(m)
-	if err := checkSpace(opts, planned); err != nil {
-		return nil, err
-	}
+	planned := sess.Plan()
 	opts.Progress.Begin(planned)
 	opts.Progress.Phase("data")
 
@@ -148,8 +145,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 }
 
 // checkSpace refuses a dump into a local file whose file system cannot
-// hold the archive estimated from the tables' sizes (preflight.DiskSpace),
-// and warns when it may not.
+// hold the archive estimated from the planned bytes (preflight.DiskSpace),
+// and warns when it may not. CreateArchive runs it, for a dump of one
+// database and of a whole server alike.
 func checkSpace(opts Options, planned progress.Plan) error {
 	if opts.File == "-" || opts.File == "" || location.IsURL(opts.File) {
 		return nil
@@ -163,6 +161,25 @@ func checkSpace(opts Options, planned progress.Plan) error {
 		opts.Logger.Warn(it.Detail)
 	}
 	return it.Err
+}
+
+// Plan is the work a dump of the session expects, from the catalog's
+// estimates: what a dump of one database shows and sizes its output by,
+// and, summed (PlanAll), a whole-server dump.
+func (s *Session) Plan() progress.Plan { return planOf(s.Manifest) }
+
+// PlanAll is the work a dump of every session expects: their plans
+// summed, for a whole-server dump, whose one archive holds them all.
+func PlanAll(sessions []*Session) progress.Plan {
+	p := progress.Plan{Op: "dump", Estimated: true}
+	for _, s := range sessions {
+		sp := s.Plan()
+		p.Tables += sp.Tables
+		p.Chunks += sp.Chunks
+		p.Bytes += sp.Bytes
+		p.Rows += sp.Rows
+	}
+	return p
 }
 
 // planOf is the work a dump expects, from the catalog's estimates.

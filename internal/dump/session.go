@@ -315,10 +315,6 @@ func (s *Session) ExpandFilter(ctx context.Context, f filter.Options) (filter.Op
 	return f.Expand(ctx, s.leader)
 }
 
-// EstimatedBytes is stream id's size as planned (relation size of its
-// chunk, or a large object's size), for largest-first scheduling.
-func (s *Session) EstimatedBytes(id uint32) int64 { return s.sizes[id] }
-
 // Commit ends the snapshot transaction: call it only when every reader
 // and pg_dump have finished with the snapshot.
 func (s *Session) Commit(ctx context.Context) error {

@@ -246,11 +246,15 @@ func OpenOutput(ctx context.Context, opts Options, plan progress.Plan) (Output, 
 	return outputCommitter{out}, nil
 }
 
-// CreateArchive starts the archive at opts.File (OpenOutput) with m's
-// header, encrypted to opts.Recipients if any: what a dump of one database
+// CreateArchive starts the archive at opts.File (OpenOutput), once the
+// file system there was found to have room for plan's bytes (checkSpace),
+// with m's header, encrypted to opts.Recipients if any: what a dump of one database
 // and of a whole server write into. The caller Aborts the output unless it
 // Commits it; on error nothing is left at the location.
 func CreateArchive(ctx context.Context, opts Options, m *archive.Manifest, plan progress.Plan) (Output, *archive.Writer, error) {
+	if err := checkSpace(opts, plan); err != nil {
+		return nil, nil, err
+	}
 	out, err := OpenOutput(ctx, opts, plan)
 	if err != nil {
 		return nil, nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
 // TestManifestLayout checks how a catalog becomes the archive's stream
@@ -99,6 +100,24 @@ func TestManifestLayout(t *testing.T) {
 				t.Errorf("plan %+v", p)
 			}
 		})
+	}
+}
+
+// TestPlanAll checks that a whole-server dump's plan is its sessions'
+// plans summed, as a dump of one database plans: estimated, the chunks'
+// sizes (not the tables'), large objects included.
+func TestPlanAll(t *testing.T) {
+	a := &Session{Manifest: &archive.Manifest{
+		Tables: []archive.Table{{Rows: 10, SizeBytes: 1 << 30}}, Chunks: []archive.Chunk{{Size: 100}, {Size: 50}},
+		LargeObjects: []archive.LargeObject{{Size: 7}},
+	}}
+	b := &Session{Manifest: &archive.Manifest{Tables: []archive.Table{{Rows: 5, SizeBytes: 1 << 30}}, Chunks: []archive.Chunk{{Size: 20}}}}
+	want := progress.Plan{Op: "dump", Tables: 2, Chunks: 4, Bytes: 177, Rows: 15, Estimated: true}
+	if got := PlanAll([]*Session{a, b}); got != want {
+		t.Errorf("PlanAll = %+v, want %+v", got, want)
+	}
+	if got, one := PlanAll([]*Session{a}), a.Plan(); got != one {
+		t.Errorf("PlanAll of one session %+v, its Plan %+v", got, one)
 	}
 }
 
@@ -226,7 +245,7 @@ func TestReuse(t *testing.T) {
 	if err := s.reuse(saved, discard()); err != nil {
 		t.Fatal(err)
 	}
-	if s.Manifest != saved || s.EstimatedBytes(2) != 20 || s.EstimatedBytes(1) != 10 || s.EstimatedBytes(9) != 0 {
+	if s.Manifest != saved || s.sizes[2] != 20 || s.sizes[1] != 10 || s.sizes[9] != 0 {
 		t.Errorf("reused: manifest %p (want %p), sizes %v", s.Manifest, saved, s.sizes)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/compare"
+	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
@@ -263,7 +264,7 @@ func TestCloneCatchUp(t *testing.T) {
 			tc.opts(&o)
 			s, err := Clone(ctx, o, func(ctx context.Context, snapshot string) error {
 				exec(t, src, tc.before)
-				_, err := clone.Run(ctx, clone.Options{Source: src, Target: dst, Jobs: 2, Snapshot: snapshot, Filter: o.Filter, Settings: restore.Settings{NoAnalyze: true}})
+				_, err := clone.Run(ctx, clone.Options{Session: dump.SessionOptions{Source: src, Snapshot: snapshot}, Options: restore.Options{Target: dst, Jobs: 2, Filter: o.Filter, Settings: restore.Settings{NoAnalyze: true}}})
 				if err != nil {
 					return err
 				}

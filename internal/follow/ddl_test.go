@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/compare"
+	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
@@ -117,7 +118,7 @@ func TestFollowDDL(t *testing.T) {
 		// DDL after the copy read the source and before the target
 		// subscribed: in the slot, replayed once the subscription starts.
 		if _, err := Clone(context.Background(), o, func(ctx context.Context, snapshot string) error {
-			_, err := clone.Run(ctx, clone.Options{Source: src, Target: dst, Jobs: 2, Snapshot: snapshot, Settings: restore.Settings{NoAnalyze: true}})
+			_, err := clone.Run(ctx, clone.Options{Session: dump.SessionOptions{Source: src, Snapshot: snapshot}, Options: restore.Options{Target: dst, Jobs: 2, Settings: restore.Settings{NoAnalyze: true}}})
 			exec(t, src, "ALTER TABLE keyed ADD COLUMN early text")
 			exec(t, src, "UPDATE keyed SET early = 'e' WHERE id <= 5")
 			return err

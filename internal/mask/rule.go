@@ -13,15 +13,12 @@
 package mask
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/pgsprint/pgsprint/internal/listfile"
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
@@ -179,33 +176,16 @@ func ParseRule(s string) (Rule, error) {
 // version control says what a development copy hides better than a
 // command line.
 func ReadFile(path string) ([]Rule, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the path once: "--mask-file x: no such file or directory"
-		}
-		return nil, fmt.Errorf("--mask-file %s: %w", path, err)
-	}
-	defer f.Close()
 	var rules []Rule
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
+	err := listfile.Lines("--mask-file", path, func(_ int, line string) error {
 		r, err := parse(line)
 		if err != nil {
-			return nil, fmt.Errorf("--mask-file %s line %d: %q: %w", path, n, line, err)
+			return fmt.Errorf("%q: %w", line, err)
 		}
 		rules = append(rules, r)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("--mask-file %s: %w", path, err)
-	}
-	return rules, nil
+		return nil
+	})
+	return rules, err
 }
 
 // splitName splits a dotted SQL name into its parts, unquoting quoted ones

@@ -224,14 +224,7 @@ func ChildConn(cfg *pgx.ConnConfig) (dsn string, env []string) {
 	if orig != "" && !isURI(orig) && !strings.Contains(orig, "password") {
 		return orig + " dbname=" + quoteValue(cfg.Database), env
 	}
-	kv := []string{
-		"host=" + quoteValue(cfg.Host),
-		fmt.Sprintf("port=%d", cfg.Port),
-		"user=" + quoteValue(cfg.User),
-		"dbname=" + quoteValue(cfg.Database),
-		"sslmode=" + sslMode(&cfg.Config),
-	}
-	return strings.Join(kv, " "), env
+	return Conninfo(cfg), env
 }
 
 // WithSetting adds "-c name=value" to the PGOPTIONS of a child's

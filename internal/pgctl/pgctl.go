@@ -403,10 +403,6 @@ func (c *Cluster) Port() int { return c.port }
 // of local connections.
 func (c *Cluster) SocketDir() string { return c.sockDir }
 
-// LogFile is the server's log, useful to print when a test fails in a way
-// the client error does not explain.
-func (c *Cluster) LogFile() string { return c.logFile }
-
 // run executes a server-side binary as the server's OS user, in the
 // cluster directory (the postgres user may not be able to read the test's
 // working directory).

@@ -2,10 +2,8 @@ package restore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/listfile"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 	"github.com/pgsprint/pgsprint/internal/toc"
@@ -184,12 +183,13 @@ func List(ctx context.Context, ar archive.Source, w io.Writer, log *slog.Logger)
 // materialized view whose own entry it keeps, and the large objects.
 // It narrows ch.m as chooseParts does and returns the whole manifest.
 func (ch *chooser) chooseFromList(ctx context.Context) (*archive.Manifest, error) {
-	text, err := os.ReadFile(ch.opts.UseList)
+	f, err := listfile.Open("-L", ch.opts.UseList)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the path once: "-L x.list: no such file or directory"
-		}
+		return nil, err
+	}
+	text, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
 		return nil, fmt.Errorf("-L %s: %w", ch.opts.UseList, err)
 	}
 	lines, err := toc.ParseUseList(string(text))

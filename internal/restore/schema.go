@@ -93,21 +93,34 @@ func (s *schemaArchive) pgRestore(ctx context.Context, cfg *pgx.ConnConfig, args
 		all = append(all, fmt.Sprintf("--transaction-size=%d", cmp.Or(s.opts.TransactionSize, preDataTransactionSize)))
 	}
 	all = append(all, s.ownershipFlags()...)
+	all = append(all, nonEmpty(args)...)
+	cmd := s.pgRestoreCmd(ctx, append(all, s.file)...)
+	cmd.Env = append(os.Environ(), env...)
+	return runChild(ctx, cmd, "pg_restore")
+}
+
+// nonEmpty is args without the empty ones (a flag left out: "").
+func nonEmpty(args []string) []string {
+	var out []string
 	for _, a := range args {
 		if a != "" {
-			all = append(all, a)
+			out = append(out, a)
 		}
 	}
-	all = append(all, s.file)
-	cmd := s.pgRestoreCmd(ctx, all...)
-	cmd.Env = append(os.Environ(), env...)
+	return out
+}
+
+// runChild runs cmd, keeping its standard error for the message of its
+// failure: an interruption is the context's error, a failure "what: "
+// and the tool's own error lines.
+func runChild(ctx context.Context, cmd *exec.Cmd, what string) error {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("pg_restore: %s", pg.ToolError(stderr.Bytes(), err))
+		return fmt.Errorf("%s: %s", what, pg.ToolError(stderr.Bytes(), err))
 	}
 	return nil
 }
@@ -143,11 +156,7 @@ func (s *schemaArchive) statisticsFlag() string {
 // any point leaves none of it behind and the step unrecorded.
 func (s *schemaArchive) pgRestoreAtomic(ctx context.Context, t *target, step string, args ...string) error {
 	gen := append([]string{"--file=-"}, s.ownershipFlags()...)
-	for _, a := range args {
-		if a != "" {
-			gen = append(gen, a)
-		}
-	}
+	gen = append(gen, nonEmpty(args)...)
 	script, err := s.pgRestoreCmd(ctx, append(gen, s.file)...).Output()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -161,15 +170,7 @@ func (s *schemaArchive) pgRestoreAtomic(ctx context.Context, t *target, step str
 		"--set=ON_ERROR_STOP=1", "--dbname="+dsn)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = bytes.NewReader(script)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("pg_restore (through psql): %s", pg.ToolError(stderr.Bytes(), err))
-	}
-	return nil
+	return runChild(ctx, cmd, "pg_restore (through psql)")
 }
 
 // restoreIDs restores the listed entries in the listed (pg_dump's) order

@@ -87,7 +87,7 @@ func TestFuseWhilePlanning(t *testing.T) {
 	g := &Graph{}
 	script, opts := smallTables(t, 30, g)
 	opts.FuseBytes = 1 << 20
-	if _, err := AddPostData(g, script, opts); err != nil {
+	if _, err := addPostData(g, script, opts); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Validate(); err != nil {
@@ -136,7 +136,7 @@ func TestSmallTablesPlanMemory(t *testing.T) {
 	script, opts := smallTables(t, n, g)
 	opts.FuseBytes = 1 << 20
 	before := heaptest.Live()
-	if _, err := AddPostData(g, script, opts); err != nil {
+	if _, err := addPostData(g, script, opts); err != nil {
 		t.Fatal(err)
 	}
 	per := (heaptest.Live() - before) / n

@@ -238,7 +238,7 @@ func (pp *PostData) Finish() int {
 	return restID
 }
 
-// AddPostData adds the post-data entries of script to g: indexes,
+// addPostData adds the post-data entries of script to g: indexes,
 // PRIMARY KEY and UNIQUE constraints (built as unique indexes, then
 // attached), foreign keys (added NOT VALID, then validated; between two
 // small tables added checked at once), partition index
@@ -247,7 +247,7 @@ func (pp *PostData) Finish() int {
 // final task. Any entry whose shape it does not recognise is left to
 // pg_restore, as is everything that depends on such an entry. It is
 // PostData for a script already read whole.
-func AddPostData(g *Graph, script *toc.Script, opts PostDataOptions) (int, error) {
+func addPostData(g *Graph, script *toc.Script, opts PostDataOptions) (int, error) {
 	ids := make([]int, len(script.Entries))
 	for i, e := range script.Entries {
 		ids[i] = e.ID

@@ -23,7 +23,7 @@ func TestPlanEntriesInOneReading(t *testing.T) {
 	g := &Graph{}
 	key := taskgraph.TableKey("public", "a")
 	load := g.Add(&Task{Name: "load a", Kind: taskgraph.Data, Cost: 10 << 20, Table: key, Locks: []taskgraph.Lock{{Key: key, Mode: taskgraph.AccessExclusive}}})
-	rest, err := AddPostData(g, script, PostDataOptions{Tables: map[string]TableFacts{key: {Loads: []int{load}, Size: 10 << 20}}})
+	rest, err := addPostData(g, script, PostDataOptions{Tables: map[string]TableFacts{key: {Loads: []int{load}, Size: 10 << 20}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestPlanIndexAttach(t *testing.T) {
 	g := &Graph{}
 	p1 := taskgraph.TableKey("public", "p1")
 	load := g.Add(&Task{Name: "load p1", Kind: taskgraph.Data, Cost: 10 << 20, Table: p1, Locks: []taskgraph.Lock{{Key: p1, Mode: taskgraph.RowExclusive}}})
-	if _, err := AddPostData(g, script, PostDataOptions{Tables: map[string]TableFacts{p1: {Loads: []int{load}, Size: 10 << 20}}}); err != nil {
+	if _, err := addPostData(g, script, PostDataOptions{Tables: map[string]TableFacts{p1: {Loads: []int{load}, Size: 10 << 20}}}); err != nil {
 		t.Fatal(err)
 	}
 	at := g.Tasks[find(t, g, "attach p1_v_idx")]

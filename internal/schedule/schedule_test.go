@@ -82,7 +82,7 @@ func planWith(t *testing.T, loadsPer int, mode taskgraph.LockMode, opts PostData
 		tables[key] = TableFacts{Loads: loads[name], Size: int64(100 * (i + 1))}
 	}
 	opts.Tables = tables
-	rest, err := AddPostData(g, script, opts)
+	rest, err := addPostData(g, script, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestPlanSkipsAnalyzeWithStatistics(t *testing.T) {
 	g := &Graph{}
 	tables := oneLoadEach(g, 1, taskgraph.RowExclusive)
 	stats := map[string]bool{taskgraph.TableKey("public", "b"): true}
-	if _, err := AddPostData(g, script, PostDataOptions{Tables: tables, Analyze: true, Statistics: stats}); err != nil {
+	if _, err := addPostData(g, script, PostDataOptions{Tables: tables, Analyze: true, Statistics: stats}); err != nil {
 		t.Fatal(err)
 	}
 	var analyzed []string

@@ -20,14 +20,11 @@
 package subset
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/listfile"
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
@@ -122,51 +119,30 @@ func parseOthers(what, s string) (string, error) {
 // are skipped. A file under version control says what a development copy
 // holds better than a command line.
 func ReadFile(path string, spec *Spec) error {
-	f, err := os.Open(path)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the path once: "--subset-file x: no such file or directory"
-		}
-		return fmt.Errorf("--subset-file %s: %w", path, err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
+	return listfile.Lines("--subset-file", path, func(_ int, line string) error {
 		word, rest, _ := strings.Cut(line, " ")
 		rest = strings.TrimSpace(rest)
+		var err error
 		switch word {
 		case "subset":
-			s, err := parseSeed(word, rest)
-			if err != nil {
-				return fmt.Errorf("--subset-file %s line %d: %w", path, n, err)
+			var s Seed
+			if s, err = parseSeed(word, rest); err == nil {
+				spec.Seeds = append(spec.Seeds, s)
 			}
-			spec.Seeds = append(spec.Seeds, s)
 		case "ref":
-			r, err := parseRef(word, rest)
-			if err != nil {
-				return fmt.Errorf("--subset-file %s line %d: %w", path, n, err)
+			var r Ref
+			if r, err = parseRef(word, rest); err == nil {
+				spec.Refs = append(spec.Refs, r)
 			}
-			spec.Refs = append(spec.Refs, r)
 		case "children":
 			spec.Children = true
 		case "others":
-			if spec.Others, err = parseOthers(word, rest); err != nil {
-				return fmt.Errorf("--subset-file %s line %d: %w", path, n, err)
-			}
+			spec.Others, err = parseOthers(word, rest)
 		default:
-			return fmt.Errorf("--subset-file %s line %d: unknown rule %q (want subset, ref, children or others)", path, n, word)
+			err = fmt.Errorf("unknown rule %q (want subset, ref, children or others)", word)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("--subset-file %s: %w", path, err)
-	}
-	return nil
+		return err
+	})
 }
 
 // Check validates a spec put together from flags and files.

@@ -299,8 +299,8 @@ func (s *sink) abortUpload(ctx context.Context) error {
 // crash, a lost machine), whose parts S3 keeps, and bills, until they
 // are aborted. Each is reported in one line, as a stale temporary file
 // is. Uploads to other keys are left alone (a lifecycle rule with
-// AbortIncompleteMultipartUpload removes those: README, "Object
-// storage"). A dump to the same key running at this moment loses its
+// AbortIncompleteMultipartUpload removes those:
+// docs/guide/object-storage-and-encryption.md). A dump to the same key running at this moment loses its
 // upload too: two dumps to one key cannot both stand, the later
 // completion would replace the earlier. Listing or aborting refused
 // (a policy without s3:ListBucketMultipartUploads) is reported and the
