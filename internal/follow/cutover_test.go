@@ -251,6 +251,12 @@ func TestInterruptedHandover(t *testing.T) {
 	if err != nil || st.Sub != nil || !st.Source.Fence.Ours(o.Names.Slot) || !st.Source.Capture || !st.TargetCapture {
 		t.Fatalf("ReadState after a killed handover: sub %+v, source %+v, target capture %v, %v", st.Sub, st.Source, st.TargetCapture, err)
 	}
+	// The cleanup printed for the target removes all of its capture:
+	// every function, the schema.
+	exec(t, o.Target, CaptureCleanupSQL(o.Names.Slot))
+	if v := scalar(t, o.Target, "SELECT count(*)::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'pgsprint'"); v != "0" {
+		t.Errorf("CaptureCleanupSQL left %s pgsprint functions", v)
+	}
 	if _, err := Abort(ctx, o.Source, o.Target, o.Names); err != nil {
 		t.Fatal(err)
 	}
@@ -261,6 +267,9 @@ func TestInterruptedHandover(t *testing.T) {
 		}
 		if v := scalar(t, side, "SELECT count(*)::text FROM pg_namespace WHERE nspname = 'pgsprint'"); v != "0" {
 			t.Error("the capture schema is left")
+		}
+		if v := scalar(t, side, "SELECT count(*)::text FROM pg_proc WHERE proname LIKE $1", o.Names.Slot+"%"); v != "0" {
+			t.Errorf("%s capture functions left", v)
 		}
 	}
 	if fenced(t, o.Source) || scalar(t, o.Source, "SELECT count(*)::text FROM pg_db_role_setting WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())") != "0" {

@@ -459,7 +459,7 @@ func waitCaughtUp(ctx context.Context, sconn, dconn *pgx.Conn, slot string, base
 				return "", err
 			}
 			if sub != nil && sub.ApplyErrors > baseline {
-				return "", fmt.Errorf("the target's apply worker fails (%d bytes behind): %s", behind, ApplyErrorText(sub))
+				return "", fmt.Errorf("the target's apply worker fails (%d bytes behind): %s; next: %s", behind, ApplyErrorText(sub), ApplyErrorAdvice(sub.LastError))
 			}
 		}
 		if time.Since(lastLog) > 2*time.Second {
