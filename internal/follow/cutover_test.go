@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
 // cutoverSQL is the source of the cutover tests: one keyed table the
@@ -302,4 +304,48 @@ func TestStaleErrors(t *testing.T) {
 			t.Errorf("%s: StaleErrors() = %v, want %v", tc.name, got, tc.stale)
 		}
 	}
+}
+
+// TestAbortPreparedCopy: torture seed 4242 round 26. A table created
+// during the follow is being copied while two prepared transactions are
+// open on the source: the copy's slot waits for them, and DROP
+// SUBSCRIPTION for the slot. Abort must not hang: it ends the copy's
+// session and drops everything, in bounded time, and leaves the prepared
+// transactions as they are. A cluster of its own: prepared transactions
+// hold up every slot being created on their server.
+func TestAbortPreparedCopy(t *testing.T) {
+	t.Parallel()
+	c := pgtest.New(t, pgtest.Options{Settings: logicalSettings})
+	o := newCase(t, c, cutoverSQL)
+	following(t, o)
+	exec(t, o.Source, "CREATE TABLE new26 (id int PRIMARY KEY)")
+	exec(t, o.Source, "INSERT INTO new26 SELECT generate_series(1, 10)")
+	waitFor(t, o.Target, "true", "SELECT (to_regclass('public.new26') IS NOT NULL)::text")
+	for _, g := range []string{"p26a", "p26b"} {
+		exec(t, o.Source, fmt.Sprintf("BEGIN; INSERT INTO keyed VALUES (%d, 'prepared'); PREPARE TRANSACTION '%s'", 9000+len(g)+int(g[3]), g))
+	}
+	// What finish's step before the fence does: the target starts
+	// copying the new table, whose slot waits for the prepared ones.
+	exec(t, o.Target, "ALTER SUBSCRIPTION "+o.Names.Slot+" REFRESH PUBLICATION WITH (copy_data = true)")
+	if c.Version() >= 14 {
+		waitFor(t, o.Source, "1", "SELECT count(*)::text FROM pg_replication_slots WHERE slot_name LIKE 'pg\\_%\\_sync\\_%'")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	began := time.Now()
+	if _, err := Abort(ctx, o.Source, o.Target, o.Names); err != nil {
+		t.Fatalf("Abort after %s: %v", time.Since(began), err)
+	}
+	if d := time.Since(began); d > 20*time.Second {
+		t.Errorf("Abort took %s", d)
+	}
+	nothingLeft(t, o.Source, o.Target, o.Names)
+	if v := scalar(t, o.Source, "SELECT count(*)::text FROM pg_replication_slots"); v != "0" {
+		t.Errorf("%s slots left on the source", v)
+	}
+	if v := scalar(t, o.Source, "SELECT string_agg(gid, ',' ORDER BY gid) FROM pg_prepared_xacts"); v != "p26a,p26b" {
+		t.Errorf("prepared transactions after abort: %q", v)
+	}
+	exec(t, o.Source, "ROLLBACK PREPARED 'p26a'")
+	exec(t, o.Source, "ROLLBACK PREPARED 'p26b'")
 }
