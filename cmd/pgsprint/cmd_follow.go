@@ -188,8 +188,8 @@ func runFollowStatus(ctx context.Context, o followOptions, out io.Writer) error 
 	case st.Sub.SyncErrors > 0 && len(st.Copying) > 0:
 		return fmt.Errorf("the target fails to copy %s (%d sync errors; see the target's server log): finish refuses until the copy succeeds", strings.Join(st.Copying, ", "), st.Sub.SyncErrors)
 	case st.Sub.ApplyErrors > 0 && !st.StaleErrors():
-		return fmt.Errorf("the target's apply worker fails: %s; once fixed, reset the count on the target: SELECT pg_stat_reset_subscription_stats(oid) FROM pg_subscription WHERE subname = %s",
-			follow.ApplyErrorText(st.Sub), pg.Literal(names.Slot))
+		return fmt.Errorf("the target's apply worker fails: %s; next: %s; once it applies again, reset the count on the target: SELECT pg_stat_reset_subscription_stats(oid) FROM pg_subscription WHERE subname = %s",
+			follow.ApplyErrorText(st.Sub), follow.ApplyErrorAdvice(st.Sub.LastError), pg.Literal(names.Slot))
 	}
 	return nil
 }
@@ -257,7 +257,7 @@ func printStatus(out io.Writer, st *follow.State, o followOptions) {
 	case s != nil && s.SyncErrors > 0 && len(st.Copying) > 0:
 		fmt.Fprintln(out, "next: fix what the copy fails on in the target's table (see the target's server log), or drop the table on the source; then finish")
 	case s != nil && s.ApplyErrors > 0 && !st.StaleErrors():
-		fmt.Fprintln(out, "next: fix what the apply worker fails on (see above), then finish")
+		fmt.Fprintf(out, "next: %s; then finish\n", follow.ApplyErrorAdvice(s.LastError))
 	case s != nil:
 		fmt.Fprintln(out, "next: pgsprint follow finish --source SRC --target DST (it fences the source: new sessions are read-only, the others are ended after --fence-grace)")
 	case src != nil && src.Fence.Ours(st.Slot):

@@ -26,20 +26,28 @@ func hasCapture(ctx context.Context, conn *pgx.Conn, slot string) (bool, error) 
 	return exists, nil
 }
 
+// dropStatements lists what removes slot's follow's DDL capture from one
+// side, in order: the event triggers first (so that nothing records the
+// drops), then the table and every function. dropCapture runs them and
+// CaptureCleanupSQL prints them: one list, so that the cleanup printed
+// for a killed run removes all that abort removes.
+func (c capture) dropStatements() []string {
+	var stmts []string
+	for _, t := range c.triggers {
+		stmts = append(stmts, "DROP EVENT TRIGGER IF EXISTS "+t)
+	}
+	return append(stmts, "DROP TABLE IF EXISTS "+c.table,
+		"DROP FUNCTION IF EXISTS "+c.hook+"()",
+		"DROP FUNCTION IF EXISTS "+c.record+"(text, text, text, text)",
+		"DROP FUNCTION IF EXISTS "+c.split+"(text, boolean)",
+		"DROP FUNCTION IF EXISTS "+c.apply+"()")
+}
+
 // CaptureCleanupSQL is what removes slot's follow's DDL capture from one
 // side by hand (the event triggers first, then the table, the functions,
 // and the schema when nothing else is in it), for messages; follow abort
 // does the same.
 func CaptureCleanupSQL(slot string) string {
-	c := captureNames(slot)
-	var stmts []string
-	for _, t := range c.triggers {
-		stmts = append(stmts, "DROP EVENT TRIGGER IF EXISTS "+t)
-	}
-	stmts = append(stmts, "DROP TABLE IF EXISTS "+c.table,
-		"DROP FUNCTION IF EXISTS "+c.hook+"()",
-		"DROP FUNCTION IF EXISTS "+c.record+"(text, text, text, text)",
-		"DROP FUNCTION IF EXISTS "+c.apply+"()",
-		"DROP SCHEMA IF EXISTS "+pg.Ident(captureSchema))
+	stmts := append(captureNames(slot).dropStatements(), "DROP SCHEMA IF EXISTS "+pg.Ident(captureSchema))
 	return strings.Join(stmts, "; ")
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
 // cutoverSQL is the source of the cutover tests: one keyed table the
@@ -251,6 +253,12 @@ func TestInterruptedHandover(t *testing.T) {
 	if err != nil || st.Sub != nil || !st.Source.Fence.Ours(o.Names.Slot) || !st.Source.Capture || !st.TargetCapture {
 		t.Fatalf("ReadState after a killed handover: sub %+v, source %+v, target capture %v, %v", st.Sub, st.Source, st.TargetCapture, err)
 	}
+	// The cleanup printed for the target removes all of its capture:
+	// every function, the schema.
+	exec(t, o.Target, CaptureCleanupSQL(o.Names.Slot))
+	if v := scalar(t, o.Target, "SELECT count(*)::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'pgsprint'"); v != "0" {
+		t.Errorf("CaptureCleanupSQL left %s pgsprint functions", v)
+	}
 	if _, err := Abort(ctx, o.Source, o.Target, o.Names); err != nil {
 		t.Fatal(err)
 	}
@@ -261,6 +269,9 @@ func TestInterruptedHandover(t *testing.T) {
 		}
 		if v := scalar(t, side, "SELECT count(*)::text FROM pg_namespace WHERE nspname = 'pgsprint'"); v != "0" {
 			t.Error("the capture schema is left")
+		}
+		if v := scalar(t, side, "SELECT count(*)::text FROM pg_proc WHERE proname LIKE $1", o.Names.Slot+"%"); v != "0" {
+			t.Errorf("%s capture functions left", v)
 		}
 	}
 	if fenced(t, o.Source) || scalar(t, o.Source, "SELECT count(*)::text FROM pg_db_role_setting WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())") != "0" {
@@ -292,5 +303,74 @@ func TestStaleErrors(t *testing.T) {
 		if got := st.StaleErrors(); got != tc.stale {
 			t.Errorf("%s: StaleErrors() = %v, want %v", tc.name, got, tc.stale)
 		}
+	}
+}
+
+// TestAbortPreparedCopy: torture seed 4242 round 26. A table created
+// during the follow is being copied while two prepared transactions are
+// open on the source: the copy's slot waits for them, and DROP
+// SUBSCRIPTION for the slot. Abort must not hang: it ends the copy's
+// session and drops everything, in bounded time, and leaves the prepared
+// transactions as they are. A cluster of its own: prepared transactions
+// hold up every slot being created on their server.
+func TestAbortPreparedCopy(t *testing.T) {
+	t.Parallel()
+	c := pgtest.New(t, pgtest.Options{Settings: logicalSettings})
+	o := newCase(t, c, cutoverSQL)
+	following(t, o)
+	exec(t, o.Source, "CREATE TABLE new26 (id int PRIMARY KEY)")
+	exec(t, o.Source, "INSERT INTO new26 SELECT generate_series(1, 10)")
+	waitFor(t, o.Target, "true", "SELECT (to_regclass('public.new26') IS NOT NULL)::text")
+	for _, g := range []string{"p26a", "p26b"} {
+		exec(t, o.Source, fmt.Sprintf("BEGIN; INSERT INTO keyed VALUES (%d, 'prepared'); PREPARE TRANSACTION '%s'", 9000+len(g)+int(g[3]), g))
+	}
+	// What finish's step before the fence does: the target starts
+	// copying the new table, whose slot waits for the prepared ones.
+	exec(t, o.Target, "ALTER SUBSCRIPTION "+o.Names.Slot+" REFRESH PUBLICATION WITH (copy_data = true)")
+	if c.Version() >= 14 {
+		waitFor(t, o.Source, "1", "SELECT count(*)::text FROM pg_replication_slots WHERE slot_name LIKE 'pg\\_%\\_sync\\_%'")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	began := time.Now()
+	if _, err := Abort(ctx, o.Source, o.Target, o.Names); err != nil {
+		t.Fatalf("Abort after %s: %v", time.Since(began), err)
+	}
+	if d := time.Since(began); d > 20*time.Second {
+		t.Errorf("Abort took %s", d)
+	}
+	nothingLeft(t, o.Source, o.Target, o.Names)
+	if v := scalar(t, o.Source, "SELECT count(*)::text FROM pg_replication_slots"); v != "0" {
+		t.Errorf("%s slots left on the source", v)
+	}
+	if v := scalar(t, o.Source, "SELECT string_agg(gid, ',' ORDER BY gid) FROM pg_prepared_xacts"); v != "p26a,p26b" {
+		t.Errorf("prepared transactions after abort: %q", v)
+	}
+	exec(t, o.Source, "ROLLBACK PREPARED 'p26a'")
+	exec(t, o.Source, "ROLLBACK PREPARED 'p26b'")
+}
+
+// TestMatviewOverNewTable: issue 41 MEDIUM-7. A materialized view over a
+// table created during the follow is computed on the target when it
+// replays the CREATE, before the table's rows are copied: finish
+// refreshes it there, and the comparison (materialized views included)
+// passes.
+func TestMatviewOverNewTable(t *testing.T) {
+	t.Parallel()
+	c := sharedLogical(t)
+	o := newCase(t, c, cutoverSQL)
+	following(t, o)
+	exec(t, o.Source, "CREATE TABLE new11 (id int PRIMARY KEY, v text)")
+	exec(t, o.Source, "INSERT INTO new11 SELECT i, 'r' || i FROM generate_series(1, 50) i")
+	exec(t, o.Source, "CREATE MATERIALIZED VIEW mv11 AS SELECT id, v FROM new11 WHERE id % 2 = 0")
+	exec(t, o.Source, "CREATE MATERIALIZED VIEW mv11b AS SELECT count(*) AS n FROM mv11")
+	waitFor(t, o.Target, "true", "SELECT (to_regclass('public.mv11b') IS NOT NULL)::text")
+	var out bytes.Buffer
+	if _, err := Finish(context.Background(), FinishOptions{Source: o.Source, Target: o.Target, Names: o.Names, Timeout: 30 * time.Second,
+		Grace: time.Second, Out: &out, Verify: sameData(o.Source, o.Target)}); err != nil {
+		t.Fatalf("Finish: %v\n%s", err, out.String())
+	}
+	if v := scalar(t, o.Target, "SELECT (SELECT count(*) FROM mv11)::text || ' ' || (SELECT n FROM mv11b)::text"); v != "25 25" {
+		t.Errorf("the target's materialized views hold %q, want 25 25", v)
 	}
 }

@@ -224,33 +224,17 @@ func installCapture(ctx context.Context, conn *pgx.Conn, n Names, f filter.Optio
 // triggers first, so that nothing records the drops), and the schema
 // when nothing else is in it.
 func dropCapture(ctx context.Context, conn *pgx.Conn, slot string) error {
-	c := captureNames(slot)
-	var exists bool
-	if err := conn.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL
-		OR EXISTS (SELECT 1 FROM pg_catalog.pg_event_trigger WHERE evtname = ANY ($2))
-		OR EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
-			WHERE n.nspname = $3 AND p.proname = ANY ($2))`,
-		c.table, c.raw, captureSchema).Scan(&exists); err != nil {
-		return fmt.Errorf("look for the DDL capture: %w", err)
+	exists, err := hasCapture(ctx, conn, slot)
+	if err != nil || !exists {
+		return err
 	}
-	if !exists {
-		return nil
-	}
-	var stmts []string
-	for _, t := range c.triggers {
-		stmts = append(stmts, "DROP EVENT TRIGGER IF EXISTS "+t)
-	}
-	stmts = append(stmts, "DROP TABLE IF EXISTS "+c.table,
-		"DROP FUNCTION IF EXISTS "+c.hook+"()",
-		"DROP FUNCTION IF EXISTS "+c.record+"(text, text, text, text)",
-		"DROP FUNCTION IF EXISTS "+c.split+"(text, boolean)",
-		"DROP FUNCTION IF EXISTS "+c.apply+"()")
+	stmts := captureNames(slot).dropStatements()
 	for _, q := range stmts {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			return fmt.Errorf("remove the DDL capture (%s): %w", q, err)
 		}
 	}
-	_, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pg.Ident(captureSchema))
+	_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pg.Ident(captureSchema))
 	var pgErr *pgconn.PgError
 	if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "2BP01") { // dependent_objects_still_exist: another follow's
 		return fmt.Errorf("remove schema %s: %w", captureSchema, err)

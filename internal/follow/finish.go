@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
@@ -459,7 +460,7 @@ func waitCaughtUp(ctx context.Context, sconn, dconn *pgx.Conn, slot string, base
 				return "", err
 			}
 			if sub != nil && sub.ApplyErrors > baseline {
-				return "", fmt.Errorf("the target's apply worker fails (%d bytes behind): %s", behind, ApplyErrorText(sub))
+				return "", fmt.Errorf("the target's apply worker fails (%d bytes behind): %s; next: %s", behind, ApplyErrorText(sub), ApplyErrorAdvice(sub.LastError))
 			}
 		}
 		if time.Since(lastLog) > 2*time.Second {
@@ -544,9 +545,9 @@ func Abort(ctx context.Context, src, dst *pgx.ConnConfig, n Names) (*Dropped, er
 		return nil, err
 	}
 	d := &Dropped{Subscription: sub != nil, Slot: before.Slot, Publication: before.Publication, Fence: before.Fence}
-	if err := dropAll(ctx, sconn, dconn, n, sub != nil); err != nil {
-		return nil, err
-	}
+	// The fence is lifted even when a drop fails: abort is what a DBA
+	// runs to have the source back, and a rerun drops the rest.
+	dropErr := dropAll(ctx, sconn, dconn, n, sub != nil)
 	switch {
 	case d.Fence.Ours(n.Slot):
 		if err := unfence(ctx, sconn, d.Fence.Database); err != nil {
@@ -564,6 +565,12 @@ func Abort(ctx context.Context, src, dst *pgx.ConnConfig, n Names) (*Dropped, er
 	if d.Fence, err = readFence(ctx, sconn); err != nil {
 		return nil, err
 	}
+	if dropErr != nil {
+		if d.Unfenced {
+			return nil, fmt.Errorf("%w (the fence was lifted: the source database %s is writable)", dropErr, d.Fence.Database)
+		}
+		return nil, dropErr
+	}
 	return d, nil
 }
 
@@ -574,7 +581,11 @@ func Abort(ctx context.Context, src, dst *pgx.ConnConfig, n Names) (*Dropped, er
 func dropAll(ctx context.Context, sconn, dconn *pgx.Conn, n Names, sub bool) error {
 	if sub {
 		name := pg.Ident(n.Slot)
-		if _, err := dconn.Exec(ctx, "DROP SUBSCRIPTION IF EXISTS "+name); err != nil {
+		if err := dropSubscription(ctx, sconn, dconn, n.Slot); err != nil {
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) {
+				return err // not the target's answer: a timeout, which the fallback would meet too
+			}
 			for _, q := range []string{"ALTER SUBSCRIPTION " + name + " DISABLE",
 				"ALTER SUBSCRIPTION " + name + " SET (slot_name = NONE)",
 				"DROP SUBSCRIPTION IF EXISTS " + name} {

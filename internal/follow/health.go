@@ -69,7 +69,7 @@ func checkHealth(ctx context.Context, sconn, dconn *pgx.Conn, n Names, baseline 
 				return err
 			}
 			if sub != nil && sub.ApplyErrors > baseline {
-				return refuse(fmt.Sprintf("the target's apply worker fails: %s", ApplyErrorText(sub)))
+				return refuse(fmt.Sprintf("the target's apply worker fails: %s; next: %s", ApplyErrorText(sub), ApplyErrorAdvice(sub.LastError)))
 			}
 		}
 		if time.Now().After(deadline) {

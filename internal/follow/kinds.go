@@ -74,7 +74,7 @@ func Kinds(ctx context.Context, src *pgx.ConnConfig, schema bool, entries []comp
 		kinds = append(kinds, "unlogged tables (their changes are not followed): "+list(unlogged))
 	}
 	if len(matviews) > 0 {
-		kinds = append(kinds, "materialized view contents (not followed: a REFRESH on one side): "+list(matviews))
+		kinds = append(kinds, "materialized view contents (their rows are not replicated, only a REFRESH run on the source is: REFRESH MATERIALIZED VIEW each on the source, then finish again): "+list(matviews))
 	}
 	if len(los) > 0 {
 		kinds = append(kinds, "large objects changed after finish copied them: "+list(los))

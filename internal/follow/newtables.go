@@ -121,18 +121,27 @@ func followDDLAfterCatchUp(ctx context.Context, sconn, dconn *pgx.Conn, n Names,
 		return "", err
 	}
 	added, err := syncNewTables(ctx, sconn, dconn, n, timeout, log)
-	if err != nil || len(added) == 0 {
-		return caughtUp, err
-	}
-	sub, err := readSubscription(ctx, dconn, n.Slot)
 	if err != nil {
 		return "", err
 	}
-	baseline := int64(-1)
-	if sub != nil {
-		baseline = sub.ApplyErrors
+	if len(added) > 0 {
+		sub, err := readSubscription(ctx, dconn, n.Slot)
+		if err != nil {
+			return "", err
+		}
+		baseline := int64(-1)
+		if sub != nil {
+			baseline = sub.ApplyErrors
+		}
+		if caughtUp, err = waitCaughtUp(ctx, sconn, dconn, n.Slot, baseline, timeout, stall, log); err != nil {
+			return "", err
+		}
 	}
-	return waitCaughtUp(ctx, sconn, dconn, n.Slot, baseline, timeout, stall, log)
+	refreshed, err := refreshMatviews(ctx, sconn, dconn, n.Slot)
+	if len(refreshed) > 0 {
+		log.Info("follow: refreshed on the target the materialized views over tables created during the follow", "views", strings.Join(refreshed, ", "))
+	}
+	return caughtUp, err
 }
 
 // beforeFence is finish's step before the fence: DDL that the target
