@@ -134,8 +134,8 @@ func (c *Checklist) privileges(ctx context.Context, conn *pgx.Conn, m *archive.M
 // source, by the functions the run calls (subset.Compute, mask.Resolve),
 // in a read-only transaction rolled back after: an unknown table or
 // column, a condition that does not parse, a masked key are refused here
-// as the run refuses them. A masking refusal is a usage error, as the
-// run's (Checklist.Usage).
+// as the run refuses them. A rule naming what the source lacks is a
+// usage error, as the run's (Checklist.Usage).
 func (c *Checklist) rules(ctx context.Context, conn *pgx.Conn, srv pg.Server, sub subset.Spec, mk mask.Spec) {
 	if !sub.Active() && !mk.Active() {
 		return
@@ -147,6 +147,10 @@ func (c *Checklist) rules(ctx context.Context, conn *pgx.Conn, srv pg.Server, su
 	defer conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 	if sub.Active() {
 		_, err := subset.Compute(ctx, conn, sub, subset.Options{Server: srv})
+		var re *subset.RefusedError
+		if errors.As(err, &re) {
+			c.Usage = AsUsage(err)
+		}
 		c.add(check("subset", err, fmt.Sprintf("%d rules: their tables, columns and conditions are the source's", len(sub.Seeds)+len(sub.Refs))))
 		if err != nil {
 			return // the transaction may be aborted
