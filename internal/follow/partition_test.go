@@ -92,3 +92,47 @@ func TestFollowPartitioned(t *testing.T) {
 	}
 	nothingLeft(t, o.Source, o.Target, o.Names)
 }
+
+// TestFinishNeverSubscribed: a clone --follow whose subscription could
+// not be created (here: the copy left the target without the followed
+// table) keeps the slot and the publication; a finish then refuses with
+// the true reason, twice, and verifies, drops and fences nothing. Once
+// abort removed them, a finish says there is nothing to finish.
+func TestFinishNeverSubscribed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := sharedLogical(t)
+	o := newCase(t, c, sourceSQL)
+	o.Filter = filter.Options{Selection: filter.Selection{Tables: []string{"keyed"}}}
+	_, err := Clone(ctx, o, func(context.Context, string, filter.Options) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "create subscription") {
+		t.Fatalf("Clone: %v, want the subscription refused", err)
+	}
+	fo := FinishOptions{Source: o.Source, Target: o.Target, Names: o.Names, Timeout: 10 * time.Second,
+		Verify: func(context.Context, Verification) error {
+			t.Error("Finish compared a follow that never began")
+			return nil
+		}}
+	for range 2 {
+		_, err := Finish(ctx, fo)
+		if err == nil || !strings.Contains(err.Error(), "the follow never began") || !strings.Contains(err.Error(), "follow abort") {
+			t.Errorf("Finish: %v, want it refused as never begun", err)
+		}
+	}
+	if v := scalar(t, o.Source, "SELECT count(*)::text FROM pg_replication_slots WHERE slot_name = $1", o.Names.Slot); v != "1" {
+		t.Error("the refused finish dropped the slot")
+	}
+	if v := scalar(t, o.Source, "SELECT count(*)::text FROM pg_publication WHERE pubname = $1", o.Names.Publication); v != "1" {
+		t.Error("the refused finish dropped the publication")
+	}
+	if fenced(t, o.Source) {
+		t.Error("the refused finish fenced the source")
+	}
+	if _, err := Abort(ctx, o.Source, o.Target, o.Names); err != nil {
+		t.Fatal(err)
+	}
+	nothingLeft(t, o.Source, o.Target, o.Names)
+	if _, err := Finish(ctx, fo); err == nil || !strings.Contains(err.Error(), "nothing to finish") {
+		t.Errorf("Finish after abort: %v, want nothing to finish", err)
+	}
+}
