@@ -193,8 +193,8 @@ func runClone(ctx context.Context, o cloneOptions) error {
 		return err
 	}
 	if fo != nil {
-		return runCloneFollow(ctx, o, fo, func(ctx context.Context, snapshot string) error {
-			o.snapshot = snapshot
+		return runCloneFollow(ctx, o, fo, func(ctx context.Context, snapshot string, f filter.Options) error {
+			o.snapshot, o.filter = snapshot, f
 			return cloneOne(ctx, o, src, dst, method)
 		})
 	}

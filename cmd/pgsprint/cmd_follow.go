@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/follow"
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
@@ -66,7 +67,7 @@ func (f *followFlags) options(o cloneOptions, src, dst *pgx.ConnConfig) (*follow
 // runCloneFollow is clone --follow: the clone, copy, runs inside the
 // follow's lifecycle (follow.Clone), and the target follows the source
 // once it returns.
-func runCloneFollow(ctx context.Context, o cloneOptions, fo *follow.Options, copy func(ctx context.Context, snapshot string) error) error {
+func runCloneFollow(ctx context.Context, o cloneOptions, fo *follow.Options, copy func(ctx context.Context, snapshot string, f filter.Options) error) error {
 	fol, err := follow.Clone(ctx, *fo, copy)
 	if errors.Is(err, follow.ErrConninfoPassword) {
 		return usageError{err}

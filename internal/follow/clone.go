@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/filter"
 )
 
 // ErrConninfoPassword is returned by Clone when Options.Conninfo is empty
@@ -19,19 +21,22 @@ var ErrConninfoPassword = errors.New("the source connection uses a password, whi
 // follows the source once it is copied: every requirement is checked and
 // the publication and the slot are created first; copy must read the
 // source in the slot's exported snapshot, which it is given and which is
-// held until copy returns; then the target's subscription takes over from
-// the slot, replaying every change made since that snapshot.
+// held until copy returns, and copy the selection it is given: o.Filter
+// with the partitions of the partitioned tables it selects, whose changes
+// the publication of those tables carries under the partitions' names.
+// Then the target's subscription takes over from the slot, replaying
+// every change made since that snapshot.
 //
 // If copy fails, the slot and the publication are removed (and any
 // REPLICA IDENTITY FULL set back) and copy's error is returned as it is.
 // If the subscription cannot be created, the clone is complete and the
 // slot and publication are kept: the error says how to go on.
-func Clone(ctx context.Context, o Options, copy func(ctx context.Context, snapshot string) error) (*Started, error) {
+func Clone(ctx context.Context, o Options, copy func(ctx context.Context, snapshot string, f filter.Options) error) (*Started, error) {
 	s, err := start(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	if err := copy(ctx, s.Snapshot); err != nil {
+	if err := copy(ctx, s.Snapshot, s.filter); err != nil {
 		// Removed even when ctx ended: an interrupted clone leaves no
 		// slot holding WAL on the source.
 		if cerr := s.cancel(context.WithoutCancel(ctx)); cerr != nil {

@@ -86,7 +86,7 @@ func TestCloneRefused(t *testing.T) {
 			if tc.opts != nil {
 				tc.opts(&o)
 			}
-			_, err := Clone(ctx, o, func(context.Context, string) error {
+			_, err := Clone(ctx, o, func(context.Context, string, filter.Options) error {
 				t.Error("copy ran despite the refusal")
 				return nil
 			})
@@ -162,7 +162,7 @@ func TestCloneCopyFails(t *testing.T) {
 			}
 			failed := errors.New("copy failed")
 			ran := false
-			_, err := Clone(ctx, o, func(ctx context.Context, snapshot string) error {
+			_, err := Clone(ctx, o, func(ctx context.Context, snapshot string, f filter.Options) error {
 				ran = true
 				if v := scalar(t, src, "SELECT plugin::text || ' ' || slot_type FROM pg_replication_slots WHERE slot_name = $1", n.Slot); v != "pgoutput logical" {
 					t.Errorf("slot %s while copying: %q, want pgoutput logical", n.Slot, v)
@@ -262,9 +262,9 @@ func TestCloneCatchUp(t *testing.T) {
 			o := newCase(t, c, sourceSQL)
 			src, dst, n := o.Source, o.Target, o.Names
 			tc.opts(&o)
-			s, err := Clone(ctx, o, func(ctx context.Context, snapshot string) error {
+			s, err := Clone(ctx, o, func(ctx context.Context, snapshot string, f filter.Options) error {
 				exec(t, src, tc.before)
-				_, err := clone.Run(ctx, clone.Options{Session: dump.SessionOptions{Source: src, Snapshot: snapshot}, Options: restore.Options{Target: dst, Jobs: 2, Filter: o.Filter, Settings: restore.Settings{NoAnalyze: true}}})
+				_, err := clone.Run(ctx, clone.Options{Session: dump.SessionOptions{Source: src, Snapshot: snapshot}, Options: restore.Options{Target: dst, Jobs: 2, Filter: f, Settings: restore.Settings{NoAnalyze: true}}})
 				if err != nil {
 					return err
 				}

@@ -117,7 +117,7 @@ func TestFollowDDL(t *testing.T) {
 		src, dst, n := o.Source, o.Target, o.Names
 		// DDL after the copy read the source and before the target
 		// subscribed: in the slot, replayed once the subscription starts.
-		if _, err := Clone(context.Background(), o, func(ctx context.Context, snapshot string) error {
+		if _, err := Clone(context.Background(), o, func(ctx context.Context, snapshot string, f filter.Options) error {
 			_, err := clone.Run(ctx, clone.Options{Session: dump.SessionOptions{Source: src, Snapshot: snapshot}, Options: restore.Options{Target: dst, Jobs: 2, Settings: restore.Settings{NoAnalyze: true}}})
 			exec(t, src, "ALTER TABLE keyed ADD COLUMN early text")
 			exec(t, src, "UPDATE keyed SET early = 'e' WHERE id <= 5")

@@ -15,6 +15,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/restore"
@@ -25,8 +26,8 @@ import (
 func following(t *testing.T, o Options) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := Clone(ctx, o, func(ctx context.Context, snapshot string) error {
-		_, err := clone.Run(ctx, clone.Options{Session: dump.SessionOptions{Source: o.Source, Snapshot: snapshot}, Options: restore.Options{Target: o.Target, Jobs: 2, Filter: o.Filter, Settings: restore.Settings{NoAnalyze: true}}})
+	if _, err := Clone(ctx, o, func(ctx context.Context, snapshot string, f filter.Options) error {
+		_, err := clone.Run(ctx, clone.Options{Session: dump.SessionOptions{Source: o.Source, Snapshot: snapshot}, Options: restore.Options{Target: o.Target, Jobs: 2, Filter: f, Settings: restore.Settings{NoAnalyze: true}}})
 		return err
 	}); err != nil {
 		t.Fatal(err)

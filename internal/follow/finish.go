@@ -188,15 +188,19 @@ func Finish(ctx context.Context, o FinishOptions) (res *FinishResult, err error)
 	}
 	if sub == nil {
 		// An earlier finish handed over (or was killed handing over):
-		// its fence says it verified first.
+		// its fence, or without one its mark on the publication, says
+		// it verified first. Else the follow never began (a clone
+		// --follow that stopped before it subscribed) or is gone:
+		// nothing was verified, nothing is dropped.
+		if !res.Fence.Ours(o.Names.Slot) {
+			if err := handedOver(ctx, sconn, o.Names); err != nil {
+				return nil, err
+			}
+		}
 		if err := dropAll(ctx, sconn, dconn, o.Names, false); err != nil {
 			return nil, err
 		}
-		if res.Fence.Ours(o.Names.Slot) {
-			return res, o.reread(ctx, res)
-		}
-		log.Warn("no subscription on the target: an earlier finish dropped it; comparing", "subscription", o.Names.Slot)
-		return res, o.verify(ctx, sconn, Verification{SourceMajor: res.SourceMajor, TargetMajor: res.TargetMajor}, res)
+		return res, o.reread(ctx, res)
 	}
 	// Before the handover, any failure lifts the fence this follow put
 	// on the source: it is writable again and the follow goes on.
@@ -294,6 +298,9 @@ func Finish(ctx context.Context, o FinishOptions) (res *FinishResult, err error)
 		return res, err
 	}
 	handover, handingOver := time.Now(), true
+	if err := markHandover(ctx, sconn, o.Names); err != nil {
+		return res, err
+	}
 	if err := dropAll(ctx, sconn, dconn, o.Names, true); err != nil {
 		return res, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/preflight"
 )
@@ -49,7 +50,7 @@ func TestCloneRefusedStandby(t *testing.T) {
 			t.Errorf("preflight's follow items on a standby: %+v", items)
 		}
 	})
-	_, err = Clone(ctx, o, func(context.Context, string) error {
+	_, err = Clone(ctx, o, func(context.Context, string, filter.Options) error {
 		t.Error("copy ran on a standby source")
 		return nil
 	})

@@ -92,6 +92,9 @@ func start(ctx context.Context, o Options) (*Started, error) {
 	if err := preflight.Failed(req.Items()); err != nil {
 		return nil, err
 	}
+	if o.Filter, err = withPartitions(ctx, conn, o.Filter); err != nil {
+		return nil, err
+	}
 	tables, err := preflight.FollowTables(ctx, conn, o.Filter)
 	if err != nil {
 		return nil, err
@@ -182,7 +185,10 @@ func (o Options) choose(req preflight.FollowSource, tables []preflight.FollowTab
 				continue
 			}
 		}
-		list = append(list, t.Name)
+		// ONLY: a table's inheritance children are published only
+		// when selected (then listed); a partitioned table's
+		// partitions always are (withPartitions selects them).
+		list = append(list, "ONLY "+t.Name)
 	}
 	if err := preflight.Keyless(tables, o.ReplicaIdentityFull, o.SkipNoKey); err != nil {
 		return "", nil, err
