@@ -2,10 +2,14 @@
 # Builds pgsprint's release files into OUT_DIR (default dist/; make dist):
 #
 #   pgsprint_VERSION_linux_amd64.tar.gz  the binary, its man pages and
-#                                        completions, README.md
+#                                        completions, README.md and the
+#                                        guide (docs/guide/*.md, where
+#                                        README's links find it)
 #   pgsprint_DEBVERSION_amd64.deb        /usr/bin/pgsprint, the man pages in
 #                                        /usr/share/man/man1, bash, zsh and
-#                                        fish completions, the license in
+#                                        fish completions, README.md and the
+#                                        guide in /usr/share/doc/pgsprint
+#                                        (guide/*.md), the license in
 #                                        /usr/share/doc/pgsprint/copyright;
 #                                        Depends: postgresql-client
 #   SHA256SUMS                           of both
@@ -75,10 +79,11 @@ else
 fi
 "$bin" gen-docs "$stage/docs"
 
-# The tarball: pgsprint_VERSION_linux_amd64/{pgsprint,README.md,man/man1,completions}.
+# The tarball: pgsprint_VERSION_linux_amd64/{pgsprint,README.md,docs/guide,man/man1,completions}.
 name="pgsprint_${version}_linux_${arch}"
-mkdir -p "$stage/$name"
+mkdir -p "$stage/$name/docs/guide"
 cp "$bin" README.md "$stage/$name/"
+cp docs/guide/*.md "$stage/$name/docs/guide/"
 cp -r "$stage/docs/man" "$stage/docs/completions" "$stage/$name/"
 tar -C "$stage" --owner=0 --group=0 --numeric-owner --sort=name -cf - "$name" | gzip "-${level}n" > "$out/$name.tar.gz"
 
@@ -93,6 +98,9 @@ install -D -m 644 "$stage/docs/completions/pgsprint.bash" "$root/usr/share/bash-
 install -D -m 644 "$stage/docs/completions/_pgsprint" "$root/usr/share/zsh/vendor-completions/_pgsprint"
 install -D -m 644 "$stage/docs/completions/pgsprint.fish" "$root/usr/share/fish/vendor_completions.d/pgsprint.fish"
 install -D -m 644 README.md "$root/usr/share/doc/pgsprint/README.md"
+for page in docs/guide/*.md; do
+  install -D -m 644 "$page" "$root/usr/share/doc/pgsprint/guide/$(basename "$page")"
+done
 # Debian policy's copyright file (free-form): where it comes from, then
 # the project's license as it is.
 {

@@ -288,9 +288,9 @@ func (a *allDumpFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&a.all, "all", false, "dump the whole server: globals (roles, tablespaces) and every database, in one archive (see above)")
 	fs.StringArrayVar(&a.exclude, "exclude-database", nil, "with --all: do not dump databases matching this pattern (as pg_dumpall; repeatable)")
 	fs.BoolVar(&a.noPasswords, "no-role-passwords", false, "with --all: leave the roles' passwords out (as pg_dumpall)")
-	fs.BoolVarP(&a.globalsOnly, "globals-only", "g", false, "not taken: use pg_dumpall (see README)")
-	fs.BoolVarP(&a.rolesOnly, "roles-only", "r", false, "not taken: use pg_dumpall (see README)")
-	fs.BoolVar(&a.tablespacesOnly, "tablespaces-only", false, "not taken: use pg_dumpall (see README)")
+	fs.BoolVarP(&a.globalsOnly, "globals-only", "g", false, "not taken: use pg_dumpall (see docs/guide/pg-dump-flags.md)")
+	fs.BoolVarP(&a.rolesOnly, "roles-only", "r", false, "not taken: use pg_dumpall (see docs/guide/pg-dump-flags.md)")
+	fs.BoolVar(&a.tablespacesOnly, "tablespaces-only", false, "not taken: use pg_dumpall (see docs/guide/pg-dump-flags.md)")
 }
 
 func (a *allDumpFlags) check(snapshot string) error {

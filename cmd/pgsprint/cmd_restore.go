@@ -246,7 +246,7 @@ reports and passes), then for each database its CREATE DATABASE and
 	o.compat.register(fs, &o.filter)
 	fs.BoolVarP(&o.exitOnErr, "exit-on-error", "e", false, "stop at the first error (pgsprint restore does unless --keep-going: accepted for pg_restore's sake)")
 	fs.BoolVar(&o.keepGoing, "keep-going", false, "go on past an object that fails, as pg_restore does without -e/--exit-on-error: what depends on it is skipped, the rest restored exactly; the end of the run names each failure and exits 1, and --resume finishes once the target has what it lacked")
-	fs.BoolVarP(&o.single, "single-transaction", "1", false, "with --to-sql only (whose script is always one transaction): see README")
+	fs.BoolVarP(&o.single, "single-transaction", "1", false, "with --to-sql only (whose script is always one transaction): see docs/guide/pg-dump-flags.md")
 	o.list.register(fs)
 	o.all.register(fs)
 	fs.BoolVar(&o.settings.NoStatistics, "no-statistics", false, "do not restore the archive's optimizer statistics (PostgreSQL 18+): analyze the tables instead")

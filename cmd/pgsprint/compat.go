@@ -17,7 +17,7 @@ import (
 // The flags in this file are pg_dump's and pg_restore's, with their
 // meaning where it is the same for pgsprint, and a one-line usage error
 // saying why where it is not: a DBA's fingers type them, and "unknown flag"
-// helps no one. README's flag table lists every one.
+// helps no one. docs/guide/pg-dump-flags.md lists every one.
 
 // compatFlags are the pg_dump/pg_restore flags a command takes besides
 // selection (registerFilterFlags) and connection (connFlags).
@@ -49,7 +49,7 @@ type compatFlags struct {
 func (c *compatFlags) register(fs *pflag.FlagSet, f *filter.Options) {
 	live := c.cmd != "restore" // reads a source database
 	ob := &f.Objects
-	fs.StringArrayVar(&c.sections, "section", nil, "only this part: pre-data, data or post-data (repeatable, as pg_dump; which combinations work: README's flag table)")
+	fs.StringArrayVar(&c.sections, "section", nil, "only this part: pre-data, data or post-data (repeatable, as pg_dump; which combinations work: docs/guide/pg-dump-flags.md)")
 	fs.StringArrayVar(&c.filterFile, "filter", nil, "read include/exclude patterns from this file (PostgreSQL 17's --filter format)")
 	fs.BoolVar(&f.StrictNames, "strict-names", false, "each -n and -t pattern must match something")
 	if live {
@@ -89,9 +89,9 @@ func (c *compatFlags) register(fs *pflag.FlagSet, f *filter.Options) {
 		c.refused[name] = "PostgreSQL 18's betas had it, its release has not (pg_dump 18 does not take it either): " +
 			"schema and data come by default, statistics too (--statistics is accepted as that default); leave a part out with --no-schema, --no-data or --no-statistics"
 	}
-	fs.StringVar(&c.restrictKey, "restrict-key", "", "not taken: plain-text scripts only (see README)")
-	fs.StringVarP(&c.encoding, "encoding", "E", "", "not taken: the archive holds the source's encoding and restore converts (see README)")
-	fs.BoolVar(&c.loadViaRoot, "load-via-partition-root", false, "not taken: pgsprint loads each partition itself (see README)")
+	fs.StringVar(&c.restrictKey, "restrict-key", "", "not taken: plain-text scripts only (see docs/guide/pg-dump-flags.md)")
+	fs.StringVarP(&c.encoding, "encoding", "E", "", "not taken: the archive holds the source's encoding and restore converts (see docs/guide/pg-dump-flags.md)")
+	fs.BoolVar(&c.loadViaRoot, "load-via-partition-root", false, "not taken: pgsprint loads each partition itself (see docs/guide/pg-dump-flags.md)")
 	if c.cmd == "restore" {
 		fs.BoolVar(&ob.NoTablespaces, "no-tablespaces", false, "do not restore tablespace assignments")
 		fs.BoolVar(&ob.NoTableAccessMethod, "no-table-access-method", false, "do not restore table access methods")
@@ -106,7 +106,7 @@ func (c *compatFlags) register(fs *pflag.FlagSet, f *filter.Options) {
 		c.refused["use-set-session-authorization"] = "ownership is set when restoring, as for a pg_dump archive: use pgsprint restore --use-set-session-authorization"
 		fs.BoolVar(&c.noTablespacesDump, "no-tablespaces", false, "not taken: give it to pgsprint restore (pg_dump ignores it for archives too)")
 		fs.BoolVar(&c.noTableAMDump, "no-table-access-method", false, "not taken: give it to pgsprint restore (pg_dump ignores it for archives too)")
-		fs.StringVarP(&c.format, "format", "F", "", "not taken: pgsprint writes its own archive format (see README)")
+		fs.StringVarP(&c.format, "format", "F", "", "not taken: pgsprint writes its own archive format (see docs/guide/pg-dump-flags.md)")
 		c.refused["no-tablespaces"] = "tablespace assignments are left out when restoring, as for a pg_dump archive (pg_dump ignores the flag for archive formats): use pgsprint restore --no-tablespaces"
 		c.refused["no-table-access-method"] = "table access methods are left out when restoring, as for a pg_dump archive (pg_dump ignores the flag for archive formats): use pgsprint restore --no-table-access-method"
 		c.refused["format"] = "pgsprint dump writes one format, its own archive (read by pgsprint restore, list and verify): for a plain SQL script run pgsprint restore -f FILE --to-sql; for a pg_restore archive use pg_dump"

@@ -69,7 +69,8 @@ func TestDebPackage(t *testing.T) {
 	}
 	if b, err := exec.Command("tar", "-tzf", tarball).CombinedOutput(); err != nil ||
 		!strings.Contains(string(b), "pgsprint_1.2.3-4-gabcdef0_linux_amd64/pgsprint\n") ||
-		!strings.Contains(string(b), "/man/man1/pgsprint-dump.1\n") {
+		!strings.Contains(string(b), "/man/man1/pgsprint-dump.1\n") ||
+		!strings.Contains(string(b), "pgsprint_1.2.3-4-gabcdef0_linux_amd64/docs/guide/upgrade.md\n") {
 		t.Fatalf("tarball: %v\n%s", err, b)
 	}
 	for field, want := range map[string]string{"Package": "pgsprint", "Version": "1.2.3+4.gabcdef0", "Depends": "postgresql-client"} {
@@ -85,6 +86,7 @@ func TestDebPackage(t *testing.T) {
 	for _, f := range []string{
 		"usr/share/man/man1/pgsprint.1.gz", "usr/share/man/man1/pgsprint-dump.1.gz", "usr/share/man/man1/pgsprint-restore.1.gz",
 		"usr/share/bash-completion/completions/pgsprint", "usr/share/zsh/vendor-completions/_pgsprint", "usr/share/fish/vendor_completions.d/pgsprint.fish",
+		"usr/share/doc/pgsprint/README.md", "usr/share/doc/pgsprint/guide/upgrade.md",
 	} {
 		if st, err := os.Stat(filepath.Join(root, f)); err != nil || st.Size() == 0 {
 			t.Errorf("the .deb lacks %s (%v)", f, err)

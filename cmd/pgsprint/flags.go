@@ -38,7 +38,7 @@ func registerSettingsFlags(fs *pflag.FlagSet, s *restore.Settings, conn, tables 
 	fs.BoolVarP(&s.NoOwner, "no-owner", "O", false, "do not restore object ownership")
 	fs.BoolVarP(&s.NoACL, "no-privileges", "x", false, "do not restore privileges (GRANT/REVOKE)")
 	fs.BoolVar(&s.SessionAuthorization, "use-set-session-authorization", false, "set ownership with SET SESSION AUTHORIZATION instead of ALTER OWNER (as pg_restore)")
-	fs.IntVar(&s.TransactionSize, "transaction-size", 0, "create pre-data's objects N to a transaction (pg_restore 17+; default 100); rows, indexes and constraints commit one step at a time, journaled (see README)")
+	fs.IntVar(&s.TransactionSize, "transaction-size", 0, "create pre-data's objects N to a transaction (pg_restore 17+; default 100); rows, indexes and constraints commit one step at a time, journaled (see docs/guide/pg-dump-flags.md)")
 	fs.StringVar(&s.MaintenanceWorkMem, "maintenance-work-mem", "512MB", "maintenance_work_mem of each "+conn+" (empty: the server's)")
 	fs.BoolVar(&s.NoAnalyze, "no-analyze", false, "do not ANALYZE the "+tables+" tables")
 }

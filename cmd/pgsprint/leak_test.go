@@ -22,7 +22,7 @@ import (
 )
 
 // leakCase is one masked run of the leak test: a dump (then restored and
-// written as SQL) or a clone, with flags of the README's flag table.
+// written as SQL) or a clone, with flags of docs/guide/pg-dump-flags.md's table.
 type leakCase struct {
 	name  string
 	clone bool

@@ -23,7 +23,7 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
-// Exit codes, documented in the README.
+// Exit codes, documented in docs/guide/exit-codes.md.
 const (
 	exitOK          = 0
 	exitFailure     = 1

@@ -21,7 +21,7 @@ type maskFlags struct {
 }
 
 func (m *maskFlags) register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&m.rules, "mask", nil, "mask a column as it is read, 'schema.table.column=RULE': email, name, phone, text, number:MIN:MAX, dateshift:DAYS, null, const:VALUE, regex:/P/R/, hash[:N], keep (repeatable; see \"Development copy\" in the README)")
+	fs.StringArrayVar(&m.rules, "mask", nil, "mask a column as it is read, 'schema.table.column=RULE': email, name, phone, text, number:MIN:MAX, dateshift:DAYS, null, const:VALUE, regex:/P/R/, hash[:N], keep (repeatable; see docs/guide/development-copies.md)")
 	fs.StringArrayVar(&m.files, "mask-file", nil, "read masking rules from `FILE`, one 'schema.table.column = RULE' a line, # comments")
 	fs.StringVar(&m.secretFile, "mask-secret-file", "", "key the masking with the secret on the first line of `FILE` (else $"+mask.SecretEnv+"); the same secret gives the same masked values")
 }

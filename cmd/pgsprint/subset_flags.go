@@ -19,7 +19,7 @@ type subsetFlags struct {
 }
 
 func (s *subsetFlags) register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&s.seeds, "subset", nil, "keep only the rows of this table matching this condition, 'schema.table: WHERE-condition', and every row they reference, transitively (repeatable; see \"Development copy\" in the README)")
+	fs.StringArrayVar(&s.seeds, "subset", nil, "keep only the rows of this table matching this condition, 'schema.table: WHERE-condition', and every row they reference, transitively (repeatable; see docs/guide/development-copies.md)")
 	fs.BoolVar(&s.children, "subset-children", false, "with --subset: keep the rows that reference the chosen rows too (an order's lines), transitively downward from the --subset tables")
 	fs.StringVar(&s.others, "subset-others", subset.OthersAll, "with --subset: tables no rule reaches keep all their rows (all) or none (none); kept rows bring the rows they reference")
 	fs.StringArrayVar(&s.refs, "subset-ref", nil, "with --subset: follow a reference the schema does not declare, 'schema.child(col, ...) -> schema.parent(col, ...)' (repeatable)")
