@@ -183,7 +183,7 @@ func lastLine(s string) string {
 // StartCluster starts a throwaway cluster tuned the same for every tool
 // measured on it: enough shared buffers and WAL that checkpoints do not
 // dominate, nothing that only one tool would benefit from.
-func StartCluster(ctx context.Context, binDir string) (*pgtest.Cluster, error) {
+func StartCluster(ctx context.Context, binDir string) (*pgtest.Instance, error) {
 	return StartClusterFor(ctx, binDir, 0)
 }
 
@@ -193,7 +193,7 @@ func StartCluster(ctx context.Context, binDir string) (*pgtest.Cluster, error) {
 // hold them all, as a DBA would configure a server pg_dump must work on
 // (100,000 tables need 1,250 where the default is 64). Every tool runs on
 // the same settings.
-func StartClusterFor(ctx context.Context, binDir string, tables int) (*pgtest.Cluster, error) {
+func StartClusterFor(ctx context.Context, binDir string, tables int) (*pgtest.Instance, error) {
 	return pgtest.Start(ctx, pgtest.Options{BinDir: binDir, Settings: map[string]string{
 		"shared_buffers":            "512MB",
 		"max_wal_size":              "8GB",

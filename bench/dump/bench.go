@@ -20,7 +20,7 @@ import (
 type bench struct {
 	cfg     config
 	bins    binaries
-	cluster *pgtest.Cluster
+	cluster *pgtest.Instance
 	db      string
 	results []benchkit.Result
 	server  []time.Duration // server CPU (all backends) of each result

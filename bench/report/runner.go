@@ -27,7 +27,7 @@ type source struct {
 
 // runner runs variants against one cluster.
 type runner struct {
-	c       *pgtest.Cluster
+	c       *pgtest.Instance
 	s       setup
 	timeout time.Duration // per command
 	log     func(format string, args ...any)

@@ -133,7 +133,7 @@ func run(ctx context.Context, binDir string, scale int, small float64, jobs int)
 
 // build creates the source's databases: bench (pgbench), fk1..fk5 and
 // many1..many5. It returns their names.
-func build(ctx context.Context, c *pgtest.Cluster, bin string, scale int, small float64) ([]string, error) {
+func build(ctx context.Context, c *pgtest.Instance, bin string, scale int, small float64) ([]string, error) {
 	fmt.Fprintf(os.Stderr, "building pgbench -s %d and ten small databases...\n", scale)
 	dbs := []string{"bench"}
 	for i := 1; i <= 5; i++ {

@@ -54,7 +54,7 @@ func main() {
 
 // bench is one run's cluster, binaries and scratch directory.
 type bench struct {
-	c        *pgtest.Cluster
+	c        *pgtest.Instance
 	bin      string // PostgreSQL bin directory
 	pgsprint string
 	dir      string

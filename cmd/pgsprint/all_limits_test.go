@@ -36,7 +36,7 @@ var limitSettings = map[string]string{
 
 // createLimitTables creates n tables (primary key, one more index, a few
 // rows) in db, 100 per transaction: creating a table locks it too.
-func createLimitTables(t *testing.T, c *pgtest.Cluster, db string, n int) {
+func createLimitTables(t *testing.T, c *pgtest.Instance, db string, n int) {
 	t.Helper()
 	for i := 0; i < n; i += 100 {
 		if err := c.Exec(context.Background(), db, fmt.Sprintf(`DO $$ BEGIN FOR i IN %d..%d LOOP
@@ -96,7 +96,7 @@ func allWithinLocks(t *testing.T, opts pgtest.Options, tables, small int) {
 		wantSchema[db] = pgtest.SchemaDump(t, bin, src.ConnString(db), "--create")
 		wantData[db] = pgtest.Fingerprint(t, src.ConnString(db))
 	}
-	same := func(t *testing.T, target *pgtest.Cluster) {
+	same := func(t *testing.T, target *pgtest.Instance) {
 		t.Helper()
 		for _, db := range dbs {
 			if d := compare.SchemaDiff(wantSchema[db], pgtest.SchemaDump(t, bin, target.ConnString(db), "--create")); d != "" {
@@ -165,16 +165,16 @@ func TestAllCleanKilled(t *testing.T) {
 	mustPgsprint(t, "dump", "--all", "-d", src.ConnString("postgres"), "-f", file)
 	for _, c := range []struct {
 		name string
-		args func(dst *pgtest.Cluster) []string
+		args func(dst *pgtest.Instance) []string
 		// cancels are the kills right after a drop: with its CREATE
 		// DATABASE cancelled (true) or let through (false). `make test`
 		// runs one per command, `make test-long` both for each.
 		cancels []bool
 	}{
-		{"clone", func(dst *pgtest.Cluster) []string {
+		{"clone", func(dst *pgtest.Instance) []string {
 			return []string{"clone", "--all", "--source", src.ConnString("postgres"), "--target", dst.ConnString("postgres"), "-j", "2", "--chunk-size", "256kB"}
 		}, everyOr(true)},
-		{"restore", func(dst *pgtest.Cluster) []string {
+		{"restore", func(dst *pgtest.Instance) []string {
 			return []string{"restore", "--all", "-f", file, "-d", dst.ConnString("postgres"), "-j", "2"}
 		}, everyOr(false)},
 	} {
@@ -228,7 +228,7 @@ var cleanedDatabases = []string{"notes", "shop"}
 
 // addStaleTables gives each of cleanedDatabases on dst a table of the
 // target's own, which a --clean copy must not keep.
-func addStaleTables(t *testing.T, dst *pgtest.Cluster) {
+func addStaleTables(t *testing.T, dst *pgtest.Instance) {
 	t.Helper()
 	for _, db := range cleanedDatabases {
 		if err := dst.Exec(context.Background(), db, "CREATE TABLE stale_target_table (x int)"); err != nil {
@@ -239,7 +239,7 @@ func addStaleTables(t *testing.T, dst *pgtest.Cluster) {
 
 // requireCleaned checks a finished --clean copy of src on dst (conn, its
 // postgres): no server journal, the same server, and no stale table left.
-func requireCleaned(t *testing.T, src, dst *pgtest.Cluster, conn *pgx.Conn) {
+func requireCleaned(t *testing.T, src, dst *pgtest.Instance, conn *pgx.Conn) {
 	t.Helper()
 	if markerRole(conn) {
 		t.Error("the whole-server journal outlived the completed run")
@@ -264,7 +264,7 @@ func requireCleaned(t *testing.T, src, dst *pgtest.Cluster, conn *pgx.Conn) {
 // DATABASE is cancelled too, so that the database is gone; without, it goes
 // through once the lock is released, leaving the database empty and
 // without a journal.
-func killAfterDrop(t *testing.T, dst *pgtest.Cluster, conn *pgx.Conn, cancel bool, args ...string) {
+func killAfterDrop(t *testing.T, dst *pgtest.Instance, conn *pgx.Conn, cancel bool, args ...string) {
 	t.Helper()
 	ctx := context.Background()
 	holder, err := pgx.Connect(ctx, dst.ConnString("postgres"))

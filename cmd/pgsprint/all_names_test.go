@@ -44,7 +44,7 @@ func TestAllNonASCIINames(t *testing.T) {
 	}
 	bin := src.BinDir()
 	dbs := []string{latinDB, "postgres"}
-	same := func(t *testing.T, dst *pgtest.Cluster) {
+	same := func(t *testing.T, dst *pgtest.Instance) {
 		t.Helper()
 		want, got := pgtest.GlobalsDump(t, bin, src.ConnString("postgres")), pgtest.GlobalsDump(t, bin, dst.ConnString("postgres"))
 		if withoutRole(got, "postgres") != withoutRole(want, "postgres") {

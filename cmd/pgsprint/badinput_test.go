@@ -264,7 +264,7 @@ func checkErrorEvent(t *testing.T, stderr string, code int) {
 
 // waitForLockWait waits until a pgsprint session waits for a lock that
 // the session holder holds.
-func waitForLockWait(t *testing.T, c *pgtest.Cluster, holder uint32) {
+func waitForLockWait(t *testing.T, c *pgtest.Instance, holder uint32) {
 	t.Helper()
 	admin, err := pgx.Connect(context.Background(), c.ConnString("postgres"))
 	if err != nil {

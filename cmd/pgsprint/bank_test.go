@@ -132,7 +132,7 @@ func checkBank(t *testing.T, connString, what string) {
 // newBank starts a cluster with database "bank": the accounts and ledger,
 // plus a filler table of fillerRows rows the workers reach first (largest
 // first), so that the small tables are read well after the snapshot.
-func newBank(t *testing.T, fillerRows int) *pgtest.Cluster {
+func newBank(t *testing.T, fillerRows int) *pgtest.Instance {
 	t.Helper()
 	ctx := context.Background()
 	c := pgtest.New(t)

@@ -246,7 +246,7 @@ type gate struct {
 }
 
 // holdGate takes lock (a statement) on db's connection; release undoes it.
-func holdGate(t *testing.T, c *pgtest.Cluster, db, lock, release string) *gate {
+func holdGate(t *testing.T, c *pgtest.Instance, db, lock, release string) *gate {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, c.ConnString(db)+" application_name='"+gateApp+"'")

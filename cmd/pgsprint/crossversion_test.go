@@ -67,7 +67,7 @@ func TestCrossVersion(t *testing.T) {
 
 	// One cluster per version, serving as source (database "src") and as
 	// target (a database per source version).
-	clusters := map[int]*pgtest.Cluster{}
+	clusters := map[int]*pgtest.Instance{}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for _, v := range versions {
@@ -222,10 +222,10 @@ func TestDumpFromStandby(t *testing.T) {
 
 // missingExtensions lists the extensions installed in src's database "src"
 // that dst's server does not have available.
-func missingExtensions(t *testing.T, src, dst *pgtest.Cluster) []string {
+func missingExtensions(t *testing.T, src, dst *pgtest.Instance) []string {
 	t.Helper()
 	ctx := context.Background()
-	names := func(c *pgtest.Cluster, db, q string) map[string]bool {
+	names := func(c *pgtest.Instance, db, q string) map[string]bool {
 		conn, err := pgx.Connect(ctx, c.ConnString(db))
 		if err != nil {
 			t.Fatal(err)

@@ -67,7 +67,7 @@ SELECT lo_from_bytea(0, convert_to('{V}', current_setting('server_encoding')));
 
 // createEncodedDB creates database name in encoding enc with locale C (so
 // that databases of every encoding can live in one cluster).
-func createEncodedDB(t testing.TB, c *pgtest.Cluster, name, enc string) {
+func createEncodedDB(t testing.TB, c *pgtest.Instance, name, enc string) {
 	t.Helper()
 	err := c.Exec(context.Background(), "postgres", fmt.Sprintf("CREATE DATABASE %s TEMPLATE template0 ENCODING %s LC_COLLATE 'C' LC_CTYPE 'C'", pg.Ident(name), pg.Literal(enc)))
 	if err != nil {
@@ -77,7 +77,7 @@ func createEncodedDB(t testing.TB, c *pgtest.Cluster, name, enc string) {
 
 // clientConn connects to db with client_encoding enc, so that the test's
 // own text is converted by the server (UTF8) or stored as sent (SQL_ASCII).
-func clientConn(t testing.TB, c *pgtest.Cluster, db, enc string) *pgx.Conn {
+func clientConn(t testing.TB, c *pgtest.Instance, db, enc string) *pgx.Conn {
 	t.Helper()
 	conn, err := pgx.Connect(context.Background(), c.ConnString(db)+" client_encoding="+enc)
 	if err != nil {
@@ -89,7 +89,7 @@ func clientConn(t testing.TB, c *pgtest.Cluster, db, enc string) *pgx.Conn {
 
 // loadEncodingCase creates database db of tc's encoding holding tc's
 // words and text.
-func loadEncodingCase(t testing.TB, c *pgtest.Cluster, db string, tc encodingCase) {
+func loadEncodingCase(t testing.TB, c *pgtest.Instance, db string, tc encodingCase) {
 	t.Helper()
 	createEncodedDB(t, c, db, tc.enc)
 	client := "UTF8"
@@ -140,7 +140,7 @@ func TestEncodingMatrix(t *testing.T) {
 
 // runEncodingMatrix runs the matrix with sources in cluster sc and targets
 // in cluster tc; full adds the pipe, clone and --to-sql paths.
-func runEncodingMatrix(t *testing.T, sc, tc *pgtest.Cluster, full bool) {
+func runEncodingMatrix(t *testing.T, sc, tc *pgtest.Instance, full bool) {
 	dir := t.TempDir()
 	bin := tc.BinDir()
 	across := sc.Version() != tc.Version()

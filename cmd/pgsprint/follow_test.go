@@ -42,14 +42,14 @@ var (
 
 // sharedFollowPair returns the shared source and target clusters,
 // started on first use.
-func sharedFollowPair(t *testing.T) (src, dst *pgtest.Cluster) {
+func sharedFollowPair(t *testing.T) (src, dst *pgtest.Instance) {
 	t.Helper()
 	return followSource.Get(t), followTarget.Get(t)
 }
 
 // newFollowPair starts a source cluster with wal_level = logical and a
 // target cluster of the test's own, from the bin dirs given.
-func newFollowPair(t *testing.T, srcBin, dstBin string) (src, dst *pgtest.Cluster) {
+func newFollowPair(t *testing.T, srcBin, dstBin string) (src, dst *pgtest.Instance) {
 	t.Helper()
 	return pgtest.New(t, pgtest.Options{BinDir: srcBin, Settings: logicalSettings}),
 		pgtest.New(t, pgtest.Options{BinDir: dstBin, Settings: targetSettings})
@@ -529,7 +529,7 @@ func TestFollowCrossVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc, dc := newFollowPair(t, oldBin, newBin)
-	for _, c := range []*pgtest.Cluster{sc, dc} {
+	for _, c := range []*pgtest.Instance{sc, dc} {
 		if err := c.CreateDB(ctx, "app"); err != nil {
 			t.Fatal(err)
 		}

@@ -435,14 +435,14 @@ var staleRemoved = regexp.MustCompile(`level=WARN msg="removed a stale temporary
 
 var progressLine = regexp.MustCompile(`^(dump|restore) [0-9.]+(ms|s|m[0-9.]*s|h[0-9hm.]*s): `)
 
-// sharedCluster is one test's view of the package's shared cluster
+// sharedInstance is one test's view of the package's shared cluster
 // (pgtest.Shared): the databases it names are its own, made unique by a
 // suffix (Name), created by CreateDB or TortureDB and dropped when the
 // test ends, so that tests sharing one server can run in parallel. Tests
 // that change anything server-wide (settings, roles, restarts) start
 // their own cluster with pgtest.New instead.
-type sharedCluster struct {
-	*pgtest.Cluster
+type sharedInstance struct {
+	*pgtest.Instance
 	t      testing.TB
 	suffix string
 }
@@ -451,14 +451,14 @@ type sharedCluster struct {
 var sharedDBs atomic.Int64
 
 // shared returns the test's view of the shared cluster.
-func shared(t testing.TB) *sharedCluster {
+func shared(t testing.TB) *sharedInstance {
 	t.Helper()
-	return &sharedCluster{Cluster: pgtest.Shared(t), t: t, suffix: fmt.Sprintf("_%d", sharedDBs.Add(1))}
+	return &sharedInstance{Instance: pgtest.Shared(t), t: t, suffix: fmt.Sprintf("_%d", sharedDBs.Add(1))}
 }
 
 // Name is the real name of the test's database db ("postgres" and the
 // templates are the server's own).
-func (s *sharedCluster) Name(db string) string {
+func (s *sharedInstance) Name(db string) string {
 	switch db {
 	case "postgres", "template0", "template1":
 		return db
@@ -467,16 +467,16 @@ func (s *sharedCluster) Name(db string) string {
 }
 
 // ConnString reaches the test's database db over the unix socket.
-func (s *sharedCluster) ConnString(db string) string { return s.Cluster.ConnString(s.Name(db)) }
+func (s *sharedInstance) ConnString(db string) string { return s.Instance.ConnString(s.Name(db)) }
 
 // TCPConnString reaches the test's database db over TCP as user.
-func (s *sharedCluster) TCPConnString(db, user string) string {
-	return s.Cluster.TCPConnString(s.Name(db), user)
+func (s *sharedInstance) TCPConnString(db, user string) string {
+	return s.Instance.TCPConnString(s.Name(db), user)
 }
 
 // CreateDB creates the test's database db, dropped when the test ends.
-func (s *sharedCluster) CreateDB(ctx context.Context, db string) error {
-	if err := s.Cluster.CreateDB(ctx, s.Name(db)); err != nil {
+func (s *sharedInstance) CreateDB(ctx context.Context, db string) error {
+	if err := s.Instance.CreateDB(ctx, s.Name(db)); err != nil {
 		return err
 	}
 	s.dropAtEnd(db)
@@ -485,29 +485,29 @@ func (s *sharedCluster) CreateDB(ctx context.Context, db string) error {
 
 // TortureDB creates the test's database db holding the torture schema
 // (pgtest.CopyTorture), dropped when the test ends.
-func (s *sharedCluster) TortureDB(db string) {
+func (s *sharedInstance) TortureDB(db string) {
 	s.t.Helper()
-	pgtest.CopyTorture(s.t, s.Cluster, s.Name(db))
+	pgtest.CopyTorture(s.t, s.Instance, s.Name(db))
 	s.dropAtEnd(db)
 }
 
-func (s *sharedCluster) dropAtEnd(db string) {
+func (s *sharedInstance) dropAtEnd(db string) {
 	name := s.Name(db)
-	s.t.Cleanup(func() { pgtest.DropDB(s.t, s.Cluster, name) })
+	s.t.Cleanup(func() { pgtest.DropDB(s.t, s.Instance, name) })
 }
 
-// Exec runs sql in the test's database db (see pgtest.Cluster.Exec).
-func (s *sharedCluster) Exec(ctx context.Context, db, sql string) error {
-	return s.Cluster.Exec(ctx, s.Name(db), sql)
+// Exec runs sql in the test's database db (see pgtest.Instance.Exec).
+func (s *sharedInstance) Exec(ctx context.Context, db, sql string) error {
+	return s.Instance.Exec(ctx, s.Name(db), sql)
 }
 
 // ExecPsql runs script with psql in the test's database db.
-func (s *sharedCluster) ExecPsql(ctx context.Context, db, script string) error {
-	return s.Cluster.ExecPsql(ctx, s.Name(db), script)
+func (s *sharedInstance) ExecPsql(ctx context.Context, db, script string) error {
+	return s.Instance.ExecPsql(ctx, s.Name(db), script)
 }
 
-// dbServer is what the helpers need of a cluster: a *pgtest.Cluster, or a
-// test's *sharedCluster (whose database names are the test's own).
+// dbServer is what the helpers need of a cluster: a *pgtest.Instance, or a
+// test's *sharedInstance (whose database names are the test's own).
 type dbServer interface {
 	ConnString(db string) string
 	BinDir() string

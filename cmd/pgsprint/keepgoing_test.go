@@ -51,7 +51,7 @@ INSERT INTO app.child SELECT g, g, NULL FROM generate_series(1, 200) g;
 // pgcrypto, loaded with keepGoingSchema) and a target that lacks them (a
 // build without ICU and lz4, without pgcrypto, and without the role and the
 // tablespace), or skips when this machine has no such pair.
-func keepGoingPair(t *testing.T) (src, dst *pgtest.Cluster) {
+func keepGoingPair(t *testing.T) (src, dst *pgtest.Instance) {
 	t.Helper()
 	srcBin, err := pgtest.BinDirFor(15)
 	if err != nil {

@@ -131,7 +131,7 @@ func TestMaskLeak(t *testing.T) {
 // leakRun is one server of the leak test, its source database and
 // canaries.
 type leakRun struct {
-	c        *pgtest.Cluster
+	c        *pgtest.Instance
 	bin, src string
 	can      *canaries
 }

@@ -34,7 +34,7 @@ CREATE FUNCTION app.f(int) RETURNS int LANGUAGE sql AS 'SELECT $1';
 
 // newNotOurs starts a cluster with notOursDDL in database src and dumps it
 // in 64 KiB blocks to DIR/good.pgs.
-func newNotOurs(t *testing.T) (c *pgtest.Cluster, src, file string) {
+func newNotOurs(t *testing.T) (c *pgtest.Instance, src, file string) {
 	t.Helper()
 	ctx := context.Background()
 	c = pgtest.New(t)

@@ -41,7 +41,7 @@ ANALYZE;
 // pg18 starts a PostgreSQL 18 cluster: pg_dump and pg_restore 18 are the
 // reference for their flags (--no-data, --statistics-only, --no-policies,
 // ...) and 17's (--filter, --exclude-extension, --transaction-size).
-func pg18(t *testing.T) *pgtest.Cluster {
+func pg18(t *testing.T) *pgtest.Instance {
 	t.Helper()
 	dir, err := pgtest.BinDirFor(18)
 	if err != nil {
@@ -52,7 +52,7 @@ func pg18(t *testing.T) *pgtest.Cluster {
 
 // pg17 starts a PostgreSQL 17 cluster: pg_dump 17 is the reference for
 // --filter and --exclude-extension.
-func pg17(t *testing.T) *pgtest.Cluster {
+func pg17(t *testing.T) *pgtest.Instance {
 	t.Helper()
 	dir, err := pgtest.BinDirFor(17)
 	if err != nil {
@@ -769,7 +769,7 @@ func TestPgFlagsRefused(t *testing.T) {
 // and none is given, in a tmux pane (a terminal): pgsprint asks, as
 // pg_dump does, and the password typed reaches its connections and
 // pg_dump's. With -w it fails at once, exit 3, without asking.
-func testPasswordPrompt(t *testing.T, c *pgtest.Cluster) {
+func testPasswordPrompt(t *testing.T, c *pgtest.Instance) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed")
 	}

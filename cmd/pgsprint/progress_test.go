@@ -20,7 +20,7 @@ import (
 
 // progressDB makes a small database whose dump and restore take long
 // enough for a few progress lines at a 50ms interval.
-func progressDB(t *testing.T) (*sharedCluster, string) {
+func progressDB(t *testing.T) (*sharedInstance, string) {
 	t.Helper()
 	ctx := context.Background()
 	c := shared(t)

@@ -82,7 +82,7 @@ func TestS3RoundTrip(t *testing.T) {
 		if proxy.Injected(remotetest.SlowDown) == 0 || proxy.Injected(remotetest.CutBody) == 0 {
 			t.Errorf("faults injected: %d SlowDown, %d cut", proxy.Injected(remotetest.SlowDown), proxy.Injected(remotetest.CutBody))
 		}
-		pgtest.RequireTorture(t, c.Cluster, c.ConnString(dst))
+		pgtest.RequireTorture(t, c.Instance, c.ConnString(dst))
 	})
 
 	t.Run("encrypted through s3", func(t *testing.T) {
@@ -103,7 +103,7 @@ func TestS3RoundTrip(t *testing.T) {
 			t.Fatalf("restore with the wrong key: exit %d, %s", r.code, r.stderr)
 		}
 		mustS3(t, env, "restore", "-f", sealed, "-d", c.ConnString(dst), "-j", "2", "-q", "--identity", key)
-		pgtest.RequireTorture(t, c.Cluster, c.ConnString(dst))
+		pgtest.RequireTorture(t, c.Instance, c.ConnString(dst))
 	})
 
 	t.Run("restore from https", func(t *testing.T) {
@@ -120,7 +120,7 @@ func TestS3RoundTrip(t *testing.T) {
 		if strings.Contains(r.stderr+v.stdout+v.stderr, "sekrit") {
 			t.Errorf("the URL's signature was printed: %s %s", v.stdout, r.stderr)
 		}
-		pgtest.RequireTorture(t, c.Cluster, c.ConnString(dst))
+		pgtest.RequireTorture(t, c.Instance, c.ConnString(dst))
 		if r := pgsprint(t, nil, "dump", "-d", c.ConnString(src), "-f", url, "-q"); r.code != exitFailure || !strings.Contains(r.stderr, "cannot write an archive to an http(s) URL") || strings.Contains(r.stderr, "sekrit") {
 			t.Errorf("dump to https: exit %d, %s", r.code, r.stderr)
 		}

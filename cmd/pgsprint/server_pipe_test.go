@@ -27,7 +27,7 @@ var pipeServerDatabases = map[string]int64{"notes": 3, "postgres": 1, "shop": 20
 // loadPipeServer gives a cluster a role with a password and three small
 // databases, one owned by that role with a table dumped in chunks and a
 // foreign key.
-func loadPipeServer(t *testing.T, c *pgtest.Cluster) {
+func loadPipeServer(t *testing.T, c *pgtest.Instance) {
 	t.Helper()
 	ctx := context.Background()
 	for _, s := range []struct{ db, sql string }{
@@ -52,7 +52,7 @@ func loadPipeServer(t *testing.T, c *pgtest.Cluster) {
 // leave it: the globals (but the bootstrap superuser's password, which
 // every server has its own of), and each database's pg_dump --create and
 // row hashes.
-func requireSameServer(t *testing.T, src, dst *pgtest.Cluster) {
+func requireSameServer(t *testing.T, src, dst *pgtest.Instance) {
 	t.Helper()
 	bin := src.BinDir()
 	want, got := pgtest.GlobalsDump(t, bin, src.ConnString("postgres")), pgtest.GlobalsDump(t, bin, dst.ConnString("postgres"))

@@ -29,7 +29,7 @@ var serverDatabases = []string{"app", "lat", "postgres"}
 // tablespace in ts holding a table and an index, objects owned by several
 // roles, a table big enough to be dumped in chunks, and two databases a
 // dump leaves out (one refusing connections, one for --exclude-database).
-func loadServer(t *testing.T, c *pgtest.Cluster, ts string) {
+func loadServer(t *testing.T, c *pgtest.Instance, ts string) {
 	t.Helper()
 	ctx := context.Background()
 	// One statement at a time: CREATE DATABASE and CREATE TABLESPACE

@@ -48,7 +48,7 @@ func TestLiveSource(t *testing.T) {
 // from another database of the same server, whatever the connection
 // string looks like (socket or TCP), and that Run refuses a clone into
 // its own source.
-func testSameDatabase(t *testing.T, ctx context.Context, c *pgtest.Cluster, src *pgx.ConnConfig) {
+func testSameDatabase(t *testing.T, ctx context.Context, c *pgtest.Instance, src *pgx.ConnConfig) {
 	tcp, err := pgx.ParseConfig(c.TCPConnString("src", pgtest.SuperuserName))
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +85,7 @@ func testSameDatabase(t *testing.T, ctx context.Context, c *pgtest.Cluster, src 
 // bytes; a stream opens once; a table truncated after the snapshot fails
 // its stream and becomes the source's failure; Finish refuses while a
 // stream was neither read nor skipped.
-func testLiveStreams(t *testing.T, ctx context.Context, c *pgtest.Cluster, cfg *pgx.ConnConfig) {
+func testLiveStreams(t *testing.T, ctx context.Context, c *pgtest.Instance, cfg *pgx.ConnConfig) {
 	sess, err := dump.Begin(ctx, dump.SessionOptions{Source: cfg, Jobs: 2, BlockSize: pipeBlock})
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func testLiveStreams(t *testing.T, ctx context.Context, c *pgtest.Cluster, cfg *
 // testLiveSourceFinish checks that Finish fails while a stream was neither
 // read nor skipped (a clone that would otherwise end without all its
 // rows), succeeds once it is skipped, and ends the snapshot.
-func testLiveSourceFinish(t *testing.T, ctx context.Context, c *pgtest.Cluster) {
+func testLiveSourceFinish(t *testing.T, ctx context.Context, c *pgtest.Instance) {
 	if err := c.CreateDB(ctx, "fin"); err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 type demo struct {
-	c    *pgctl.Cluster
+	c    *pgctl.Instance
 	dir  string
 	opts Options
 }
@@ -213,7 +213,7 @@ func run(ctx context.Context, name string, args ...string) error {
 
 // loadSample builds the sample database: pgbench's tables with foreign keys,
 // plus a few object kinds pgbench lacks.
-func loadSample(ctx context.Context, c *pgctl.Cluster, scale int) error {
+func loadSample(ctx context.Context, c *pgctl.Instance, scale int) error {
 	if err := c.CreateDB(ctx, "sample"); err != nil {
 		return err
 	}

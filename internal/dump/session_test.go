@@ -39,7 +39,7 @@ func TestSession(t *testing.T) {
 // once they reach the block size; the rows each stream
 // records, the rows the workers count and the rows progress heard of
 // agree; large objects come in their own streams.
-func testSessionAndWorkers(t *testing.T, c *pgtest.Cluster) {
+func testSessionAndWorkers(t *testing.T, c *pgtest.Instance) {
 	const db = "workers"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -211,7 +211,7 @@ func (a *addCounter) Add(b, r int64) {
 // the snapshot is refused with a ChangedError saying what happened; a
 // table another session holds in ACCESS EXCLUSIVE mode fails at once
 // with a LockConflictError naming that session; an untouched table locks.
-func testReaderLock(t *testing.T, c *pgtest.Cluster) {
+func testReaderLock(t *testing.T, c *pgtest.Instance) {
 	const db = "locks"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -287,7 +287,7 @@ func testReaderLock(t *testing.T, c *pgtest.Cluster) {
 
 // beginIn creates database db on c, runs setup in it and begins a
 // one-job session on it, closed when the test ends.
-func beginIn(ctx context.Context, t *testing.T, c *pgtest.Cluster, db, setup string) *Session {
+func beginIn(ctx context.Context, t *testing.T, c *pgtest.Instance, db, setup string) *Session {
 	t.Helper()
 	if err := c.CreateDB(ctx, db); err != nil {
 		t.Fatal(err)
@@ -311,7 +311,7 @@ func beginIn(ctx context.Context, t *testing.T, c *pgtest.Cluster, db, setup str
 // whole table's, on one reader: the first reads just its rows by a TID
 // scan, where the server's settings would scan the table; the second is
 // read with the server's settings again.
-func testReaderByID(t *testing.T, c *pgtest.Cluster) {
+func testReaderByID(t *testing.T, c *pgtest.Instance) {
 	const db = "byid"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -18,7 +18,7 @@ func TestArchiveSizeLong(t *testing.T) {
 	checkSizes(t, []sizeCase{
 		{name: "los", build: tinyLargeObjects(100000), most: 1.0},
 		{name: "tables", build: smallTables(10000), most: 1.0},
-		{name: "pgbench", build: func(ctx context.Context, c *pgtest.Cluster, db string) error {
+		{name: "pgbench", build: func(ctx context.Context, c *pgtest.Instance, db string) error {
 			return dataset.Pgbench(ctx, c.BinDir(), c.ConnString(db), 1, 0)
 		}},
 		{name: "mixed", build: mixed},

@@ -19,22 +19,22 @@ import (
 // sizeCase is a database whose archive size is compared with pg_dump -Fc's.
 type sizeCase struct {
 	name  string
-	build func(ctx context.Context, c *pgtest.Cluster, db string) error
+	build func(ctx context.Context, c *pgtest.Instance, db string) error
 	// most is the largest ratio of the archive's size to pg_dump -Fc's
 	// allowed; 0 only reports the sizes.
 	most float64
 }
 
 // tinyLargeObjects makes n large objects of 100 bytes each.
-func tinyLargeObjects(n int) func(ctx context.Context, c *pgtest.Cluster, db string) error {
-	return func(ctx context.Context, c *pgtest.Cluster, db string) error {
+func tinyLargeObjects(n int) func(ctx context.Context, c *pgtest.Instance, db string) error {
+	return func(ctx context.Context, c *pgtest.Instance, db string) error {
 		return c.Exec(ctx, db, fmt.Sprintf(`SELECT lo_from_bytea(0, convert_to(repeat(md5(g::text), 3) || lpad(g::text, 4, '0'), 'UTF8')) FROM generate_series(1, %d) g`, n))
 	}
 }
 
 // smallTables makes n tables of pgtest.SmallTableRows rows.
-func smallTables(n int) func(ctx context.Context, c *pgtest.Cluster, db string) error {
-	return func(ctx context.Context, c *pgtest.Cluster, db string) error {
+func smallTables(n int) func(ctx context.Context, c *pgtest.Instance, db string) error {
+	return func(ctx context.Context, c *pgtest.Instance, db string) error {
 		return dataset.Small(ctx, c.ConnString(db), n)
 	}
 }
@@ -90,7 +90,7 @@ func fileSize(t *testing.T, path string) int64 {
 
 // mixed is a database of every shape: bench's mixed dataset at a small
 // scale, small tables, and large objects from empty to 200 KiB.
-func mixed(ctx context.Context, c *pgtest.Cluster, db string) error {
+func mixed(ctx context.Context, c *pgtest.Instance, db string) error {
 	if err := dataset.Mixed(ctx, c.ConnString(db), 0.05); err != nil {
 		return err
 	}

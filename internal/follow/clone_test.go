@@ -40,7 +40,7 @@ func TestCloneRefused(t *testing.T) {
 		name string
 		// srcSetup and dstSetup run in the test's databases first.
 		srcSetup, dstSetup string
-		on                 *pgtest.Cluster // the source's and target's cluster: c if nil
+		on                 *pgtest.Instance // the source's and target's cluster: c if nil
 		opts               func(o *Options)
 		want               []string
 		is                 error

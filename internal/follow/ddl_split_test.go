@@ -34,7 +34,7 @@ const captureSourceSQL = `CREATE TABLE t (id int PRIMARY KEY, v text, x int, at 
 // captureOnly creates a database on c holding setup and the DDL capture
 // of a source (a publication FOR ALL TABLES of the follow's name, no
 // slot, no target): what the event triggers record can be read at once.
-func captureOnly(t *testing.T, c *pgtest.Cluster, setup string) (*pgx.ConnConfig, Names) {
+func captureOnly(t *testing.T, c *pgtest.Instance, setup string) (*pgx.ConnConfig, Names) {
 	t.Helper()
 	ctx := context.Background()
 	db := pgtest.UniqueName("capture")

@@ -38,7 +38,7 @@ const ddlSourceSQL = `CREATE TABLE keyed (id int PRIMARY KEY, v text);
 // sameAll is a Verify that compares the rows (of v.Tables for a
 // selection) and pg_dump's schemas of both sides (of v.Tables too), as
 // follow finish does, while the replication and the capture exist.
-func sameAll(c *pgtest.Cluster, srcDB, dstDB string) func(context.Context, Verification) error {
+func sameAll(c *pgtest.Instance, srcDB, dstDB string) func(context.Context, Verification) error {
 	src, dst := c.ConnString(srcDB), c.ConnString(dstDB)
 	return func(ctx context.Context, v Verification) error {
 		cfgs := make([]*pgx.ConnConfig, 2)

@@ -90,7 +90,7 @@ func TestFinishFenced(t *testing.T) {
 	})
 }
 
-func testWriter(t *testing.T, c *pgtest.Cluster) {
+func testWriter(t *testing.T, c *pgtest.Instance) {
 	ctx := context.Background()
 	o := newCase(t, c, sourceSQL)
 	src, dst, n := o.Source, o.Target, o.Names

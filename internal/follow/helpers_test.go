@@ -42,7 +42,7 @@ var logicalSettings = map[string]string{
 // roles they use are created once, when it starts.
 var logical = &pgtest.Lazy{
 	Options: pgtest.Options{Settings: logicalSettings},
-	Setup: func(ctx context.Context, c *pgtest.Cluster) error {
+	Setup: func(ctx context.Context, c *pgtest.Instance) error {
 		return c.Exec(ctx, "postgres", `CREATE ROLE weak LOGIN; CREATE ROLE ddl_app LOGIN;
 			CREATE ROLE follower LOGIN REPLICATION; CREATE ROLE "lo ""reader"""`)
 	},
@@ -52,7 +52,7 @@ var logical = &pgtest.Lazy{
 // logicalSettings: tests work in databases of their own (newCase), under
 // slot, publication and subscription names of their own, and change
 // nothing server-wide.
-func sharedLogical(t *testing.T) *pgtest.Cluster {
+func sharedLogical(t *testing.T) *pgtest.Instance {
 	t.Helper()
 	return logical.Get(t)
 }
@@ -60,7 +60,7 @@ func sharedLogical(t *testing.T) *pgtest.Cluster {
 // newLogical starts a cluster of the test's own that can be followed, of
 // the PostgreSQL in binDir ("": the default), for a test that the shared
 // one cannot serve (a standby of it).
-func newLogical(t *testing.T, binDir string) *pgtest.Cluster {
+func newLogical(t *testing.T, binDir string) *pgtest.Instance {
 	t.Helper()
 	return pgtest.New(t, pgtest.Options{BinDir: binDir, Settings: map[string]string{
 		"wal_level": "logical", "max_replication_slots": "10", "max_wal_senders": "10"}})
@@ -69,7 +69,7 @@ func newLogical(t *testing.T, binDir string) *pgtest.Cluster {
 // newCase creates databases src_<n> and dst_<n> on c, n unique in the
 // test process, runs setup in the source, and returns the options of a
 // follow from one to the other, under the default names (from dst_<n>).
-func newCase(t *testing.T, c *pgtest.Cluster, setup string) Options {
+func newCase(t *testing.T, c *pgtest.Instance, setup string) Options {
 	t.Helper()
 	ctx := context.Background()
 	dstDB := pgtest.UniqueName("dst")

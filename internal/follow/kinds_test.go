@@ -12,7 +12,7 @@ import (
 // testKinds: each kind of difference finish can meet is named as what it
 // is, from the source's catalog, and rows with writes since the catch-up
 // read as writes that went on. It runs on TestFinishFenced's cluster.
-func testKinds(t *testing.T, c *pgtest.Cluster) {
+func testKinds(t *testing.T, c *pgtest.Instance) {
 	ctx := context.Background()
 	o := newCase(t, c, `CREATE TABLE t (id int PRIMARY KEY); CREATE UNLOGGED TABLE u (id int);
 		CREATE MATERIALIZED VIEW m AS SELECT 1 AS x; CREATE TABLE "Odd ""name" (id int)`)

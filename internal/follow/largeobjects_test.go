@@ -17,7 +17,7 @@ import (
 // while it is followed are on the target after Finish, which says what it
 // did: logical replication carried none of it. It runs on
 // TestFinishFenced's cluster.
-func testLargeObjects(t *testing.T, c *pgtest.Cluster) {
+func testLargeObjects(t *testing.T, c *pgtest.Instance) {
 	ctx := context.Background()
 	o := newCase(t, c, `CREATE TABLE keyed (id int PRIMARY KEY, v text);
 		INSERT INTO keyed SELECT i, 'v' || i FROM generate_series(1, 100) i;

@@ -333,7 +333,7 @@ func TestResolve(t *testing.T) {
 // it (COPY in the server's encoding): characters are bytes there, the
 // output is ASCII and fits a varchar(n), and loads back; regex, which
 // reads UTF8, is refused.
-func latin1(t *testing.T, c *pgtest.Cluster) {
+func latin1(t *testing.T, c *pgtest.Instance) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	latin := pgtest.UniqueName("latin")
@@ -389,7 +389,7 @@ func latin1(t *testing.T, c *pgtest.Cluster) {
 }
 
 // connect opens a connection to database db of c, closed when the test ends.
-func connect(ctx context.Context, t *testing.T, c *pgtest.Cluster, db string) *pgx.Conn {
+func connect(ctx context.Context, t *testing.T, c *pgtest.Instance, db string) *pgx.Conn {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(c.ConnString(db))
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 // ConnString returns a libpq keyword/value connection string that reaches
 // database db over the unix socket as the superuser. Values are quoted per
 // libpq rules, so hostile database names are safe.
-func (c *Cluster) ConnString(db string) string {
+func (c *Instance) ConnString(db string) string {
 	return KeywordConnString(map[string]string{
 		"host":   c.sockDir,
 		"port":   strconv.Itoa(c.port),
@@ -32,7 +32,7 @@ func (c *Cluster) ConnString(db string) string {
 // as user. It holds no password: tests supply it the way the code under test
 // expects (for the superuser it is SuperuserPassword). sslmode=disable saves
 // the pointless TLS negotiation with a server that has no certificate.
-func (c *Cluster) TCPConnString(db, user string) string {
+func (c *Instance) TCPConnString(db, user string) string {
 	return KeywordConnString(map[string]string{
 		"host":    "127.0.0.1",
 		"port":    strconv.Itoa(c.port),
@@ -82,7 +82,7 @@ func QuoteConnValue(v string) string {
 
 // CreateDB creates database name (any string without NUL) owned by the
 // superuser, from template0 so that nothing added to template1 leaks in.
-func (c *Cluster) CreateDB(ctx context.Context, name string) error {
+func (c *Instance) CreateDB(ctx context.Context, name string) error {
 	return c.CreateDBFrom(ctx, name, "template0")
 }
 
@@ -91,7 +91,7 @@ func (c *Cluster) CreateDB(ctx context.Context, name string) error {
 // 14 and earlier always did: 15's default writes every page of the
 // template to the WAL, which costs a test server three times the CPU,
 // and tests create hundreds of databases.
-func (c *Cluster) CreateDBFrom(ctx context.Context, name, template string) error {
+func (c *Instance) CreateDBFrom(ctx context.Context, name, template string) error {
 	if strings.ContainsRune(name, 0) {
 		return fmt.Errorf("pgctl: database name %q contains NUL", name)
 	}
@@ -109,7 +109,7 @@ func (c *Cluster) CreateDBFrom(ctx context.Context, name, template string) error
 // protocol (one implicit transaction unless the script has its own
 // BEGIN/COMMIT). Use ExecPsql for scripts with psql meta-commands or
 // statements that cannot run inside a transaction block.
-func (c *Cluster) Exec(ctx context.Context, db, sql string) error {
+func (c *Instance) Exec(ctx context.Context, db, sql string) error {
 	conn, err := pgx.Connect(ctx, c.ConnString(db)+" client_encoding=UTF8")
 	if err != nil {
 		return fmt.Errorf("pgctl: connecting to %q: %w", db, err)
@@ -128,7 +128,7 @@ func (c *Cluster) Exec(ctx context.Context, db, sql string) error {
 // ExecPsql feeds script to `psql -X -v ON_ERROR_STOP=1` on database db, so
 // psql meta-commands work and the first error aborts with a non-nil error
 // that quotes psql's message and line number.
-func (c *Cluster) ExecPsql(ctx context.Context, db, script string) error {
+func (c *Instance) ExecPsql(ctx context.Context, db, script string) error {
 	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, "psql"),
 		"-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", c.ConnString(db), "-f", "-")
 	cmd.Env = CleanEnv()

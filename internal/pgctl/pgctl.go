@@ -74,12 +74,14 @@ type Options struct {
 	Dir string
 }
 
-// Cluster is a throwaway PostgreSQL server in a temporary directory. It
+// Instance is a throwaway PostgreSQL server (a "database cluster" in
+// PostgreSQL's words; in pgsprint "cluster" is the whole server that
+// dump --all reads) in a temporary directory. It
 // listens on a unix socket in its own directory and on TCP 127.0.0.1 on a
 // free port. Local connections are trusted; TCP connections require
 // scram-sha-256 (the superuser's password is SuperuserPassword). Its methods
 // are safe for concurrent use, so one cluster can serve parallel subtests.
-type Cluster struct {
+type Instance struct {
 	binDir  string
 	dir     string // root of everything the cluster owns; removed by Close
 	dataDir string
@@ -95,7 +97,7 @@ type Cluster struct {
 
 // Start creates, configures and starts a new cluster and returns once it
 // accepts connections. The caller must Close it.
-func Start(ctx context.Context, opts Options) (*Cluster, error) {
+func Start(ctx context.Context, opts Options) (*Instance, error) {
 	binDir, err := FindBinDir(opts.BinDir)
 	if err != nil {
 		return nil, err
@@ -129,7 +131,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 // newCluster makes the directory of a cluster that is not yet initialized,
 // in base ("" for os.TempDir()): the cluster root and its socket
 // directory, owned by the server's user.
-func newCluster(binDir, base string) (*Cluster, error) {
+func newCluster(binDir, base string) (*Instance, error) {
 	cred, err := ServerCredential()
 	if err != nil {
 		return nil, err
@@ -145,7 +147,7 @@ func newCluster(binDir, base string) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgctl: creating temp dir: %w", err)
 	}
-	c := &Cluster{
+	c := &Instance{
 		binDir:  binDir,
 		dir:     dir,
 		dataDir: filepath.Join(dir, "data"),
@@ -196,7 +198,7 @@ func InitTemplate(ctx context.Context, binDir, dir string) error {
 
 // copyTemplate makes the data directory a copy of template (see
 // InitTemplate), owners and modes kept.
-func (c *Cluster) copyTemplate(ctx context.Context, template string) error {
+func (c *Instance) copyTemplate(ctx context.Context, template string) error {
 	out, err := exec.CommandContext(ctx, "cp", "-a", "--", template, c.dataDir).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("pgctl: copying template %s: %w\n%s", template, err, out)
@@ -206,7 +208,7 @@ func (c *Cluster) copyTemplate(ctx context.Context, template string) error {
 
 // initdb makes the data directory: UTF8, the superuser's password for TCP
 // logins, trust on the unix socket.
-func (c *Cluster) initdb(ctx context.Context) error {
+func (c *Instance) initdb(ctx context.Context) error {
 	pwFile := filepath.Join(c.dir, "pwfile")
 	if err := os.WriteFile(pwFile, []byte(SuperuserPassword+"\n"), 0o600); err != nil {
 		return fmt.Errorf("pgctl: writing password file: %w", err)
@@ -252,7 +254,7 @@ func (c *Cluster) initdb(ctx context.Context) error {
 }
 
 // readVersion reads the data directory's major version.
-func (c *Cluster) readVersion() error {
+func (c *Instance) readVersion() error {
 	ver, err := os.ReadFile(filepath.Join(c.dataDir, "PG_VERSION"))
 	if err != nil {
 		return fmt.Errorf("pgctl: reading PG_VERSION: %w", err)
@@ -266,7 +268,7 @@ func (c *Cluster) readVersion() error {
 // listenAndStart picks a free port, writes pgtest.conf (and, when include
 // is set, the line of postgresql.conf that includes it), and starts the
 // server in the initialized data directory.
-func (c *Cluster) listenAndStart(ctx context.Context, settings map[string]string, include bool) error {
+func (c *Instance) listenAndStart(ctx context.Context, settings map[string]string, include bool) error {
 	// A free port is found by binding to :0 and releasing it; another
 	// process may grab it in between, so retry a few times.
 	var startErr error
@@ -307,7 +309,7 @@ func (c *Cluster) listenAndStart(ctx context.Context, settings map[string]string
 
 // config renders the harness's postgresql.conf additions: speed over safety,
 // a private socket directory and the chosen port.
-func (c *Cluster) config(extra map[string]string) string {
+func (c *Instance) config(extra map[string]string) string {
 	var b strings.Builder
 	b.WriteString("# written by pgtest; the data is disposable, so durability is off\n")
 	set := func(k, v string) { fmt.Fprintf(&b, "%s = %s\n", k, quoteConfValue(v)) }
@@ -338,7 +340,7 @@ func (c *Cluster) config(extra map[string]string) string {
 
 // waitReady confirms with a real login that the server accepts
 // connections; pg_ctl -w only checks the postmaster.pid status line.
-func (c *Cluster) waitReady(ctx context.Context) error {
+func (c *Instance) waitReady(ctx context.Context) error {
 	var lastErr error
 	for i := 0; i < 100; i++ {
 		conn, err := pgx.Connect(ctx, c.ConnString("postgres"))
@@ -358,7 +360,7 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 // Close stops the server with an immediate shutdown (the data is thrown away,
 // so a clean checkpoint would only waste time) and removes its directory. It
 // is safe to call more than once; later calls return the first result.
-func (c *Cluster) Close() error {
+func (c *Instance) Close() error {
 	c.closeOnce.Do(func() {
 		var errs []error
 		if _, err := os.Stat(filepath.Join(c.dataDir, "postmaster.pid")); err == nil {
@@ -381,7 +383,7 @@ func (c *Cluster) Close() error {
 // fast): every session is terminated, as when a production server is
 // restarted under a running client, and the server comes back on the same
 // port and socket, usable by later tests.
-func (c *Cluster) Restart(ctx context.Context) error {
+func (c *Instance) Restart(ctx context.Context) error {
 	if err := c.run(ctx, filepath.Join(c.binDir, "pg_ctl"), "restart", "-w", "-t", "60", "-m", "fast", "-D", c.dataDir, "-l", c.logFile); err != nil {
 		return fmt.Errorf("pgctl: pg_ctl restart: %w\nserver log:\n%s", err, c.logTail())
 	}
@@ -390,23 +392,23 @@ func (c *Cluster) Restart(ctx context.Context) error {
 
 // BinDir is the directory of the binaries this cluster runs, so that tests
 // use the matching pg_dump/psql.
-func (c *Cluster) BinDir() string { return c.binDir }
+func (c *Instance) BinDir() string { return c.binDir }
 
 // Version is the server's major version (e.g. 15), for tests whose
 // expectations depend on it.
-func (c *Cluster) Version() int { return c.version }
+func (c *Instance) Version() int { return c.version }
 
 // Port is the TCP port, which is also the number in the unix socket's name.
-func (c *Cluster) Port() int { return c.port }
+func (c *Instance) Port() int { return c.port }
 
 // SocketDir is the directory holding the unix socket, i.e. the libpq "host"
 // of local connections.
-func (c *Cluster) SocketDir() string { return c.sockDir }
+func (c *Instance) SocketDir() string { return c.sockDir }
 
 // run executes a server-side binary as the server's OS user, in the
 // cluster directory (the postgres user may not be able to read the test's
 // working directory).
-func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
+func (c *Instance) run(ctx context.Context, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = c.dir
 	cmd.Env = serverEnv()
@@ -430,7 +432,7 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 
 // writeOwned writes a file in the data directory and hands it to the server
 // user, which refuses to read configuration it cannot access.
-func (c *Cluster) writeOwned(path, content string) error {
+func (c *Instance) writeOwned(path, content string) error {
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		return fmt.Errorf("pgctl: writing %s: %w", path, err)
 	}
@@ -442,7 +444,7 @@ func (c *Cluster) writeOwned(path, content string) error {
 	return nil
 }
 
-func (c *Cluster) logTail() string {
+func (c *Instance) logTail() string {
 	b, err := os.ReadFile(c.logFile)
 	if err != nil {
 		return fmt.Sprintf("(no server log: %v)", err)

@@ -119,7 +119,7 @@ func TestTemplate(t *testing.T) {
 	if err := pgctl.InitTemplate(ctx, "", dir); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("second InitTemplate into %s: err = %v, want fs.ErrExist", dir, err)
 	}
-	var cs [2]*pgctl.Cluster
+	var cs [2]*pgctl.Instance
 	for i := range cs {
 		c, err := pgctl.Start(ctx, pgctl.Options{Template: dir})
 		if err != nil {

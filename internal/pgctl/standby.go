@@ -18,7 +18,7 @@ import (
 // StartStandby makes a base backup of c with pg_basebackup -R (which writes
 // primary_conninfo and standby.signal) and starts it as a hot standby on
 // its own port. The caller must Close it.
-func (c *Cluster) StartStandby(ctx context.Context) (*Cluster, error) {
+func (c *Instance) StartStandby(ctx context.Context) (*Instance, error) {
 	s, err := newCluster(c.binDir, filepath.Dir(c.dir))
 	if err != nil {
 		return nil, err
@@ -36,7 +36,7 @@ func (c *Cluster) StartStandby(ctx context.Context) (*Cluster, error) {
 }
 
 // startCopy starts a data directory copied from primary on a port of its own.
-func (s *Cluster) startCopy(ctx context.Context, primary *Cluster) error {
+func (s *Instance) startCopy(ctx context.Context, primary *Instance) error {
 	s.version = primary.version
 	// The copied postmaster.opts and pid file belong to the primary.
 	for _, f := range []string{"postmaster.pid", "postmaster.opts"} {
@@ -53,7 +53,7 @@ func (s *Cluster) startCopy(ctx context.Context, primary *Cluster) error {
 // into its WAL when WaitReplayed was called, so that a test knows what the
 // standby sees. The insert position, not the write position: with
 // synchronous_commit off, a commit can be inserted and not yet written.
-func (c *Cluster) WaitReplayed(ctx context.Context, standby *Cluster) error {
+func (c *Instance) WaitReplayed(ctx context.Context, standby *Instance) error {
 	var target string
 	if err := c.queryRow(ctx, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text", &target); err != nil {
 		return fmt.Errorf("pgctl: reading primary's WAL position: %w", err)
@@ -80,7 +80,7 @@ func (c *Cluster) WaitReplayed(ctx context.Context, standby *Cluster) error {
 // cluster-wide, so a database restored into another cluster needs its
 // owners and grantees first. The bootstrap superuser and the predefined
 // pg_* roles are left out; memberships and passwords are not copied.
-func (c *Cluster) CopyRoles(ctx context.Context, dst *Cluster) error {
+func (c *Instance) CopyRoles(ctx context.Context, dst *Instance) error {
 	conn, err := pgx.Connect(ctx, c.ConnString("postgres"))
 	if err != nil {
 		return fmt.Errorf("pgctl: connecting to copy roles: %w", err)
@@ -124,7 +124,7 @@ func (c *Cluster) CopyRoles(ctx context.Context, dst *Cluster) error {
 }
 
 // queryRow runs a one-row query in database postgres and scans it into dest.
-func (c *Cluster) queryRow(ctx context.Context, sql string, dest ...any) error {
+func (c *Instance) queryRow(ctx context.Context, sql string, dest ...any) error {
 	conn, err := pgx.Connect(ctx, c.ConnString("postgres"))
 	if err != nil {
 		return err

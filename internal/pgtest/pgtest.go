@@ -25,9 +25,9 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pgctl"
 )
 
-// Cluster is a throwaway PostgreSQL server (see pgctl.Cluster); the alias
+// Instance is a throwaway PostgreSQL server (see pgctl.Instance); the alias
 // keeps the tests' vocabulary while the product uses internal/pgctl.
-type Cluster = pgctl.Cluster
+type Instance = pgctl.Instance
 
 // Options configures New and Start (see pgctl.Options).
 type Options = pgctl.Options
@@ -92,7 +92,7 @@ var ErrNoBinaries = pgctl.ErrNoBinaries
 
 // Start creates and starts a cluster outside a test (benchmarks); the
 // caller must Close it.
-func Start(ctx context.Context, opts Options) (*Cluster, error) { return pgctl.Start(ctx, opts) }
+func Start(ctx context.Context, opts Options) (*Instance, error) { return pgctl.Start(ctx, opts) }
 
 // FindBinDir returns the PostgreSQL bin directory to use (see
 // pgctl.FindBinDir for the search order).
@@ -111,7 +111,7 @@ func QuoteConnValue(v string) string { return pgctl.QuoteConnValue(v) }
 // the test when no PostgreSQL binaries exist at all (unless EnvRequire is set)
 // and fails it on any other error, because a broken harness must not look
 // like a passing test.
-func New(t testing.TB, opts ...Options) *Cluster {
+func New(t testing.TB, opts ...Options) *Instance {
 	t.Helper()
 	var o Options
 	switch len(opts) {
@@ -138,7 +138,7 @@ func New(t testing.TB, opts ...Options) *Cluster {
 
 // startFromTemplate starts a cluster copied from its installation's
 // template data directory (see template).
-func startFromTemplate(ctx context.Context, o Options) (*Cluster, error) {
+func startFromTemplate(ctx context.Context, o Options) (*Instance, error) {
 	binDir, err := pgctl.FindBinDir(o.BinDir)
 	if err != nil {
 		return nil, err
@@ -154,9 +154,9 @@ func startFromTemplate(ctx context.Context, o Options) (*Cluster, error) {
 }
 
 // NewStandby starts a streaming hot standby of primary for a test (see
-// pgctl.Cluster.StartStandby) and stops it when the test ends, so that
+// pgctl.Instance.StartStandby) and stops it when the test ends, so that
 // dumping from a read replica can be tested.
-func NewStandby(t testing.TB, primary *Cluster) *Cluster {
+func NewStandby(t testing.TB, primary *Instance) *Instance {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

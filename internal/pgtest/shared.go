@@ -18,7 +18,7 @@ import (
 // started by the first test that asks, stopped by CloseShared.
 var shared struct {
 	once sync.Once
-	c    *Cluster
+	c    *Instance
 	err  error
 	dbs  atomic.Int64 // names made by DB and UniqueName, unique
 
@@ -31,7 +31,7 @@ var shared struct {
 // schema's, killed or restarted servers; those start their own with New),
 // and work in databases of their own (DB), so that they can run in
 // parallel. The package's TestMain must call CloseShared after m.Run.
-func Shared(t testing.TB) *Cluster {
+func Shared(t testing.TB) *Instance {
 	t.Helper()
 	startShared()
 	if shared.err != nil {
@@ -81,7 +81,7 @@ func CloseShared() error {
 // DB creates a new empty database on c for the test, named name followed
 // by a number unique in this process (name's odd characters kept), and
 // drops it when the test ends; it returns the name.
-func DB(t testing.TB, c *Cluster, name string) string {
+func DB(t testing.TB, c *Instance, name string) string {
 	t.Helper()
 	db := fmt.Sprintf("%s_%d", name, shared.dbs.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -94,7 +94,7 @@ func DB(t testing.TB, c *Cluster, name string) string {
 }
 
 // DropDB drops database db of c, if it exists, terminating its sessions.
-func DropDB(t testing.TB, c *Cluster, db string) {
+func DropDB(t testing.TB, c *Instance, db string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -107,7 +107,7 @@ func DropDB(t testing.TB, c *Cluster, db string) {
 // loaded into once, for TortureDB to copy.
 var tortureTemplates struct {
 	sync.Mutex
-	byCluster map[*Cluster]*tortureTemplate
+	byCluster map[*Instance]*tortureTemplate
 }
 
 type tortureTemplate struct {
@@ -129,7 +129,7 @@ const tortureTemplateDB = "pgtest torture template"
 
 // TortureDB makes a database holding the torture schema on c, as DB
 // names one, and drops it when the test ends. It returns the name.
-func TortureDB(t testing.TB, c *Cluster, name string) string {
+func TortureDB(t testing.TB, c *Instance, name string) string {
 	t.Helper()
 	db := fmt.Sprintf("%s_%d", name, shared.dbs.Add(1))
 	CopyTorture(t, c, db)
@@ -140,7 +140,7 @@ func TortureDB(t testing.TB, c *Cluster, name string) string {
 // CopyTorture creates database db on c holding the torture schema: a copy
 // (CREATE DATABASE ... TEMPLATE) of a database of c loaded once, by the
 // first test that asks, instead of one LoadTorture per test.
-func CopyTorture(t testing.TB, c *Cluster, db string) {
+func CopyTorture(t testing.TB, c *Instance, db string) {
 	t.Helper()
 	loadedTorture(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -153,11 +153,11 @@ func CopyTorture(t testing.TB, c *Cluster, db string) {
 
 // tortureOf returns c's torture template, not necessarily loaded yet
 // (load).
-func tortureOf(c *Cluster) *tortureTemplate {
+func tortureOf(c *Instance) *tortureTemplate {
 	tortureTemplates.Lock()
 	defer tortureTemplates.Unlock()
 	if tortureTemplates.byCluster == nil {
-		tortureTemplates.byCluster = map[*Cluster]*tortureTemplate{}
+		tortureTemplates.byCluster = map[*Instance]*tortureTemplate{}
 	}
 	tt := tortureTemplates.byCluster[c]
 	if tt == nil {
@@ -169,7 +169,7 @@ func tortureOf(c *Cluster) *tortureTemplate {
 
 // load loads the torture schema into the template database of c, the
 // first time it is called, and returns the error of that load.
-func (tt *tortureTemplate) load(c *Cluster) error {
+func (tt *tortureTemplate) load(c *Instance) error {
 	tt.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -182,7 +182,7 @@ func (tt *tortureTemplate) load(c *Cluster) error {
 
 // loadedTorture returns c's torture template, loaded by the first test
 // that asks.
-func loadedTorture(t testing.TB, c *Cluster) *tortureTemplate {
+func loadedTorture(t testing.TB, c *Instance) *tortureTemplate {
 	t.Helper()
 	tt := tortureOf(c)
 	if err := tt.load(c); err != nil {
@@ -203,7 +203,7 @@ const tortureReferenceDB = "pgtest torture reference"
 // copy no test touches, instead of once per comparison: a round trip of
 // the torture database compares its copy with this, which also catches a
 // run that changed its source.
-func RequireTorture(t testing.TB, c *Cluster, conn string) {
+func RequireTorture(t testing.TB, c *Instance, conn string) {
 	t.Helper()
 	tt := tortureReference(t, c)
 	if d := compare.SchemaDiff(tt.schema, SchemaDump(t, c.BinDir(), conn)); d != "" {
@@ -216,7 +216,7 @@ func RequireTorture(t testing.TB, c *Cluster, conn string) {
 
 // tortureReference returns c's torture template with its reference
 // (schema dump, fingerprint) made.
-func tortureReference(t testing.TB, c *Cluster) *tortureTemplate {
+func tortureReference(t testing.TB, c *Instance) *tortureTemplate {
 	t.Helper()
 	tt := loadedTorture(t, c)
 	tt.refOnce.Do(func() {
@@ -247,15 +247,15 @@ type Lazy struct {
 	// Options are the cluster's.
 	Options Options
 	// Setup, if set, runs once after the cluster starts.
-	Setup func(ctx context.Context, c *Cluster) error
+	Setup func(ctx context.Context, c *Instance) error
 
 	once sync.Once
-	c    *Cluster
+	c    *Instance
 	err  error
 }
 
 // Get returns the cluster, started (and set up) on first use.
-func (l *Lazy) Get(t testing.TB) *Cluster {
+func (l *Lazy) Get(t testing.TB) *Instance {
 	t.Helper()
 	l.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

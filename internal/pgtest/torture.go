@@ -24,7 +24,7 @@ func TortureSQL() string { return tortureSQL }
 // LoadTorture loads the torture script into the existing, empty database db
 // of c as the superuser, with psql and ON_ERROR_STOP, failing the test on the
 // first error. Several databases of one cluster may be loaded concurrently.
-func LoadTorture(t testing.TB, c *Cluster, db string) {
+func LoadTorture(t testing.TB, c *Instance, db string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

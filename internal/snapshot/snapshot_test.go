@@ -25,7 +25,7 @@ type holder struct {
 }
 
 // startHolder runs Run on db and waits for the snapshot id it prints.
-func startHolder(t *testing.T, ctx context.Context, c *pgtest.Cluster, db string, o Options) *holder {
+func startHolder(t *testing.T, ctx context.Context, c *pgtest.Instance, db string, o Options) *holder {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(c.ConnString(db))
 	if err != nil {
@@ -74,7 +74,7 @@ func TestHold(t *testing.T) {
 	t.Run("ends", func(t *testing.T) { testHoldEnds(t, ctx, c) })
 }
 
-func testHeld(t *testing.T, ctx context.Context, c *pgtest.Cluster) {
+func testHeld(t *testing.T, ctx context.Context, c *pgtest.Instance) {
 	if err := c.CreateDB(ctx, "held"); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func countInSnapshot(t *testing.T, ctx context.Context, conn *pgx.Conn, snapshot
 // is a success, the holding session being terminated is a failure that
 // names the snapshot, and a table locked by someone else fails the start
 // within LockWaitTimeout without printing a snapshot id.
-func testHoldEnds(t *testing.T, ctx context.Context, c *pgtest.Cluster) {
+func testHoldEnds(t *testing.T, ctx context.Context, c *pgtest.Instance) {
 	if err := c.CreateDB(ctx, "ends"); err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func main() {
 // each round in databases of its own.
 type torture struct {
 	cfg      config
-	src, dst *pgctl.Cluster
+	src, dst *pgctl.Instance
 	bin      string
 	// stall is finish's --stall-timeout flag when the binary has it.
 	stall bool
