@@ -382,7 +382,7 @@ func events(t *testing.T, stderr string) []progress.Event {
 type serverRun struct {
 	rows    map[string]int64
 	phases  map[string]bool
-	plans   []progress.Plan
+	plans   []progress.Expected
 	states  []progress.State
 	summary progress.Summary
 }
@@ -395,7 +395,7 @@ func readServerRun(t *testing.T, stderr string) serverRun {
 	for _, e := range evs {
 		switch e.Event {
 		case "start":
-			r.plans = append(r.plans, *e.Plan)
+			r.plans = append(r.plans, *e.Expected)
 		case "phase":
 			r.phases[e.Phase] = true
 		case "progress":

@@ -149,11 +149,11 @@ func TestProgress(t *testing.T) {
 		}
 		r := mustPgsprint(t, "clone", "--source", c.ConnString(src), "--target", c.ConnString("clone_dst"), "-j", "2",
 			"--chunk-size", "2MB", "--progress=json", "--progress-interval", "20ms")
-		var plan *progress.Plan
+		var plan *progress.Expected
 		var last *progress.State
 		for _, e := range events(t, r.stderr) {
 			if e.Event == "start" {
-				plan = e.Plan
+				plan = e.Expected
 			}
 			if e.Event == "progress" && e.State != nil {
 				last = e.State

@@ -118,8 +118,8 @@ func Clone(ctx context.Context, opts CloneOptions) (*RestoreResult, error) {
 		log: opts.Logger, progress: progress.NewParts(reporterOr(opts.Progress), "clone"),
 		// Until a database's catalog is read, its size on the source
 		// (indexes and catalogs included) stands for what it will move.
-		expect: func(d archive.Database) progress.Plan {
-			return progress.Plan{Op: "clone", Bytes: d.SizeBytes, Estimated: true}
+		expect: func(d archive.Database) progress.Expected {
+			return progress.Expected{Op: "clone", Bytes: d.SizeBytes, Estimated: true}
 		},
 	}
 	res, err := b.run(ctx)

@@ -93,7 +93,7 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 			return restoreDatabase(ctx, opts, name, jobs, s, rep)
 		},
 		log: opts.Logger, progress: progress.NewParts(reporterOr(opts.Progress), "restore"),
-		expect: func(d archive.Database) progress.Plan { return archivePlan(opts.Source, d) },
+		expect: func(d archive.Database) progress.Expected { return archivePlan(opts.Source, d) },
 		finish: func() error { return finishSource(opts) },
 	}
 	res, err := b.run(ctx)
@@ -127,7 +127,7 @@ type build struct {
 	progress  *progress.Parts // each database reports as one of its parts
 	// expect is a database's work as known before it begins (the
 	// archive's totals, the source's size), for the run's totals.
-	expect func(archive.Database) progress.Plan
+	expect func(archive.Database) progress.Expected
 	// finish, when set, runs once every database is done, before the
 	// server journal is dropped: what must hold for the run to be
 	// finished (a pipe's archive read to its sound end).
@@ -209,7 +209,7 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 		}
 		todo = append(todo, d)
 	}
-	expected := map[string]progress.Plan{}
+	expected := map[string]progress.Expected{}
 	for _, d := range todo {
 		expected[d.Name] = b.expect(d)
 	}
@@ -340,8 +340,8 @@ func finishSource(opts RestoreOptions) error {
 // archivePlan is what restoring database d of src will move, as far as
 // the archive knows it now (a pipe's streams only once read; the
 // database's restore reports its own plan when it begins).
-func archivePlan(src archive.Source, d archive.Database) progress.Plan {
-	p := progress.Plan{Op: "restore"}
+func archivePlan(src archive.Source, d archive.Database) progress.Expected {
+	p := progress.Expected{Op: "restore"}
 	if m := d.Manifest; m != nil {
 		p.Tables, p.Chunks = len(m.Tables), len(m.Chunks)+len(m.LargeObjects)
 		p.Bytes, p.Rows = archive.Totals(src, m)

@@ -148,7 +148,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 // hold the archive estimated from the planned bytes (preflight.DiskSpace),
 // and warns when it may not. CreateArchive runs it, for a dump of one
 // database and of a whole server alike.
-func checkSpace(opts Options, planned progress.Plan) error {
+func checkSpace(opts Options, planned progress.Expected) error {
 	if opts.File == "-" || opts.File == "" || location.IsURL(opts.File) {
 		return nil
 	}
@@ -166,12 +166,12 @@ func checkSpace(opts Options, planned progress.Plan) error {
 // Plan is the work a dump of the session expects, from the catalog's
 // estimates: what a dump of one database shows and sizes its output by,
 // and, summed (PlanAll), a whole-server dump.
-func (s *Session) Plan() progress.Plan { return planOf(s.Manifest) }
+func (s *Session) Plan() progress.Expected { return planOf(s.Manifest) }
 
 // PlanAll is the work a dump of every session expects: their plans
 // summed, for a whole-server dump, whose one archive holds them all.
-func PlanAll(sessions []*Session) progress.Plan {
-	p := progress.Plan{Op: "dump", Estimated: true}
+func PlanAll(sessions []*Session) progress.Expected {
+	p := progress.Expected{Op: "dump", Estimated: true}
 	for _, s := range sessions {
 		sp := s.Plan()
 		p.Tables += sp.Tables
@@ -183,8 +183,8 @@ func PlanAll(sessions []*Session) progress.Plan {
 }
 
 // planOf is the work a dump expects, from the catalog's estimates.
-func planOf(m *archive.Manifest) progress.Plan {
-	p := progress.Plan{Op: "dump", Tables: len(m.Tables), Chunks: len(m.Chunks) + len(m.LargeObjects), Estimated: true}
+func planOf(m *archive.Manifest) progress.Expected {
+	p := progress.Expected{Op: "dump", Tables: len(m.Tables), Chunks: len(m.Chunks) + len(m.LargeObjects), Estimated: true}
 	// The chunks' estimates (Done.Planned), whose sum the tracker
 	// replaces unit by unit with what they moved.
 	for _, c := range m.Chunks {

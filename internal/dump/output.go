@@ -10,7 +10,7 @@ import (
 )
 
 // createOutput starts the archive at opts.File, whatever the medium.
-func createOutput(ctx context.Context, opts Options, plan progress.Plan) (*output, error) {
+func createOutput(ctx context.Context, opts Options, plan progress.Expected) (*output, error) {
 	lo := opts.Location
 	lo.Out = opts.Stdout
 	b, err := location.Parse(opts.File, lo)

@@ -213,7 +213,7 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	}
 	// The masking is resolved before the catalog is read: a table is
 	// never split on a masked key (chunk.Options.Masked).
-	var plan *mask.Plan
+	var plan *mask.Resolved
 	if opts.Mask.Active() {
 		if plan, err = mask.Resolve(ctx, s.leader, opts.Mask, dataEncoding(s.srv)); err != nil {
 			return err
@@ -257,7 +257,7 @@ func dataEncoding(srv pg.Server) string {
 // applyMask records the masking (resolved in the snapshot) and prepares each
 // masked table's rewriter; masked tables are read as COPY text, which the
 // rewriter parses (binary would need every type's decoder).
-func (s *Session) applyMask(plan *mask.Plan, log *slog.Logger) error {
+func (s *Session) applyMask(plan *mask.Resolved, log *slog.Logger) error {
 	if plan == nil {
 		return nil
 	}

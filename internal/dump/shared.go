@@ -238,7 +238,7 @@ type Output interface {
 
 // OpenOutput starts the archive at opts.File as Run does (opts.Location,
 // opts.Overwrite; plan sizes the parts of an upload).
-func OpenOutput(ctx context.Context, opts Options, plan progress.Plan) (Output, error) {
+func OpenOutput(ctx context.Context, opts Options, plan progress.Expected) (Output, error) {
 	out, err := createOutput(ctx, opts, plan)
 	if err != nil {
 		return nil, err
@@ -251,7 +251,7 @@ func OpenOutput(ctx context.Context, opts Options, plan progress.Plan) (Output, 
 // with m's header, encrypted to opts.Recipients if any: what a dump of one database
 // and of a whole server write into. The caller Aborts the output unless it
 // Commits it; on error nothing is left at the location.
-func CreateArchive(ctx context.Context, opts Options, m *archive.Manifest, plan progress.Plan) (Output, *archive.Writer, error) {
+func CreateArchive(ctx context.Context, opts Options, m *archive.Manifest, plan progress.Expected) (Output, *archive.Writer, error) {
 	if err := checkSpace(opts, plan); err != nil {
 		return nil, nil, err
 	}

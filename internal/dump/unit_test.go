@@ -112,7 +112,7 @@ func TestPlanAll(t *testing.T) {
 		LargeObjects: []archive.LargeObject{{Size: 7}},
 	}}
 	b := &Session{Manifest: &archive.Manifest{Tables: []archive.Table{{Rows: 5, SizeBytes: 1 << 30}}, Chunks: []archive.Chunk{{Size: 20}}}}
-	want := progress.Plan{Op: "dump", Tables: 2, Chunks: 4, Bytes: 177, Rows: 15, Estimated: true}
+	want := progress.Expected{Op: "dump", Tables: 2, Chunks: 4, Bytes: 177, Rows: 15, Estimated: true}
 	if got := PlanAll([]*Session{a, b}); got != want {
 		t.Errorf("PlanAll = %+v, want %+v", got, want)
 	}

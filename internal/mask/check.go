@@ -207,7 +207,7 @@ func warnUnmasked(ctx context.Context, conn *pgx.Conn, named map[string]bool, re
 
 // sample reads one row of t's masked columns as the data path reads them
 // (COPY text in the database's encoding) and masks it.
-func sample(ctx context.Context, conn *pgx.Conn, plan *Plan, t *planTable, enc string) (*Sample, error) {
+func sample(ctx context.Context, conn *pgx.Conn, plan *Resolved, t *planTable, enc string) (*Sample, error) {
 	name := pg.Qualified(t.schema, t.name)
 	q := pg.Copy{Query: fmt.Sprintf("SELECT %s FROM ONLY %s LIMIT 1", pg.ColumnList(t.names), name), Encoding: enc}
 	var raw bytes.Buffer

@@ -13,10 +13,10 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
-// Plan is the rules resolved against the schema: each masked column of
+// Resolved is the rules resolved against the schema: each masked column of
 // each table read, its rule and what its type lets the rule write.
 // Partitions and inheritance children take their parent's rules.
-type Plan struct {
+type Resolved struct {
 	secret []byte
 	tables map[string]*planTable // by schema + "\x00" + name
 	order  []string
@@ -45,11 +45,11 @@ func (e *RefusedError) Error() string {
 // of a const value runs in a savepoint) and returns the plan, or a
 // *RefusedError listing every problem. encoding is the data's (the
 // server encoding: COPY text is read in it).
-func Resolve(ctx context.Context, conn *pgx.Conn, spec Spec, encoding string) (*Plan, error) {
+func Resolve(ctx context.Context, conn *pgx.Conn, spec Spec, encoding string) (*Resolved, error) {
 	if len(spec.Secret) == 0 {
 		return nil, &RefusedError{Problems: []string{"masking needs a secret: --mask-secret-file FILE or $" + SecretEnv}}
 	}
-	p := &Plan{secret: spec.Secret, tables: map[string]*planTable{}}
+	p := &Resolved{secret: spec.Secret, tables: map[string]*planTable{}}
 	var problems []string
 	type key struct {
 		rel    uint32
@@ -162,7 +162,7 @@ func describe(rule string) string {
 
 // Table is the masking of one table read as columns (its COPY column
 // list), or nil when none of them is masked.
-func (p *Plan) Table(schema, name string, columns []string) *Table {
+func (p *Resolved) Table(schema, name string, columns []string) *Table {
 	if p == nil {
 		return nil
 	}
@@ -186,7 +186,7 @@ func (p *Plan) Table(schema, name string, columns []string) *Table {
 // Masks says whether the plan rewrites column of table schema.name:
 // values of such a column must reach nothing pgsprint writes, not even as
 // a chunk's key range (internal/chunk). Keep is not masking.
-func (p *Plan) Masks(schema, table, column string) bool {
+func (p *Resolved) Masks(schema, table, column string) bool {
 	if p == nil {
 		return false
 	}
@@ -200,7 +200,7 @@ func (p *Plan) Masks(schema, table, column string) bool {
 
 // Record is what the manifest says of the masking: every masked column
 // and its rule, never the secret.
-func (p *Plan) Record() *archive.Mask {
+func (p *Resolved) Record() *archive.Mask {
 	m := &archive.Mask{}
 	for _, k := range p.order {
 		t := p.tables[k]

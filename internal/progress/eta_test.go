@@ -65,7 +65,7 @@ func TestETAAtHalfTime(t *testing.T) {
 // state, never past the plan's.
 func TestTrackerStepWork(t *testing.T) {
 	tr := NewTracker("restore")
-	tr.Begin(Plan{Op: "restore", Bytes: 100, StepWork: 50})
+	tr.Begin(Expected{Op: "restore", Bytes: 100, StepWork: 50})
 	tr.Add(100, 1)
 	tr.Done(Work{Kind: "indexes", Name: "index a"}, Done{Work: 30})
 	if s := tr.State(); s.StepWork != 50 || s.StepWorkDone != 30 {

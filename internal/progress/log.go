@@ -22,7 +22,7 @@ type logged struct {
 }
 
 // Begin implements Reporter.
-func (l logged) Begin(p Plan) {
+func (l logged) Begin(p Expected) {
 	l.log.Info("planned", "op", p.Op, "tables", p.Tables, "chunks", p.Chunks, "bytes", p.Bytes, "rows", p.Rows)
 	l.r.Begin(p)
 }

@@ -13,19 +13,19 @@ type Parts struct {
 	r     Reporter
 	mu    sync.Mutex
 	op    string
-	plans map[string]Plan // each part's: expected, or its own once begun
+	plans map[string]Expected // each part's: expected, or its own once begun
 	begun map[string]bool
 }
 
 // NewParts shares r among the parts of a run of op ("restore", "clone").
 func NewParts(r Reporter, op string) *Parts {
-	return &Parts{r: r, op: op, plans: map[string]Plan{}, begun: map[string]bool{}}
+	return &Parts{r: r, op: op, plans: map[string]Expected{}, begun: map[string]bool{}}
 }
 
 // Expect announces the work of the parts about to run (a database's
 // totals as the archive or the source's catalog knows them), before any
 // of them begins: the run's totals then count it from the start.
-func (p *Parts) Expect(plans map[string]Plan) {
+func (p *Parts) Expect(plans map[string]Expected) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for name, pl := range plans {
@@ -40,8 +40,8 @@ func (p *Parts) Expect(plans map[string]Plan) {
 // at least one chunk, so that a run whose begun parts have moved all their
 // chunks does not look finished (Tracker.State takes what moved as an
 // estimated run's total once every chunk is done).
-func (p *Parts) total() Plan {
-	t := Plan{Op: p.op}
+func (p *Parts) total() Expected {
+	t := Expected{Op: p.op}
 	for name, pl := range p.plans {
 		t.Tables += pl.Tables
 		t.Bytes += pl.Bytes
@@ -66,7 +66,7 @@ type part struct {
 
 // Begin implements Reporter: the part's plan replaces what it was
 // expected to do in the run's.
-func (r part) Begin(pl Plan) {
+func (r part) Begin(pl Expected) {
 	r.p.mu.Lock()
 	defer r.p.mu.Unlock()
 	r.p.plans[r.name] = pl

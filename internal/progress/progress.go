@@ -18,7 +18,7 @@ import (
 // quickly: workers call Add for every few hundred KiB they move.
 type Reporter interface {
 	// Begin announces the planned work.
-	Begin(p Plan)
+	Begin(p Expected)
 	// Phase says a named step of the run has started (e.g. "pre-data").
 	Phase(name string)
 	// Steps adds n expected non-data tasks (index and constraint builds)
@@ -32,9 +32,9 @@ type Reporter interface {
 	Done(w Work, d Done)
 }
 
-// Plan is the work a run expects. Bytes and Rows are estimates for a dump
+// Expected is the work a run expects. Bytes and Rows are estimates for a dump
 // (taken from the catalog) and exact for a restore (from the archive).
-type Plan struct {
+type Expected struct {
 	Op     string `json:"op"` // "dump" or "restore"
 	Tables int    `json:"tables"`
 	Chunks int    `json:"chunks"`
@@ -71,10 +71,10 @@ type Done struct {
 	Bytes   int64
 	Rows    int64
 	Elapsed time.Duration
-	// Planned is the unit's share of Plan.Bytes when that is an estimate
-	// (Plan.Estimated).
+	// Planned is the unit's share of Expected.Bytes when that is an estimate
+	// (Expected.Estimated).
 	Planned int64
-	// Work is a non-data unit's share of Plan.StepWork.
+	// Work is a non-data unit's share of Expected.StepWork.
 	Work int64
 }
 
@@ -82,7 +82,7 @@ type Done struct {
 type Nop struct{}
 
 // Begin implements Reporter.
-func (Nop) Begin(Plan) {}
+func (Nop) Begin(Expected) {}
 
 // Phase implements Reporter.
 func (Nop) Phase(string) {}
@@ -112,7 +112,7 @@ type Tracker struct {
 	firstData atomic.Int64
 
 	mu        sync.Mutex
-	plan      Plan
+	plan      Expected
 	phase     string
 	phases    []PhaseTime
 	steps     int
@@ -120,7 +120,7 @@ type Tracker struct {
 	stepWork  int64 // Done.Work of the finished non-data units
 	chunks    int
 	// replanned is what finished units moved minus what the plan
-	// expected of them (Plan.Estimated).
+	// expected of them (Expected.Estimated).
 	replanned int64
 	inFlight  map[string]int // table or step name → units running
 	// tables sums the units of the tables that may have more to come
@@ -134,22 +134,22 @@ type Tracker struct {
 
 // NewTracker starts the clock of a run of op ("dump", "restore").
 func NewTracker(op string) *Tracker {
-	return &Tracker{begin: time.Now(), plan: Plan{Op: op}, inFlight: map[string]int{}, tables: map[string]*TableTime{}}
+	return &Tracker{begin: time.Now(), plan: Expected{Op: op}, inFlight: map[string]int{}, tables: map[string]*TableTime{}}
 }
 
 // Event is one thing that happened, as --progress=json prints it.
 type Event struct {
-	Event   string    `json:"event"` // start, phase, table, step, progress, summary, error
-	Time    time.Time `json:"time"`
-	Elapsed float64   `json:"elapsed_s"`
-	Plan    *Plan     `json:"plan,omitempty"`
-	Phase   string    `json:"phase,omitempty"`
-	Work    *Work     `json:"work,omitempty"`
-	Bytes   int64     `json:"bytes,omitempty"`
-	Rows    int64     `json:"rows,omitempty"`
-	Seconds float64   `json:"seconds,omitempty"`
-	State   *State    `json:"state,omitempty"`
-	Summary *Summary  `json:"summary,omitempty"`
+	Event    string    `json:"event"` // start, phase, table, step, progress, summary, error
+	Time     time.Time `json:"time"`
+	Elapsed  float64   `json:"elapsed_s"`
+	Expected *Expected `json:"plan,omitempty"`
+	Phase    string    `json:"phase,omitempty"`
+	Work     *Work     `json:"work,omitempty"`
+	Bytes    int64     `json:"bytes,omitempty"`
+	Rows     int64     `json:"rows,omitempty"`
+	Seconds  float64   `json:"seconds,omitempty"`
+	State    *State    `json:"state,omitempty"`
+	Summary  *Summary  `json:"summary,omitempty"`
 	// Error is the one-line message of the failure that ended the run,
 	// and ExitCode pgsprint's exit code (the "error" event, always last).
 	Error    string `json:"error,omitempty"`
@@ -174,11 +174,11 @@ func (t *Tracker) emit(e Event) {
 }
 
 // Begin implements Reporter.
-func (t *Tracker) Begin(p Plan) {
+func (t *Tracker) Begin(p Expected) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.plan = p
-	t.emit(Event{Event: "start", Plan: &p})
+	t.emit(Event{Event: "start", Expected: &p})
 }
 
 // Phase implements Reporter.
@@ -276,7 +276,7 @@ type State struct {
 	StepsAll    int      `json:"steps_total"`
 	InFlight    []string `json:"in_flight"`
 	// StepWork and StepWorkDone are the plan's non-data work and what of
-	// it is done, in data-equivalent bytes (Plan.StepWork): with the
+	// it is done, in data-equivalent bytes (Expected.StepWork): with the
 	// bytes they make the whole run's work, which the ETA covers.
 	StepWork     int64 `json:"step_work,omitempty"`
 	StepWorkDone int64 `json:"step_work_done,omitempty"`

@@ -21,7 +21,7 @@ import (
 // (a table stays in flight while any of its chunks runs).
 func TestTrackerState(t *testing.T) {
 	tr := NewTracker("restore")
-	tr.Begin(Plan{Op: "restore", Tables: 2, Chunks: 3, Bytes: 1000, Rows: 30})
+	tr.Begin(Expected{Op: "restore", Tables: 2, Chunks: 3, Bytes: 1000, Rows: 30})
 	tr.Phase("data")
 	tr.Steps(2)
 	a1 := Work{Kind: "data", Table: `"s"."a"`, Name: `"s"."a" part 1`}
@@ -239,7 +239,7 @@ func TestJSONEvents(t *testing.T) {
 	var out syncBuffer
 	tr := NewTracker("dump")
 	d := Show(tr, Options{Mode: JSON, Out: &out, Interval: 20 * time.Millisecond})
-	tr.Begin(Plan{Op: "dump", Tables: 1, Chunks: 1, Bytes: 10, Rows: 2})
+	tr.Begin(Expected{Op: "dump", Tables: 1, Chunks: 1, Bytes: 10, Rows: 2})
 	tr.Phase("data")
 	w := Work{Kind: "data", Table: `"public"."t"`, Name: `"public"."t"`}
 	tr.Start(w)
@@ -283,7 +283,7 @@ func TestJSONEvents(t *testing.T) {
 	for _, e := range events {
 		byKind[e.Event] = e
 	}
-	if p := byKind["start"].Plan; p == nil || *p != (Plan{Op: "dump", Tables: 1, Chunks: 1, Bytes: 10, Rows: 2}) {
+	if p := byKind["start"].Expected; p == nil || *p != (Expected{Op: "dump", Tables: 1, Chunks: 1, Bytes: 10, Rows: 2}) {
 		t.Errorf("start event plan %+v", p)
 	}
 	if e := byKind["table"]; e.Work == nil || e.Work.Table != `"public"."t"` || e.Bytes != 10 || e.Rows != 2 {
@@ -422,7 +422,7 @@ func TestLogged(t *testing.T) {
 	var out bytes.Buffer
 	tr := NewTracker("dump")
 	r := Logged(tr, slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	r.Begin(Plan{Op: "dump", Tables: 2})
+	r.Begin(Expected{Op: "dump", Tables: 2})
 	r.Phase("data")
 	w := Work{Kind: "data", Table: "t", Name: "t part 2"}
 	r.Start(w)
@@ -463,7 +463,7 @@ func TestEstimatedTotal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := NewTracker("dump")
-			p := Plan{Op: "dump", Chunks: len(tc.chunks), Rows: 30, Estimated: tc.estimated}
+			p := Expected{Op: "dump", Chunks: len(tc.chunks), Rows: 30, Estimated: tc.estimated}
 			for _, c := range tc.chunks {
 				p.Bytes += c.planned
 			}
@@ -519,13 +519,13 @@ func TestParts(t *testing.T) {
 		want State // the totals and the phase
 	}{
 		{"expected", func() {
-			ps.Expect(map[string]Plan{"a": {Bytes: 8000, Estimated: true}, "b": {Bytes: 9000, Estimated: true}})
+			ps.Expect(map[string]Expected{"a": {Bytes: 8000, Estimated: true}, "b": {Bytes: 9000, Estimated: true}})
 		}, State{BytesTotal: 17000, ChunksAll: 2}},
-		{"a begins", func() { a.Begin(Plan{Tables: 1, Chunks: 1, Bytes: 100, Rows: 10, Estimated: true}) },
+		{"a begins", func() { a.Begin(Expected{Tables: 1, Chunks: 1, Bytes: 100, Rows: 10, Estimated: true}) },
 			State{BytesTotal: 9100, RowsTotal: 10, ChunksAll: 2}},
 		{"a moves more than planned", func() { a.Phase("data"); a.Add(150, 10); a.Done(chunk, Done{Bytes: 150, Rows: 10, Planned: 100}) },
 			State{Phase: "a: data", Bytes: 150, Rows: 10, BytesTotal: 9150, RowsTotal: 10, Chunks: 1, ChunksAll: 2}},
-		{"b begins", func() { b.Begin(Plan{Tables: 1, Chunks: 1, Bytes: 50, Rows: 5, Estimated: true}) },
+		{"b begins", func() { b.Begin(Expected{Tables: 1, Chunks: 1, Bytes: 50, Rows: 5, Estimated: true}) },
 			State{Phase: "a: data", Bytes: 150, Rows: 10, BytesTotal: 200, RowsTotal: 15, Chunks: 1, ChunksAll: 2}},
 		{"b moves less", func() { b.Add(40, 5); b.Done(chunk, Done{Bytes: 40, Rows: 5, Planned: 50}) },
 			State{Phase: "a: data", Bytes: 190, Rows: 15, BytesTotal: 190, RowsTotal: 15, Chunks: 2, ChunksAll: 2}},

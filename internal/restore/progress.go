@@ -78,13 +78,13 @@ func (s *countingStream) Close() error {
 // planOf is a restore's work: the archive's exact totals and the graph's
 // data tasks (a table split over several connections counts once per
 // connection).
-func (d *dataStage) planOf(g *schedule.Graph) (progress.Plan, int) {
+func (d *dataStage) planOf(g *schedule.Graph) (progress.Expected, int) {
 	live := d.l.ar.Order() == archive.OnDemand // clone's source: the user ran clone
 	op := "restore"
 	if live {
 		op = "clone"
 	}
-	p := progress.Plan{Op: op, Tables: len(d.m.Tables)}
+	p := progress.Expected{Op: op, Tables: len(d.m.Tables)}
 	steps := 0
 	for _, t := range g.Tasks {
 		if t.Kind == taskgraph.Data {
@@ -190,7 +190,7 @@ const (
 )
 
 // stepWork is a non-data task's work in bytes of data that take as long
-// to load (progress.Plan.StepWork), from its kind and the sizes of the
+// to load (progress.Expected.StepWork), from its kind and the sizes of the
 // tables it reads: what lets the ETA cover index builds, constraints and
 // ANALYZE, which took a third of a restore after its data ETA had gone.
 func stepWork(kind taskgraph.Kind, cost int64) int64 {

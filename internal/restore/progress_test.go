@@ -7,7 +7,7 @@ import (
 )
 
 // TestStepWork checks the weights the restore's ETA gives non-data tasks
-// (progress.Plan.StepWork): an index build a quarter of loading its
+// (progress.Expected.StepWork): an index build a quarter of loading its
 // table, ANALYZE a sample whatever the table's size, data none.
 func TestStepWork(t *testing.T) {
 	const gib = 1 << 30

@@ -17,9 +17,9 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
-// Plan is the computed subset: which tables keep all their rows, none, or
+// Chosen is the computed subset: which tables keep all their rows, none, or
 // the rows the rules chose, by row id in the snapshot it was computed in.
-type Plan struct {
+type Chosen struct {
 	spec  Spec
 	g     *graph
 	cls   map[uint32]class
@@ -39,7 +39,7 @@ type Plan struct {
 // the setting): its queries are many and short, and a server compiles any
 // whose estimated cost passes jit_above_cost, in each parallel worker. A
 // walk's probe on fk-heavy spent 34 ms of its 87 compiling.
-func Compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Plan, error) {
+func Compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Chosen, error) {
 	q := "SAVEPOINT " + savepoint
 	if opts.Server.HasJIT() {
 		q += "; SET LOCAL jit = off"
@@ -61,7 +61,7 @@ func Compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 	return p, nil
 }
 
-func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Plan, error) {
+func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Chosen, error) {
 	g, err := readGraph(ctx, conn, opts.Server, spec.Refs)
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func compute(ctx context.Context, conn *pgx.Conn, spec Spec, opts Options) (*Pla
 			return nil, fmt.Errorf("--subset: %w", err) // the table once: resolve names it
 		}
 	}
-	p := &Plan{spec: spec, g: g, cls: classify(g, seeds, spec.Children), kept: map[uint32][]tid{}, whole: spec.Others != OthersNone}
+	p := &Chosen{spec: spec, g: g, cls: classify(g, seeds, spec.Children), kept: map[uint32][]tid{}, whole: spec.Others != OthersNone}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -202,7 +202,7 @@ func warnWidened(log *slog.Logger, g *graph, seeds []uint32, wholeEdges []*edge)
 // lock locks every table the closure reads (the reached partition trees'
 // tables, and the whole other tables of edges) and checks that each is
 // still the snapshot's: same name, same storage.
-func (p *Plan) lock(ctx context.Context, conn *pgx.Conn, wholeEdges []*edge) error {
+func (p *Chosen) lock(ctx context.Context, conn *pgx.Conn, wholeEdges []*edge) error {
 	set := map[uint32]bool{}
 	for oid, r := range p.g.rels {
 		if !r.partitioned && p.cls[p.g.root(oid)] == reached {
@@ -252,7 +252,7 @@ const keepRows = 50000
 // dump's catalog, chunks[i] table i's; rowBytes of a table is its average
 // row size, for the chunks' estimated sizes. Apply returns what the
 // archive records.
-func (p *Plan) Apply(tables []pg.TableInfo, chunks [][]chunk.Chunk) *archive.Subset {
+func (p *Chosen) Apply(tables []pg.TableInfo, chunks [][]chunk.Chunk) *archive.Subset {
 	rec := p.spec.Record()
 	for i, t := range tables {
 		r := p.g.rels[t.OID]

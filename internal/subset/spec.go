@@ -15,7 +15,7 @@
 // the fixed point would take one query per link; references between
 // tables stay with the fixed point, which a recursive query cannot hold
 // (one working table, one row type). The dump and clone workers then read
-// exactly those rows, in the same snapshot, by their ctids (Plan.Apply).
+// exactly those rows, in the same snapshot, by their ctids (Chosen.Apply).
 // See docs/ARCHITECTURE.md, "Subsets".
 package subset
 

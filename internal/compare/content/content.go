@@ -88,7 +88,7 @@ func Diff(ctx context.Context, whole, copy *pgx.ConnConfig, tables []string, o O
 			masked[k][c.Column] = true
 		}
 	}
-	var plan *mask.Plan
+	var plan *mask.Resolved
 	if o.Mask != nil && len(o.Secret) > 0 {
 		if plan, err = resolveRecorded(ctx, wc, o.Mask, o.Secret); err != nil {
 			return nil, err
@@ -141,7 +141,7 @@ func contentConn(ctx context.Context, cfg *pgx.ConnConfig, tz string) (*pgx.Conn
 
 // resolveRecorded is the plan of the rules recorded in a masked copy,
 // resolved against the whole's schema with secret, as dump resolved them.
-func resolveRecorded(ctx context.Context, conn *pgx.Conn, m *archive.Mask, secret []byte) (*mask.Plan, error) {
+func resolveRecorded(ctx context.Context, conn *pgx.Conn, m *archive.Mask, secret []byte) (*mask.Resolved, error) {
 	spec := mask.Spec{Secret: secret}
 	for _, c := range m.Columns {
 		r, err := mask.ParseRule(c.Rule)

@@ -156,7 +156,7 @@ func copyRows(ctx context.Context, t *testing.T, src, dst string, masked bool, w
 		t.Fatal(err)
 	}
 	defer dc.Close(ctx)
-	var plan *mask.Plan
+	var plan *mask.Resolved
 	if masked {
 		tx, err := sc.Begin(ctx)
 		if err != nil {
