@@ -244,6 +244,9 @@ func printStatus(out io.Writer, st *follow.State, o followOptions) {
 		} else {
 			fmt.Fprintf(out, "slot %s: none on the source\n", st.Slot)
 		}
+		if s == nil && src.Publication {
+			fmt.Fprintf(out, "publication %s: still on the source, with no subscription to use it\n", st.Publication)
+		}
 		printFence(out, src.Fence, st.Slot)
 		for _, p := range src.Prepared {
 			fmt.Fprintf(out, "prepared transaction in the source database: %s (finish refuses while any exist: COMMIT PREPARED or ROLLBACK PREPARED it)\n", p)
