@@ -37,6 +37,11 @@ BEGIN
 	IF cmd_tag ~ 'PUBLICATION|SUBSCRIPTION' THEN
 		RETURN;
 	END IF;
+	-- pgsprint's own statements on the source (finish's handover mark):
+	-- never the user's DDL, never replayed.
+	IF pg_catalog.current_setting('pgsprint.capture', true) = 'off' THEN
+		RETURN;
+	END IF;
 	IF ev = 'ddl_command_end' THEN
 		IF cmd_tag LIKE 'DROP %' THEN
 			RETURN; -- recorded at sql_drop
@@ -144,17 +149,24 @@ BEGIN
 	IF act = 'apply' AND ev = 'ddl_command_end' AND cmd_tag = 'ALTER TABLE' THEN
 		-- A new column's default evaluated once (now(), current_user),
 		-- its own or its domain's: the target would evaluate it again,
-		-- to another value.
+		-- to another value. Only a SQL value keyword or a call of a
+		-- function that is not immutable differs there: a constant cast
+		-- by an immutable function (numeric(10,2) DEFAULT 1.5) is the
+		-- same on the target, and replayed.
 		SELECT pg_catalog.string_agg(pg_catalog.format('%s.%I', a.attrelid::pg_catalog.regclass, a.attname), ', ') INTO cols
 		FROM pg_catalog.pg_event_trigger_ddl_commands() d
 		JOIN pg_catalog.pg_attribute a ON a.attrelid = d.objid AND a.atthasmissing AND NOT a.attisdropped AND a.xmin = cur
 		LEFT JOIN pg_catalog.pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
-		WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
-		AND coalesce(ad.adbin::text, (
+		CROSS JOIN LATERAL (SELECT coalesce(ad.adbin::text, (
 			WITH RECURSIVE t(typ, def) AS (SELECT a.atttypid, NULL::text COLLATE "C"
 				UNION ALL SELECT y.typbasetype, y.typdefaultbin::text FROM t JOIN pg_catalog.pg_type y ON y.oid = t.typ
 				WHERE y.typtype = 'd' AND t.def IS NULL)
-			SELECT t.def FROM t WHERE t.def IS NOT NULL LIMIT 1)) ~ '\{(FUNCEXPR|SQLVALUEFUNCTION)'
+			SELECT t.def FROM t WHERE t.def IS NOT NULL LIMIT 1)) AS def) x
+		WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+		AND (x.def ~ '\{SQLVALUEFUNCTION' OR EXISTS (
+			SELECT 1 FROM pg_catalog.regexp_matches(x.def, ':(?:func|opfunc)id (\d+)', 'g') m
+			JOIN pg_catalog.pg_proc p ON p.oid = m[1]::pg_catalog.oid
+			WHERE p.provolatile <> 'i'))
 		AND pg_catalog.strpos(pg_catalog.lower(q), pg_catalog.lower(a.attname)) > 0;
 		IF cols IS NOT NULL THEN
 			act := 'stop';

@@ -157,6 +157,16 @@ func TestDDLCapture(t *testing.T) {
 		{q: "ALTER TABLE s ADD COLUMN n serial", want: []string{"stop it fills public.s.n row by row", "apply ALTER TABLE s ADD COLUMN n serial"}},
 		{q: "ALTER TABLE t ADD COLUMN ident int GENERATED ALWAYS AS IDENTITY", want: []string{"stop it fills public.t.ident row by row", "apply ALTER TABLE t ADD COLUMN ident int GENERATED ALWAYS AS IDENTITY"}},
 		{q: "ALTER TABLE t ADD COLUMN z int DEFAULT 7", want: []string{"apply ALTER TABLE t ADD COLUMN z int DEFAULT 7"}},
+		// The torture run, seed 1001 round 61: a constant cast by an
+		// immutable function (numeric's typmod) is the same on the target.
+		{q: "ALTER TABLE t ADD COLUMN n1 numeric(10,2) DEFAULT 1.5", want: []string{"apply ALTER TABLE t ADD COLUMN n1 numeric(10,2) DEFAULT 1.5"}},
+		{q: "ALTER TABLE t ADD COLUMN n2 text DEFAULT upper('a')", want: []string{"apply ALTER TABLE t ADD COLUMN n2 text DEFAULT upper('a')"}},
+		{q: "ALTER TABLE t ADD COLUMN n3 timestamptz DEFAULT now() + interval '1 day'", want: []string{"stop the default of public.t.n3 is evaluated once"}},
+		{q: "ALTER TABLE t ADD COLUMN n4 text DEFAULT current_user", want: []string{"stop the default of public.t.n4 is evaluated once"}},
+		// Finish's handover mark (seed 1001 round 59) is pgsprint's own.
+		{q: "SET pgsprint.capture = off", want: nil},
+		{q: "COMMENT ON TABLE t IS 'handover'", want: nil},
+		{q: "RESET pgsprint.capture", want: nil},
 		{q: "ALTER TABLE t ALTER COLUMN z TYPE bigint USING z * 2", want: []string{"apply ALTER TABLE t ALTER COLUMN z TYPE bigint USING z * 2"}},
 		{q: "CREATE TABLE fresh (id int PRIMARY KEY, at timestamptz DEFAULT now())", want: []string{"apply CREATE TABLE fresh (id int PRIMARY KEY, at timestamptz DEFAULT now())"}},
 		// Item 6: several statements in one string, E'' strings.
