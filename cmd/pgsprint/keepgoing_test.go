@@ -238,7 +238,7 @@ func requirePreflightLacks(t *testing.T, file, target string) {
 		`✗ target compression: the target lacks compression method "lz4", needed by TABLE app.packed, TABLE DATA app.packed`,
 		`✗ target roles: the target lacks role "kg_owner", owner of TABLE app.owned`,
 		`✗ target tablespaces: the target lacks tablespace "kg_space", where TABLE app.placed go`,
-		"the restore would stop at the first",
+		"the run would stop at the first",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("preflight restore does not say %q", want)
