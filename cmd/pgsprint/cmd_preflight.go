@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/follow"
 	"github.com/pgsprint/pgsprint/internal/journal"
@@ -222,7 +223,8 @@ func preflightRestore(ctx context.Context, o *restoreOptions) error {
 }
 
 func preflightClone(ctx context.Context, o *cloneOptions) error {
-	if _, err := o.validate(); err != nil {
+	method, err := o.validate()
+	if err != nil {
 		return err
 	}
 	src, dst, err := o.configs(ctx)
@@ -237,7 +239,10 @@ func preflightClone(ctx context.Context, o *cloneOptions) error {
 		return report(preflight.CloneAll(ctx, po, listDatabases(src, "clone", o.all.exclude)))
 	}
 	po := preflight.CloneOptions{Source: src, Target: dst, Jobs: o.jobs, Filter: o.filter, Snapshot: o.snapshot,
-		Clean: o.clean, Resume: o.resume, Programs: &pgbin.Finder{}, Subset: o.spec, Mask: o.masking}
+		Clean: o.clean, Resume: o.resume, Programs: &pgbin.Finder{}, Subset: o.spec, Mask: o.masking, KeepGoing: o.keepGoing}
+	po.Contents = func(ctx context.Context) ([]toc.Entry, error) {
+		return clone.Contents(ctx, o.options(src, dst, method, &watch{}))
+	}
 	fo, err := o.follow.options(*o, src, dst)
 	if err != nil {
 		return err

@@ -141,19 +141,7 @@ func TestKeepGoing(t *testing.T) {
 			t.Errorf("the end of the run does not name %q", want)
 		}
 	}
-	var s struct {
-		Failures []struct {
-			Object  string   `json:"object"`
-			Error   string   `json:"error"`
-			Skipped []string `json:"skipped"`
-		} `json:"failures"`
-	}
-	if b, err := os.ReadFile(summary); err != nil {
-		t.Fatal(err)
-	} else if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	if len(s.Failures) == 0 {
+	if len(summaryFailures(t, summary)) == 0 {
 		t.Errorf("--summary-json has no failures")
 	}
 
@@ -183,6 +171,7 @@ func TestKeepGoing(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "restore incomplete: 3 objects failed") {
 		t.Errorf("restore -f - --keep-going: exit %d, want 1 and 3 failures\n%s", r.code, r.stderr)
 	}
+	requirePreflightCloneLacks(t, src.ConnString("src"), dst.ConnString("cloned"))
 	r = pgsprint(t, nil, "clone", "--source", src.ConnString("src"), "--target", dst.ConnString("cloned"), "-j", "2", "--keep-going")
 	if r.code != 1 || !strings.Contains(r.stderr, "failed: COLLATION public.icu_und") {
 		t.Errorf("clone --keep-going: exit %d, want 1 and the collation named\n%s", r.code, r.stderr)
@@ -201,7 +190,7 @@ func TestKeepGoing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r = pgsprint(t, nil, "restore", "-f", file, "-d", dst.ConnString("kg"), "-j", "2", "--keep-going", "--resume")
+	r = pgsprint(t, nil, "restore", "-f", file, "-d", dst.ConnString("kg"), "-j", "2", "--keep-going", "--resume", "--summary-json", summary)
 	t.Logf("restore --keep-going --resume:\n%s", r.stderr)
 	if r.code != 1 {
 		t.Fatalf("restore --keep-going --resume into a target still without ICU: exit %d, want 1", r.code)
@@ -217,6 +206,133 @@ func TestKeepGoing(t *testing.T) {
 	}
 	requireRestoredRows(t, src.ConnString("src"), dst.ConnString("kg"))
 	requireValidIndexes(t, dst.ConnString("kg"))
+
+	// Everything but what needs pgcrypto, ICU or lz4 (and what depends on
+	// it) now equals the source, and exactly those are still named.
+	failures := summaryFailures(t, summary)
+	var failed []string
+	for obj := range failures {
+		failed = append(failed, obj)
+	}
+	slices.Sort(failed)
+	if want := []string{"COLLATION public.icu_und", "EXTENSION pgcrypto", "TABLE app.packed"}; !slices.Equal(failed, want) {
+		t.Errorf("--resume still names the failures %v, want %v", failed, want)
+	}
+	for obj, want := range map[string][]string{
+		"EXTENSION pgcrypto":       {"TABLE app.hashed"},
+		"COLLATION public.icu_und": {"TABLE app.sorted", "INDEX app.sorted_name", "VIEW app.sorted_names", "FK CONSTRAINT app.child child_sorted_id_fkey"},
+	} {
+		for _, w := range want {
+			if !slices.Contains(failures[obj], w) {
+				t.Errorf("--resume does not name %s as skipped because of %s (it names %v)", w, obj, failures[obj])
+			}
+		}
+	}
+	requireEqualBut(t, dst.BinDir(), src.ConnString("src"), dst.ConnString("kg"), "pgcrypto", "icu_und", "sorted", "packed", "hashed")
+
+	// Into a server that has everything, --keep-going has nothing to
+	// leave out: the restore equals the source.
+	if err := src.Exec(ctx, "postgres", "CREATE DATABASE full_copy"); err != nil {
+		t.Fatal(err)
+	}
+	r = pgsprint(t, nil, "restore", "-f", file, "-d", src.ConnString("full_copy"), "-j", "2", "--keep-going", "--summary-json", summary)
+	if r.code != 0 || strings.Contains(r.stderr, "failed") || len(summaryFailures(t, summary)) != 0 {
+		t.Errorf("restore --keep-going into a full server: exit %d, want 0 and no failure\n%s", r.code, r.stderr)
+	}
+	pgtest.RequireSameSchema(t, src.BinDir(), src.ConnString("src"), src.ConnString("full_copy"))
+	if d := compare.FingerprintDiff(pgtest.Fingerprint(t, src.ConnString("src")), pgtest.Fingerprint(t, src.ConnString("full_copy"))); len(d) > 0 {
+		t.Errorf("restore --keep-going into a full server: rows differ:\n%s", strings.Join(d, "\n"))
+	}
+	requireValidIndexes(t, src.ConnString("full_copy"))
+}
+
+// summaryFailures reads --summary-json's failures: the objects that
+// failed, each with the objects skipped because of it.
+func summaryFailures(t *testing.T, file string) map[string][]string {
+	t.Helper()
+	var s struct {
+		Failures []struct {
+			Object  string   `json:"object"`
+			Error   string   `json:"error"`
+			Skipped []string `json:"skipped"`
+		} `json:"failures"`
+	}
+	if b, err := os.ReadFile(file); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, f := range s.Failures {
+		if f.Error == "" {
+			t.Errorf("--summary-json names %s without its error", f.Object)
+		}
+		out[f.Object] = f.Skipped
+	}
+	return out
+}
+
+// requireEqualBut checks that the database dst equals src (schemas
+// dumped with the pg_dump in binDir, across versions, entry by entry, and
+// row hashes) except for the objects whose pg_dump entry names contain
+// one of missing, which dst must lack: what a --keep-going restore leaves
+// out is exactly those.
+func requireEqualBut(t *testing.T, binDir, src, dst string, missing ...string) {
+	t.Helper()
+	a := schemaEntries(compare.NormalizeAcrossVersions(pgtest.SchemaDump(t, binDir, src)))
+	b := schemaEntries(compare.NormalizeAcrossVersions(pgtest.SchemaDump(t, binDir, dst)))
+	left := func(name string) bool {
+		return slices.ContainsFunc(missing, func(m string) bool { return strings.Contains(name, m) })
+	}
+	for name, body := range a {
+		switch got, ok := b[name]; {
+		case left(name) && ok:
+			t.Errorf("the target has %q, which needs what it lacks", name)
+		case !left(name) && !ok:
+			t.Errorf("the target lacks %q", name)
+		case !left(name) && got != body:
+			t.Errorf("%q differs:\n- %s\n+ %s", name, body, got)
+		}
+	}
+	for name := range b {
+		if _, ok := a[name]; !ok {
+			t.Errorf("the target has %q, which the source does not", name)
+		}
+	}
+	fa, fb := pgtest.Fingerprint(t, src), pgtest.Fingerprint(t, dst)
+	for rel, h := range fa {
+		switch got, ok := fb[rel]; {
+		case left(rel) && ok:
+			t.Errorf("the target has table %s, which needs what it lacks", rel)
+		case !left(rel) && got != h:
+			t.Errorf("%s: the target's rows differ from the source's", rel)
+		}
+	}
+}
+
+// schemaEntries splits a normalized pg_dump --schema-only text into its
+// entries, by their "-- Name: ...; Type: ...; Schema: ...; Owner: ..."
+// header, but pgsprint's journal, which an incomplete restore keeps for
+// --resume.
+func schemaEntries(dump string) map[string]string {
+	out := map[string]string{}
+	name := ""
+	for _, line := range strings.Split(dump, "\n") {
+		if h, ok := strings.CutPrefix(line, "-- Name: "); ok {
+			name = h
+			if strings.HasPrefix(h, "pgsprint_journal;") || strings.Contains(h, "; Schema: pgsprint_journal;") {
+				name = ""
+			}
+			continue
+		}
+		if line == "-- PostgreSQL database dump complete" {
+			break
+		}
+		if name != "" && !strings.HasPrefix(line, "SET ") && !strings.HasPrefix(line, "SELECT pg_catalog.set_config") {
+			out[name] += line + "\n"
+		}
+	}
+	return out
 }
 
 // requirePreflightLacks checks preflight restore of keepGoingSchema's
@@ -238,7 +354,7 @@ func requirePreflightLacks(t *testing.T, file, target string) {
 		`✗ target compression: the target lacks compression method "lz4", needed by TABLE app.packed, TABLE DATA app.packed`,
 		`✗ target roles: the target lacks role "kg_owner", owner of TABLE app.owned`,
 		`✗ target tablespaces: the target lacks tablespace "kg_space", where TABLE app.placed go`,
-		"the restore would stop at the first",
+		"the run would stop at the first",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("preflight restore does not say %q", want)
@@ -257,6 +373,37 @@ func requirePreflightLacks(t *testing.T, file, target string) {
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("preflight restore --keep-going does not say %q", want)
+		}
+	}
+}
+
+// requirePreflightCloneLacks checks preflight clone of keepGoingSchema's
+// source into target as requirePreflightLacks does preflight restore: the
+// source's schema, read as the clone reads it, says what target lacks.
+func requirePreflightCloneLacks(t *testing.T, source, target string) {
+	t.Helper()
+	r := pgsprint(t, nil, "preflight", "clone", "--source", source, "--target", target)
+	t.Logf("preflight clone:\n%s", r.stdout)
+	if r.code != 1 || !strings.Contains(r.stdout, "not ready") {
+		t.Errorf("preflight clone into a target that lacks things: exit %d, want 1 and not ready\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		`✗ target extensions: the target lacks extension "pgcrypto"`, `✗ target collations: the target lacks collation provider "icu"`,
+		`✗ target compression: the target lacks compression method "lz4"`, `✗ target roles: the target lacks role "kg_owner"`,
+		`✗ target tablespaces: the target lacks tablespace "kg_space"`,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("preflight clone does not say %q", want)
+		}
+	}
+	r = pgsprint(t, nil, "preflight", "clone", "--source", source, "--target", target, "--keep-going")
+	t.Logf("preflight clone --keep-going:\n%s", r.stdout)
+	if r.code != 0 || !strings.Contains(r.stdout, "ready: the run would start") {
+		t.Errorf("preflight clone --keep-going: exit %d, want 0 and ready\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"! target extensions:", "! target collations:", "! target compression:", "! target roles:", "! target tablespaces:", "TABLE app.sorted"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("preflight clone --keep-going does not say %q", want)
 		}
 	}
 }

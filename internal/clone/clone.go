@@ -106,14 +106,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 		// bigint), where binary would fail or, worse, not.
 		binaryFor = 0
 	}
-	// The selection is made on the target side (restore), from the
-	// source's whole list; what pg_dump alone can leave out is left out
-	// there.
-	f := opts.Filter
-	dumped := filter.Options{Selection: filter.Selection{Extensions: f.Extensions, ExcludeExtensions: f.ExcludeExtensions,
-		NoUnloggedTableData: f.NoUnloggedTableData, ExcludeLargeObjects: f.ExcludeLargeObjects && !f.IncludeLargeObjects}, Objects: f.Objects}
-	so := opts.Session
-	so.Jobs, so.Filter, so.NoStatistics, so.Programs, so.Logger = opts.Jobs, dumped, opts.NoStatistics, opts.Programs, opts.Logger
+	so := sessionOptions(opts)
 	so.EarlySchema, so.BinaryForMajor, so.BlockSize, so.Manifest = true, binaryFor, pipeBlock, saved
 	sess, err := dump.Begin(ctx, so)
 	if err != nil {
@@ -151,6 +144,18 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 		return nil, explainSnapshot(err, opts)
 	}
 	return res, nil
+}
+
+// sessionOptions are the source's side of a clone with opts: the
+// selection is made on the target side (restore), from the source's whole
+// list; what pg_dump alone can leave out is left out there.
+func sessionOptions(opts Options) dump.SessionOptions {
+	f := opts.Filter
+	dumped := filter.Options{Selection: filter.Selection{Extensions: f.Extensions, ExcludeExtensions: f.ExcludeExtensions,
+		NoUnloggedTableData: f.NoUnloggedTableData, ExcludeLargeObjects: f.ExcludeLargeObjects && !f.IncludeLargeObjects}, Objects: f.Objects}
+	so := opts.Session
+	so.Jobs, so.Filter, so.NoStatistics, so.Programs, so.Logger = opts.Jobs, dumped, opts.NoStatistics, opts.Programs, opts.Logger
+	return so
 }
 
 // explainSnapshot turns the failure to import a held snapshot, by the

@@ -211,13 +211,13 @@ func (c *Checklist) lacks(entries []toc.Entry, h *Has, create, keepGoing bool) {
 		switch {
 		case len(wanted) == 0:
 		case len(lacking) == 0:
-			c.add(pass(g.item, fmt.Sprintf("the target has the %d the archive's objects need (%s)", len(wanted), names(unique(wanted)))))
+			c.add(pass(g.item, fmt.Sprintf("the target has the %d the objects to restore need (%s)", len(wanted), names(unique(wanted)))))
 		case keepGoing && !fatal:
 			c.add(warn(g.item, strings.Join(whys, "; ")+"; the run names each at its end and exits 1, and --resume, once the target has what it lacks, finishes them"))
 		case fatal:
 			c.add(fail(g.item, fmt.Errorf("%s: --create cannot create the database without it, --keep-going or not", strings.Join(whys, "; "))))
 		default:
-			c.add(fail(g.item, fmt.Errorf("%s: the restore would stop at the first; give the target what it lacks, or restore with --keep-going to leave these out", strings.Join(whys, "; "))))
+			c.add(fail(g.item, fmt.Errorf("%s: the run would stop at the first; give the target what it lacks, or add --keep-going to leave these out", strings.Join(whys, "; "))))
 		}
 	}
 }

@@ -99,10 +99,10 @@ func TestLacks(t *testing.T) {
 		want      []string // one per line: its mark, then what it says
 	}{
 		{"stops", none, false, []string{
-			`✗ target extensions: the target lacks extension "pgcrypto", needed by EXTENSION pgcrypto: the restore would stop`,
-			`✗ target collations: the target lacks collation provider "icu", needed by COLLATION public.icu_und: the restore would stop`,
-			`✗ target roles: the target lacks role "kg_reader", needed by ACL app.TABLE owned; the target lacks role "kg_owner", owner of TABLE app.owned: the restore`,
-			`✗ target tablespaces: the target lacks tablespace "kg_space", where TABLE app.placed go: the restore would stop`,
+			`✗ target extensions: the target lacks extension "pgcrypto", needed by EXTENSION pgcrypto: the run would stop`,
+			`✗ target collations: the target lacks collation provider "icu", needed by COLLATION public.icu_und: the run would stop`,
+			`✗ target roles: the target lacks role "kg_reader", needed by ACL app.TABLE owned; the target lacks role "kg_owner", owner of TABLE app.owned: the run would stop`,
+			`✗ target tablespaces: the target lacks tablespace "kg_space", where TABLE app.placed go: the run would stop`,
 		}},
 		{"keeps going", none, true, []string{
 			`! target extensions: the target lacks extension "pgcrypto", needed by EXTENSION pgcrypto: --keep-going leaves them out, and skips the 3 that depend on them (TABLE app.hashed, TABLE DATA app.hashed, INDEX app.hashed_h)`,
@@ -116,7 +116,7 @@ func TestLacks(t *testing.T) {
 			`✓ target tablespaces`,
 		}},
 		{"has all", all, false, []string{
-			`✓ target extensions: the target has the 1 the archive's objects need ("pgcrypto")`,
+			`✓ target extensions: the target has the 1 the objects to restore need ("pgcrypto")`,
 			`✓ target collations`, `✓ target roles: the target has the 2`, `✓ target tablespaces`,
 		}},
 	} {

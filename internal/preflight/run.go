@@ -193,6 +193,10 @@ type CloneOptions struct {
 	Mask   mask.Spec
 	// Follow, when set, adds clone --follow's checks.
 	Follow *FollowOptions
+	// KeepGoing and Contents are RestoreOptions', Contents reading the
+	// source's schema as the clone would (clone.Contents).
+	KeepGoing bool
+	Contents  func(context.Context) ([]toc.Entry, error)
 }
 
 // FollowOptions are clone --follow's, resolved.
@@ -244,6 +248,9 @@ func Clone(ctx context.Context, o CloneOptions) *Checklist {
 	// A clone's journal is named after its snapshot (journal.ArchiveID
 	// of its manifest); without one there is nothing to resume.
 	c.targetState(ctx, o.Target, tconn, m, "", false, o.Clean, o.Resume, o.Filter.DataOnly, o.Filter.Partial())
+	if o.Contents != nil && !o.Filter.DataOnly {
+		c.targetLacks(ctx, tconn, o.Contents, false, o.KeepGoing)
+	}
 	if o.Follow != nil {
 		c.follow(ctx, sconn, tconn, o.Filter, *o.Follow)
 	}
