@@ -176,7 +176,7 @@ func Run(ctx context.Context, source archive.Source, opts Options) (*Result, err
 	src := openSource(source, opts.Where)
 	ar := src.Source
 	m := ar.Manifest()
-	if m.IsServer() {
+	if m.IsCluster() {
 		return nil, fmt.Errorf("the archive holds a whole server (dump --all): restore it with --all, or one of its databases with --database NAME")
 	}
 
