@@ -9,7 +9,9 @@
 # ([text](path), [text](path#anchor), [text](#anchor)) must reach a file
 # or directory of the tree, and its anchor a heading of the Markdown file
 # it names (GitHub's slug: lower case, punctuation dropped, spaces as
-# hyphens). README.md stays within 250 lines. Run by `make vet`.
+# hyphens). README.md stays within 250 lines. No exported type name is
+# declared by two packages unless listed as a true twin (twins below).
+# Run by `make vet`.
 #
 # What it knows of the code is every identifier token of every .go file
 # (comments left out), per directory, and the types declared: lenient (a
@@ -228,6 +230,46 @@ function norm(p,   parts, k, i, out, m) { # a/b/../c -> a/c
 	close(f)
 }
 END { if (nbad) { printf "check-doc-names: %d broken links above\n", nbad > "/dev/stderr"; exit 1 } }' || status=1
+# One name, one meaning: an exported type name declared by two packages
+# (non-test files) must be a true twin, listed here as "Name: why" (a
+# name ending in Options is allowed by rule: each package's options for
+# its own entry point).
+twins='Backend: each store backend implements store.Backend for its scheme
+Instance: pgtest.Instance is an alias of pgctl.Instance
+Graph: schedule.Graph is taskgraph.Graph instantiated for the restore
+Task: schedule.Task is taskgraph.Task instantiated for the restore
+Spec: what the user asked of that feature (mask rules, subset rules)
+Resolved: what the user asked, resolved against the catalog (filter, mask)
+RefusedError: input refused as a usage error (exit 2), the same role in mask and subset
+Result: what a run returns, per engine (dump, restore) and per bench command
+Failure: one failure of a --keep-going run, as the task graph, restore and the summary each hold it
+Object: a schema or relation and its OID, live (pg) and as the manifest records it (archive)
+Chunk: one range of a table, as planned (chunk) and as the manifest records it (archive)
+Reader: reads its package noun (an archive, the source tables, a remote object), as io does
+Writer: writes its package noun (an archive, masked rows), as io does
+Source: what a restore reads, opened from a store (store.Source) and as the engine sees it (archive.Source)
+S3Server: a local S3 gateway, for the tests (remotetest) and for bench, which keeps out of test packages
+Selection: the part of an archive taken, as patterns (filter) and as restore --to-sql evaluates them
+DatabaseSummary: one database summed, for list (archive) and for a run report (progress)
+State: what a run or a follow is at, as progress and follow status read it
+Table: one table of the manifest (archive) and its masking (mask): to rename, issue 44
+Entry: a TOC entry (toc) and one key of two fingerprints (compare): to rename, issue 44
+Session: the dump snapshot session (dump) and a source session the fence ended (follow): to rename, issue 44
+Kind: a frame kind (archive) and a task group (taskgraph): to rename, issue 44'
+grep -v '_test\.go$' "$tmp/gofiles" | xargs awk '
+FNR == 1 { d = FILENAME; sub(/\/[^\/]*$/, "", d); group = 0 }
+/^type \($/ { group = 1; next }
+group && /^\)/ { group = 0; next }
+/^type [A-Z]/ || (group && /^\t[A-Z][A-Za-z0-9_]* /) { sub(/^(type |\t)/, ""); sub(/[ \t\[].*/, ""); print $0, d }' |
+	sort -u | awk -v twins="$twins" '
+BEGIN { n = split(twins, l, "\n"); for (i = 1; i <= n; i++) { sub(/:.*/, "", l[i]); ok[l[i]] = 1 } }
+{ pk[$1] = pk[$1] " " $2; c[$1]++ }
+END {
+	for (t in c) if (c[t] > 1 && !(t in ok) && t !~ /Options$/) {
+		printf "type %s is declared by%s: one name, one meaning; rename one, or if they are the same thing list \"%s: why\" in twins in scripts/check-doc-names.sh\n", t, pk[t], t > "/dev/stderr"; bad++
+	}
+	exit bad > 0
+}' || status=1
 # The README is a door: the rest is in docs/guide.
 if [ "$(wc -l <README.md)" -gt 250 ]; then
 	echo "README.md: $(wc -l <README.md) lines, more than 250: move the detail into docs/guide" >&2

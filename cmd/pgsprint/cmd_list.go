@@ -80,7 +80,7 @@ func runList(ctx context.Context, loc string, o listOptions, in io.Reader, out i
 		return archive.On(ar.String(), err)
 	}
 	dataRaw, dataStored := archive.DataTotals(streams)
-	if m.IsServer() {
+	if m.IsCluster() {
 		return listServer(ar, m, streams, o, out)
 	}
 	if o.json {

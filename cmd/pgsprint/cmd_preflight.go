@@ -281,5 +281,5 @@ func archiveRoles(src archive.Source, id uint32) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(roles, func(r string) bool { return r == journal.ServerRole }), nil
+	return slices.DeleteFunc(roles, func(r string) bool { return r == journal.ClusterRole }), nil
 }

@@ -603,7 +603,7 @@ func databaseView(ar *archive.Reader, a allRestoreFlags) (archive.Source, error)
 		return nil, usageError{fmt.Errorf("-l lists one database at a time: use --database NAME instead of --all")}
 	case a.database != "":
 		return archive.OpenDatabase(ar, a.database)
-	case m.IsServer():
+	case m.IsCluster():
 		var names []string
 		for _, d := range m.Databases {
 			names = append(names, d.Name)

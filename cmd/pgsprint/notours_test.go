@@ -426,7 +426,7 @@ CREATE TABLE u (id int PRIMARY KEY, t int REFERENCES t); INSERT INTO u SELECT i,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := journal.CreateServer(ctx, tx, "an archive restored on the source", false); err != nil {
+	if _, err := journal.CreateCluster(ctx, tx, "an archive restored on the source", false); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -452,8 +452,8 @@ CREATE TABLE u (id int PRIMARY KEY, t int REFERENCES t); INSERT INTO u SELECT i,
 			requireNoJournal(t, c)
 			c.Close(ctx)
 		}
-		if n := scalar(t, dst.ConnString("postgres"), "SELECT count(*) FROM pg_roles WHERE rolname = '"+journal.ServerRole+"'"); n != "0" {
-			t.Errorf("%s left role %s on the target", how, journal.ServerRole)
+		if n := scalar(t, dst.ConnString("postgres"), "SELECT count(*) FROM pg_roles WHERE rolname = '"+journal.ClusterRole+"'"); n != "0" {
+			t.Errorf("%s left role %s on the target", how, journal.ClusterRole)
 		}
 	}
 	mustPgsprint(t, "restore", "--all", "-f", all, "-d", dst.ConnString("postgres"), "-q")

@@ -201,8 +201,9 @@ type SkippedDatabase struct {
 	Reason string `json:"reason"`
 }
 
-// IsServer says whether m is a whole-server archive's manifest.
-func (m *Manifest) IsServer() bool { return len(m.Databases) > 0 || m.Globals != nil }
+// IsCluster says whether m is the manifest of a whole-cluster archive
+// (--all: every database of a database cluster, and its globals).
+func (m *Manifest) IsCluster() bool { return len(m.Databases) > 0 || m.Globals != nil }
 
 // DatabaseManifest is the manifest of database name in a whole-server
 // archive, completed with the archive-wide fields it shares (format

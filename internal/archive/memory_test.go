@@ -55,7 +55,7 @@ func TestManifestMemory(t *testing.T) {
 				half.Tables, half.Chunks, half.Relations = m.Tables[:n/2], m.Chunks[:n/2], m.Relations[:n/2]
 				rest := *m
 				rest.Tables, rest.Chunks, rest.Relations = m.Tables[n/2:], m.Chunks[n/2:], m.Relations[n/2:]
-				m = &Manifest{FormatVersion: formatServer, ToolVersion: "test", Codec: "none",
+				m = &Manifest{FormatVersion: formatCluster, ToolVersion: "test", Codec: "none",
 					Databases: []Database{{Name: "a", Manifest: &half}, {Name: "b", Manifest: &rest}},
 					Globals:   &Globals{Stream: 1}}
 			}
@@ -143,7 +143,7 @@ func TestUnmarshalManifestShares(t *testing.T) {
 	db.Matviews = []QualifiedRel{{Schema: "public", Name: "v"}}
 	db.LargeObjects = []LargeObject{{Stream: 9999, OID: 5, Owner: "o", ACL: []Grant{{Grantee: "g", Privilege: "SELECT"}}}}
 	other := smallTablesManifest(10)
-	server := &Manifest{FormatVersion: formatServer, Codec: "none", Globals: &Globals{Stream: 1},
+	server := &Manifest{FormatVersion: formatCluster, Codec: "none", Globals: &Globals{Stream: 1},
 		Databases: []Database{{Name: "a", Manifest: db}, {Name: "b", Manifest: other}}}
 	for _, m := range []*Manifest{db, server} {
 		b, version, err := MarshalManifest(m)
@@ -158,7 +158,7 @@ func TestUnmarshalManifestShares(t *testing.T) {
 		if !reflect.DeepEqual(got, m) {
 			t.Fatalf("decoded manifest differs from the encoded one")
 		}
-		if m.IsServer() {
+		if m.IsCluster() {
 			if &got.Databases[0].Manifest.Tables[0].Columns[0] != &got.Databases[1].Manifest.Tables[0].Columns[0] {
 				t.Errorf("two databases' equal column lists are not shared")
 			}

@@ -21,10 +21,10 @@ const rawMark = "\x00"
 // refuse it. Archives without such strings keep version 1.
 const formatRawNames = 2
 
-// formatServer is the format version of a whole-server archive
+// formatCluster is the format version of a whole-cluster archive
 // (Manifest.Databases), whatever its names: an older reader would take it
 // for a database with nothing in it.
-const formatServer = 4
+const formatCluster = 4
 
 // MarshalManifest encodes m as JSON without losing a byte of any string,
 // and returns the format version the encoding needs. m is not changed.
@@ -46,8 +46,8 @@ func marshalManifestAt(m *Manifest, minVersion int) ([]byte, int, error) {
 	if marked > 0 {
 		version = max(version, formatRawNames)
 	}
-	if m.IsServer() {
-		version = max(version, formatServer)
+	if m.IsCluster() {
+		version = max(version, formatCluster)
 	}
 	if cp.FormatVersion != 0 {
 		cp.FormatVersion = version

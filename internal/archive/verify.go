@@ -98,7 +98,7 @@ func checkManifest(m *Manifest, streams []StreamInfo) []error {
 		c.byID[s.ID] = s.Kind
 		hasSchema = hasSchema || s.Kind == KindSchema
 	}
-	if !m.IsServer() {
+	if !m.IsCluster() {
 		errs := c.streams(m)
 		if hasSchema {
 			errs = append(errs, c.want("schema_stream", m.SchemaStream, KindSchema)...)

@@ -214,7 +214,7 @@ func applyGlobals(ctx context.Context, conn *pgx.Conn, script string, opts Globa
 	for _, g := range stmts {
 		sql := g.sql
 		switch {
-		case g.role == journal.ServerRole:
+		case g.role == journal.ClusterRole:
 			// The journal of a whole-server restore that was running on
 			// the source (or was killed there) is not the source's: it
 			// would stand in the way of this run's own.

@@ -29,7 +29,7 @@ const (
 
 // step decides what to do with database name: exists says the target had
 // it when the run began, begun that an interrupted run of the server
-// journal began it (journal.Server.Begin), so that what the target holds
+// journal began it (journal.Cluster.Begin), so that what the target holds
 // under its name is that run's; clean that the run replaces the target's
 // databases (--clean, now or in the interrupted run).
 func (b *build) step(ctx context.Context, name string, exists, begun, clean bool) (step, error) {
@@ -68,7 +68,7 @@ func (b *build) step(ctx context.Context, name string, exists, begun, clean bool
 // is a role the user cannot become (ALTER DATABASE ... OWNER TO, which
 // pg_restore --create runs, would fail once the database is gone). j is
 // the server journal of the run being resumed, nil for a fresh run.
-func (b *build) checkRecreate(ctx context.Context, conn *pgx.Conn, j *journal.Server, existing map[string]bool, clean bool, script string) error {
+func (b *build) checkRecreate(ctx context.Context, conn *pgx.Conn, j *journal.Cluster, existing map[string]bool, clean bool, script string) error {
 	done := map[string]bool{}
 	var drops []int
 	if j != nil {

@@ -78,7 +78,7 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 		opts.Programs = &pgbin.Finder{} // looked for once, not once per database
 	}
 	m := opts.Source.Manifest()
-	if !m.IsServer() {
+	if !m.IsCluster() {
 		return nil, fmt.Errorf("the archive holds one database (%q), not a whole server (dump --all): restore it without --all", m.Database)
 	}
 	if opts.Database != "" {
@@ -106,7 +106,7 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 
 // build is what a whole-server restore or clone does on the target: the
 // globals, then each database (one), several at once within jobs
-// connections, with the server journal (journal.ServerRole) that lets --resume
+// connections, with the server journal (journal.ClusterRole) that lets --resume
 // finish it.
 type build struct {
 	target        *pgx.ConnConfig // the database to connect to first
@@ -141,20 +141,20 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	id := b.id
-	j, err := journal.ReadServer(ctx, conn)
+	j, err := journal.ReadCluster(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
-	if j, err = preflight.ServerJournal(j, id, b.clean, b.resume, b.verb, b.of); err != nil {
+	if j, err = preflight.ClusterJournal(j, id, b.clean, b.resume, b.verb, b.of); err != nil {
 		return nil, err
 	}
 	// Only a journal found here vouches that the archive's databases the
 	// target holds were created by this restore: those it lists as begun
-	// (journal.Server.Begin).
+	// (journal.Cluster.Begin).
 	if j != nil {
 		// A killed run's sessions may still be busy (a CREATE DATABASE,
 		// an index build): what exists is known only once they are gone.
-		if err := journal.WaitForOrphans(ctx, conn, journal.WholeServer, b.log); err != nil {
+		if err := journal.WaitForOrphans(ctx, conn, journal.WholeCluster, b.log); err != nil {
 			return nil, err
 		}
 	}
@@ -182,12 +182,12 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	}
 	res := &RestoreResult{}
 	if j == nil {
-		if err := journal.DiscardServer(ctx, conn); err != nil {
+		if err := journal.DiscardCluster(ctx, conn); err != nil {
 			return nil, err
 		}
 		gopts := b.gopts
 		gopts.Journal = func(ctx context.Context, tx pgx.Tx) (err error) {
-			j, err = journal.CreateServer(ctx, tx, id, b.clean)
+			j, err = journal.CreateCluster(ctx, tx, id, b.clean)
 			return err
 		}
 		res.Globals, err = applyGlobals(ctx, conn, script, gopts)
@@ -257,7 +257,7 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 			return nil, err
 		}
 	}
-	if err := journal.DropServer(ctx, conn); err != nil {
+	if err := journal.DropCluster(ctx, conn); err != nil {
 		return nil, err
 	}
 	sort.Slice(res.Databases, func(a, b int) bool { return res.Databases[a].Name < res.Databases[b].Name })

@@ -33,7 +33,7 @@ type ScriptOptions struct {
 // committed only if that database's streams were read and checked).
 func WriteScript(ctx context.Context, src archive.Source, out io.Writer, o ScriptOptions) error {
 	m := src.Manifest()
-	if !m.IsServer() {
+	if !m.IsCluster() {
 		return fmt.Errorf("the archive holds one database (%q), not a whole server: write its script without --all", m.Database)
 	}
 	fmt.Fprintf(out, "--\n-- pgsprint %s whole-server script: the globals, then each database,\n-- each in a transaction committed only if pgsprint read and checked it. Load it with psql into an empty server.\n--\n\n", m.ToolVersion)

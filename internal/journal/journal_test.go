@@ -124,11 +124,11 @@ func TestJournalManifest(t *testing.T) {
 	}
 }
 
-// TestServerJournal: the server journal reads back what was recorded in
+// TestClusterJournal: the server journal reads back what was recorded in
 // it: whether the run replaces databases, each database begun once however
 // often Begin is called, and those finished; a nil journal (a fresh run)
 // began none.
-func TestServerJournal(t *testing.T) {
+func TestClusterJournal(t *testing.T) {
 	ctx := context.Background()
 	c := pgtest.New(t)
 	conn, err := pgx.Connect(ctx, c.ConnString("postgres"))
@@ -136,13 +136,13 @@ func TestServerJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	var none *Server
+	var none *Cluster
 	if none.HasBegun("a") {
 		t.Error("a nil journal began a database")
 	}
-	var j *Server
+	var j *Cluster
 	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) (err error) {
-		j, err = CreateServer(ctx, tx, "snap/abc", true)
+		j, err = CreateCluster(ctx, tx, "snap/abc", true)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestServerJournal(t *testing.T) {
 	if err := j.Finish(ctx, conn, "a"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadServer(ctx, conn)
+	got, err := ReadCluster(ctx, conn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,10 +163,10 @@ func TestServerJournal(t *testing.T) {
 		!got.HasBegun("dbé") || got.HasBegun("b") {
 		t.Fatalf("server journal read back as %+v", got)
 	}
-	if err := DropServer(ctx, conn); err != nil {
+	if err := DropCluster(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ReadServer(ctx, conn); got != nil || err != nil {
-		t.Fatalf("after DropServer: %+v, %v", got, err)
+	if got, err := ReadCluster(ctx, conn); got != nil || err != nil {
+		t.Fatalf("after DropCluster: %+v, %v", got, err)
 	}
 }

@@ -10,7 +10,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Server describes the server and database being dumped.
+// Server describes the PostgreSQL server one connection reaches (its
+// version, whether it is a standby) and that connection's database: what
+// a run must know of the server it talks to to choose its SQL. It is not
+// the database cluster, which "cluster" names (internal/cluster,
+// journal.Cluster, Manifest.IsCluster).
 type Server struct {
 	Version    string // server_version, e.g. "15.18 (Debian ...)"
 	VersionNum int    // server_version_num, e.g. 150018

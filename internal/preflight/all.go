@@ -233,9 +233,9 @@ func passwords(ctx context.Context, conn *pgx.Conn) Item {
 
 // sourceRoles lists the source server's roles that a whole-server copy
 // creates on the target: not the predefined pg_* roles, nor a server
-// journal (journal.ServerRole, never copied).
+// journal (journal.ClusterRole, never copied).
 func sourceRoles(ctx context.Context, conn *pgx.Conn) ([]string, error) {
-	rows, err := conn.Query(ctx, "SELECT rolname::text FROM pg_catalog.pg_roles WHERE rolname !~ '^pg_' AND rolname <> $1 ORDER BY 1", journal.ServerRole)
+	rows, err := conn.Query(ctx, "SELECT rolname::text FROM pg_catalog.pg_roles WHERE rolname !~ '^pg_' AND rolname <> $1 ORDER BY 1", journal.ClusterRole)
 	if err != nil {
 		return nil, fmt.Errorf("list the source's roles: %w", err)
 	}
@@ -255,7 +255,7 @@ func rolesOnTarget(ctx context.Context, conn *pgx.Conn, roles []string) Item {
 	var user string
 	if err := conn.QueryRow(ctx, `SELECT coalesce(array_agg(r ORDER BY r) FILTER (WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = r)), '{}'),
 			(SELECT rolsuper OR rolcreaterole FROM pg_catalog.pg_roles WHERE rolname = current_user), current_user::text
-		FROM unnest($1::text[]) r WHERE r <> $2`, roles, journal.ServerRole).Scan(&missing, &can, &user); err != nil {
+		FROM unnest($1::text[]) r WHERE r <> $2`, roles, journal.ClusterRole).Scan(&missing, &can, &user); err != nil {
 		return fail("roles", fmt.Errorf("look up the roles on the target: %w", err))
 	}
 	detail := fmt.Sprintf("%d roles: %d on the target already (kept as they are), %d to create", len(roles), len(roles)-len(missing), len(missing))
@@ -285,7 +285,7 @@ type serverTarget struct {
 	conn          *pgx.Conn
 	clean, resume bool
 	verb, of      string // "restore --all", "archive"
-	journal       *journal.Server
+	journal       *journal.Cluster
 	existing      map[string]bool
 	createdb      bool
 	user          string
@@ -295,9 +295,9 @@ type serverTarget struct {
 // whose identity is id ("" when unknown: an archive on standard input) and
 // reads what the databases' checks need; false when they cannot run.
 func (t *serverTarget) read(ctx context.Context, c *Checklist, id string) bool {
-	found, err := journal.ReadServer(ctx, t.conn)
+	found, err := journal.ReadCluster(ctx, t.conn)
 	if err == nil && id != "" {
-		t.journal, err = ServerJournal(found, id, t.clean, t.resume, t.verb, t.of)
+		t.journal, err = ClusterJournal(found, id, t.clean, t.resume, t.verb, t.of)
 	}
 	switch {
 	case err != nil:
@@ -373,11 +373,11 @@ func (t *serverTarget) database(ctx context.Context, c *Checklist, name string, 
 	}
 }
 
-// ServerJournal decides what the server journal found on the target
+// ClusterJournal decides what the cluster journal found on the target
 // (nil: none) means for a whole-server run (verb, e.g. "restore --all")
 // of the archive or source (of) whose identity is id: the journal to
 // finish (nil: the run starts afresh), or why the run is refused.
-func ServerJournal(found *journal.Server, id string, clean, resume bool, verb, of string) (*journal.Server, error) {
+func ClusterJournal(found *journal.Cluster, id string, clean, resume bool, verb, of string) (*journal.Cluster, error) {
 	switch {
 	case found != nil && found.Archive != id:
 		if !clean || resume {

@@ -6,7 +6,7 @@
 // called by the engine at its start (ConnectionRoom, LockSlots, CanRead,
 // Empty, Journal, DataTargets, Encoding, RestoreTools, DistinctDatabases,
 // DiskSpace, ReadFollowSource, FollowTarget, Keyless, and for a
-// whole-server run ServerJournal and ExistingDatabase) and by the
+// whole-server run ClusterJournal and ExistingDatabase) and by the
 // checklists (Dump, Restore, Clone, DumpAll, CloneAll), so that a
 // preflight that passes and the run it vouches for read the same numbers
 // the same way. Checks that need something to exist (a publication and a

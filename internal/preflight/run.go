@@ -132,10 +132,10 @@ func Restore(ctx context.Context, o RestoreOptions) *Checklist {
 	default:
 		m = o.Archive.Manifest()
 		switch {
-		case !m.IsServer() && (o.All || o.Database != ""):
+		case !m.IsCluster() && (o.All || o.Database != ""):
 			c.add(fail("archive", fmt.Errorf("%s: the archive holds one database (%q), not a whole server (dump --all): restore it without --all or --database", o.Where, m.Database)))
 			return c
-		case m.IsServer() && o.Database != "":
+		case m.IsCluster() && o.Database != "":
 			sub := m.DatabaseManifest(o.Database)
 			if sub == nil {
 				c.add(fail("archive", fmt.Errorf("%s: the archive holds no database %q (it holds %s)", o.Where, o.Database, databaseNames(m))))
@@ -143,10 +143,10 @@ func Restore(ctx context.Context, o RestoreOptions) *Checklist {
 			}
 			m = sub
 			c.add(pass("archive", archiveDetail(o.Where, m)))
-		case m.IsServer() && !o.All:
+		case m.IsCluster() && !o.All:
 			c.add(fail("archive", fmt.Errorf("%s: a whole-server archive (dump --all): restore it with --all, or one of its databases with --database NAME", o.Where)))
 			return c
-		case m.IsServer():
+		case m.IsCluster():
 			c.add(pass("archive", fmt.Sprintf("%s: a whole server of PostgreSQL %s, %d databases (%s)", o.Where, strings.Fields(m.ServerVersion + " ?")[0], len(m.Databases), databaseNames(m))))
 		default:
 			c.add(pass("archive", archiveDetail(o.Where, m)))

@@ -45,7 +45,7 @@ func newDataStage(opts Options, ar archive.Source, src *openedSource, sel *selec
 }
 
 // run is the data stage: it returns the rows loaded and the slowest tasks.
-func (d *dataStage) run(ctx context.Context, post *postData) (int64, []Item, error) {
+func (d *dataStage) run(ctx context.Context, post *postData) (int64, []SlowTask, error) {
 	d.skipDone()
 	var refs map[string][]string
 	if d.sel.dataOnly && !d.opts.DisableTriggers {

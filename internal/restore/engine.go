@@ -51,7 +51,7 @@ const (
 
 // runGraph executes the graph, records the phase report and returns the
 // rows loaded and the slowest tasks.
-func (d *dataStage) runGraph(ctx context.Context, g *schedule.Graph, post *postData) (int64, []Item, error) {
+func (d *dataStage) runGraph(ctx context.Context, g *schedule.Graph, post *postData) (int64, []SlowTask, error) {
 	e := &engine{r: d.l, schema: d.schema, t: d.target, conns: make([]*workerConn, d.opts.Jobs), preamble: post.preamble()}
 	defer func() {
 		for _, c := range e.conns {
@@ -309,7 +309,7 @@ func (e *engine) inTx(ctx context.Context, conn *pgx.Conn, step string, stmts ..
 // the wall time from its first start to its last end (phases overlap: an
 // index builds while other tables load), the time summed over workers, and
 // the slowest tasks, which it returns.
-func (d *dataStage) report(g *schedule.Graph, timings []taskgraph.Timing, start time.Time) []Item {
+func (d *dataStage) report(g *schedule.Graph, timings []taskgraph.Timing, start time.Time) []SlowTask {
 	type span struct {
 		first, last, busy time.Duration
 		n                 int
@@ -340,7 +340,7 @@ func (d *dataStage) report(g *schedule.Graph, timings []taskgraph.Timing, start 
 // slowestTasks returns the n tasks that took longest, longest first (in
 // run order among equals), keeping n as it goes rather than sorting a copy
 // of every timing (5 MB at 100,000 tables).
-func slowestTasks(g *schedule.Graph, timings []taskgraph.Timing, n int) []Item {
+func slowestTasks(g *schedule.Graph, timings []taskgraph.Timing, n int) []SlowTask {
 	took := func(tm taskgraph.Timing) time.Duration { return tm.End - tm.Start }
 	var top []taskgraph.Timing
 	for _, tm := range timings {
@@ -348,9 +348,9 @@ func slowestTasks(g *schedule.Graph, timings []taskgraph.Timing, n int) []Item {
 			top = slices.Insert(top, i, tm)[:min(len(top)+1, n)]
 		}
 	}
-	var slowest []Item
+	var slowest []SlowTask
 	for _, tm := range top {
-		slowest = append(slowest, Item{Name: g.Tasks[tm.Task].Name, Elapsed: took(tm)})
+		slowest = append(slowest, SlowTask{Name: g.Tasks[tm.Task].Name, Elapsed: took(tm)})
 	}
 	return slowest
 }

@@ -137,7 +137,7 @@ type Result struct {
 	Resumed      int // steps an earlier, interrupted run had finished
 	Elapsed      time.Duration
 	Phases       []Phase
-	Slowest      []Item // the longest tasks, longest first
+	Slowest      []SlowTask // the longest tasks, longest first
 	// Failures are what a --keep-going restore could not restore (Run then
 	// returns an IncompleteError too).
 	Failures []Failure
@@ -155,8 +155,8 @@ type Phase struct {
 	Items   int           // tasks run, zero for steps outside the scheduler
 }
 
-// Item is one task of the restore and how long it took.
-type Item struct {
+// SlowTask is one task of the restore and how long it took (Result.Slowest).
+type SlowTask struct {
 	Name    string
 	Elapsed time.Duration
 }
@@ -176,7 +176,7 @@ func Run(ctx context.Context, source archive.Source, opts Options) (*Result, err
 	src := openSource(source, opts.Where)
 	ar := src.Source
 	m := ar.Manifest()
-	if m.IsServer() {
+	if m.IsCluster() {
 		return nil, fmt.Errorf("the archive holds a whole server (dump --all): restore it with --all, or one of its databases with --database NAME")
 	}
 

@@ -87,7 +87,7 @@ func TestServerArchive(t *testing.T) {
 	// A one-database archive is written in the same version, its
 	// manifest without databases.
 	one := writeArchive(t, mustCodec(t, "zstd", 1), standardStreams(1), 1024)
-	if ar, err = Open(bytes.NewReader(one), int64(len(one))); err != nil || ar.Manifest().FormatVersion != formatPacked || ar.Manifest().IsServer() {
+	if ar, err = Open(bytes.NewReader(one), int64(len(one))); err != nil || ar.Manifest().FormatVersion != formatPacked || ar.Manifest().IsCluster() {
 		t.Errorf("one-database archive: version %d, %v", ar.Manifest().FormatVersion, err)
 	}
 }

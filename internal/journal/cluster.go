@@ -14,18 +14,18 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
-// This file is the journal's second level: a whole-server restore or
-// clone (--all) records which databases it finished, server-wide, beside
+// This file is the journal's second level: a whole-cluster restore or
+// clone (--all) records which databases it finished, cluster-wide, beside
 // each database's own journal (the steps table above).
 
-// ServerRole is the server-wide journal of a whole-server restore or
+// ClusterRole is the cluster-wide journal of a whole-cluster restore or
 // clone: a role (roles are shared by every database, and transactional)
 // created in the globals' transaction, whose comment records what is
 // restored and the databases finished, dropped when the run is complete.
-const ServerRole = "pgsprint_restore_journal"
+const ClusterRole = "pgsprint_restore_journal"
 
-// Server is ServerRole's comment.
-type Server struct {
+// Cluster is ClusterRole's comment.
+type Cluster struct {
 	Archive string   `json:"archive"` // what is restored: the archive's (or the clone's source's) identity
 	Done    []string `json:"done"`    // the databases finished
 	// Begun names the databases the run began: each is recorded here
@@ -38,38 +38,38 @@ type Server struct {
 	Clean bool `json:"clean,omitempty"`
 }
 
-// ReadServer reads the server journal over conn, or nil when there is none.
-func ReadServer(ctx context.Context, conn *pgx.Conn) (*Server, error) {
+// ReadCluster reads the cluster journal over conn, or nil when there is none.
+func ReadCluster(ctx context.Context, conn *pgx.Conn) (*Cluster, error) {
 	var text *string
-	err := conn.QueryRow(ctx, `SELECT pg_catalog.shobj_description(oid, 'pg_authid') FROM pg_catalog.pg_roles WHERE rolname = $1`, ServerRole).Scan(&text)
+	err := conn.QueryRow(ctx, `SELECT pg_catalog.shobj_description(oid, 'pg_authid') FROM pg_catalog.pg_roles WHERE rolname = $1`, ClusterRole).Scan(&text)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the whole-server restore's journal: %w", err)
 	}
-	j := &Server{}
+	j := &Cluster{}
 	if text == nil || json.Unmarshal([]byte(*text), j) != nil {
-		return nil, fmt.Errorf("role %s exists on the target but is not a pgsprint journal: drop it, or restore into another server", ServerRole)
+		return nil, fmt.Errorf("role %s exists on the target but is not a pgsprint journal: drop it, or restore into another server", ClusterRole)
 	}
 	return j, nil
 }
 
-// CreateServer creates the server journal for archive in tx (the
+// CreateCluster creates the cluster journal for archive in tx (the
 // globals' transaction); clean says the run replaces the target's
 // databases (--clean).
-func CreateServer(ctx context.Context, tx pgx.Tx, archive string, clean bool) (*Server, error) {
-	if _, err := tx.Exec(ctx, "CREATE ROLE "+pg.Ident(ServerRole)+" NOLOGIN"); err != nil {
-		return nil, fmt.Errorf("create the whole-server restore's journal (role %s): %w", ServerRole, err)
+func CreateCluster(ctx context.Context, tx pgx.Tx, archive string, clean bool) (*Cluster, error) {
+	if _, err := tx.Exec(ctx, "CREATE ROLE "+pg.Ident(ClusterRole)+" NOLOGIN"); err != nil {
+		return nil, fmt.Errorf("create the whole-server restore's journal (role %s): %w", ClusterRole, err)
 	}
-	j := &Server{Archive: archive, Clean: clean}
+	j := &Cluster{Archive: archive, Clean: clean}
 	return j, j.write(ctx, tx)
 }
 
 // Begin records, before database is dropped or created, that the run has
 // begun it: the drop and the create that follow are one step, which a
 // resume finishes (HasBegun). Recording a database twice records it once.
-func (j *Server) Begin(ctx context.Context, x Execer, database string) error {
+func (j *Cluster) Begin(ctx context.Context, x Execer, database string) error {
 	if j.HasBegun(database) {
 		return nil
 	}
@@ -80,41 +80,41 @@ func (j *Server) Begin(ctx context.Context, x Execer, database string) error {
 // HasBegun says whether a run of this journal began database (Begin):
 // what the target holds under its name, if anything, is that run's. A nil
 // journal (a fresh run) began none.
-func (j *Server) HasBegun(database string) bool {
+func (j *Cluster) HasBegun(database string) bool {
 	return j != nil && slices.Contains(j.Begun, database)
 }
 
 // Finish records database as finished.
-func (j *Server) Finish(ctx context.Context, x Execer, database string) error {
+func (j *Cluster) Finish(ctx context.Context, x Execer, database string) error {
 	j.Done = append(j.Done, database)
 	return j.write(ctx, x)
 }
 
-// write records j in ServerRole's comment.
-func (j *Server) write(ctx context.Context, x Execer) error {
+// write records j in ClusterRole's comment.
+func (j *Cluster) write(ctx context.Context, x Execer) error {
 	b, err := json.Marshal(j)
 	if err != nil {
 		return err
 	}
-	if _, err := x.Exec(ctx, "COMMENT ON ROLE "+pg.Ident(ServerRole)+" IS "+pg.Literal(string(b))); err != nil {
+	if _, err := x.Exec(ctx, "COMMENT ON ROLE "+pg.Ident(ClusterRole)+" IS "+pg.Literal(string(b))); err != nil {
 		return fmt.Errorf("record the whole-server restore's progress: %w", err)
 	}
 	return nil
 }
 
-// DiscardServer drops a server journal, if any: an earlier run's, which a
+// DiscardCluster drops a cluster journal, if any: an earlier run's, which a
 // run starting over (--clean) replaces.
-func DiscardServer(ctx context.Context, x Execer) error {
-	if _, err := x.Exec(ctx, "DROP ROLE IF EXISTS "+pg.Ident(ServerRole)); err != nil {
+func DiscardCluster(ctx context.Context, x Execer) error {
+	if _, err := x.Exec(ctx, "DROP ROLE IF EXISTS "+pg.Ident(ClusterRole)); err != nil {
 		return fmt.Errorf("drop the journal of an earlier whole-server restore: %w", err)
 	}
 	return nil
 }
 
-// DropServer drops the server journal of a finished run.
-func DropServer(ctx context.Context, x Execer) error {
-	if _, err := x.Exec(ctx, "DROP ROLE "+pg.Ident(ServerRole)); err != nil {
-		return fmt.Errorf("drop the whole-server restore's journal (role %s): %w", ServerRole, err)
+// DropCluster drops the cluster journal of a finished run.
+func DropCluster(ctx context.Context, x Execer) error {
+	if _, err := x.Exec(ctx, "DROP ROLE "+pg.Ident(ClusterRole)); err != nil {
+		return fmt.Errorf("drop the whole-server restore's journal (role %s): %w", ClusterRole, err)
 	}
 	return nil
 }
@@ -139,7 +139,7 @@ type Scope int
 // The scopes of WaitForOrphans.
 const (
 	ThisDatabase Scope = iota // conn's database: a one-database restore or clone
-	WholeServer               // every database: a whole-server one, which creates databases
+	WholeCluster              // every database: a whole-cluster one, which creates databases
 )
 
 // WaitForOrphans waits until no session of an interrupted run is busy in
@@ -151,7 +151,7 @@ const (
 // gives up after 10 minutes.
 func WaitForOrphans(ctx context.Context, conn *pgx.Conn, scope Scope, log *slog.Logger) error {
 	where := "datname = pg_catalog.current_database()"
-	if scope == WholeServer {
+	if scope == WholeCluster {
 		where = "datname IS NOT NULL"
 	}
 	q := `SELECT count(*) FROM pg_catalog.pg_stat_activity

@@ -5,7 +5,7 @@ import (
 	"io"
 )
 
-// DatabaseSource is the view of one database of a whole-server archive
+// DatabaseSource is the view of one database of a whole-cluster archive
 // that the restore engine reads: its own manifest, and the archive's
 // streams (whose ids are unique archive-wide).
 type DatabaseSource struct {
@@ -13,11 +13,11 @@ type DatabaseSource struct {
 	m *Manifest
 }
 
-// OpenDatabase returns the view of database name in src, a whole-server
+// OpenDatabase returns the view of database name in src, a whole-cluster
 // archive.
 func OpenDatabase(src Source, name string) (*DatabaseSource, error) {
 	m := src.Manifest()
-	if !m.IsServer() {
+	if !m.IsCluster() {
 		return nil, fmt.Errorf("the archive holds one database (%q), not a whole server: restore it without --all/--database", m.Database)
 	}
 	sub := m.DatabaseManifest(name)
@@ -51,7 +51,7 @@ func databaseNames(m *Manifest) string {
 	return s
 }
 
-// DatabaseSummary is one database of a whole-server archive as list shows
+// DatabaseSummary is one database of a whole-cluster archive as list shows
 // it: its tables' totals summed from the streams.
 type DatabaseSummary struct {
 	Name        string         `json:"name"`
@@ -65,7 +65,7 @@ type DatabaseSummary struct {
 	StoredBytes int64          `json:"stored_bytes"`
 }
 
-// DatabaseSummaries sums a whole-server archive's streams per database.
+// DatabaseSummaries sums a whole-cluster archive's streams per database.
 func DatabaseSummaries(m *Manifest, streams []StreamInfo) []DatabaseSummary {
 	byID := make(map[uint32]*StreamInfo, len(streams))
 	for i := range streams {
