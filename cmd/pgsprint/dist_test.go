@@ -18,7 +18,7 @@ import (
 // hashes. The package depends on postgresql-client and holds the man
 // pages, the bash, zsh and fish completions and the license
 // (/usr/share/doc/pgsprint/copyright, from LICENSE or
-// $PGSPRINT_DIST_LICENSE); without a license file the build is refused;
+// $PGSPRINT_DIST_LICENSE); a named license file that is missing is refused;
 // SHA256SUMS checks.
 func TestDebPackage(t *testing.T) {
 	t.Parallel()
