@@ -176,33 +176,8 @@ func (g *Graph[F]) Validate() error {
 // the rest: running tasks see their context cancelled and no new task
 // starts. It returns when every started task has returned.
 func (g *Graph[F]) Run(ctx context.Context, workers int, exec Exec[F]) ([]Timing, error) {
-	if err := g.Validate(); err != nil {
-		return nil, err
-	}
-	if workers < 1 {
-		workers = 1
-	}
-	s := newState(g)
-	begin := time.Now()
-	eg, gctx := errgroup.WithContext(ctx)
-	for w := range workers {
-		eg.Go(func() error {
-			for {
-				i, ok := s.next(gctx)
-				if !ok {
-					return gctx.Err()
-				}
-				start := time.Since(begin)
-				err := exec(gctx, w, g.Tasks[i])
-				s.finish(i, Timing{Task: i, Worker: w, Start: start, End: time.Since(begin)}, err)
-				if err != nil {
-					return err
-				}
-			}
-		})
-	}
-	err := eg.Wait()
-	return s.timings, err
+	timings, _, err := g.run(ctx, workers, exec, false)
+	return timings, err
 }
 
 // Failure is a task that failed in RunKeepGoing, and the tasks left out
@@ -218,6 +193,13 @@ type Failure struct {
 // start and are named in its Failure, and every other task runs. Only a
 // cancelled ctx stops it early (its error is then returned).
 func (g *Graph[F]) RunKeepGoing(ctx context.Context, workers int, exec Exec[F]) ([]Timing, []Failure, error) {
+	return g.run(ctx, workers, exec, true)
+}
+
+// run is Run and RunKeepGoing: one worker pool, where keepGoing decides
+// whether a task's error stops the pool or only leaves out its
+// dependents.
+func (g *Graph[F]) run(ctx context.Context, workers int, exec Exec[F], keepGoing bool) ([]Timing, []Failure, error) {
 	if err := g.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -225,7 +207,7 @@ func (g *Graph[F]) RunKeepGoing(ctx context.Context, workers int, exec Exec[F]) 
 		workers = 1
 	}
 	s := newState(g)
-	s.keepGoing = true
+	s.keepGoing = keepGoing
 	begin := time.Now()
 	eg, gctx := errgroup.WithContext(ctx)
 	for w := range workers {
@@ -238,7 +220,7 @@ func (g *Graph[F]) RunKeepGoing(ctx context.Context, workers int, exec Exec[F]) 
 				start := time.Since(begin)
 				err := exec(gctx, w, g.Tasks[i])
 				s.finish(i, Timing{Task: i, Worker: w, Start: start, End: time.Since(begin)}, err)
-				if err != nil && gctx.Err() != nil {
+				if err != nil && (!keepGoing || gctx.Err() != nil) {
 					return err
 				}
 			}
