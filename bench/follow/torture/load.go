@@ -61,7 +61,11 @@ func (l *load) stop() {
 	l.wg.Wait()
 }
 
-func (l *load) logger(ctx context.Context) {
+// session runs step over and over on one connection of its own until ctx
+// ends, connecting again whenever the fence or a kill ended it: a step
+// that fails drops the connection, one that succeeds is followed by
+// a pause of rest.
+func (l *load) session(ctx context.Context, rest time.Duration, step func(*pgx.Conn) error) {
 	var conn *pgx.Conn
 	defer func() {
 		if conn != nil {
@@ -77,38 +81,33 @@ func (l *load) logger(ctx context.Context) {
 			}
 			conn = c
 		}
-		id := l.reserve()
-		if _, err := conn.Exec(ctx, "INSERT INTO acked (id) VALUES ($1)", id); err != nil {
-			// Not acknowledged: maybe committed, maybe not; never
-			// counted, never used again.
+		if err := step(conn); err != nil {
 			conn.Close(context.Background())
 			conn = nil
 			pause(ctx, 20*time.Millisecond)
 			continue
 		}
-		l.ack(id)
-		pause(ctx, 3*time.Millisecond)
+		pause(ctx, rest)
 	}
 }
 
+func (l *load) logger(ctx context.Context) {
+	l.session(ctx, 3*time.Millisecond, func(conn *pgx.Conn) error {
+		id := l.reserve()
+		if _, err := conn.Exec(ctx, "INSERT INTO acked (id) VALUES ($1)", id); err != nil {
+			// Not acknowledged: maybe committed, maybe not; never
+			// counted, never used again.
+			return err
+		}
+		l.ack(id)
+		return nil
+	})
+}
+
 func (l *load) tpcb(ctx context.Context, rng *rand.Rand) {
-	var conn *pgx.Conn
-	defer func() {
-		if conn != nil {
-			conn.Close(context.Background())
-		}
-	}()
-	for ctx.Err() == nil {
-		if conn == nil || conn.IsClosed() {
-			c, err := connect(ctx, l.conn)
-			if err != nil {
-				pause(ctx, 50*time.Millisecond)
-				continue
-			}
-			conn = c
-		}
+	l.session(ctx, 5*time.Millisecond, func(conn *pgx.Conn) error {
 		aid, tid, bid, delta := 1+rng.IntN(2000), 1+rng.IntN(20), 1+rng.IntN(2), rng.IntN(10001)-5000
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			for _, q := range []string{
 				fmt.Sprintf("UPDATE pgbench_accounts SET abalance = abalance + %d WHERE aid = %d", delta, aid),
 				fmt.Sprintf("UPDATE pgbench_tellers SET tbalance = tbalance + %d WHERE tid = %d", delta, tid),
@@ -121,14 +120,7 @@ func (l *load) tpcb(ctx context.Context, rng *rand.Rand) {
 			}
 			return nil
 		})
-		if err != nil {
-			conn.Close(context.Background())
-			conn = nil
-			pause(ctx, 20*time.Millisecond)
-			continue
-		}
-		pause(ctx, 5*time.Millisecond)
-	}
+	})
 }
 
 // connect opens a session with a short connect timeout.
