@@ -251,11 +251,7 @@ Source: what a restore reads, opened from a store (store.Source) and as the engi
 S3Server: a local S3 gateway, for the tests (remotetest) and for bench, which keeps out of test packages
 Selection: the part of an archive taken, as patterns (filter) and as restore --to-sql evaluates them
 DatabaseSummary: one database summed, for list (archive) and for a run report (progress)
-State: what a run or a follow is at, as progress and follow status read it
-Table: one table of the manifest (archive) and its masking (mask): to rename, issue 44
-Entry: a TOC entry (toc) and one key of two fingerprints (compare): to rename, issue 44
-Session: the dump snapshot session (dump) and a source session the fence ended (follow): to rename, issue 44
-Kind: a frame kind (archive) and a task group (taskgraph): to rename, issue 44'
+State: what a run or a follow is at, as progress and follow status read it'
 grep -v '_test\.go$' "$tmp/gofiles" | xargs awk '
 FNR == 1 { d = FILENAME; sub(/\/[^\/]*$/, "", d); group = 0 }
 /^type \($/ { group = 1; next }

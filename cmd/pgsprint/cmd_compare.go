@@ -120,8 +120,8 @@ func runCompare(ctx context.Context, o compareOptions, out io.Writer) error {
 
 // compared is what compareConfigs found different.
 type compared struct {
-	entries []compare.Entry // the keys that differ
-	schema  string          // the schema diff, "" when equal or not compared
+	entries []compare.Pair // the keys that differ
+	schema  string         // the schema diff, "" when equal or not compared
 }
 
 func (c *compared) different() bool { return len(c.entries) > 0 || c.schema != "" }
@@ -264,9 +264,9 @@ func reportFingerprints(out io.Writer, a, b map[string]string, all bool) bool {
 // is, counted but not reported; more rows, an object on one side only, or
 // any other difference (a sequence, a large object) is reported. It
 // returns the differences beyond the subset.
-func reportSubset(out io.Writer, whole, copy map[string]string, all bool) []compare.Entry {
+func reportSubset(out io.Writer, whole, copy map[string]string, all bool) []compare.Pair {
 	equal, fewer := 0, 0
-	var different []compare.Entry
+	var different []compare.Pair
 	for _, e := range compare.Compare(whole, copy) {
 		switch {
 		case e.Equal():
@@ -312,15 +312,15 @@ func reportMasked(out io.Writer, a, b map[string]string, masked map[string]bool,
 // reportContent compares the tables of copy (a development copy, of is
 // "target" or "source") with whole's row by row (content.Diff),
 // prints a line per table that differs and a total, and returns them.
-func reportContent(ctx context.Context, out io.Writer, whole, copy *pgx.ConnConfig, tables []string, o content.Options, of string) ([]compare.Entry, error) {
+func reportContent(ctx context.Context, out io.Writer, whole, copy *pgx.ConnConfig, tables []string, o content.Options, of string) ([]compare.Pair, error) {
 	diffs, err := content.Diff(ctx, whole, copy, tables, o)
 	if err != nil {
 		return nil, err
 	}
-	var entries []compare.Entry
+	var entries []compare.Pair
 	for _, m := range diffs {
 		fmt.Fprintf(out, "DIFFERENT: %s: %d rows differ (the copy is the %s); first: %s\n", m.Table, m.Rows, of, m.First)
-		entries = append(entries, compare.Entry{Key: m.Table, A: "rows", B: m.First, InA: true, InB: true})
+		entries = append(entries, compare.Pair{Key: m.Table, A: "rows", B: m.First, InA: true, InB: true})
 	}
 	how := "masked columns left out"
 	switch {

@@ -282,19 +282,19 @@ func largeObjects(ctx context.Context, conn *pgx.Conn, fp map[string]string, mu 
 	return nil
 }
 
-// Entry is one key of two Fingerprints side by side.
-type Entry struct {
+// Pair is one key of two Fingerprints side by side.
+type Pair struct {
 	Key      string
 	A, B     string
 	InA, InB bool
 }
 
 // Equal reports whether both sides have the key with the same value.
-func (e Entry) Equal() bool { return e.InA && e.InB && e.A == e.B }
+func (e Pair) Equal() bool { return e.InA && e.InB && e.A == e.B }
 
 // Compare lines up two Fingerprints key by key, sorted by key: the one
 // walk behind both FingerprintDiff and the compare command's report.
-func Compare(a, b map[string]string) []Entry {
+func Compare(a, b map[string]string) []Pair {
 	keys := make([]string, 0, len(a)+len(b))
 	for k := range a {
 		keys = append(keys, k)
@@ -305,9 +305,9 @@ func Compare(a, b map[string]string) []Entry {
 		}
 	}
 	sort.Strings(keys)
-	out := make([]Entry, len(keys))
+	out := make([]Pair, len(keys))
 	for i, k := range keys {
-		e := Entry{Key: k}
+		e := Pair{Key: k}
 		e.A, e.InA = a[k]
 		e.B, e.InB = b[k]
 		out[i] = e

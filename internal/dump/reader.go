@@ -30,7 +30,7 @@ type Reader struct {
 	inTx bool            // in a transaction in the snapshot
 	held map[string]bool // the tables (quoted, qualified) locked by that transaction
 	// masks is the session's: how masked tables' rows are rewritten.
-	masks map[int]*mask.Table
+	masks map[int]*mask.TableMask
 	byID  bool // the connection has the settings of a chunk read by row id (see CopyTo)
 	jit   bool // the server has the jit setting
 }
@@ -62,7 +62,7 @@ func (s *Session) OpenReader(ctx context.Context) (*Reader, error) {
 
 // Mask is how the rows of table (its index in the manifest's Tables) are
 // masked as they are read, or nil when they are not.
-func (r *Reader) Mask(table int) *mask.Table { return r.masks[table] }
+func (r *Reader) Mask(table int) *mask.TableMask { return r.masks[table] }
 
 // Conn is the reader's connection.
 func (r *Reader) Conn() *pgx.Conn { return r.conn }

@@ -108,7 +108,7 @@ type Session struct {
 	early    *earlySchema // pg_dump started beside the catalog queries; nil on a resumed plan
 	// masks is how each masked table's rows are rewritten, by its index
 	// in Manifest.Tables (SessionOptions.Mask); nil without masking.
-	masks map[int]*mask.Table
+	masks map[int]*mask.TableMask
 }
 
 // Begin connects to the source, exports a snapshot (or imports
@@ -263,7 +263,7 @@ func (s *Session) applyMask(plan *mask.Resolved, log *slog.Logger) error {
 	}
 	rec := plan.Record()
 	s.Manifest.Mask = rec
-	s.masks = map[int]*mask.Table{}
+	s.masks = map[int]*mask.TableMask{}
 	for i, t := range s.Manifest.Tables {
 		if mt := plan.Table(t.Schema, t.Name, t.Columns); mt != nil {
 			s.masks[i] = mt

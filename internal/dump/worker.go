@@ -194,7 +194,7 @@ func CopyOutSQL(t archive.Table, c archive.Chunk, enc string) string {
 }
 
 // copyChunk writes chunk c's rows, masked through mt when it is not nil.
-func copyChunk(ctx context.Context, r *Reader, w *archive.Packer, m *archive.Manifest, c *archive.Chunk, mt *mask.Table, blockSize int, rep progress.Reporter) (int64, error) {
+func copyChunk(ctx context.Context, r *Reader, w *archive.Packer, m *archive.Manifest, c *archive.Chunk, mt *mask.TableMask, blockSize int, rep progress.Reporter) (int64, error) {
 	t := m.Tables[c.Table]
 	name := pg.Qualified(t.Schema, t.Name)
 	work := progress.Work{Kind: "data", Table: name, Name: name, Whole: c.Where == ""}

@@ -50,15 +50,15 @@ func resetSQL(db string) string {
 	return "ALTER DATABASE " + pg.Ident(db) + " RESET default_transaction_read_only"
 }
 
-// Session is a session of the source database that the fence ended.
-type Session struct {
+// EndedSession is a session of the source database that the fence ended.
+type EndedSession struct {
 	PID         int32
 	User        string
 	Application string
 	Client      string // address, or "local" for a Unix socket
 }
 
-func (s Session) String() string {
+func (s EndedSession) String() string {
 	return fmt.Sprintf("pid %d, user %s, application %q, client %s", s.PID, s.User, s.Application, s.Client)
 }
 
@@ -134,7 +134,7 @@ func unfence(ctx context.Context, conn *pgx.Conn, db string) error {
 // ones all the time: those are not waited for), then terminates every
 // such session (idle ones too: their next transaction could write) and
 // waits until they are gone. Each is written to out.
-func endSessions(ctx context.Context, conn *pgx.Conn, fenced time.Time, grace time.Duration, keep int32, out io.Writer) ([]Session, error) {
+func endSessions(ctx context.Context, conn *pgx.Conn, fenced time.Time, grace time.Duration, keep int32, out io.Writer) ([]EndedSession, error) {
 	// Sessions that began after the fence are read-only: left alone;
 	// so is keep, the session holding the cutover lock ($2).
 	const others = `FROM pg_catalog.pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_catalog.pg_backend_pid()
@@ -154,10 +154,10 @@ func endSessions(ctx context.Context, conn *pgx.Conn, fenced time.Time, grace ti
 	}
 	rows, err := conn.Query(ctx, `SELECT pid, coalesce(usename::text, ''), coalesce(application_name, ''),
 		coalesce(host(client_addr), 'local') `+others+` ORDER BY pid`, fenced, keep)
-	var ended []Session
+	var ended []EndedSession
 	if err == nil {
-		ended, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Session, error) {
-			var s Session
+		ended, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (EndedSession, error) {
+			var s EndedSession
 			return s, r.Scan(&s.PID, &s.User, &s.Application, &s.Client)
 		})
 	}

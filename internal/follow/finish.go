@@ -117,7 +117,7 @@ type FinishResult struct {
 	// Finish fenced it (LiftSQL lifts it).
 	Fence Fence
 	// Ended are the source sessions the fence ended.
-	Ended []Session
+	Ended []EndedSession
 	// WriteDowntime is from the fence (or the start, without one) until
 	// the target was ready (the grace given to the sessions under way
 	// included): caught up, sequences and large objects set. Verification is

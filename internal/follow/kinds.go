@@ -18,7 +18,7 @@ import (
 // finish copied them, and the rows of
 // followed tables, with the writes the source took since the target
 // caught up when there were any (writes went on, unfenced).
-func Kinds(ctx context.Context, src *pgx.ConnConfig, schema bool, entries []compare.Entry, v Verification) ([]string, error) {
+func Kinds(ctx context.Context, src *pgx.ConnConfig, schema bool, entries []compare.Pair, v Verification) ([]string, error) {
 	var kinds []string
 	if schema {
 		kinds = append(kinds, "DDL: the schemas differ (DDL the follow did not replay: run on the target, or on a source without the DDL capture)")

@@ -16,10 +16,10 @@ func testKinds(t *testing.T, c *pgtest.Instance) {
 	ctx := context.Background()
 	o := newCase(t, c, `CREATE TABLE t (id int PRIMARY KEY); CREATE UNLOGGED TABLE u (id int);
 		CREATE MATERIALIZED VIEW m AS SELECT 1 AS x; CREATE TABLE "Odd ""name" (id int)`)
-	diff := func(keys ...string) []compare.Entry {
-		var out []compare.Entry
+	diff := func(keys ...string) []compare.Pair {
+		var out []compare.Pair
 		for _, k := range keys {
-			out = append(out, compare.Entry{Key: k, A: "rows=1", B: "rows=2", InA: true, InB: true})
+			out = append(out, compare.Pair{Key: k, A: "rows=1", B: "rows=2", InA: true, InB: true})
 		}
 		return out
 	}
@@ -29,11 +29,11 @@ func testKinds(t *testing.T, c *pgtest.Instance) {
 	for _, tc := range []struct {
 		name    string
 		schema  bool
-		entries []compare.Entry
+		entries []compare.Pair
 		writes  int64
 		want    []string
 	}{
-		{name: "ddl", schema: true, entries: []compare.Entry{{Key: "public.added", A: "rows=0", InA: true}},
+		{name: "ddl", schema: true, entries: []compare.Pair{{Key: "public.added", A: "rows=0", InA: true}},
 			want: []string{"DDL: the schemas differ (DDL the follow did not replay: run on the target, or on a source without the DDL capture)", "DDL: relations on one side only: public.added"}},
 		{name: "unlogged", entries: diff("public.u"), want: []string{"unlogged tables (their changes are not followed): public.u"}},
 		{name: "materialized view", entries: diff("public.m"), want: []string{"materialized view contents (their rows are not replicated, only a REFRESH run on the source is: REFRESH MATERIALIZED VIEW each on the source, then finish again): public.m"}},

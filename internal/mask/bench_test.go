@@ -12,7 +12,7 @@ import (
 // every value distinct, names that come round in turn (people: 5,000 of
 // them), or names drawn at random from 3,600 (people_real).
 func BenchmarkWriter(b *testing.B) {
-	tb := &Table{name: "t", columns: 6, secret: []byte("bench")}
+	tb := &TableMask{name: "t", columns: 6, secret: []byte("bench")}
 	for i, text := range []string{1: "email", 2: "name", 3: "phone"} {
 		if text == "" {
 			continue

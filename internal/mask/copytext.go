@@ -6,10 +6,10 @@ import (
 	"io"
 )
 
-// Table is how one table's rows are masked: its masked columns by their
+// TableMask is how one table's rows are masked: its masked columns by their
 // place in the COPY row (the table's column list, generated columns left
 // out, as dump reads it).
-type Table struct {
+type TableMask struct {
 	name    string // quoted, qualified
 	columns int    // fields in a row
 	masked  []column
@@ -20,7 +20,7 @@ type Table struct {
 // row's masked fields are unescaped, replaced and escaped again; the
 // other fields are copied as they are. Rows may come in pieces (a Write
 // need not end at a row's end). Close fails on a row cut short.
-func (t *Table) Writer(w io.Writer) *Writer {
+func (t *TableMask) Writer(w io.Writer) *Writer {
 	m := &Writer{w: w, t: t, k: newKeyer(t.secret), plain: make([]bool, len(t.masked)), memos: make([]memo, len(t.masked))}
 	for i := range t.masked {
 		m.plain[i] = t.masked[i].rule.plain()
@@ -31,7 +31,7 @@ func (t *Table) Writer(w io.Writer) *Writer {
 // Writer is a Table's row rewriter (Table.Writer).
 type Writer struct {
 	w       io.Writer
-	t       *Table
+	t       *TableMask
 	k       *keyer
 	partial []byte // the start of a row whose end has not come yet
 	out     []byte

@@ -58,9 +58,9 @@ func TestParse(t *testing.T) {
 
 // table builds a Table masking columns (by index) with rules, on text
 // columns of a UTF8 database.
-func table(t *testing.T, secret string, columns int, rules map[int]string) *Table {
+func table(t *testing.T, secret string, columns int, rules map[int]string) *TableMask {
 	t.Helper()
-	tb := &Table{name: "t", columns: columns, secret: []byte(secret)}
+	tb := &TableMask{name: "t", columns: columns, secret: []byte(secret)}
 	for i := 0; i < columns; i++ {
 		text, ok := rules[i]
 		if !ok {
@@ -82,7 +82,7 @@ func table(t *testing.T, secret string, columns int, rules map[int]string) *Tabl
 	return tb
 }
 
-func mask(t *testing.T, tb *Table, in string, piece int) string {
+func mask(t *testing.T, tb *TableMask, in string, piece int) string {
 	t.Helper()
 	var out bytes.Buffer
 	w := tb.Writer(&out)

@@ -162,7 +162,7 @@ func describe(rule string) string {
 
 // Table is the masking of one table read as columns (its COPY column
 // list), or nil when none of them is masked.
-func (p *Resolved) Table(schema, name string, columns []string) *Table {
+func (p *Resolved) Table(schema, name string, columns []string) *TableMask {
 	if p == nil {
 		return nil
 	}
@@ -170,7 +170,7 @@ func (p *Resolved) Table(schema, name string, columns []string) *Table {
 	if pt == nil {
 		return nil
 	}
-	t := &Table{name: pg.Qualified(schema, name), columns: len(columns), secret: p.secret}
+	t := &TableMask{name: pg.Qualified(schema, name), columns: len(columns), secret: p.secret}
 	for i, c := range columns {
 		if col, ok := pt.columns[c]; ok {
 			col.index = i

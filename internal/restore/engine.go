@@ -314,7 +314,7 @@ func (d *dataStage) report(g *schedule.Graph, timings []taskgraph.Timing, start 
 		first, last, busy time.Duration
 		n                 int
 	}
-	spans := map[taskgraph.Kind]*span{}
+	spans := map[taskgraph.Group]*span{}
 	for _, tm := range timings {
 		k := g.Tasks[tm.Task].Kind
 		s := spans[k]

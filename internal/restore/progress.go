@@ -193,7 +193,7 @@ const (
 // to load (progress.Expected.StepWork), from its kind and the sizes of the
 // tables it reads: what lets the ETA cover index builds, constraints and
 // ANALYZE, which took a third of a restore after its data ETA had gone.
-func stepWork(kind taskgraph.Kind, cost int64) int64 {
+func stepWork(kind taskgraph.Group, cost int64) int64 {
 	switch kind {
 	case taskgraph.Index, taskgraph.Constraint:
 		return int64(float64(cost) * indexWeight)

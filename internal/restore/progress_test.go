@@ -12,7 +12,7 @@ import (
 func TestStepWork(t *testing.T) {
 	const gib = 1 << 30
 	for _, tc := range []struct {
-		kind taskgraph.Kind
+		kind taskgraph.Group
 		cost int64
 		want int64
 	}{

@@ -17,7 +17,7 @@ import (
 // restore's memory, so a Fused keeps only what its name, journal step and
 // statements are made of, and makes them when the load runs.
 type Fused struct {
-	Kind taskgraph.Kind
+	Kind taskgraph.Group
 	role role
 	id   int32 // the dump ID of the entry it comes from (not for ANALYZE)
 	// tag is the entry's tag (pg_dump's name of the object), or for

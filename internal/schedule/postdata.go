@@ -262,7 +262,7 @@ func addPostData(g *Graph, script *toc.Script, opts PostDataOptions) (int, error
 // spec is a task of the plan before it is placed: a task of its own, or
 // fused into its table's load.
 type spec struct {
-	kind  taskgraph.Kind
+	kind  taskgraph.Group
 	role  role
 	e     *toc.Entry // the entry (none for ANALYZE)
 	table string     // ANALYZE's table

@@ -19,12 +19,12 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Kind groups tasks for the phase report.
-type Kind uint8
+// Group is the kind of work a task does, one line of the phase report each.
+type Group uint8
 
-// Task kinds, in the order the phase report lists them.
+// Task groups, in the order the phase report lists them.
 const (
-	Data Kind = iota
+	Data Group = iota
 	Index
 	Constraint
 	ForeignKey
@@ -33,8 +33,8 @@ const (
 	numKinds
 )
 
-// String names a kind in the phase report.
-func (k Kind) String() string {
+// String names a group in the phase report.
+func (k Group) String() string {
 	return [...]string{"data", "indexes", "constraints", "foreign keys", "rest of post-data", "analyze"}[k]
 }
 
@@ -93,7 +93,7 @@ func TableKey(schema, name string) string { return schema + "\x00" + name }
 // Task is one unit of work; F is what the caller merges into it (Then).
 type Task[F any] struct {
 	Name  string // for reports, e.g. "index app.orders_pkey"
-	Kind  Kind
+	Kind  Group
 	Cost  int64 // estimated work (bytes); larger starts first
 	Deps  []int // indexes of tasks that must finish first
 	Locks []Lock

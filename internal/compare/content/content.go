@@ -104,7 +104,7 @@ func Diff(ctx context.Context, whole, copy *pgx.ConnConfig, tables []string, o O
 			continue // not a plain table: nothing to compare row by row
 		}
 		tb.plan(masked[tb.schema+"\x00"+tb.name], plan != nil)
-		var mt *mask.Table
+		var mt *mask.TableMask
 		if plan != nil {
 			mt = plan.Table(tb.schema, tb.name, append([]string{""}, tb.cols...))
 		}
@@ -252,7 +252,7 @@ func (tb *table) query(all bool) string {
 }
 
 // diffTable merges both sides' ordered rows.
-func diffTable(ctx context.Context, wc, cc *pgx.Conn, tb *table, mt *mask.Table, subset bool) (*Mismatch, error) {
+func diffTable(ctx context.Context, wc, cc *pgx.Conn, tb *table, mt *mask.TableMask, subset bool) (*Mismatch, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The whole is read with every column when a mask.Table rewrites
@@ -397,7 +397,7 @@ func (tb *table) columnsDiffer(a, b []byte) string {
 
 // stream runs copyTo on conn into a pipe, through mt's masking when mt is
 // not nil, and returns the pipe's reading end and the COPY's result.
-func stream(ctx context.Context, conn *pgx.Conn, copyTo string, mt *mask.Table) (*lineReader, <-chan error) {
+func stream(ctx context.Context, conn *pgx.Conn, copyTo string, mt *mask.TableMask) (*lineReader, <-chan error) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
