@@ -3,7 +3,6 @@ package follow
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -56,9 +55,15 @@ type EndedSession struct {
 	User        string
 	Application string
 	Client      string // address, or "local" for a Unix socket
+	// Starting is a session ended while still starting, unseen in
+	// pg_stat_activity: only its PID is known.
+	Starting bool
 }
 
 func (s EndedSession) String() string {
+	if s.Starting {
+		return fmt.Sprintf("pid %d, still starting %s after the fence", s.PID, startingWait)
+	}
 	return fmt.Sprintf("pid %d, user %s, application %q, client %s", s.PID, s.User, s.Application, s.Client)
 }
 
@@ -126,72 +131,6 @@ func unfence(ctx context.Context, conn *pgx.Conn, db string) error {
 		}
 		return nil
 	})
-}
-
-// endSessions ends the sessions of the source database that began
-// before the fence, which may still write: it waits up to grace for the
-// transactions under way at the fence to end (a busy session starts new
-// ones all the time: those are not waited for), then terminates every
-// such session (idle ones too: their next transaction could write) and
-// waits until they are gone. Each is written to out.
-func endSessions(ctx context.Context, conn *pgx.Conn, fenced time.Time, grace time.Duration, keep int32, out io.Writer) ([]EndedSession, error) {
-	// Sessions that began after the fence are read-only: left alone;
-	// so is keep, the session holding the cutover lock ($2).
-	const others = `FROM pg_catalog.pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_catalog.pg_backend_pid()
-		AND pid <> $2 AND datid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()) AND backend_start < $1`
-	deadline := time.Now().Add(grace)
-	for {
-		var busy int
-		if err := conn.QueryRow(ctx, "SELECT count(*)::int "+others+" AND xact_start < $1", fenced, keep).Scan(&busy); err != nil {
-			return nil, fmt.Errorf("list the source's sessions: %w", err)
-		}
-		if busy == 0 || time.Now().After(deadline) {
-			break
-		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return nil, err
-		}
-	}
-	rows, err := conn.Query(ctx, `SELECT pid, coalesce(usename::text, ''), coalesce(application_name, ''),
-		coalesce(host(client_addr), 'local') `+others+` ORDER BY pid`, fenced, keep)
-	var ended []EndedSession
-	if err == nil {
-		ended, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (EndedSession, error) {
-			var s EndedSession
-			return s, r.Scan(&s.PID, &s.User, &s.Application, &s.Client)
-		})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list the source's sessions: %w", err)
-	}
-	pids := make([]int32, len(ended))
-	for i, s := range ended {
-		pids[i] = s.PID
-	}
-	// Listed first, ended apart: in one query's WHERE the server may
-	// call pg_terminate_backend before the other conditions.
-	if _, err := conn.Exec(ctx, "SELECT pg_catalog.pg_terminate_backend(p) FROM pg_catalog.unnest($1::int4[]) p", pids); err != nil {
-		return nil, fmt.Errorf("end the source's sessions (that needs superuser or pg_signal_backend): %w", err)
-	}
-	for _, s := range ended {
-		fmt.Fprintf(out, "fence: ended source session %s\n", s)
-	}
-	gone := time.Now().Add(10 * time.Second)
-	for {
-		var left int
-		if err := conn.QueryRow(ctx, "SELECT count(*)::int "+others+" AND pid = ANY($3)", fenced, keep, pids).Scan(&left); err != nil {
-			return ended, fmt.Errorf("list the source's sessions: %w", err)
-		}
-		if left == 0 {
-			return ended, nil
-		}
-		if time.Now().After(gone) {
-			return ended, fmt.Errorf("%d source sessions still there 10s after they were terminated", left)
-		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
-			return ended, err
-		}
-	}
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -336,3 +336,56 @@ func TestFinishFails(t *testing.T) {
 		})
 	}
 }
+
+// TestFenceEndsStartingSession: a session that read the source
+// database's settings before the fence, and so may write, but shows in
+// pg_stat_activity only later (post_auth_delay holds it between the
+// two) is ended by the fence all the same: its insert never commits,
+// finish completes, and the source stays fenced. On code that listed
+// pg_stat_activity only, the session wrote after the catch-up (finish
+// refused, "writes that went on") or after the handover (a write lost).
+func TestFenceEndsStartingSession(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := sharedLogical(t)
+	o := newCase(t, c, cutoverSQL)
+	following(t, o)
+	late := o.Source.Copy()
+	late.RuntimeParams["post_auth_delay"] = "6" // seconds, after the settings are read
+	late.RuntimeParams["application_name"] = "late_writer"
+	wrote := make(chan error, 1)
+	go func() {
+		conn, err := pgx.ConnectConfig(ctx, late)
+		if err != nil {
+			wrote <- err
+			return
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, "INSERT INTO keyed VALUES (7001, 'late')")
+		wrote <- err
+	}()
+	// The session holds the database's connection lock while unseen.
+	waitFor(t, o.Source, "1", `SELECT count(*)::text FROM pg_locks l WHERE locktype = 'object'
+		AND classid = 'pg_database'::regclass AND NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.pid = l.pid)`)
+	time.Sleep(500 * time.Millisecond) // past reading the settings, into the delay
+	var out bytes.Buffer
+	_, err := Finish(ctx, FinishOptions{Source: o.Source, Target: o.Target, Names: o.Names, Timeout: time.Minute,
+		Grace: 500 * time.Millisecond, Out: &out, Verify: sameData(o.Source, o.Target)})
+	if err != nil {
+		t.Fatalf("Finish: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "still starting") {
+		t.Errorf("finish did not name the starting session it ended:\n%s", out.String())
+	}
+	select {
+	case err := <-wrote:
+		if err == nil {
+			t.Errorf("the session that started before the fence wrote after it (on the target: %v)", len(lost(t, o.Target, []int{7001})) == 0)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the late session neither wrote nor failed in 30s")
+	}
+	if !fenced(t, o.Source) {
+		t.Error("the source is writable after the handover")
+	}
+}

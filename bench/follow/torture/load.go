@@ -55,6 +55,33 @@ func (l *load) snapshot() []int64 {
 	return append([]int64(nil), l.acked...)
 }
 
+// late opens a session that reads the database's settings now but shows
+// in pg_stat_activity only delay seconds later (post_auth_delay holds it
+// between the two), then inserts one acknowledged row: a session
+// starting across the fence, which may write unless the fence ends it.
+func (l *load) late(ctx context.Context, delay int) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		cfg, err := pgx.ParseConfig(l.conn)
+		if err != nil {
+			return
+		}
+		cfg.ConnectTimeout = time.Duration(delay+5) * time.Second
+		cfg.RuntimeParams["post_auth_delay"] = fmt.Sprint(delay)
+		cfg.RuntimeParams["application_name"] = "torture late session"
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		id := l.reserve()
+		if _, err := conn.Exec(ctx, "INSERT INTO acked (id) VALUES ($1)", id); err == nil {
+			l.ack(id)
+		}
+	}()
+}
+
 // stop ends the writers and waits for them.
 func (l *load) stop() {
 	l.cancel()

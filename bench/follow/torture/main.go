@@ -45,12 +45,12 @@ type config struct {
 
 // stats is what the final line counts.
 type stats struct {
-	rounds, kills, races, applyFailures, breaks int
+	rounds, kills, races, applyFailures, lateSessions, breaks int
 }
 
 func (s stats) String() string {
-	return fmt.Sprintf("torture: %d rounds, %d kills, %d races, %d apply failures, %d invariant breaks",
-		s.rounds, s.kills, s.races, s.applyFailures, s.breaks)
+	return fmt.Sprintf("torture: %d rounds, %d kills, %d races, %d apply failures, %d sessions starting across the fence, %d invariant breaks",
+		s.rounds, s.kills, s.races, s.applyFailures, s.lateSessions, s.breaks)
 }
 
 func main() {

@@ -465,6 +465,13 @@ func (r *round) chaos(ctx context.Context) {
 			}()
 		}
 	}
+	if r.rng.IntN(3) == 0 {
+		delay := 1 + r.rng.IntN(3)
+		r.load.late(ctx, delay)
+		r.t.lateSessions++
+		r.note("a session starting across the fence (post_auth_delay %ds)", delay)
+		pause(ctx, 200*time.Millisecond)
+	}
 	launch()
 	if r.rng.IntN(5) < 2 {
 		pause(ctx, time.Duration(r.rng.IntN(1500))*time.Millisecond)
