@@ -163,7 +163,15 @@ func newFollowStatusCmd() *cobra.Command {
 		Long: `Show the subscription of a clone --follow on the target: whether its apply
 worker runs, the apply errors counted (PostgreSQL 15 and later), and, with
 --source, the lag in bytes and seconds from the source's slot and current WAL
-position, and any slot left behind by a clone --follow that was killed.`,
+position, and any slot left behind by a clone --follow that was killed.
+
+With --source it also names what a finish would meet: the source fenced
+(by which run, with the statements that lift it), a finish killed in its
+handover (run finish again), prepared transactions in the source database
+(finish refuses while any exist), and capture objects or a publication
+left behind (with the SQL that removes them). Exit 1 when the follow cannot
+go on by itself: no subscription, DDL stopped by name, a new table failing
+to copy, or the apply worker failing (its error quoted, with what to do).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFollowStatus(cmd.Context(), o, os.Stdout) },
 	}
@@ -322,7 +330,8 @@ func newFollowFinishCmd() *cobra.Command {
  1. fence: the source database becomes read-only for new sessions
     (ALTER DATABASE ... SET default_transaction_read_only = on); the
     sessions already there get --fence-grace to end their transactions,
-    then every one of them is ended (each is named);
+    then every one of them is ended (each is named), and so is a session
+    still starting at the fence (one that read the settings before it);
  2. wait (at most --timeout, and at most --stall-timeout without
     progress) until the target has applied everything up to the fence;
     an apply error on the target stops it at once, quoted;
@@ -438,7 +447,15 @@ replication slot and the publication on the source, whichever exist (it can
 be run again), and the fence a follow finish left on the source (killed, or
 after its handover): the source is writable again. It says what it did. The
 target keeps the rows it has; it no longer follows.
-Other slots named pgsprint_* left on the source by killed clones are listed.`,
+Other slots named pgsprint_* left on the source by killed clones are listed.
+
+Like finish, abort holds the follow's lock on the source for its whole run:
+a finish or abort already running is named, and abort exits 1 at once. The
+DDL capture (event triggers, schema pgsprint) goes on both sides. Dropping
+the subscription never hangs: each DROP SUBSCRIPTION runs under a 5 s
+statement timeout, up to 6 tries, after ending the source's walsenders of
+this follow's table-copy slots (which wait for prepared transactions); if
+it still cannot, abort exits 1 naming the prepared transactions to resolve.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFollowAbort(cmd.Context(), o, os.Stdout) },
 	}
