@@ -12,7 +12,6 @@ import (
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
 )
 
 // Pgbench runs `pgbench -i -q -s scale` (with --partitions when > 0) from
@@ -53,38 +52,4 @@ func rows(base int, scale float64) int {
 // characters, so that rows vary in length as real text does.
 func rstr(min, spread int) string {
 	return fmt.Sprintf("substr(repeat(md5(random()::text), %d), 1, %d + (random() * %d)::int)", (min+spread)/32+1, min, spread)
-}
-
-// execParallel runs statements on jobs connections at once, each
-// statement on its own, in the order given as connections come free.
-func execParallel(ctx context.Context, connString string, jobs int, stmts []string) error {
-	g, gctx := errgroup.WithContext(ctx)
-	queue := make(chan string)
-	g.Go(func() error {
-		defer close(queue)
-		for _, s := range stmts {
-			select {
-			case queue <- s:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
-	for range max(jobs, 1) {
-		g.Go(func() error {
-			conn, err := pgx.Connect(gctx, connString)
-			if err != nil {
-				return err
-			}
-			defer conn.Close(context.WithoutCancel(gctx))
-			for s := range queue {
-				if _, err := conn.Exec(gctx, s); err != nil {
-					return fmt.Errorf("%.60s...: %w", s, err)
-				}
-			}
-			return nil
-		})
-	}
-	return g.Wait()
 }

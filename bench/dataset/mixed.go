@@ -2,107 +2,18 @@ package dataset
 
 import (
 	"context"
-	"fmt"
 	"runtime"
+
+	"github.com/pgsprint/pgsprint/internal/sample"
 )
 
-// Mixed builds the three-table dataset of a published pg_dump format
-// comparison: large_test_table (18 columns of names, emails, addresses,
-// dates, salaries, notes), orders (13 columns) and activity_logs (13 columns
-// with inet and long text), random strings of varying length, 10 secondary
-// indexes. Scale 1 is about 1 GB. It builds on as many connections as
-// the machine has cores (MixedJobs).
+// Mixed builds sample.Mixed's three-table dataset (scale 1 is about 1 GB)
+// on as many connections as the machine has cores.
 func Mixed(ctx context.Context, connString string, scale float64) error {
-	return MixedJobs(ctx, connString, scale, runtime.NumCPU())
+	return sample.Mixed(ctx, connString, scale, runtime.NumCPU())
 }
 
-// mixedChunk is the rows one INSERT of MixedJobs generates: small enough
-// that jobs connections share the largest table evenly, large enough that
-// a statement's start costs nothing.
-const mixedChunk = 200_000
-
-// MixedJobs builds Mixed's dataset on jobs connections at once: the
-// tables, then their rows as INSERT ... SELECT over ranges of
-// generate_series (the server generates them; no row crosses the wire),
-// then the indexes, then ANALYZE.
+// MixedJobs builds sample.Mixed's dataset on jobs connections at once.
 func MixedJobs(ctx context.Context, connString string, scale float64, jobs int) error {
-	people, orders, logs := rows(1_000_000, scale), rows(1_000_000, scale), rows(450_000, scale)
-	if err := execSQL(ctx, connString,
-		`CREATE TABLE large_test_table (
-			id serial NOT NULL, first_name text, last_name text, email text, phone text,
-			address text, city text, state text, zip_code text, country text,
-			birth_date date, hire_date date, salary numeric(10,2), department text,
-			job_title text, is_active boolean, notes text, created_at timestamptz)`,
-		`CREATE TABLE orders (
-			order_id serial NOT NULL, customer_id int NOT NULL, order_date timestamptz, status text,
-			total_amount numeric(12,2), currency text, shipping_address text, billing_address text,
-			payment_method text, discount numeric(5,2), tax numeric(10,2), notes text, updated_at timestamptz)`,
-		`CREATE TABLE activity_logs (
-			log_id bigserial NOT NULL, user_id int, ip_address inet, user_agent text, action text,
-			resource text, status_code int, response_time_ms int, request_body text, referrer text,
-			session_id uuid, created_at timestamptz, details text)`); err != nil {
-		return err
-	}
-	var inserts []string
-	for _, t := range []struct {
-		sql  string
-		rows int
-	}{
-		{fmt.Sprintf(`INSERT INTO large_test_table (first_name, last_name, email, phone, address, city, state,
-			zip_code, country, birth_date, hire_date, salary, department, job_title, is_active, notes, created_at)
-		SELECT %s, %s, %s || '@' || %s || '.com', '+1-' || (random()*1e9)::bigint, %s, %s, %s,
-			lpad(((random()*99999)::int)::text, 5, '0'), %s,
-			date '1960-01-01' + (random()*15000)::int, date '2000-01-01' + (random()*9000)::int,
-			(random()*200000)::numeric(10,2), %s, %s, random() > 0.2, %s,
-			timestamptz '2020-01-01' + random() * interval '1500 days'
-		FROM generate_series(%%d, %%d)`,
-			rstr(4, 8), rstr(4, 10), rstr(5, 10), rstr(4, 8), rstr(10, 30), rstr(4, 10), rstr(2, 10),
-			rstr(4, 10), rstr(4, 12), rstr(5, 20), rstr(0, 120)), people},
-		{fmt.Sprintf(`INSERT INTO orders (customer_id, order_date, status, total_amount, currency, shipping_address,
-			billing_address, payment_method, discount, tax, notes, updated_at)
-		SELECT (random()*%d)::int + 1, timestamptz '2021-01-01' + random() * interval '1000 days',
-			(ARRAY['new','paid','shipped','delivered','returned'])[1 + (random()*4)::int],
-			(random()*5000)::numeric(12,2), (ARRAY['USD','EUR','GBP'])[1 + (random()*2)::int],
-			%s, %s, (ARRAY['card','paypal','wire','cash'])[1 + (random()*3)::int],
-			(random()*50)::numeric(5,2), (random()*500)::numeric(10,2), %s,
-			timestamptz '2023-01-01' + random() * interval '600 days'
-		FROM generate_series(%%d, %%d)`, people, rstr(15, 40), rstr(15, 40), rstr(0, 150)), orders},
-		{fmt.Sprintf(`INSERT INTO activity_logs (user_id, ip_address, user_agent, action, resource, status_code,
-			response_time_ms, request_body, referrer, session_id, created_at, details)
-		SELECT (random()*%d)::int + 1,
-			('10.' || (random()*255)::int || '.' || (random()*255)::int || '.' || (random()*255)::int)::inet,
-			'Mozilla/5.0 ' || %s, (ARRAY['view','click','login','logout','purchase'])[1 + (random()*4)::int],
-			'/api/' || %s, (ARRAY[200,200,200,301,404,500])[1 + (random()*5)::int], (random()*2000)::int,
-			%s, 'https://' || %s || '.example/', md5(random()::text)::uuid,
-			timestamptz '2022-01-01' + random() * interval '900 days', %s
-		FROM generate_series(%%d, %%d)`, people, rstr(20, 60), rstr(5, 20), rstr(100, 900), rstr(5, 15), rstr(0, 300)), logs},
-	} {
-		for lo := 1; lo <= t.rows; lo += mixedChunk {
-			inserts = append(inserts, fmt.Sprintf(t.sql, lo, min(lo+mixedChunk-1, t.rows)))
-		}
-	}
-	if err := execParallel(ctx, connString, jobs, inserts); err != nil {
-		return err
-	}
-	// The keys after the rows, as a restore builds them: the same schema
-	// as columns declared PRIMARY KEY, without maintaining the index row
-	// by row.
-	if err := execParallel(ctx, connString, jobs, []string{
-		`ALTER TABLE large_test_table ADD PRIMARY KEY (id)`,
-		`ALTER TABLE orders ADD PRIMARY KEY (order_id)`,
-		`ALTER TABLE activity_logs ADD PRIMARY KEY (log_id)`,
-		`CREATE INDEX ON large_test_table (email)`,
-		`CREATE INDEX ON large_test_table (last_name, first_name)`,
-		`CREATE INDEX ON large_test_table (hire_date)`,
-		`CREATE INDEX ON large_test_table (department)`,
-		`CREATE INDEX ON orders (customer_id)`,
-		`CREATE INDEX ON orders (order_date)`,
-		`CREATE INDEX ON orders (status, order_date)`,
-		`CREATE INDEX ON activity_logs (user_id)`,
-		`CREATE INDEX ON activity_logs (created_at)`,
-		`CREATE INDEX ON activity_logs (ip_address)`,
-	}); err != nil {
-		return err
-	}
-	return execSQL(ctx, connString, `ANALYZE`)
+	return sample.Mixed(ctx, connString, scale, jobs)
 }

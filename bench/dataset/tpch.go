@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/sample"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -159,10 +161,10 @@ func TPCH(ctx context.Context, generator, scratch, connString string, sf float64
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	if err := execParallel(ctx, connString, jobs, tpchKeys); err != nil {
+	if err := sample.ExecParallel(ctx, connString, jobs, tpchKeys); err != nil {
 		return err
 	}
-	if err := execParallel(ctx, connString, jobs, tpchForeignKeys); err != nil {
+	if err := sample.ExecParallel(ctx, connString, jobs, tpchForeignKeys); err != nil {
 		return err
 	}
 	return execSQL(ctx, connString, "ANALYZE")

@@ -13,7 +13,7 @@ import (
 )
 
 type demoOptions struct {
-	scale    int
+	scale    float64
 	jobs     int
 	compress string
 }
@@ -24,17 +24,20 @@ func newDemoCmd() *cobra.Command {
 		Use:   "demo [--scale N]",
 		Short: "Dump and restore a sample database on a throwaway local cluster, side by side with pg_dump",
 		Long: `Start a throwaway PostgreSQL cluster in a temporary directory, load a
-sample database (pgbench tables plus a few other object kinds), dump it with
+sample database (three tables of names, orders and activity logs with
+realistic text, keys, 10 secondary indexes and a foreign key, plus a few
+other object kinds), dump it with
 pgsprint and restore it into a second database, verify the two are equal
 (schema per pg_dump, row hashes per table), do the same with pg_dump -Fc and
-pg_restore -j, print the timings and sizes, and remove everything.`,
+pg_restore -j, print the timings, sizes and how busy the cores were, and
+remove everything.`,
 		Example: `  pgsprint demo
-  pgsprint demo --scale 50 -j 2`,
+  pgsprint demo --scale 1 -j 2`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd.Context(), o) },
 	}
 	fs := cmd.Flags()
-	fs.IntVar(&o.scale, "scale", 10, "pgbench scale factor of the sample database (10 is about 160 MB)")
+	fs.Float64Var(&o.scale, "scale", 0.1, "size of the sample database (1 is about 1 GB)")
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers for both tools")
 	fs.StringVarP(&o.compress, "compress", "Z", "zstd", "pgsprint compression")
 	return cmd

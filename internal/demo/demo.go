@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -20,14 +21,16 @@ import (
 	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pgctl"
+	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
+	"github.com/pgsprint/pgsprint/internal/sample"
 	"github.com/pgsprint/pgsprint/internal/store/location"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
 // Options configure the demo.
 type Options struct {
-	Scale   int // pgbench scale factor of the sample database
+	Scale   float64 // of the sample database: sample.Mixed's scale (1 is about 1 GB)
 	Jobs    int
 	Codec   codec.Codec
 	Version string
@@ -49,8 +52,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer os.RemoveAll(dir)
 
-	fmt.Fprintf(out, "PostgreSQL %d on port %d; loading sample data (pgbench scale %d plus extras)...\n", c.Version(), c.Port(), opts.Scale)
-	if err := loadSample(ctx, c, opts.Scale); err != nil {
+	fmt.Fprintf(out, "PostgreSQL %d on port %d; loading sample data (3 tables of names, orders and logs, %.0f MB at scale %g, with keys, 10 indexes and a foreign key, plus other object kinds)...\n",
+		c.Version(), c.Port(), 1000*opts.Scale, opts.Scale)
+	if err := loadSample(ctx, c, opts.Scale, opts.Jobs); err != nil {
 		return err
 	}
 	d := &demo{c: c, dir: dir, opts: opts}
@@ -67,7 +71,10 @@ type demo struct {
 type measured struct {
 	name          string
 	dump, restore time.Duration
-	size          int64
+	// dumpBusy and restoreBusy are the share of the machine's cores busy
+	// during each (servers included): what the tool leaves idle.
+	dumpBusy, restoreBusy float64
+	size                  int64
 }
 
 func (d *demo) compare(ctx context.Context) error {
@@ -87,10 +94,11 @@ func (d *demo) compare(ctx context.Context) error {
 	if err := d.check(ctx, "restored_pg"); err != nil {
 		return fmt.Errorf("pg_restore result: %w", err)
 	}
-	fmt.Fprintf(out, "\n%-28s %10s %10s %10s %12s\n", "tool (jobs "+strconv.Itoa(d.opts.Jobs)+")", "dump", "restore", "total", "archive")
+	fmt.Fprintf(out, "\n%-28s %10s %10s %10s %12s   %s\n", "tool (jobs "+strconv.Itoa(d.opts.Jobs)+")", "dump", "restore", "total", "archive",
+		"cores busy ("+strconv.Itoa(runtime.NumCPU())+"): dump, restore")
 	for _, m := range []measured{ours, peer} {
-		fmt.Fprintf(out, "%-28s %9.2fs %9.2fs %9.2fs %9.1f MiB\n", m.name, m.dump.Seconds(), m.restore.Seconds(),
-			(m.dump + m.restore).Seconds(), float64(m.size)/(1<<20))
+		fmt.Fprintf(out, "%-28s %9.2fs %9.2fs %9.2fs %9.1f MiB   %3.0f%%, %3.0f%%\n", m.name, m.dump.Seconds(), m.restore.Seconds(),
+			(m.dump + m.restore).Seconds(), float64(m.size)/(1<<20), 100*m.dumpBusy, 100*m.restoreBusy)
 	}
 	fmt.Fprintf(out, "%-28s %9.2fx %9.2fx %9.2fx %11.2fx\n", "pg_dump time / pgsprint time",
 		ratio(peer.dump, ours.dump), ratio(peer.restore, ours.restore), ratio(peer.dump+peer.restore, ours.dump+ours.restore),
@@ -125,11 +133,12 @@ func (d *demo) runPgsprint(ctx context.Context) (measured, error) {
 // measured, and shown, in one way.
 func (d *demo) measure(ctx context.Context, name, short, file, db string, dumpTo, restoreInto func() error) (measured, error) {
 	m := measured{name: name}
-	t := time.Now()
+	t, busy := time.Now(), progress.MachineBusy()
 	if err := dumpTo(); err != nil {
 		return m, err
 	}
 	m.dump = time.Since(t)
+	m.dumpBusy = coresBusy(progress.MachineBusy()-busy, m.dump)
 	st, err := os.Stat(file)
 	if err != nil {
 		return m, err
@@ -138,13 +147,23 @@ func (d *demo) measure(ctx context.Context, name, short, file, db string, dumpTo
 	if err := d.c.CreateDB(ctx, db); err != nil {
 		return m, err
 	}
-	t = time.Now()
+	t, busy = time.Now(), progress.MachineBusy()
 	if err := restoreInto(); err != nil {
 		return m, err
 	}
 	m.restore = time.Since(t)
+	m.restoreBusy = coresBusy(progress.MachineBusy()-busy, m.restore)
 	fmt.Fprintf(d.opts.Out, "%s: dump %.2fs, restore %.2fs, archive %.1f MiB\n", short, m.dump.Seconds(), m.restore.Seconds(), float64(m.size)/(1<<20))
 	return m, nil
+}
+
+// coresBusy is the share of the machine's cores that busy CPU time kept
+// busy over wall.
+func coresBusy(busy, wall time.Duration) float64 {
+	if wall <= 0 {
+		return 0
+	}
+	return busy.Seconds() / (wall.Seconds() * float64(runtime.NumCPU()))
 }
 
 // restoreFile restores the archive in the file at path.
@@ -211,25 +230,28 @@ func run(ctx context.Context, name string, args ...string) error {
 	return nil
 }
 
-// loadSample builds the sample database: pgbench's tables with foreign keys,
-// plus a few object kinds pgbench lacks.
-func loadSample(ctx context.Context, c *pgctl.Instance, scale int) error {
+// loadSample builds the sample database: sample.Mixed's three tables
+// (realistic text, keys, 10 secondary indexes) with a foreign key (every
+// customer_id is a person of large_test_table), and a
+// few object kinds they lack: an identity column, jsonb, a materialized
+// view, a large object.
+func loadSample(ctx context.Context, c *pgctl.Instance, scale float64, jobs int) error {
 	if err := c.CreateDB(ctx, "sample"); err != nil {
 		return err
 	}
-	if err := run(ctx, filepath.Join(c.BinDir(), "pgbench"), "-i", "-q", "--foreign-keys",
-		"-s", strconv.Itoa(scale), c.ConnString("sample")); err != nil {
-		return err
+	if err := sample.Mixed(ctx, c.ConnString("sample"), scale, jobs); err != nil {
+		return fmt.Errorf("load the sample: %w", err)
 	}
 	return c.Exec(ctx, "sample", `
+ALTER TABLE orders ADD FOREIGN KEY (customer_id) REFERENCES large_test_table (id);
 CREATE TABLE events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at timestamptz NOT NULL,
 	kind text NOT NULL, payload jsonb);
 INSERT INTO events (at, kind, payload)
 	SELECT now() - i * interval '1 minute', (ARRAY['login','logout','buy'])[1 + i % 3],
 		jsonb_build_object('n', i, 'tag', md5(i::text))
-	FROM generate_series(1, 100000) i;
+	FROM generate_series(1, 20000) i;
 CREATE INDEX ON events (kind, at);
-CREATE MATERIALIZED VIEW branch_totals AS SELECT bid, sum(abalance) AS total FROM pgbench_accounts GROUP BY bid;
+CREATE MATERIALIZED VIEW order_totals AS SELECT status, count(*) AS n, sum(total_amount) AS total FROM orders GROUP BY status;
 SELECT lo_from_bytea(0, convert_to(repeat('pgsprint ', 100000), 'UTF8'));
 ANALYZE;`)
 }

@@ -1,4 +1,4 @@
-package benchkit
+package progress
 
 import (
 	"testing"
