@@ -90,8 +90,8 @@ func (z *ZstdAuto) Used() []LevelUse {
 }
 
 // Describe says what compressed the archive, for the dump's summary:
-// "zstd auto (levels used: 1 20%, 3 80%)", each level with its share of
-// the raw bytes.
+// "zstd auto: level 1 20%, level 3 80%", each level with its share of the
+// raw bytes.
 func (z *ZstdAuto) Describe() string {
 	return DescribeAuto(z.Used())
 }
@@ -103,11 +103,11 @@ func DescribeAuto(us []LevelUse) string {
 		total += u.Bytes
 	}
 	if total == 0 {
-		return "zstd auto (nothing compressed)"
+		return "zstd auto: nothing compressed"
 	}
 	parts := make([]string, len(us))
 	for i, u := range us {
-		parts[i] = fmt.Sprintf("%d %.0f%%", u.Level, 100*float64(u.Bytes)/float64(total))
+		parts[i] = fmt.Sprintf("level %d %.0f%%", u.Level, 100*float64(u.Bytes)/float64(total))
 	}
-	return "zstd auto (levels used: " + strings.Join(parts, ", ") + ")"
+	return "zstd auto: " + strings.Join(parts, ", ")
 }

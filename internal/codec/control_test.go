@@ -137,10 +137,10 @@ func TestZstdAutoMixedLevels(t *testing.T) {
 	if total != int64(len(frames)*len(src)) {
 		t.Errorf("Used sums to %d bytes, want %d", total, len(frames)*len(src))
 	}
-	if d := z.Describe(); !strings.HasPrefix(d, "zstd auto (levels used: 1 ") {
+	if d := z.Describe(); !strings.HasPrefix(d, "zstd auto: level 1 ") {
 		t.Errorf("Describe = %q", d)
 	}
-	if d := DescribeAuto(nil); d != "zstd auto (nothing compressed)" {
+	if d := DescribeAuto(nil); d != "zstd auto: nothing compressed" {
 		t.Errorf("DescribeAuto(nil) = %q", d)
 	}
 	if z.Name() != "zstd" || z.Level() != 0 {
