@@ -2,6 +2,10 @@ package codec
 
 import (
 	"bytes"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +149,62 @@ func TestZstdAutoMixedLevels(t *testing.T) {
 	}
 	if z.Name() != "zstd" || z.Level() != 0 {
 		t.Errorf("Name, Level = %q, %d; want zstd, 0", z.Name(), z.Level())
+	}
+}
+
+// TestZstdAutoRandomized is the promise of zstd auto, that whatever the
+// timings, every level chosen is in range and every frame decodes to its
+// block: random fill and encode times move the controller while random
+// blocks are compressed. PGSPRINT_ZSTDAUTO_SEED replays a run.
+func TestZstdAutoRandomized(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("PGSPRINT_ZSTDAUTO_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (PGSPRINT_ZSTDAUTO_SEED=%d replays it)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	z := NewZstdAuto()
+	lo, hi := z.Range()
+	inputs := testInputs()
+	names := make([]string, 0, len(inputs))
+	for n := range inputs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var total int64
+	var regime float64
+	for i := range 400 {
+		src := inputs[names[rng.IntN(len(names))]]
+		l := z.Next()
+		if l < lo || l > hi {
+			t.Fatalf("frame %d: level %d outside %d..%d", i, l, lo, hi)
+		}
+		out, err := z.Compress(nil, src)
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		got, err := z.Decompress(nil, out, len(src))
+		if err != nil || !bytes.Equal(got, src) {
+			t.Fatalf("frame %d at level %d: decompress: %v", i, l, err)
+		}
+		total += int64(len(src))
+		// Runs of 50 frames in one regime, drawn anew for each run:
+		// the encoder's share of the fill time random up to 1/4, 2 or 8.
+		if i%50 == 0 {
+			regime = []float64{0.25, 2, 8}[rng.IntN(3)]
+		}
+		fill := time.Duration(rng.IntN(20)+1) * time.Millisecond
+		encode := time.Duration(rng.Float64() * regime * float64(fill))
+		z.Observe(l, fill, encode)
+	}
+	var used int64
+	for _, u := range z.Used() {
+		if u.Level < lo || u.Level > hi {
+			t.Errorf("Used lists level %d outside %d..%d", u.Level, lo, hi)
+		}
+		used += u.Bytes
+	}
+	if used != total {
+		t.Errorf("Used sums to %d bytes, want %d", used, total)
 	}
 }
