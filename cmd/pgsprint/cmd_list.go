@@ -93,7 +93,7 @@ func runList(ctx context.Context, loc string, o listOptions, in io.Reader, out i
 	fmt.Fprintf(out, "database:   %s (PostgreSQL %s, encoding %s)\n", m.Database, m.ServerVersion, m.Encoding)
 	fmt.Fprintf(out, "snapshot:   %s at %s\n", m.Snapshot, m.SnapshotTime.Format("2006-01-02 15:04:05 MST"))
 	fmt.Fprintf(out, "written by: pgsprint %s with pg_dump %s, format %d\n", m.ToolVersion, m.PgDumpVersion, m.FormatVersion)
-	fmt.Fprintf(out, "codec:      %s level %d, %s blocks\n", m.Codec, m.Level, progress.Bytes(int64(m.BlockSize)))
+	fmt.Fprintf(out, "codec:      %s, %s blocks\n", m.CodecText(), progress.Bytes(int64(m.BlockSize)))
 	if s := m.Subset; s != nil {
 		empty := 0
 		for _, t := range s.Tables {
@@ -223,7 +223,7 @@ func listServer(ar *archive.Opened, m *archive.Manifest, streams []archive.Strea
 	}
 	fmt.Fprintf(out, "server:     PostgreSQL %s, %d databases (dump --all)\n", m.ServerVersion, len(m.Databases))
 	fmt.Fprintf(out, "written by: pgsprint %s with pg_dump %s, format %d\n", m.ToolVersion, m.PgDumpVersion, m.FormatVersion)
-	fmt.Fprintf(out, "codec:      %s level %d, %s blocks\n", m.Codec, m.Level, progress.Bytes(int64(m.BlockSize)))
+	fmt.Fprintf(out, "codec:      %s, %s blocks\n", m.CodecText(), progress.Bytes(int64(m.BlockSize)))
 	if by := openedBy(ar.Source); by != "" {
 		fmt.Fprintf(out, "encrypted:  opened with %s\n", by)
 	}

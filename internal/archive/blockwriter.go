@@ -3,6 +3,9 @@ package archive
 import (
 	"bytes"
 	"fmt"
+	"time"
+
+	"github.com/pgsprint/pgsprint/internal/codec"
 )
 
 // BlockWriter turns the dump pipeline's many small writes (COPY delivers
@@ -18,6 +21,11 @@ type BlockWriter struct {
 	countRow bool
 	closed   bool
 	err      error
+
+	// obs is the archive's codec when its level follows the dump's
+	// timings (codec.Observer) and this is a data stream; nil otherwise.
+	obs   codec.Observer
+	since time.Time // when the block being filled began to fill
 }
 
 // NewBlockWriter buffers Writes to s and writes a block whenever the buffer
@@ -29,6 +37,13 @@ type BlockWriter struct {
 // A single Write that would push a block past MaxBlockSize (a row larger
 // than that) is split across frames; such a row is the only case where a
 // data frame does not end on a row boundary.
+//
+// When the archive's codec is a codec.Observer (zstd auto, the dump's
+// default), a data stream's BlockWriter tells it, for every frame it
+// compresses, how long the block took to fill (the rows' wait on the
+// server's COPY stream, from NewBlockWriter or the previous block's end)
+// and how long compressing and appending it took: what the codec chooses
+// the next frame's level from. Two clock readings a block; none a row.
 func NewBlockWriter(s *StreamWriter, size int) *BlockWriter {
 	if size <= 0 {
 		size = DefaultBlockSize
@@ -36,12 +51,16 @@ func NewBlockWriter(s *StreamWriter, size int) *BlockWriter {
 	if size > MaxBlockSize {
 		size = MaxBlockSize
 	}
-	return &BlockWriter{
+	b := &BlockWriter{
 		s:        s,
 		size:     size,
 		buf:      make([]byte, 0, size),
 		countRow: s.kind == KindData,
 	}
+	if obs, ok := s.w.codec.(codec.Observer); ok && s.kind == KindData {
+		b.obs, b.since = obs, time.Now()
+	}
+	return b
 }
 
 // Write buffers p and writes a block once the buffer holds size bytes.
@@ -102,13 +121,33 @@ func (b *BlockWriter) flush() error {
 	if len(b.buf) == 0 {
 		return nil
 	}
+	var level int
+	var start time.Time
+	if b.obs != nil {
+		level, start = b.obs.Next(), time.Now()
+	}
 	if err := b.s.WriteBlock(b.buf, b.bufRows); err != nil {
 		b.err = err
 		return err
 	}
+	if b.obs != nil {
+		b.observe(level, start)
+	}
 	b.buf = b.buf[:0]
 	b.bufRows = 0
 	return nil
+}
+
+// observe tells the codec's Observer how long the block just written took
+// to fill and to write (from start). A block that went into a pack (a
+// small stream's) was not compressed yet: its timing says nothing of the
+// encoder and is left out.
+func (b *BlockWriter) observe(level int, start time.Time) {
+	end := time.Now()
+	if b.s.pack == nil {
+		b.obs.Observe(level, start.Sub(b.since), end.Sub(start))
+	}
+	b.since = end
 }
 
 // Close writes what is buffered and closes the stream. Closing again is a

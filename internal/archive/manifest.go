@@ -32,8 +32,12 @@ type Manifest struct {
 	SnapshotTime     time.Time `json:"snapshot_time"`
 	Codec            string    `json:"codec"` // name of the codec of every frame
 	Level            int       `json:"level"`
-	BlockSize        int       `json:"block_size"`     // target raw size of a data block
-	MaxInterleave    int       `json:"max_interleave"` // most streams written at once (dump workers)
+	// LevelAuto is set when no one level wrote the frames: zstd auto
+	// chose each frame's level in this range from what the dump waited on
+	// (Level is then 0). Decoding needs no level either way.
+	LevelAuto     *LevelRange `json:"level_auto,omitempty"`
+	BlockSize     int         `json:"block_size"`     // target raw size of a data block
+	MaxInterleave int         `json:"max_interleave"` // most streams written at once (dump workers)
 
 	// SchemaStream is the stream that holds pg_dump's custom-format archive.
 	SchemaStream uint32         `json:"schema_stream"`
@@ -212,7 +216,7 @@ func (m *Manifest) DatabaseManifest(name string) *Manifest {
 	for _, d := range m.Databases {
 		if d.Name == name && d.Manifest != nil {
 			sub := *d.Manifest
-			sub.FormatVersion, sub.Codec, sub.Level = m.FormatVersion, m.Codec, m.Level
+			sub.FormatVersion, sub.Codec, sub.Level, sub.LevelAuto = m.FormatVersion, m.Codec, m.Level, m.LevelAuto
 			return &sub
 		}
 	}
@@ -355,4 +359,20 @@ type Grant struct {
 // package cannot import).
 func quoteIdent(s string) string {
 	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// LevelRange is the lowest and highest level an adaptive codec could
+// choose (Manifest.LevelAuto).
+type LevelRange struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
+}
+
+// CodecText is how listings name the archive's compression: "zstd level
+// 1", or "zstd auto (levels 1..9)" when the dump chose each frame's level.
+func (m *Manifest) CodecText() string {
+	if r := m.LevelAuto; r != nil {
+		return fmt.Sprintf("%s auto (levels %d..%d)", m.Codec, r.Min, r.Max)
+	}
+	return fmt.Sprintf("%s level %d", m.Codec, m.Level)
 }

@@ -59,7 +59,11 @@ func NewWriter(w io.Writer, m *Manifest, c codec.Codec, recipients ...age.Recipi
 	}
 	m.FormatVersion = FormatVersion
 	m.Codec = c.Name()
-	m.Level = c.Level()
+	m.Level, m.LevelAuto = c.Level(), nil
+	if a, ok := c.(*codec.ZstdAuto); ok {
+		lo, hi := a.Range()
+		m.LevelAuto = &LevelRange{Min: lo, Max: hi}
+	}
 	js, version, err := marshalManifestAt(m, formatPacked)
 	m.FormatVersion = version
 	if err != nil {

@@ -10,9 +10,12 @@ func TestParse(t *testing.T) {
 		spec      string
 		wantName  string
 		wantLevel int
+		wantAuto  bool
 		wantErr   string
 	}{
-		{spec: "zstd", wantName: "zstd", wantLevel: 3},
+		{spec: "zstd", wantName: "zstd", wantLevel: 0, wantAuto: true},
+		{spec: "zstd:auto", wantName: "zstd", wantLevel: 0, wantAuto: true},
+		{spec: " ZSTD:level=auto", wantName: "zstd", wantLevel: 0, wantAuto: true},
 		{spec: "zstd:9", wantName: "zstd", wantLevel: 9},
 		{spec: "zstd:level=19", wantName: "zstd", wantLevel: 19},
 		{spec: " ZSTD:1 ", wantName: "zstd", wantLevel: 1},
@@ -37,6 +40,7 @@ func TestParse(t *testing.T) {
 		{spec: "zstd:23", wantErr: "out of range for zstd"},
 		{spec: "zstd:0", wantErr: "level 0 is not valid"},
 		{spec: "zstd:long", wantErr: "invalid compression level"},
+		{spec: "lz4:auto", wantErr: `invalid compression level "auto"`},
 		{spec: "zstd:workers=4", wantErr: `unsupported compression option "workers"`},
 		{spec: "gzip:10", wantErr: "out of range for gzip"},
 		{spec: "lz4:12", wantErr: "out of range for lz4"},
@@ -54,6 +58,9 @@ func TestParse(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatalf("Parse(%q): %v", tt.spec, err)
+			}
+			if _, auto := c.(*ZstdAuto); auto != tt.wantAuto {
+				t.Errorf("Parse(%q) is ZstdAuto: %v, want %v", tt.spec, auto, tt.wantAuto)
 			}
 			if c.Name() != tt.wantName || c.Level() != tt.wantLevel {
 				t.Errorf("Parse(%q) = %s level %d, want %s level %d", tt.spec, c.Name(), c.Level(), tt.wantName, tt.wantLevel)

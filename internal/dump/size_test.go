@@ -39,7 +39,8 @@ func smallTables(n int) func(ctx context.Context, c *pgtest.Instance, db string)
 	}
 }
 
-// checkSizes dumps each case with pgsprint (zstd level 1, the default)
+// checkSizes dumps each case with pgsprint (zstd level 1, the default
+// before zstd auto, kept fixed so that the sizes compare across runs)
 // and pg_dump -Fc and compares the archives' sizes.
 func checkSizes(t *testing.T, cases []sizeCase) {
 	c := pgtest.New(t)
