@@ -466,11 +466,14 @@ func (r *round) chaos(ctx context.Context) {
 		}
 	}
 	if r.rng.IntN(3) == 0 {
-		delay := 1 + r.rng.IntN(3)
+		// Long enough to span finish's checks before the fence and the
+		// grace (a session visible by then is ended as any other), and
+		// often the whole finish.
+		delay := 5 + r.rng.IntN(6)
 		r.load.late(ctx, delay)
 		r.t.lateSessions++
 		r.note("a session starting across the fence (post_auth_delay %ds)", delay)
-		pause(ctx, 200*time.Millisecond)
+		pause(ctx, 100*time.Millisecond)
 	}
 	launch()
 	if r.rng.IntN(5) < 2 {
