@@ -47,7 +47,7 @@ func TestAllNonASCIINames(t *testing.T) {
 	same := func(t *testing.T, dst *pgtest.Instance) {
 		t.Helper()
 		want, got := pgtest.GlobalsDump(t, bin, src.ConnString("postgres")), pgtest.GlobalsDump(t, bin, dst.ConnString("postgres"))
-		if withoutRole(got, "postgres") != withoutRole(want, "postgres") {
+		if pgtest.WithoutRole(got, "postgres") != pgtest.WithoutRole(want, "postgres") {
 			t.Errorf("globals differ:\n%s", compare.SchemaDiff(want, got))
 		}
 		for _, db := range dbs {

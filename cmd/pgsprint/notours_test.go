@@ -16,23 +16,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
-// notOursDDL is a small source: a serial table (with its sequence
-// t1_id_seq) in more than one block, a materialized view, and a schema with
-// an enum type, a table owned by another role and a function.
-const notOursDDL = `
-CREATE TABLE t1 (id serial PRIMARY KEY, v text NOT NULL);
-INSERT INTO t1 (v) SELECT md5(i::text) FROM generate_series(1, 50000) i;
-CREATE MATERIALIZED VIEW mv AS SELECT count(*) AS n FROM t1;
-CREATE SCHEMA app;
-CREATE TYPE app.mood AS ENUM ('sad', 'ok');
-CREATE ROLE notours_owner;
-CREATE TABLE app.x (id int PRIMARY KEY, m app.mood);
-ALTER TABLE app.x OWNER TO notours_owner;
-INSERT INTO app.x SELECT i, 'ok' FROM generate_series(1, 100) i;
-CREATE FUNCTION app.f(int) RETURNS int LANGUAGE sql AS 'SELECT $1';
-`
-
-// newNotOurs starts a cluster with notOursDDL in database src and dumps it
+// newNotOurs starts a cluster with pgtest.NotOursSQL in database src and dumps it
 // in 64 KiB blocks to DIR/good.pgs.
 func newNotOurs(t *testing.T) (c *pgtest.Instance, src, file string) {
 	t.Helper()
@@ -41,7 +25,7 @@ func newNotOurs(t *testing.T) (c *pgtest.Instance, src, file string) {
 	if err := c.CreateDB(ctx, "src"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Exec(ctx, "src", notOursDDL); err != nil {
+	if err := c.Exec(ctx, "src", pgtest.NotOursSQL()); err != nil {
 		t.Fatal(err)
 	}
 	file = filepath.Join(t.TempDir(), "good.pgs")
@@ -249,70 +233,6 @@ func TestRestoreNeverTouchesOthers(t *testing.T) {
 			if tc.errSub == "" {
 				requireData(t, src, target, "public.t1")
 			}
-		})
-	}
-}
-
-// TestResumeRedoesOnlyItsOwnPreData: pre-data fails half-way (the owner of
-// app.x is missing), leaving objects and a journal. --resume drops what
-// that run created and finishes, because the journal records that the
-// target was checked first. Under a journal without that record (as an
-// older pgsprint, whose check counted only tables, left it: the reported
-// case) --resume drops nothing and says why.
-func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	c, src, file := newNotOurs(t)
-	for _, tc := range []struct {
-		name    string
-		db      string
-		unvouch bool     // delete the journal's record of the check
-		args    []string // restore's flags
-	}{
-		{"journal vouches for the check", "vouched", false, nil},
-		{"journal of an older pgsprint", "older", true, nil},
-		// Pre-data split over two pg_restore runs at once: one fails, the
-		// others stop, and pre-data is as unfinished as with one run.
-		{"pre-data split over two connections", "split", false, []string{"-j", "2", "--pre-data-split-min", "1"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := c.CreateDB(ctx, tc.db); err != nil {
-				t.Fatal(err)
-			}
-			target := c.ConnString(tc.db)
-			if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_owner RENAME TO notours_gone"); err != nil {
-				t.Fatal(err)
-			}
-			r := pgsprint(t, nil, append([]string{"restore", "-f", file, "-d", target, "-q"}, tc.args...)...)
-			if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_gone RENAME TO notours_owner"); err != nil {
-				t.Fatal(err)
-			}
-			checkOneError(t, r.code, exitFailure, r.stderr, `role "notours_owner" does not exist`)
-			if v := scalar(t, target, "SELECT count(*) FROM pgsprint_journal.steps WHERE step IN ('begin', 'target checked')"); v != "2" {
-				t.Fatalf("journal of the failed run has %s of its two first rows", v)
-			}
-			if tc.unvouch {
-				if err := c.Exec(ctx, tc.db, "DELETE FROM pgsprint_journal.steps WHERE step = 'target checked'"); err != nil {
-					t.Fatal(err)
-				}
-			}
-			before := userObjects(t, target)
-			if !strings.Contains(strings.Join(before, ", "), "table app.x") {
-				t.Fatalf("the failed pre-data left %v, not app.x", before)
-			}
-			r = pgsprint(t, nil, append([]string{"restore", "-f", file, "-d", target, "--resume", "-q"}, tc.args...)...)
-			if tc.unvouch {
-				checkOneError(t, r.code, exitFailure, r.stderr, "--resume will not drop objects that may be yours")
-				if after := userObjects(t, target); strings.Join(after, ", ") != strings.Join(before, ", ") {
-					t.Errorf("a refused resume changed the target: %v, was %v", after, before)
-				}
-				return
-			}
-			if r.code != 0 {
-				t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
-			}
-			pgtest.RequireSameSchema(t, c.BinDir(), src, target)
-			pgtest.RequireSameData(t, src, target)
 		})
 	}
 }

@@ -56,7 +56,7 @@ func requireSameServer(t *testing.T, src, dst *pgtest.Instance) {
 	t.Helper()
 	bin := src.BinDir()
 	want, got := pgtest.GlobalsDump(t, bin, src.ConnString("postgres")), pgtest.GlobalsDump(t, bin, dst.ConnString("postgres"))
-	if withoutRole(got, "postgres") != withoutRole(want, "postgres") {
+	if pgtest.WithoutRole(got, "postgres") != pgtest.WithoutRole(want, "postgres") {
 		t.Errorf("globals differ:\n%s", compare.SchemaDiff(want, got))
 	}
 	for db := range pipeServerDatabases {

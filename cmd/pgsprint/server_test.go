@@ -14,80 +14,18 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/compare"
-	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
-
-// serverDatabases are the databases loadServer creates that a whole-server
-// dump carries (postgres is every server's).
-var serverDatabases = []string{"app", "lat", "postgres"}
-
-// loadServer gives a cluster what a whole-server copy must carry: roles
-// with passwords, a membership WITH ADMIN OPTION, role and role-in-database
-// settings, a database owned by a non-superuser with its own settings,
-// comment and default privileges, a LATIN1 database with a C locale, a
-// tablespace in ts holding a table and an index, objects owned by several
-// roles, a table big enough to be dumped in chunks, and two databases a
-// dump leaves out (one refusing connections, one for --exclude-database).
-func loadServer(t *testing.T, c *pgtest.Instance, ts string) {
-	t.Helper()
-	ctx := context.Background()
-	// One statement at a time: CREATE DATABASE and CREATE TABLESPACE
-	// cannot run in the transaction of a multi-statement query (no
-	// statement here has a ";" inside it).
-	exec := func(db, sql string) {
-		t.Helper()
-		for _, stmt := range strings.Split(sql, ";") {
-			if err := c.Exec(ctx, db, stmt); err != nil {
-				t.Fatalf("%s: %s: %v", db, stmt, err)
-			}
-		}
-	}
-	exec("postgres", `CREATE ROLE alice LOGIN PASSWORD 'alice-pw' CREATEDB;
-		CREATE ROLE bob LOGIN PASSWORD 'bob-pw' CONNECTION LIMIT 5;
-		CREATE ROLE readers NOLOGIN;
-		GRANT readers TO alice WITH ADMIN OPTION;
-		GRANT readers TO bob;
-		ALTER ROLE alice SET work_mem = '8MB';
-		COMMENT ON ROLE alice IS 'owns app';
-		CREATE TABLESPACE space1 OWNER alice LOCATION `+pg.Literal(ts)+`;
-		GRANT CREATE ON TABLESPACE space1 TO bob;
-		CREATE DATABASE app OWNER alice;
-		CREATE DATABASE lat TEMPLATE template0 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C';
-		CREATE DATABASE noconn;
-		ALTER DATABASE noconn ALLOW_CONNECTIONS false;
-		CREATE DATABASE skipme;
-		ALTER DATABASE app SET statement_timeout = '5s';
-		ALTER ROLE bob IN DATABASE app SET search_path = 'app, public';
-		COMMENT ON DATABASE app IS 'the application';
-		GRANT CONNECT ON DATABASE app TO readers;
-		CREATE TABLE pg_notes (id int PRIMARY KEY, note text);
-		INSERT INTO pg_notes VALUES (1, 'in postgres')`)
-	exec("app", `SET ROLE alice;
-		CREATE SCHEMA app;
-		ALTER DEFAULT PRIVILEGES IN SCHEMA app GRANT SELECT ON TABLES TO readers;
-		CREATE TABLE app.orders (id int PRIMARY KEY, customer text NOT NULL, amount numeric(10,2));
-		INSERT INTO app.orders SELECT g, 'customer ' || g, g * 1.25 FROM generate_series(1, 20000) g;
-		CREATE TABLE app.archived (id int, payload text) TABLESPACE space1;
-		CREATE INDEX archived_id ON app.archived (id) TABLESPACE space1;
-		INSERT INTO app.archived SELECT g, md5(g::text) FROM generate_series(1, 500) g;
-		RESET ROLE;
-		CREATE TABLE public.bobs (id serial PRIMARY KEY, v text);
-		ALTER TABLE public.bobs OWNER TO bob;
-		INSERT INTO public.bobs (v) VALUES ('one'), ('two')`)
-	exec("lat", `CREATE TABLE words (w text); INSERT INTO words VALUES ('café'), ('naïve')`)
-	exec("skipme", `CREATE TABLE gone (x int); GRANT SELECT ON gone TO bob`)
-}
 
 func TestDumpAllRestoreAll(t *testing.T) {
 	t.Parallel()
 	src := pgtest.New(t)
 	ts := pgtest.TablespaceDir(t)
-	loadServer(t, src, ts)
+	pgtest.LoadServer(t, src, ts)
 	bin := src.BinDir()
 	wantGlobals := pgtest.GlobalsDump(t, bin, src.ConnString("postgres"))
 	wantSchema, wantData := map[string]string{}, map[string]map[string]string{}
-	for _, db := range serverDatabases {
+	for _, db := range pgtest.ServerDatabases {
 		wantSchema[db] = pgtest.SchemaDump(t, bin, src.ConnString(db), "--create")
 		wantData[db] = pgtest.Fingerprint(t, src.ConnString(db))
 	}
@@ -148,12 +86,12 @@ func TestDumpAllRestoreAll(t *testing.T) {
 			t.Errorf("clone --all does not report the role whose attributes differ:\n%s", r.stderr)
 		}
 		noSpace := func(g string) string {
-			return withoutLines(withoutRole(withoutRole(g, "postgres"), "bob"), "TABLESPACE")
+			return withoutLines(pgtest.WithoutRole(pgtest.WithoutRole(g, "postgres"), "bob"), "TABLESPACE")
 		}
 		if got := pgtest.GlobalsDump(t, bin, cl.ConnString("postgres")); noSpace(got) != noSpace(wantGlobals) {
 			t.Errorf("globals differ:\n%s", compare.SchemaDiff(noSpace(wantGlobals), noSpace(got)))
 		}
-		for _, db := range serverDatabases {
+		for _, db := range pgtest.ServerDatabases {
 			want := pgtest.SchemaDump(t, bin, src.ConnString(db), "--create", "--no-tablespaces")
 			if d := compare.SchemaDiff(want, pgtest.SchemaDump(t, bin, cl.ConnString(db), "--create", "--no-tablespaces")); d != "" {
 				t.Errorf("database %s: schemas differ:\n%s", db, d)
@@ -189,16 +127,16 @@ func TestDumpAllRestoreAll(t *testing.T) {
 		if want := `role "postgres" already exists`; !strings.Contains(string(out), want) || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
 			t.Errorf("psql said more than %q:\n%s", want, out)
 		}
-		noSpace := func(g string) string { return withoutLines(withoutRole(g, "postgres"), "TABLESPACE") }
+		noSpace := func(g string) string { return withoutLines(pgtest.WithoutRole(g, "postgres"), "TABLESPACE") }
 		if got := pgtest.GlobalsDump(t, bin, sq.ConnString("postgres")); noSpace(got) != noSpace(wantGlobals) {
 			t.Errorf("globals differ:\n%s", compare.SchemaDiff(noSpace(wantGlobals), noSpace(got)))
 		}
-		for _, db := range serverDatabases {
+		for _, db := range pgtest.ServerDatabases {
 			if d := compare.FingerprintDiff(wantData[db], pgtest.Fingerprint(t, sq.ConnString(db))); len(d) > 0 {
 				t.Errorf("database %s: data differs:\n%s", db, strings.Join(d, "\n"))
 			}
 		}
-		for _, db := range serverDatabases {
+		for _, db := range pgtest.ServerDatabases {
 			want := pgtest.SchemaDump(t, bin, src.ConnString(db), "--create", "--no-tablespaces")
 			if d := compare.SchemaDiff(want, pgtest.SchemaDump(t, bin, sq.ConnString(db), "--create", "--no-tablespaces")); d != "" {
 				t.Errorf("database %s: schemas differ:\n%s", db, d)
@@ -219,10 +157,10 @@ func TestDumpAllRestoreAll(t *testing.T) {
 	}
 	// The bootstrap superuser, which every server has, is kept with its
 	// own password: the rest must be equal.
-	if got := pgtest.GlobalsDump(t, bin, dst.ConnString("postgres")); withoutRole(got, "postgres") != withoutRole(wantGlobals, "postgres") {
+	if got := pgtest.GlobalsDump(t, bin, dst.ConnString("postgres")); pgtest.WithoutRole(got, "postgres") != pgtest.WithoutRole(wantGlobals, "postgres") {
 		t.Errorf("globals differ:\n%s", compare.SchemaDiff(wantGlobals, got))
 	}
-	for _, db := range serverDatabases {
+	for _, db := range pgtest.ServerDatabases {
 		if d := compare.SchemaDiff(wantSchema[db], pgtest.SchemaDump(t, bin, dst.ConnString(db), "--create")); d != "" {
 			t.Errorf("database %s: schemas differ:\n%s", db, d)
 		}
@@ -312,7 +250,7 @@ func TestDumpAllRestoreAll(t *testing.T) {
 		if markerRole(conn) {
 			t.Error("the whole-server journal outlived the completed restore")
 		}
-		for _, db := range serverDatabases {
+		for _, db := range pgtest.ServerDatabases {
 			if d := compare.FingerprintDiff(wantData[db], pgtest.Fingerprint(t, pg2.ConnString(db))); len(d) > 0 {
 				t.Errorf("database %s: data differs after resume:\n%s", db, strings.Join(d, "\n"))
 			}
@@ -324,17 +262,6 @@ func TestDumpAllRestoreAll(t *testing.T) {
 			c.Close(context.Background())
 		}
 	})
-}
-
-// withoutRole leaves role's ALTER ROLE ... WITH line out of a globals dump.
-func withoutRole(globals, role string) string {
-	var keep []string
-	for _, l := range strings.Split(globals, "\n") {
-		if !strings.HasPrefix(l, "ALTER ROLE "+role+" WITH ") {
-			keep = append(keep, l)
-		}
-	}
-	return strings.Join(keep, "\n")
 }
 
 // startUntilGlobals starts pgsprint with args (a whole-server restore or
@@ -372,58 +299,4 @@ func withoutLines(s, word string) string {
 		}
 	}
 	return strings.Join(keep, "\n")
-}
-
-// TestDumpAllCrossVersion is the upgrade path: a whole server dumped from
-// the oldest installed major and restored into the newest, compared with
-// the newest pg_dumpall and pg_dump on both sides.
-func TestDumpAllCrossVersion(t *testing.T) {
-	t.Parallel()
-	versions := versionsOrSkip(t, 2)
-	oldest, newest := versions[0], versions[len(versions)-1]
-	oldBin, err := pgtest.BinDirFor(oldest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newBin, err := pgtest.BinDirFor(newest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := pgtest.New(t, pgtest.Options{BinDir: oldBin})
-	ts := pgtest.TablespaceDir(t)
-	loadServer(t, src, ts)
-	wantGlobals := pgtest.GlobalsDump(t, newBin, src.ConnString("postgres"))
-	wantSchema, wantData := map[string]string{}, map[string]map[string]string{}
-	for _, db := range serverDatabases {
-		wantSchema[db] = compare.NormalizeAcrossVersions(pgtest.SchemaDump(t, newBin, src.ConnString(db), "--create"))
-		wantData[db] = pgtest.Fingerprint(t, src.ConnString(db))
-	}
-	file := filepath.Join(t.TempDir(), "server.pgs")
-	mustPgsprint(t, "dump", "--all", "-d", src.ConnString("postgres"), "-f", file, "-j", "2", "--exclude-database", "skip*")
-	if err := src.Close(); err != nil {
-		t.Fatal(err)
-	}
-	pgtest.EmptyDir(t, ts)
-	dst := pgtest.New(t, pgtest.Options{BinDir: newBin})
-	r := mustPgsprint(t, "restore", "--all", "-f", file, "-d", dst.ConnString("postgres"), "-j", "2")
-	t.Log(r.stderr)
-	// PostgreSQL 16 gave each membership its own INHERIT option and
-	// grantor, which pg_dumpall prints for 16+ servers only: an older
-	// membership inherits as its member role does (INHERIT here).
-	norm := func(g string) string {
-		g = regexp.MustCompile(`(?m)( WITH INHERIT TRUE|, INHERIT TRUE)?( GRANTED BY \S+)?;$`).ReplaceAllString(withoutRole(g, "postgres"), ";")
-		return g
-	}
-	if got := pgtest.GlobalsDump(t, newBin, dst.ConnString("postgres")); norm(got) != norm(wantGlobals) {
-		t.Errorf("globals differ (%d into %d):\n%s", oldest, newest, compare.SchemaDiff(norm(wantGlobals), norm(got)))
-	}
-	for _, db := range serverDatabases {
-		got := compare.NormalizeAcrossVersions(pgtest.SchemaDump(t, newBin, dst.ConnString(db), "--create"))
-		if d := compare.SchemaDiff(wantSchema[db], got); d != "" {
-			t.Errorf("database %s: schemas differ (%d into %d):\n%s", db, oldest, newest, d)
-		}
-		if d := compare.FingerprintDiff(wantData[db], pgtest.Fingerprint(t, dst.ConnString(db))); len(d) > 0 {
-			t.Errorf("database %s: data differs:\n%s", db, strings.Join(d, "\n"))
-		}
-	}
 }

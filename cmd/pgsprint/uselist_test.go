@@ -28,7 +28,7 @@ func TestRestoreUseList(t *testing.T) {
 	if err := c.CreateDB(ctx, "src"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ExecPsql(ctx, "src", selectionDDL+`
+	if err := c.ExecPsql(ctx, "src", pgtest.SelectionSQL()+`
 CREATE SEQUENCE app.counter; SELECT setval('app.counter', 42);
 CREATE MATERIALIZED VIEW app.totals AS SELECT customer_id, count(*) AS n FROM app.orders GROUP BY 1;
 SELECT lo_from_bytea(0, 'large');`); err != nil {
@@ -78,7 +78,7 @@ SELECT lo_from_bytea(0, 'large');`); err != nil {
 		if idx := scalar(t, dst, "SELECT to_regclass('app.orders_note') IS NULL"); idx != "true" {
 			t.Errorf("index app.orders_note exists, but was commented out")
 		}
-		requireData(t, src, dst, "app.customers", "public.big", weirdTable)
+		requireData(t, src, dst, "app.customers", "public.big", pgtest.WeirdTable)
 		// Refreshed, from the empty app.orders.
 		if v := scalar(t, dst, "SELECT relispopulated FROM pg_class WHERE oid = 'app.totals'::regclass"); v != "true" {
 			t.Errorf("app.totals was not refreshed")
@@ -132,7 +132,7 @@ SELECT lo_from_bytea(0, 'large');`); err != nil {
 		if v := scalar(t, dst, "SELECT to_regclass('public.big') IS NULL"); v != "true" {
 			t.Errorf("public.big was restored, but its entries were commented out")
 		}
-		requireData(t, src, dst, "app.customers", "app.orders", weirdTable, "app.totals")
+		requireData(t, src, dst, "app.customers", "app.orders", pgtest.WeirdTable, "app.totals")
 		if v := scalar(t, dst, "SELECT last_value FROM app.counter"); v != "42" {
 			t.Errorf("app.counter is %s, want 42", v)
 		}

@@ -1,6 +1,6 @@
 //go:build long
 
-package main
+package cluster
 
 import (
 	"testing"

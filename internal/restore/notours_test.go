@@ -1,0 +1,97 @@
+package restore
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+)
+
+// newNotOurs starts a cluster with pgtest.NotOursSQL in database src and
+// dumps it in 64 KiB blocks to DIR/good.pgs.
+func newNotOurs(t *testing.T) (c *pgtest.Instance, src, file string) {
+	t.Helper()
+	ctx := context.Background()
+	c = pgtest.New(t)
+	if err := c.CreateDB(ctx, "src"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, "src", pgtest.NotOursSQL()); err != nil {
+		t.Fatal(err)
+	}
+	file = filepath.Join(t.TempDir(), "good.pgs")
+	dumpFile(t, c.ConnString("src"), file, func(o *dump.Options) { o.BlockSize = 65536 })
+	return c, c.ConnString("src"), file
+}
+
+// TestResumeRedoesOnlyItsOwnPreData: pre-data fails half-way (the owner of
+// app.x is missing), leaving objects and a journal. --resume drops what
+// that run created and finishes, because the journal records that the
+// target was checked first. Under a journal without that record (as an
+// older pgsprint, whose check counted only tables, left it: the reported
+// case) --resume drops nothing and says why.
+func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, src, file := newNotOurs(t)
+	for _, tc := range []struct {
+		name    string
+		db      string
+		unvouch bool           // delete the journal's record of the check
+		edit    func(*Options) // restore's flags
+	}{
+		{"journal vouches for the check", "vouched", false, nil},
+		{"journal of an older pgsprint", "older", true, nil},
+		// Pre-data split over two pg_restore runs at once: one fails, the
+		// others stop, and pre-data is as unfinished as with one run.
+		{"pre-data split over two connections", "split", false, func(o *Options) { o.Jobs, o.PreDataSplitMin = 2, 1 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := c.CreateDB(ctx, tc.db); err != nil {
+				t.Fatal(err)
+			}
+			target := c.ConnString(tc.db)
+			if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_owner RENAME TO notours_gone"); err != nil {
+				t.Fatal(err)
+			}
+			err := restoreFile(t, file, target, tc.edit)
+			if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_gone RENAME TO notours_owner"); err != nil {
+				t.Fatal(err)
+			}
+			requireError(t, err, `role "notours_owner" does not exist`)
+			if v := scalar(t, target, "SELECT count(*) FROM pgsprint_journal.steps WHERE step IN ('begin', 'target checked')"); v != "2" {
+				t.Fatalf("journal of the failed run has %s of its two first rows", v)
+			}
+			if tc.unvouch {
+				if err := c.Exec(ctx, tc.db, "DELETE FROM pgsprint_journal.steps WHERE step = 'target checked'"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := userObjects(t, target)
+			if !strings.Contains(strings.Join(before, ", "), "table app.x") {
+				t.Fatalf("the failed pre-data left %v, not app.x", before)
+			}
+			err = restoreFile(t, file, target, func(o *Options) {
+				o.Resume = true
+				if tc.edit != nil {
+					tc.edit(o)
+				}
+			})
+			if tc.unvouch {
+				requireError(t, err, "--resume will not drop objects that may be yours")
+				if after := userObjects(t, target); strings.Join(after, ", ") != strings.Join(before, ", ") {
+					t.Errorf("a refused resume changed the target: %v, was %v", after, before)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("resume: %v", err)
+			}
+			pgtest.RequireSameSchema(t, c.BinDir(), src, target)
+			pgtest.RequireSameData(t, src, target)
+		})
+	}
+}
