@@ -30,7 +30,7 @@ type Sample struct {
 	State       string // active, idle in transaction, "" for background processes
 	WaitType    string // wait_event_type, "" when on CPU
 	Wait        string // wait_event
-	Query       string // the query's first characters, one line
+	Query       string // the query's first characters, leading comments left out, on one line
 }
 
 // Waiting is the sample's wait as type:event, or "CPU" when it waited on
@@ -64,7 +64,11 @@ const (
 
 // leading are the statements a tool sends before the one that does the
 // work (pgsprint wraps each task in BEGIN; ...; COMMIT in one query).
-var leading = regexp.MustCompile(`(?is)^\s*(?:(?:--[^\n]*\n|/\*.*?\*/)\s*|(?:BEGIN|START TRANSACTION|SET\s[^;]*|SELECT\s+pg_catalog\.set_config\([^;]*)\s*;\s*)*`)
+var leading = regexp.MustCompile(`(?is)^[\s;]*(?:(?:BEGIN|START TRANSACTION|SET\s[^;]*|SELECT\s+pg_catalog\.set_config\([^;]*)\s*;[\s;]*)*`)
+
+// comments are the comments before a query's first statement (psql sends
+// pg_dump's "-- Name: ..." headers with the statement after them).
+var comments = regexp.MustCompile(`^(?s)(?:\s*(?:--[^\n]*(?:\n|$)|/\*.*?\*/))*\s*`)
 
 var classes = []struct {
 	re    *regexp.Regexp
@@ -120,7 +124,7 @@ type Tracer struct {
 // traceQuery reads every server process but the tracer's own, idle client
 // backends and background processes idle in their main loop.
 const traceQuery = `SELECT pid, coalesce(backend_type, ''), coalesce(application_name, ''), coalesce(state, ''),
-	coalesce(wait_event_type, ''), coalesce(wait_event, ''), left(coalesce(query, ''), 400)
+	coalesce(wait_event_type, ''), coalesce(wait_event, ''), left(coalesce(query, ''), 600)
 FROM pg_catalog.pg_stat_activity
 WHERE pid <> pg_catalog.pg_backend_pid() AND state IS DISTINCT FROM 'idle'
 	AND (state IS NOT NULL OR coalesce(wait_event_type, '') <> 'Activity')`
@@ -183,7 +187,7 @@ func sampleOnce(ctx context.Context, c *pgx.Conn) ([]Sample, error) {
 			return nil, err
 		}
 		s.PID = int(pid)
-		s.Query = strings.Join(strings.Fields(s.Query), " ")
+		s.Query = strings.Join(strings.Fields(s.Query[len(comments.FindString(s.Query)):]), " ")
 		out = append(out, s)
 	}
 	return out, rows.Err()

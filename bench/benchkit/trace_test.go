@@ -28,8 +28,7 @@ func TestSampleClass(t *testing.T) {
 		{client("active", `COPY "public"."t" ("a") FROM STDIN`), ClassCopyFrom},
 		{client("active", `BEGIN; CREATE INDEX t_a ON public.t USING btree (a); INSERT INTO journal VALUES (1); COMMIT`), ClassIndex},
 		{client("active", `BEGIN; SET maintenance_work_mem = '1GB'; CREATE UNIQUE INDEX t_b ON public.t (b); COMMIT`), ClassIndex},
-		{client("active", `-- index
-CREATE INDEX x ON t (a)`), ClassIndex},
+		{client("active", `BEGIN; SET default_tablespace = '';; CREATE INDEX i ON public.t USING btree (a);; INSERT INTO "j"."j" VALUES (1); COMMIT`), ClassIndex},
 		{client("active", `ALTER TABLE ONLY public.t ADD CONSTRAINT t_pkey PRIMARY KEY (a);`), ClassConstraint},
 		{client("active", `BEGIN; ALTER TABLE ONLY public.t ADD CONSTRAINT t_fk FOREIGN KEY (b) REFERENCES u(b) NOT VALID; COMMIT`), ClassConstraint},
 		{client("active", `BEGIN; ALTER TABLE public.t VALIDATE CONSTRAINT t_fk; COMMIT`), ClassValidate},
@@ -141,7 +140,7 @@ func TestTracer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Exec(ctx, "postgres", "SELECT pg_sleep(0.6)"); err != nil {
+	if err := c.Exec(ctx, "postgres", "--\n-- Name: nap\n--\n\n/* a nap */ SELECT pg_sleep(0.6)"); err != nil {
 		t.Fatal(err)
 	}
 	trace, err := tr.Stop()
@@ -153,12 +152,12 @@ func TestTracer(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, s := range trace.Samples {
-		seen[s.Waiting()+" / "+s.Class()] = true
-		if strings.Contains(s.Query, "pg_stat_activity") {
+		seen[s.Waiting()+" / "+s.Class()+" / "+s.Query] = true
+		if strings.Contains(s.Query, "pg_stat_activity") || strings.HasPrefix(s.Query, "--") {
 			t.Errorf("the tracer saw itself: %+v", s)
 		}
 	}
-	for _, want := range []string{"Timeout:PgSleep / other", "Client:ClientRead / idle in transaction"} {
+	for _, want := range []string{"Timeout:PgSleep / other / SELECT pg_sleep(0.6)", "Client:ClientRead / idle in transaction / BEGIN"} {
 		if !seen[want] {
 			t.Errorf("trace has no %q: %v", want, seen)
 		}

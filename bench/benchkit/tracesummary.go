@@ -44,50 +44,75 @@ type TraceSummary struct {
 
 // Summarize sums up the traces of one command's rounds run at -j jobs.
 func Summarize(traces []Trace, jobs int) TraceSummary {
-	s := TraceSummary{Rounds: len(traces), Jobs: jobs}
-	if len(traces) == 0 {
-		return s
-	}
-	waits, classes := map[string]float64{}, map[string]float64{}
+	t := NewTraceTotals(jobs)
 	for _, tr := range traces {
-		weights := tickWeights(tr.Ticks)
-		busy := make([]int, len(tr.Ticks))
-		for _, sm := range tr.Samples {
-			if sm.Tick < 0 || sm.Tick >= len(weights) {
-				continue
-			}
-			w := weights[sm.Tick]
-			s.BackendSeconds += w
-			waits[sm.Waiting()] += w
-			classes[sm.Class()] += w
-			if sm.Busy() {
-				busy[sm.Tick]++
-			}
+		t.Add(tr)
+	}
+	return t.Summary()
+}
+
+// TraceTotals adds up the traces of one command's rounds as they come,
+// so that a long run need not keep every sample of every round.
+type TraceTotals struct {
+	s              TraceSummary // the sums, before the means
+	waits, classes map[string]float64
+}
+
+// NewTraceTotals starts the totals of a command run at -j jobs.
+func NewTraceTotals(jobs int) *TraceTotals {
+	return &TraceTotals{s: TraceSummary{Jobs: jobs}, waits: map[string]float64{}, classes: map[string]float64{}}
+}
+
+// Add counts one round's trace in.
+func (t *TraceTotals) Add(tr Trace) {
+	s := &t.s
+	s.Rounds++
+	weights := tickWeights(tr.Ticks)
+	busy := make([]int, len(tr.Ticks))
+	for _, sm := range tr.Samples {
+		if sm.Tick < 0 || sm.Tick >= len(weights) {
+			continue
 		}
-		for i, n := range busy {
-			w := weights[i]
-			s.Seconds += w
-			s.BusyMean += float64(n) * w
-			for len(s.BusySeconds) <= n {
-				s.BusySeconds = append(s.BusySeconds, 0)
-			}
-			s.BusySeconds[n] += w
-			if n < jobs {
-				s.BelowJobs += w
-			}
-			if n <= 1 {
-				s.AtMostOne += w
-			}
-			if n == 0 {
-				s.NoneBusy += w
-			}
+		w := weights[sm.Tick]
+		s.BackendSeconds += w
+		t.waits[sm.Waiting()] += w
+		t.classes[sm.Class()] += w
+		if sm.Busy() {
+			busy[sm.Tick]++
 		}
+	}
+	for i, n := range busy {
+		w := weights[i]
+		s.Seconds += w
+		s.BusyMean += float64(n) * w
+		for len(s.BusySeconds) <= n {
+			s.BusySeconds = append(s.BusySeconds, 0)
+		}
+		s.BusySeconds[n] += w
+		if n < s.Jobs {
+			s.BelowJobs += w
+		}
+		if n <= 1 {
+			s.AtMostOne += w
+		}
+		if n == 0 {
+			s.NoneBusy += w
+		}
+	}
+}
+
+// Summary is the totals as shares and as means over the rounds.
+func (t *TraceTotals) Summary() TraceSummary {
+	s := t.s
+	s.BusySeconds = slices.Clone(s.BusySeconds)
+	if s.Rounds == 0 {
+		return s
 	}
 	if s.Seconds > 0 {
 		s.BusyMean /= s.Seconds
 	}
-	s.Waits, s.Classes = shares(waits, s.BackendSeconds), shares(classes, s.BackendSeconds)
-	r := float64(len(traces))
+	s.Waits, s.Classes = shares(t.waits, s.BackendSeconds), shares(t.classes, s.BackendSeconds)
+	r := float64(s.Rounds)
 	s.Seconds /= r
 	s.BackendSeconds /= r
 	s.BelowJobs /= r

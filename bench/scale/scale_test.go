@@ -20,6 +20,7 @@ func TestParseFlags(t *testing.T) {
 		jobs    []int
 		dbs     []string
 		noSteps []string
+		trace   string // the datasets -trace chose, as traceFlag.String
 	}{
 		{args: nil, jobs: []int{2}, dbs: []string{"pgbench_s1000", "pgbench_s1000_p30", "mixed_10", "tpch_sf1"}},
 		{args: []string{"-datasets", "mixed,tpch", "-mixed-scale", "0.5", "-tpch-sf", "3"}, jobs: []int{2}, dbs: []string{"mixed_0_5", "tpch_sf3"}},
@@ -31,6 +32,10 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"-steps", "dump,nap"}, err: `unknown step "nap"`},
 		{args: []string{"-verify", "some"}, err: "-verify is all, first or none"},
 		{args: []string{"-rounds", "0"}, err: "at least 1"},
+		{args: []string{"-trace", "-datasets", "tpch"}, jobs: []int{2}, dbs: []string{"tpch_sf1"}, trace: "all"},
+		{args: []string{"-trace=mixed,tpch"}, jobs: []int{2}, dbs: []string{"pgbench_s1000", "pgbench_s1000_p30", "mixed_10", "tpch_sf1"}, trace: "mixed,tpch"},
+		{args: []string{"-trace=", "-datasets", "flat"}, jobs: []int{2}, dbs: []string{"pgbench_s1000"}},
+		{args: []string{"-trace=tpch,huge"}, err: `unknown dataset "huge"`},
 	} {
 		c, err := parseFlags(tc.args)
 		if tc.err != "" {
@@ -51,6 +56,9 @@ func TestParseFlags(t *testing.T) {
 		}
 		if strings.Join(dbs, " ") != strings.Join(tc.dbs, " ") {
 			t.Errorf("%v: databases %v, want %v", tc.args, dbs, tc.dbs)
+		}
+		if got := c.trace.String(); got != tc.trace {
+			t.Errorf("%v: traced %q, want %q", tc.args, got, tc.trace)
 		}
 		for _, s := range tc.noSteps {
 			if c.steps[s] {
