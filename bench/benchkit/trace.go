@@ -19,9 +19,9 @@ import (
 // the one query costs the measured run about 1% of one core.
 const TraceInterval = 100 * time.Millisecond
 
-// Sample is one server process seen at one tick of a Tracer: what it was
+// ActivitySample is one server process seen at one tick of a Tracer: what it was
 // doing and on what it waited.
-type Sample struct {
+type ActivitySample struct {
 	Tick        int           // the tick (Trace.Ticks) it was seen at
 	At          time.Duration // since the tracer started
 	PID         int
@@ -36,7 +36,7 @@ type Sample struct {
 // Waiting is the sample's wait as type:event, or "CPU" when it waited on
 // nothing that PostgreSQL instruments (running, or in an uninstrumented
 // wait).
-func (s Sample) Waiting() string {
+func (s ActivitySample) Waiting() string {
 	if s.WaitType == "" {
 		return "CPU"
 	}
@@ -46,7 +46,7 @@ func (s Sample) Waiting() string {
 // Busy says whether the process was working for a client at that tick:
 // an active backend, parallel worker or autovacuum worker, not one idle in
 // a transaction nor a background process.
-func (s Sample) Busy() bool { return s.State == "active" }
+func (s ActivitySample) Busy() bool { return s.State == "active" }
 
 // Activity classes Class sorts samples into: the phases of a dump and a
 // restore whose share of the backends' time the trace reports.
@@ -85,7 +85,7 @@ var classes = []struct {
 // Class is the sample's activity: which phase of a dump or restore its
 // query belongs to, from the first statement after any BEGIN and SET, or
 // idle in transaction, autovacuum, or the background process's type.
-func (s Sample) Class() string {
+func (s ActivitySample) Class() string {
 	switch {
 	case s.BackendType == "autovacuum worker":
 		return ClassAutovacuum
@@ -106,7 +106,7 @@ func (s Sample) Class() string {
 // Trace is what a Tracer saw: when each tick was taken and every sample.
 type Trace struct {
 	Ticks   []time.Duration // since the tracer started
-	Samples []Sample
+	Samples []ActivitySample
 }
 
 // Tracer samples pg_stat_activity on its own connection every
@@ -173,14 +173,14 @@ func (t *Tracer) loop(ctx context.Context, c *pgx.Conn) {
 	}
 }
 
-func sampleOnce(ctx context.Context, c *pgx.Conn) ([]Sample, error) {
+func sampleOnce(ctx context.Context, c *pgx.Conn) ([]ActivitySample, error) {
 	rows, err := c.Query(ctx, traceQuery)
 	if err != nil {
 		return nil, err
 	}
-	var out []Sample
+	var out []ActivitySample
 	for rows.Next() {
-		var s Sample
+		var s ActivitySample
 		var pid int32
 		if err := rows.Scan(&pid, &s.BackendType, &s.App, &s.State, &s.WaitType, &s.Wait, &s.Query); err != nil {
 			rows.Close()

@@ -18,9 +18,11 @@ import (
 // TestSampleClass checks the phases a trace sorts the server's time into,
 // from the queries pgsprint, pg_restore, pg_dump and vacuumdb send.
 func TestSampleClass(t *testing.T) {
-	client := func(state, q string) Sample { return Sample{BackendType: "client backend", State: state, Query: q} }
+	client := func(state, q string) ActivitySample {
+		return ActivitySample{BackendType: "client backend", State: state, Query: q}
+	}
 	for _, tc := range []struct {
-		s    Sample
+		s    ActivitySample
 		want string
 	}{
 		{client("active", `COPY public.t (a, b) TO STDOUT`), ClassCopyTo},
@@ -37,9 +39,9 @@ func TestSampleClass(t *testing.T) {
 		{client("active", `SELECT 1`), ClassOther},
 		{client("active", ``), ClassOther},
 		{client("idle in transaction", `COPY public.t TO STDOUT`), ClassIdleInTx},
-		{Sample{BackendType: "parallel worker", State: "active", Query: `CREATE INDEX i ON t (a)`}, ClassIndex},
-		{Sample{BackendType: "autovacuum worker", State: "active", Query: `autovacuum: ANALYZE public.t`}, ClassAutovacuum},
-		{Sample{BackendType: "checkpointer", WaitType: "IO", Wait: "DataFileWrite"}, "checkpointer"},
+		{ActivitySample{BackendType: "parallel worker", State: "active", Query: `CREATE INDEX i ON t (a)`}, ClassIndex},
+		{ActivitySample{BackendType: "autovacuum worker", State: "active", Query: `autovacuum: ANALYZE public.t`}, ClassAutovacuum},
+		{ActivitySample{BackendType: "checkpointer", WaitType: "IO", Wait: "DataFileWrite"}, "checkpointer"},
 	} {
 		if got := tc.s.Class(); got != tc.want {
 			t.Errorf("%q (%s): class %q, want %q", tc.s.Query, tc.s.State, got, tc.want)
@@ -51,23 +53,23 @@ func TestSampleClass(t *testing.T) {
 // rounds of a -j 2 run, worked out by hand.
 func TestSummarize(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	copyIn := func(tick int, wt, w string) Sample {
-		return Sample{Tick: tick, BackendType: "client backend", State: "active", WaitType: wt, Wait: w, Query: "COPY t FROM STDIN"}
+	copyIn := func(tick int, wt, w string) ActivitySample {
+		return ActivitySample{Tick: tick, BackendType: "client backend", State: "active", WaitType: wt, Wait: w, Query: "COPY t FROM STDIN"}
 	}
-	index := func(tick int) Sample {
-		return Sample{Tick: tick, BackendType: "client backend", State: "active", Query: "CREATE INDEX i ON t (a)"}
+	index := func(tick int) ActivitySample {
+		return ActivitySample{Tick: tick, BackendType: "client backend", State: "active", Query: "CREATE INDEX i ON t (a)"}
 	}
 	// Round 1: ticks at 0, 100, 200, 400 ms (the third answered late):
 	// two COPYs, then two, then one index build alone for 200 ms, then
 	// nothing for the last 100 ms.
-	r1 := Trace{Ticks: []time.Duration{0, ms(100), ms(200), ms(400)}, Samples: []Sample{
+	r1 := Trace{Ticks: []time.Duration{0, ms(100), ms(200), ms(400)}, Samples: []ActivitySample{
 		copyIn(0, "", ""), copyIn(0, "LWLock", "WALWrite"),
 		copyIn(1, "", ""), copyIn(1, "", ""),
 		index(2),
 	}}
 	// Round 2: two ticks, one index build and a backend idle in its
 	// transaction.
-	r2 := Trace{Ticks: []time.Duration{0, ms(100)}, Samples: []Sample{
+	r2 := Trace{Ticks: []time.Duration{0, ms(100)}, Samples: []ActivitySample{
 		index(0), {Tick: 0, BackendType: "client backend", State: "idle in transaction", WaitType: "Client", Wait: "ClientRead"},
 		index(1),
 	}}

@@ -28,9 +28,9 @@ type TraceSummary struct {
 	// BackendSeconds is the sampled backend-time: each process seen,
 	// for as long as until the next tick.
 	BackendSeconds float64 `json:"backend_seconds"`
-	Waits          []Share `json:"waits"`   // by Sample.Waiting, largest first
-	Classes        []Share `json:"classes"` // by Sample.Class, largest first
-	// BusyMean is the mean number of busy backends (Sample.Busy).
+	Waits          []Share `json:"waits"`   // by ActivitySample.Waiting, largest first
+	Classes        []Share `json:"classes"` // by ActivitySample.Class, largest first
+	// BusyMean is the mean number of busy backends (ActivitySample.Busy).
 	BusyMean float64 `json:"busy_mean"`
 	// BelowJobs, AtMostOne and NoneBusy are the seconds during which
 	// fewer than Jobs, at most one, and no backend was busy.

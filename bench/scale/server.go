@@ -102,6 +102,8 @@ func setUp(ctx context.Context, c config) (e *env, err error) {
 	}
 	if e.cfg.out == "" {
 		e.cfg.out = e.work
+	} else if err := os.MkdirAll(e.cfg.out, 0o755); err != nil {
+		return e, err
 	}
 	switch {
 	case c.trace.String() == "":
