@@ -13,11 +13,14 @@
 # scale factor, default 5), JOBS (comma-separated -j values, default
 # 8,16), ROUNDS (default 1), STEPS (default
 # raw,dump,pgdump-fd,restore,pgrestore,handmade,clone,pgcopydb), DATASETS
-# (default flat,parts,mixed,tpch),
-# OUT (results directory,
+# (default flat,parts,mixed,tpch), TRACE (the datasets whose steps
+# sample pg_stat_activity every 100 ms, "Where time goes" in
+# docs/BENCHMARKS.md: default mixed,tpch; "all", or "none"), OUT (results
+# directory,
 # default ./results), WORK (archives, default a temporary directory).
 # It prints one Markdown table per dataset and writes $OUT/results.csv and
-# $OUT/results.md. Run it as root (a "postgres" user is created for the
+# $OUT/results.md; traced datasets add a "Where time goes" table each,
+# $OUT/traces.json and the raw samples, $OUT/trace-*.csv. Run it as root (a "postgres" user is created for the
 # server when there is none) or as any other user.
 set -euo pipefail
 
@@ -29,6 +32,7 @@ jobs="${JOBS:-8,16}"
 rounds="${ROUNDS:-1}"
 steps="${STEPS:-raw,dump,pgdump-fd,restore,pgrestore,handmade,clone,pgcopydb}"
 datasets="${DATASETS:-flat,parts,mixed,tpch}"
+trace="${TRACE-mixed,tpch}"
 # A pack built where pip could not fetch tpchgen-cli has no tpch dataset.
 if [ ! -x "$here/tpchgen-cli" ] && [ -z "${DATASETS:-}" ]; then
   echo "bench pack: no tpchgen-cli in the pack: tpch left out" >&2
@@ -74,5 +78,5 @@ export PGSPRINT_PG_BIN="$pg/bin"
 export PATH="$pg/bin:$PATH"
 "$here/scale" -bin "$pg/bin" -pgsprint "$here/pgsprint" -scale "$scale" -mixed-scale "$mixed" -tpch-sf "$tpch" \
   -tpchgen "$here/tpchgen-cli" -j "$jobs" \
-  -rounds "$rounds" -steps "$steps" -datasets "$datasets" -verify first -out "$out" \
+  -rounds "$rounds" -steps "$steps" -datasets "$datasets" -trace="$trace" -verify first -out "$out" \
   ${work_args[@]+"${work_args[@]}"} | tee "$out/results.md"

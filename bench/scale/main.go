@@ -14,6 +14,13 @@
 //	go run ./bench/scale                        # 12 GiB, both datasets, -j 2
 //	go run ./bench/scale -scale 100 -rounds 3   # smaller
 //	go run ./bench/scale -dsn 'host=/run/pg port=5432' -keep   # a server of yours
+//	go run ./bench/scale -datasets tpch -tpch-sf 1 -trace -out /tmp/r   # where time goes
+//
+// With -trace, a second connection samples pg_stat_activity every 100 ms
+// during each step: the waits and phases (COPY, CREATE INDEX, ADD
+// CONSTRAINT, VALIDATE, ANALYZE) that took the backends' time and how
+// long fewer backends than -j were busy, under each dataset's table and
+// in traces.json.
 //
 // It checks the disk it needs before it builds anything and refuses
 // clearly when the space is not there. The bench pack (make bench-pack)
@@ -52,6 +59,7 @@ type config struct {
 	workDir  string
 	out      string // directory of results.md and results.csv
 	keep     bool   // keep the source databases (and an -dsn server's) after the run
+	trace    traceFlag
 	timeout  time.Duration
 }
 
@@ -93,6 +101,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.workDir, "work-dir", "", "where archives are written (default: a temporary directory)")
 	fs.StringVar(&c.out, "out", "", "directory for results.md and results.csv (default: the work directory)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the source databases after the run, for the next one")
+	fs.Var(&c.trace, "trace", "sample pg_stat_activity every 100 ms during every step (wait events, phases, busy backends): -trace for every dataset, -trace=mixed,tpch for those; raw samples go to trace-*.csv beside the results with -out, -work-dir or -keep")
 	fs.DurationVar(&c.timeout, "timeout", 2*time.Hour, "limit for any one command")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -15,7 +15,8 @@ import (
 // (gzip instead of xz, for time), unpacks it and runs its script at scale
 // 1 (mixed 0.02, TPC-H SF 0.05) and -j 2, as a many-core machine would at
 // its defaults: every step must succeed, every restore and clone must
-// match its source, and the results must be written. `make test` runs
+// match its source, and the results must be written, with the trace of
+// every step of mixed and TPC-H (the pack's default TRACE). `make test` runs
 // the flat dataset (DATASETS=flat) with the pack's default steps but
 // pgcopydb, `make test-long` all four datasets.
 func TestPackAtSmallScale(t *testing.T) {
@@ -73,8 +74,13 @@ func TestPackAtSmallScale(t *testing.T) {
 	for i, name := range recs[0] {
 		col[name] = i
 	}
-	want := map[string]bool{}
+	want, traced := map[string]bool{}, map[string]bool{names["mixed"]: true, names["tpch"]: true}
 	for _, ds := range packDatasets {
+		if ds == "mixed" || ds == "tpch" {
+			if _, err := os.Stat(filepath.Join(results, "trace-"+ds+"-restore-j2-r1.csv")); err != nil {
+				t.Errorf("no raw trace of %s's restore: %v", ds, err)
+			}
+		}
 		ds := names[ds]
 		for _, step := range []string{"raw COPY limit -j2", "pgsprint dump -j2", "pg_dump -Fd -j2", "pgsprint restore -j2", "pg_restore -j2 + vacuumdb -Z -j2",
 			"hand-made restore -j2 + vacuumdb -Z -j2", "pgsprint clone -j2"} {
@@ -93,6 +99,9 @@ func TestPackAtSmallScale(t *testing.T) {
 		}
 		if r[col["wall_median_s"]] == "" || r[col["machine_cpu_s"]] == "" {
 			t.Errorf("%s: no times: %v", key, r)
+		}
+		if got := r[col["trace_waits"]] != ""; got != traced[r[col["dataset"]]] {
+			t.Errorf("%s: trace %q, want one only for mixed and TPC-H", key, r[col["trace_waits"]])
 		}
 		restores := strings.Contains(key, "restore ") || strings.Contains(key, "clone")
 		if v := r[col["verified"]]; restores && v != "same (1 of 1)" {

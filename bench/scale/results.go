@@ -26,6 +26,7 @@ type row struct {
 	verified int    // rounds whose target was compared with the source
 	differs  string // the first difference a comparison found
 	etas     []etaCheck
+	trace    *benchkit.TraceTotals // with -trace: what pg_stat_activity showed
 }
 
 // spread is a figure's minimum, median and maximum over the rounds.
@@ -163,6 +164,7 @@ func printTable(w io.Writer, src *source, rows []*row) {
 	for _, s := range seedsFor(src, rows) {
 		fmt.Fprintln(w, "- "+s)
 	}
+	printTrace(w, rows)
 }
 
 // etaHalfError is the median over the rounds of the ETA's error at half
@@ -212,7 +214,8 @@ func writeResults(dir string, rows []*row) error {
 	cw := csv.NewWriter(f)
 	cw.Write([]string{"dataset", "gib", "cpus", "jobs", "step", "rounds", "wall_min_s", "wall_median_s", "wall_max_s",
 		"client_cpu_s", "machine_cpu_s", "cores_busy", "own_peak_rss_mib", "written_bytes", "s_per_gib",
-		"peer", "speed_vs_peer", "machine_cpu_vs_peer", "verified", "error", "eta_error_half"})
+		"peer", "speed_vs_peer", "machine_cpu_vs_peer", "verified", "error", "eta_error_half",
+		"trace_waits", "trace_work", "trace_busy_mean", "trace_below_jobs_s", "trace_at_most_one_s"})
 	for _, r := range rows {
 		num := func(v float64, ok bool) string {
 			if !ok {
@@ -230,11 +233,18 @@ func writeResults(dir string, rows []*row) error {
 		if mok {
 			machVs = 1 / machVs
 		}
-		cw.Write([]string{r.dataset.label, num(r.dataset.GiB(), true), strconv.Itoa(runtime.NumCPU()), strconv.Itoa(r.jobs),
+		rec := append([]string{}, r.dataset.label, num(r.dataset.GiB(), true), strconv.Itoa(runtime.NumCPU()), strconv.Itoa(r.jobs),
 			r.step.name, strconv.Itoa(len(r.results)), num(wall.min, ok), num(wall.med, ok), num(wall.max, ok),
 			num(cpu.med, ok), num(mach.med, ok), num(busy, bok), strconv.FormatInt(r.peakRSS()>>20, 10),
 			strconv.FormatFloat(size.med, 'f', 0, 64), num(wall.med/r.dataset.GiB(), ok),
-			r.peerName(), num(speed, sok), num(machVs, mok), r.verdict(), r.failure(), num(r.etaHalfError())})
+			r.peerName(), num(speed, sok), num(machVs, mok), r.verdict(), r.failure(), num(r.etaHalfError()))
+		if r.trace != nil {
+			t := r.trace.Summary()
+			rec = append(rec, t.WaitsLine(8), t.ClassesLine(8), num(t.BusyMean, true), num(t.BelowJobs, true), num(t.AtMostOne, true))
+		} else {
+			rec = append(rec, "", "", "", "", "")
+		}
+		cw.Write(rec)
 	}
 	cw.Flush()
 	if err := cw.Error(); err != nil {
@@ -242,6 +252,9 @@ func writeResults(dir string, rows []*row) error {
 		return err
 	}
 	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := writeTraces(dir, rows); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "results: %s (finished %s)\n", path, time.Now().UTC().Format(time.RFC3339))

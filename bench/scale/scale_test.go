@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -20,6 +21,7 @@ func TestParseFlags(t *testing.T) {
 		jobs    []int
 		dbs     []string
 		noSteps []string
+		trace   string // the datasets -trace chose, as traceFlag.String
 	}{
 		{args: nil, jobs: []int{2}, dbs: []string{"pgbench_s1000", "pgbench_s1000_p30", "mixed_10", "tpch_sf1"}},
 		{args: []string{"-datasets", "mixed,tpch", "-mixed-scale", "0.5", "-tpch-sf", "3"}, jobs: []int{2}, dbs: []string{"mixed_0_5", "tpch_sf3"}},
@@ -31,6 +33,10 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"-steps", "dump,nap"}, err: `unknown step "nap"`},
 		{args: []string{"-verify", "some"}, err: "-verify is all, first or none"},
 		{args: []string{"-rounds", "0"}, err: "at least 1"},
+		{args: []string{"-trace", "-datasets", "tpch"}, jobs: []int{2}, dbs: []string{"tpch_sf1"}, trace: "all"},
+		{args: []string{"-trace=mixed,tpch"}, jobs: []int{2}, dbs: []string{"pgbench_s1000", "pgbench_s1000_p30", "mixed_10", "tpch_sf1"}, trace: "mixed,tpch"},
+		{args: []string{"-trace=", "-datasets", "flat"}, jobs: []int{2}, dbs: []string{"pgbench_s1000"}},
+		{args: []string{"-trace=tpch,huge"}, err: `unknown dataset "huge"`},
 	} {
 		c, err := parseFlags(tc.args)
 		if tc.err != "" {
@@ -51,6 +57,9 @@ func TestParseFlags(t *testing.T) {
 		}
 		if strings.Join(dbs, " ") != strings.Join(tc.dbs, " ") {
 			t.Errorf("%v: databases %v, want %v", tc.args, dbs, tc.dbs)
+		}
+		if got := c.trace.String(); got != tc.trace {
+			t.Errorf("%v: traced %q, want %q", tc.args, got, tc.trace)
 		}
 		for _, s := range tc.noSteps {
 			if c.steps[s] {
@@ -152,5 +161,43 @@ func TestCheckETA(t *testing.T) {
 	}
 	if s := c.String(); !strings.Contains(s, "at 30 s: ETA 120 s, 100 s left") || !strings.Contains(s, "data all in at 110 s of 130 s") {
 		t.Errorf("String: %s", s)
+	}
+}
+
+// TestTraceOutput checks that a traced row's summary reaches the
+// Markdown table and traces.json, and that untraced rows stay out.
+func TestTraceOutput(t *testing.T) {
+	src := &source{dataset: dataset{key: "tpch", label: "TPC-H SF 1"}}
+	traced := &row{dataset: src, step: step{key: "restore", name: "pgsprint restore -j2"}, jobs: 2, trace: benchkit.NewTraceTotals(2)}
+	traced.trace.Add(benchkit.Trace{Ticks: []time.Duration{0, 100 * time.Millisecond}, Samples: []benchkit.ActivitySample{
+		{Tick: 0, BackendType: "client backend", State: "active", Query: "COPY t FROM STDIN"},
+		{Tick: 1, BackendType: "client backend", State: "active", WaitType: "Lock", Wait: "extend", Query: "COPY t FROM STDIN"},
+	}})
+	plain := &row{dataset: src, step: step{key: "dump", name: "pgsprint dump -j2"}, jobs: 2}
+	var md strings.Builder
+	printTrace(&md, []*row{plain, traced})
+	if !strings.Contains(md.String(), "| pgsprint restore -j2 | CPU 50%, Lock:extend 50% | COPY FROM 100% | mean 1.0 busy of -j2;") ||
+		strings.Contains(md.String(), "pgsprint dump") {
+		t.Errorf("trace table:\n%s", md.String())
+	}
+	dir := t.TempDir()
+	if err := writeTraces(dir, []*row{plain, traced}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "traces.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []traceRecord
+	if err := json.Unmarshal(b, &recs); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Step != "pgsprint restore -j2" || recs[0].Summary.Classes[0].Key != benchkit.ClassCopyFrom {
+		t.Errorf("traces.json: %s", b)
+	}
+	var none strings.Builder
+	printTrace(&none, []*row{plain})
+	if none.Len() != 0 {
+		t.Errorf("a run without -trace printed %q", none.String())
 	}
 }

@@ -55,6 +55,9 @@ type env struct {
 	s3       *benchkit.S3Server
 	s3Skip   string
 	work     string
+	// traceDir is where -trace writes its raw samples, "" for nowhere
+	// (a temporary work directory that goes at the end).
+	traceDir string
 	cleanup  []func()
 }
 
@@ -99,6 +102,18 @@ func setUp(ctx context.Context, c config) (e *env, err error) {
 	}
 	if e.cfg.out == "" {
 		e.cfg.out = e.work
+	} else if err := os.MkdirAll(e.cfg.out, 0o755); err != nil {
+		return e, err
+	}
+	switch {
+	case c.trace.String() == "":
+	case c.out != "" || c.workDir != "":
+		e.traceDir = e.cfg.out
+	case c.keep:
+		if e.traceDir, err = os.MkdirTemp("", "pgsprint-bench-trace-*"); err != nil {
+			return e, err
+		}
+		fmt.Fprintf(os.Stderr, "trace samples: %s\n", e.traceDir)
 	}
 	bin, err := pgtest.FindBinDir(c.binDir)
 	if err != nil {

@@ -199,10 +199,15 @@ func (e *env) once(ctx context.Context, src *source, r *row, round int, verify b
 	defer cancel()
 	cmds := r.step.cmds(dst)
 	var res benchkit.Result
-	if len(cmds) == 2 {
-		res, _, _ = benchkit.Pipeline(cctx, r.step.name, cmds[0], cmds[1])
-	} else {
-		res = benchkit.Run(cctx, r.step.name, cmds[0], nil)
+	err := e.traced(ctx, src, r, round, func() {
+		if len(cmds) == 2 {
+			res, _, _ = benchkit.Pipeline(cctx, r.step.name, cmds[0], cmds[1])
+		} else {
+			res = benchkit.Run(cctx, r.step.name, cmds[0], nil)
+		}
+	})
+	if err != nil {
+		return err
 	}
 	if res.Err == nil && r.step.output != "" {
 		size, err := benchkit.DiskSize(r.step.output)
