@@ -51,13 +51,7 @@ type cloneOptions struct {
 
 func newCloneCmd() *cobra.Command {
 	cmd, o := cloneCommand()
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := o.check(cmd); err != nil {
-			return err
-		}
-		return runClone(cmd.Context(), *o)
-	}
-	return cmd
+	return checkThen(cmd, o, func(ctx context.Context, o *cloneOptions) error { return runClone(ctx, *o) })
 }
 
 // cloneCommand is clone's command with its flags, without RunE: clone itself and

@@ -59,13 +59,7 @@ type dumpOptions struct {
 
 func newDumpCmd() *cobra.Command {
 	cmd, o := dumpCommand()
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := o.check(cmd); err != nil {
-			return err
-		}
-		return runDump(cmd.Context(), *o)
-	}
-	return cmd
+	return checkThen(cmd, o, func(ctx context.Context, o *dumpOptions) error { return runDump(ctx, *o) })
 }
 
 // dumpCommand is dump's command with its flags, without RunE: dump itself and

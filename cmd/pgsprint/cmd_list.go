@@ -21,10 +21,8 @@ import (
 )
 
 type listOptions struct {
-	json    bool
-	archive archiveFlag
-	keys    keyFlags
-	store   storeFlags
+	json bool
+	readFlags
 }
 
 func newListCmd() *cobra.Command {
@@ -39,19 +37,12 @@ read (and checked) before anything is printed.`,
   ssh backup 'cat prod.pgs' | pgsprint list -
   pgsprint list --json mydb.pgs | jq '.tables[] | select(.rows > 1000000)'`,
 		Args: atMostOneFile,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			loc, err := o.archive.location(cmd, args)
-			if err != nil {
-				return err
-			}
-			out := &pipeOut{w: os.Stdout}
-			return out.result(runList(cmd.Context(), loc, o, os.Stdin, out))
-		},
+		RunE: o.runE(func(ctx context.Context, loc string, in io.Reader, out io.Writer) error {
+			return runList(ctx, loc, o, in, out)
+		}),
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
-	o.archive.register(cmd.Flags())
-	o.keys.register(cmd.Flags())
-	o.store.register(cmd.Flags(), false)
+	o.readFlags.register(cmd.Flags())
 	return cmd
 }
 
@@ -163,6 +154,33 @@ func (a *archiveFlag) location(cmd *cobra.Command, args []string) (string, error
 		return a.file, nil
 	}
 	return "", usageError{fmt.Errorf("no archive given: name it with -f FILE or as the argument (see %s --help)", cmd.CommandPath())}
+}
+
+// readFlags are what list and verify, the commands that read one archive
+// and change nothing, share: the archive, its keys and the store's options.
+type readFlags struct {
+	archive archiveFlag
+	keys    keyFlags
+	store   storeFlags
+}
+
+func (r *readFlags) register(fs *pflag.FlagSet) {
+	r.archive.register(fs)
+	r.keys.register(fs)
+	r.store.register(fs, false)
+}
+
+// runE runs run on the archive -f or the argument names ("-": standard
+// input), writing to standard output as the end of a pipe.
+func (r *readFlags) runE(run func(ctx context.Context, loc string, in io.Reader, out io.Writer) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		loc, err := r.archive.location(cmd, args)
+		if err != nil {
+			return err
+		}
+		out := &pipeOut{w: os.Stdout}
+		return out.result(run(cmd.Context(), loc, os.Stdin, out))
+	}
 }
 
 // openArchive opens the archive at loc, whatever its medium; "-" reads

@@ -78,26 +78,11 @@ usage error, 3 when a server or store cannot be reached.`,
 		},
 	}
 	dump, do := dumpCommand()
-	dump.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := do.check(cmd); err != nil {
-			return err
-		}
-		return preflightDump(cmd.Context(), do)
-	}
+	checkThen(dump, do, preflightDump)
 	restore, ro := restoreCommand()
-	restore.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := ro.check(cmd); err != nil {
-			return err
-		}
-		return preflightRestore(cmd.Context(), ro)
-	}
+	checkThen(restore, ro, preflightRestore)
 	clone, co := cloneCommand()
-	clone.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := co.check(cmd); err != nil {
-			return err
-		}
-		return preflightClone(cmd.Context(), co)
-	}
+	checkThen(clone, co, preflightClone)
 	for _, c := range []*cobra.Command{dump, restore, clone} {
 		c.Short = "Check, changing nothing, that " + c.Name() + " with these flags would start"
 		c.Long = "Check, changing nothing, that pgsprint " + c.Name() + " with the same flags would start: see pgsprint preflight --help."

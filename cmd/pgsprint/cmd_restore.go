@@ -67,13 +67,7 @@ func (l *listFlags) register(fs *pflag.FlagSet) {
 
 func newRestoreCmd() *cobra.Command {
 	cmd, o := restoreCommand()
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := o.check(cmd); err != nil {
-			return err
-		}
-		return runRestore(cmd.Context(), *o)
-	}
-	return cmd
+	return checkThen(cmd, o, func(ctx context.Context, o *restoreOptions) error { return runRestore(ctx, *o) })
 }
 
 // restoreCommand is restore's command with its flags, without RunE: restore itself and

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"time"
 
@@ -18,10 +17,8 @@ import (
 )
 
 type verifyOptions struct {
-	jobs    int
-	archive archiveFlag
-	keys    keyFlags
-	store   storeFlags
+	jobs int
+	readFlags
 }
 
 func newVerifyCmd() *cobra.Command {
@@ -43,19 +40,12 @@ footer's counts), and verify says so.`,
 		Example: `  pgsprint verify mydb.pgs && echo "backup is sound"
   ssh backup 'cat prod.pgs' | pgsprint verify -`,
 		Args: atMostOneFile,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			loc, err := o.archive.location(cmd, args)
-			if err != nil {
-				return err
-			}
-			out := &pipeOut{w: os.Stdout}
-			return out.result(runVerify(cmd.Context(), loc, o, os.Stdin, out))
-		},
+		RunE: o.runE(func(ctx context.Context, loc string, in io.Reader, out io.Writer) error {
+			return runVerify(ctx, loc, o, in, out)
+		}),
 	}
 	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "streams checked in parallel")
-	o.archive.register(cmd.Flags())
-	o.keys.register(cmd.Flags())
-	o.store.register(cmd.Flags(), false)
+	o.readFlags.register(cmd.Flags())
 	return cmd
 }
 

@@ -110,20 +110,33 @@ func (l *logFlags) register(fs *pflag.FlagSet) {
 // logger is the command's log: warnings and errors, everything with -v,
 // errors only with -q ("print nothing but errors").
 func (l *logFlags) logger() *slog.Logger {
-	level := slog.LevelWarn
-	switch {
-	case l.quiet:
-		level = slog.LevelError
-	case l.verbose:
-		level = slog.LevelDebug
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	if l.fs != nil {
-		if p := l.fs.Lookup("progress"); p != nil && p.Value.String() == string(progress.JSON) {
-			return slog.New(slog.NewJSONHandler(os.Stderr, opts))
-		}
+	opts := &slog.HandlerOptions{Level: l.level()}
+	if l.json() {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// level is the least level logged: warnings, everything with -v, errors
+// only with -q.
+func (l *logFlags) level() slog.Level {
+	switch {
+	case l.quiet:
+		return slog.LevelError
+	case l.verbose:
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
+}
+
+// json says whether --progress=json asked every stderr line to be a JSON
+// event, log lines included.
+func (l *logFlags) json() bool {
+	if l.fs == nil {
+		return false
+	}
+	p := l.fs.Lookup("progress")
+	return p != nil && p.Value.String() == string(progress.JSON)
 }
 
 // summaryOut is where the end-of-run summary goes: stderr, unless -q.
@@ -150,19 +163,10 @@ func registerFilterFlags(fs *pflag.FlagSet, f *filter.Options, verb string) {
 // warning: ..."), silent under -q but for errors: the follow's warnings
 // read as the rest of pgsprint's messages do.
 func (l *logFlags) oneLineLogger() *slog.Logger {
-	if l.fs != nil {
-		if p := l.fs.Lookup("progress"); p != nil && p.Value.String() == string(progress.JSON) {
-			return l.logger()
-		}
+	if l.json() {
+		return l.logger()
 	}
-	level := slog.LevelWarn
-	switch {
-	case l.quiet:
-		level = slog.LevelError
-	case l.verbose:
-		level = slog.LevelDebug
-	}
-	return slog.New(&lineHandler{out: os.Stderr, level: level})
+	return slog.New(&lineHandler{out: os.Stderr, level: l.level()})
 }
 
 // lineHandler writes a record as one line: "pgsprint: warning: msg

@@ -153,3 +153,20 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	}
 	return nil
 }
+
+// checked is a command's options, whose flags are checked once parsed.
+type checked interface {
+	check(cmd *cobra.Command) error
+}
+
+// checkThen makes cmd check the flags o holds, then run with them: dump,
+// restore and clone start as their preflights do, and only run differs.
+func checkThen[O checked](cmd *cobra.Command, o O, run func(context.Context, O) error) *cobra.Command {
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := o.check(cmd); err != nil {
+			return err
+		}
+		return run(cmd.Context(), o)
+	}
+	return cmd
+}

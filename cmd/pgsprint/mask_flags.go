@@ -89,13 +89,12 @@ func checkMaskWith(spec mask.Spec, all, resume, follow bool, f filter.Selection,
 	if !spec.Active() {
 		return nil
 	}
+	if err := refuseOneRun("--mask", all, resume, follow,
+		"a masked clone is started over (--clean)",
+		"replication would bring the changes unmasked"); err != nil {
+		return err
+	}
 	switch {
-	case all:
-		return usageError{fmt.Errorf("--mask applies to one database: it does not take --all")}
-	case resume:
-		return usageError{fmt.Errorf("--mask does not take --resume: a masked clone is started over (--clean)")}
-	case follow:
-		return usageError{fmt.Errorf("--mask does not take --follow: replication would bring the changes unmasked")}
 	case f.StatisticsOnly:
 		return usageError{fmt.Errorf("--mask does not take --statistics-only: optimizer statistics hold the original values of the masked columns, and a masked copy carries none")}
 	case statistics:

@@ -264,7 +264,9 @@ func (w *Writer) Bytes() (raw, stored int64) {
 }
 
 // DataBytes sums the closed streams that hold data (DataTotals): the
-// archive's size as dump, list, restore and verify all report it.
+// archive's size as dump, list, restore and verify all report it. Its
+// collecting loop is a true twin of Demux.Streams (the writer's closed
+// streams, the reader's complete ones: two types under two locks).
 func (w *Writer) DataBytes() (raw, stored int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -250,7 +250,8 @@ func (s *liveSource) close() {
 	}
 }
 
-// countingWriter counts the bytes written through it.
+// countingWriter counts the bytes written through it: a true twin of
+// archive's countingReader, the other direction, kept private to its user.
 type countingWriter struct {
 	w io.Writer
 	n int64

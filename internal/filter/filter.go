@@ -259,25 +259,12 @@ func (o Options) conditions(c, n string) (conditions, error) {
 		return strings.Join(ors, " OR "), nil
 	}
 	var out conditions
-	incT, err := any(o.Tables, false)
+	conds, err := eachList(o, any)
 	if err != nil {
 		return out, err
 	}
-	excT, err := any(o.ExcludeTables, false)
-	if err != nil {
-		return out, err
-	}
-	incN, err := any(o.Schemas, true)
-	if err != nil {
-		return out, err
-	}
-	excN, err := any(o.ExcludeSchemas, true)
-	if err != nil {
-		return out, err
-	}
-	if out.noData, err = any(o.ExcludeTableData, false); err != nil {
-		return out, err
-	}
+	incT, excT, incN, excN := conds[0], conds[1], conds[2], conds[3]
+	out.noData = conds[4]
 	var sel string
 	switch {
 	case len(o.Tables) > 0:

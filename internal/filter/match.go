@@ -33,26 +33,11 @@ func (o Options) Match(db string, schemas []string, rels []Rel) (*Matched, error
 		}
 		return ms, nil
 	}
-	incT, err := compile(o.Tables, false)
+	c, err := eachList(o, compile)
 	if err != nil {
 		return nil, err
 	}
-	excT, err := compile(o.ExcludeTables, false)
-	if err != nil {
-		return nil, err
-	}
-	incN, err := compile(o.Schemas, true)
-	if err != nil {
-		return nil, err
-	}
-	excN, err := compile(o.ExcludeSchemas, true)
-	if err != nil {
-		return nil, err
-	}
-	noData, err := compile(o.ExcludeTableData, false)
-	if err != nil {
-		return nil, err
-	}
+	incT, excT, incN, excN, noData := c[0], c[1], c[2], c[3], c[4]
 	schemaChosen := func(s string) bool {
 		if len(o.Schemas) > 0 && !anyMatch(incN, s, "") {
 			return false
@@ -207,4 +192,23 @@ func strict(tables []string, incT []matcher, schemas []string, incN []matcher, n
 		}
 	}
 	return nil
+}
+
+// eachList turns each pattern list of o, with compile, into what selects
+// by it: SQL conditions or Go matchers are built from the same five lists
+// in the same order (tables, excluded tables, schemas, excluded schemas,
+// excluded table data), so that the first bad pattern is named alike.
+func eachList[T any](o Options, compile func(patterns []string, schema bool) (T, error)) ([5]T, error) {
+	lists := [5]struct {
+		patterns []string
+		schema   bool
+	}{{o.Tables, false}, {o.ExcludeTables, false}, {o.Schemas, true}, {o.ExcludeSchemas, true}, {o.ExcludeTableData, false}}
+	var out [5]T
+	for i, l := range lists {
+		var err error
+		if out[i], err = compile(l.patterns, l.schema); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }

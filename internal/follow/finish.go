@@ -399,21 +399,13 @@ func (o FinishOptions) verify(ctx context.Context, sconn *pgx.Conn, v Verificati
 // publishedTables lists the tables the publication covers, partitioned
 // tables and their partitions both: what a partial follow compares.
 func publishedTables(ctx context.Context, conn *pgx.Conn, pub string) ([]string, error) {
-	rows, err := conn.Query(ctx, `SELECT format('%I.%I', n.nspname, c.relname)
+	return publicationTables(ctx, conn, `SELECT format('%I.%I', n.nspname, c.relname)
 		FROM pg_catalog.pg_publication_rel pr JOIN pg_catalog.pg_publication p ON p.oid = pr.prpubid
 		JOIN pg_catalog.pg_class c ON c.oid = pr.prrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		WHERE p.pubname = $1
 		UNION
 		SELECT format('%I.%I', schemaname, tablename) FROM pg_catalog.pg_publication_tables WHERE pubname = $1
 		ORDER BY 1`, pub)
-	if err != nil {
-		return nil, fmt.Errorf("list publication %s's tables: %w", pub, err)
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("list publication %s's tables: %w", pub, err)
-	}
-	return tables, nil
 }
 
 // waitCaughtUp reads the source's current WAL position and waits until

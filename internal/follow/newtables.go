@@ -48,8 +48,14 @@ func newTables(ctx context.Context, sconn, dconn *pgx.Conn, n Names) ([]string, 
 // publishedLeaves lists the tables whose changes the publication sends
 // (pg_publication_tables: partitions rather than their root).
 func publishedLeaves(ctx context.Context, conn *pgx.Conn, pub string) ([]string, error) {
-	rows, err := conn.Query(ctx, `SELECT pg_catalog.format('%I.%I', schemaname, tablename)
+	return publicationTables(ctx, conn, `SELECT pg_catalog.format('%I.%I', schemaname, tablename)
 		FROM pg_catalog.pg_publication_tables WHERE pubname = $1 ORDER BY 1`, pub)
+}
+
+// publicationTables runs query, which lists tables of publication pub by
+// qualified name: publishedTables and publishedLeaves differ only in it.
+func publicationTables(ctx context.Context, conn *pgx.Conn, query, pub string) ([]string, error) {
+	rows, err := conn.Query(ctx, query, pub)
 	if err != nil {
 		return nil, fmt.Errorf("list publication %s's tables: %w", pub, err)
 	}

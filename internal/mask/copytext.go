@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // TableMask is how one table's rows are masked: its masked columns by their
@@ -171,19 +172,12 @@ func unescape(out, f []byte) []byte {
 			continue
 		}
 		i++
-		switch c = f[i]; c {
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'v':
-			out = append(out, '\v')
+		c = f[i]
+		if k := strings.IndexByte("bfnrtv", c); k >= 0 {
+			out = append(out, "\b\f\n\r\t\v"[k])
+			continue
+		}
+		switch c {
 		case 'x':
 			v, n := 0, 0
 			for n < 2 && i+1 < len(f) && isHex(f[i+1]) {

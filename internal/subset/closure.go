@@ -570,19 +570,28 @@ func classify(g *graph, seeds []uint32, children bool) map[uint32]class {
 			frontier = append(frontier, root)
 		}
 	}
-	for _, s := range seeds {
-		visit(g.root(s))
-	}
-	if children {
+	// walk visits, until the frontier is empty, the far end of every edge
+	// whose near end is on it (downward: parent to child).
+	walk := func(downward bool) {
 		for len(frontier) > 0 {
 			r := frontier[0]
 			frontier = frontier[1:]
 			for _, e := range g.edges {
-				if g.root(e.parent) == r {
-					visit(g.root(e.child))
+				near, far := e.child, e.parent
+				if downward {
+					near, far = far, near
+				}
+				if g.root(near) == r {
+					visit(g.root(far))
 				}
 			}
 		}
+	}
+	for _, s := range seeds {
+		visit(g.root(s))
+	}
+	if children {
+		walk(true)
 		for r, c := range cls {
 			if c == reached {
 				frontier = append(frontier, r)
@@ -590,14 +599,6 @@ func classify(g *graph, seeds []uint32, children bool) map[uint32]class {
 		}
 		slices.Sort(frontier)
 	}
-	for len(frontier) > 0 {
-		r := frontier[0]
-		frontier = frontier[1:]
-		for _, e := range g.edges {
-			if g.root(e.child) == r {
-				visit(g.root(e.parent))
-			}
-		}
-	}
+	walk(false)
 	return cls
 }

@@ -87,7 +87,6 @@ const (
 func parse(r io.Reader, want []int, emit func(*Entry) error) ([]string, error) {
 	var preambleStmts []string
 	n := 0
-	br := bufio.NewReaderSize(r, 64<<10)
 	settings := map[string]string{}
 	var order []string
 	// current is the settings of the entries read now, shared by every
@@ -132,24 +131,9 @@ func parse(r io.Reader, want []int, emit func(*Entry) error) ([]string, error) {
 		n++
 		return emit(e)
 	}
-	readLine := func() (string, bool, error) {
-		l, err := br.ReadString('\n')
-		if err == io.EOF {
-			return l, l != "", nil
-		}
-		if err != nil {
-			return "", false, fmt.Errorf("toc: read script: %w", err)
-		}
-		return l, true, nil
-	}
-	for {
-		raw, ok, err := readLine()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
+	lines := &scriptLines{br: bufio.NewReaderSize(r, 64<<10)}
+	for lines.next() {
+		raw := lines.raw
 		line := strings.TrimRight(raw, "\n")
 		if strings.HasPrefix(line, entryMarker) && prev == "--" {
 			if !started {
@@ -161,6 +145,7 @@ func parse(r io.Reader, want []int, emit func(*Entry) error) ([]string, error) {
 			if err := flush(); err != nil {
 				return nil, err
 			}
+			var err error
 			if cur, err = parseHeader(line); err != nil {
 				return nil, err
 			}
@@ -172,15 +157,8 @@ func parse(r io.Reader, want []int, emit func(*Entry) error) ([]string, error) {
 			}
 			cur.Settings = current
 			// Header lines up to the closing "--".
-			for {
-				raw, ok, err := readLine()
-				if err != nil {
-					return nil, err
-				}
-				if !ok {
-					break
-				}
-				h := strings.TrimRight(raw, "\n")
+			for lines.next() {
+				h := strings.TrimRight(lines.raw, "\n")
 				prev = h
 				if h == "--" {
 					break
@@ -199,6 +177,9 @@ func parse(r io.Reader, want []int, emit func(*Entry) error) ([]string, error) {
 			pre = append(pre, raw)
 		}
 	}
+	if lines.err != nil {
+		return nil, lines.err
+	}
 	if err := flush(); err != nil {
 		return nil, err
 	}
@@ -206,6 +187,33 @@ func parse(r io.Reader, want []int, emit func(*Entry) error) ([]string, error) {
 		return nil, fmt.Errorf("toc: script has %d entries, listing has %d", n, len(want))
 	}
 	return preambleStmts, nil
+}
+
+// scriptLines reads a script line by line, as bufio.Scanner would but with
+// no limit on a line's length (a function's body is one entry's line); the
+// first read error stops it and is kept in err.
+type scriptLines struct {
+	br  *bufio.Reader
+	raw string // the line read, with its newline
+	err error
+}
+
+// next reads the next line into raw, saying whether there was one.
+func (s *scriptLines) next() bool {
+	if s.err != nil {
+		return false
+	}
+	l, err := s.br.ReadString('\n')
+	switch {
+	case err == io.EOF:
+		s.raw = l
+		return l != ""
+	case err != nil:
+		s.err = fmt.Errorf("toc: read script: %w", err)
+		return false
+	}
+	s.raw = l
+	return true
 }
 
 // header reads one line of an entry's comment header into e: its
