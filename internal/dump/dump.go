@@ -130,18 +130,18 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	opts.Progress.Begin(planned)
 	opts.Progress.Phase("data")
 
-	out, w, err := CreateArchive(ctx, opts, m, planned)
+	a, err := CreateArchive(ctx, opts, m, planned)
 	if err != nil {
 		return nil, err
 	}
-	defer out.Abort()
+	defer a.Abort()
 
-	res := &Result{Tables: len(m.Tables), Chunks: len(m.Chunks), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences)}
-	if err := Write(ctx, opts, out, w, []*Session{sess}, sess.Units(), false, res); err != nil {
+	wr, err := Write(ctx, opts, a, Work{Sessions: []*Session{sess}, Units: sess.Units()})
+	if err != nil {
 		return nil, err
 	}
-	res.Elapsed = time.Since(start)
-	return res, nil
+	return &Result{Tables: len(m.Tables), Chunks: len(m.Chunks), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences),
+		Rows: wr.Rows, RawBytes: wr.RawBytes, StoredBytes: wr.StoredBytes, Elapsed: time.Since(start)}, nil
 }
 
 // checkSpace refuses a dump into a local file whose file system cannot

@@ -92,13 +92,13 @@ func batchSmallTables(us []unit) []unit {
 	return out
 }
 
-// dumpUnit dumps one unit of m on reader r, returning the rows copied.
-// Its small streams (small tables, large objects) share packs
-// (archive.Packer): a quarter of a block at most each, a block's worth
-// in a pack.
-func dumpUnit(ctx context.Context, opts Options, w *archive.Writer, m *archive.Manifest, r *Reader, u unit) (int64, error) {
-	p := w.Packer(opts.BlockSize/4, opts.BlockSize)
-	rows, err := dumpPacked(ctx, opts, p, m, r, u)
+// dumpUnit dumps one unit of m on the worker's reader, reporting to rep,
+// and returns the rows copied. Its small streams (small tables, large
+// objects) share packs (archive.Packer): a quarter of a block at most
+// each, a block's worth in a pack.
+func (k *worker) dumpUnit(ctx context.Context, rep progress.Reporter, m *archive.Manifest, u unit) (int64, error) {
+	p := k.w.Packer(k.blockSize/4, k.blockSize)
+	rows, err := dumpPacked(ctx, k.r, p, m, u, k.blockSize, rep)
 	if err != nil {
 		return rows, err
 	}
@@ -106,13 +106,13 @@ func dumpUnit(ctx context.Context, opts Options, w *archive.Writer, m *archive.M
 }
 
 // dumpPacked is dumpUnit with the unit's Packer.
-func dumpPacked(ctx context.Context, opts Options, w *archive.Packer, m *archive.Manifest, r *Reader, u unit) (int64, error) {
+func dumpPacked(ctx context.Context, r *Reader, w *archive.Packer, m *archive.Manifest, u unit, blockSize int, rep progress.Reporter) (int64, error) {
 	switch {
 	case u.chunk != nil:
 		if err := r.Lock(ctx, m.Tables[u.chunk.Table]); err != nil {
 			return 0, err
 		}
-		return copyChunk(ctx, r, w, m, u.chunk, r.Mask(u.chunk.Table), opts.BlockSize, opts.Progress)
+		return copyChunk(ctx, r, w, m, u.chunk, r.Mask(u.chunk.Table), blockSize, rep)
 	case u.tables != nil:
 		ts := make([]archive.Table, len(u.tables))
 		for i, c := range u.tables {
@@ -123,7 +123,7 @@ func dumpPacked(ctx context.Context, opts Options, w *archive.Packer, m *archive
 		}
 		var rows int64
 		for _, c := range u.tables {
-			n, err := copyChunk(ctx, r, w, m, c, r.Mask(c.Table), opts.BlockSize, opts.Progress)
+			n, err := copyChunk(ctx, r, w, m, c, r.Mask(c.Table), blockSize, rep)
 			rows += n
 			if err != nil {
 				return rows, err
@@ -134,7 +134,7 @@ func dumpPacked(ctx context.Context, opts Options, w *archive.Packer, m *archive
 		if err := r.InSnapshot(ctx); err != nil {
 			return 0, err
 		}
-		return 0, copyLargeObjects(ctx, r.Conn(), w, u.los, opts.BlockSize, opts.Progress)
+		return 0, copyLargeObjects(ctx, r.Conn(), w, u.los, blockSize, rep)
 	}
 	return 0, nil
 }
