@@ -116,7 +116,7 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	if err := writeGlobals(a.Writer(), globals, opts.BlockSize); err != nil {
 		return nil, err
 	}
-	wr, err := dump.Write(ctx, opts.Options, a, dump.Work{Sessions: sessions, Units: units, PerDatabase: true})
+	wr, err := dump.Write(ctx, opts.Options, a, dump.Sessions{List: sessions, Units: units, PerDatabase: true})
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
-	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/store/location"
 	"github.com/pgsprint/pgsprint/internal/subset"
@@ -136,7 +135,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer a.Abort()
 
-	wr, err := Write(ctx, opts, a, Work{Sessions: []*Session{sess}, Units: sess.Units()})
+	wr, err := Write(ctx, opts, a, Sessions{List: []*Session{sess}, Units: sess.Units()})
 	if err != nil {
 		return nil, err
 	}
@@ -145,22 +144,22 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 }
 
 // checkSpace refuses a dump into a local file whose file system cannot
-// hold the archive estimated from the planned bytes (preflight.DiskSpace),
+// hold the archive estimated from the planned bytes (DiskSpace),
 // and warns when it may not. CreateArchive runs it, for a dump of one
 // database and of a whole server alike.
 func checkSpace(opts Options, planned progress.Expected) error {
 	if opts.File == "-" || opts.File == "" || location.IsURL(opts.File) {
 		return nil
 	}
-	dir := preflight.DirOf(opts.File)
+	dir := DirOf(opts.File)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil // creating the archive says what is wrong with dir
 	}
-	it := preflight.DiskSpace(dir, preflight.ArchiveEstimate(planned.Bytes, opts.Codec == nil || opts.Codec.Name() != "none"), "the archive")
-	if it.Warning {
-		opts.Logger.Warn(it.Detail)
+	warning, detail, err := DiskSpace(dir, ArchiveEstimate(planned.Bytes, opts.Codec == nil || opts.Codec.Name() != "none"), "the archive")
+	if warning {
+		opts.Logger.Warn(detail)
 	}
-	return it.Err
+	return err
 }
 
 // Plan is the work a dump of the session expects, from the catalog's

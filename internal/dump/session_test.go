@@ -87,7 +87,7 @@ func testSessionAndWorkers(t *testing.T, c *pgtest.Instance) {
 	w, out := archivetest.NewWriter(t, m)
 	rec := &addCounter{}
 	opts := Options{Jobs: 2, BlockSize: blockSize, Progress: rec}
-	rows, err := runPool(ctx, opts.WithDefaults(), w, Work{Sessions: []*Session{sess}, Units: sess.Units()})
+	rows, err := runPool(ctx, opts.WithDefaults(), w, Sessions{List: []*Session{sess}, Units: sess.Units()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,11 +71,11 @@ func (s *Session) writeSchema(ctx context.Context, w *archive.Writer, blockSize 
 	return dumpSchema(ctx, s, w.Stream(archive.KindSchema, s.Manifest.SchemaStream), blockSize)
 }
 
-// Work is what Write reads into an archive: the sessions, and their
+// Sessions is what Write reads into an archive: the sessions, and their
 // units in the order the workers take them (largest first).
-type Work struct {
-	Sessions []*Session
-	Units    []Unit
+type Sessions struct {
+	List  []*Session
+	Units []Unit
 	// PerDatabase names each unit's database in errors and progress: a
 	// whole-server dump, whose tables of one name may be in several
 	// databases.
@@ -96,7 +96,7 @@ type Written struct {
 // visible at its location. opts are as WithDefaults returns them: the
 // caller's entry point (Run, cluster.Dump) filled them once. The rows
 // are counted on error too.
-func Write(ctx context.Context, opts Options, a *Archive, work Work) (Written, error) {
+func Write(ctx context.Context, opts Options, a *Archive, work Sessions) (Written, error) {
 	var res Written
 	rows, err := runPool(ctx, opts, a.w, work)
 	res.Rows = rows
@@ -107,7 +107,7 @@ func Write(ctx context.Context, opts Options, a *Archive, work Work) (Written, e
 	if err := a.w.Close(); err != nil {
 		return res, fmt.Errorf("write archive footer: %w", err)
 	}
-	for _, s := range work.Sessions {
+	for _, s := range work.List {
 		if err := s.Commit(ctx); err != nil {
 			return res, inDatabase(work.PerDatabase, s, err)
 		}
@@ -133,13 +133,13 @@ func inDatabase(perDatabase bool, s *Session, err error) error {
 // taking units in the order given (largest first), whatever their
 // session. The first error cancels everything: pg_dumps are killed,
 // readers closed. It returns the rows copied.
-func runPool(ctx context.Context, opts Options, w *archive.Writer, work Work) (int64, error) {
+func runPool(ctx context.Context, opts Options, w *archive.Writer, work Sessions) (int64, error) {
 	in := func(s *Session, err error) error { return inDatabase(work.PerDatabase, s, err) }
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		sg, sctx := errgroup.WithContext(gctx)
 		sg.SetLimit(opts.Jobs)
-		for _, s := range work.Sessions {
+		for _, s := range work.List {
 			sg.Go(func() error {
 				if err := s.writeSchema(sctx, w, opts.BlockSize); err != nil {
 					return in(s, err)
