@@ -108,17 +108,19 @@ func Dump(ctx context.Context, opts DumpOptions) (*DumpResult, error) {
 	opts.Progress.Begin(p)
 	opts.Progress.Phase("data")
 
-	out, w, err := dump.CreateArchive(ctx, opts.Options, top, p)
+	a, err := dump.CreateArchive(ctx, opts.Options, top, p)
 	if err != nil {
 		return nil, err
 	}
-	defer out.Abort()
-	if err := writeGlobals(w, globals, opts.BlockSize); err != nil {
+	defer a.Abort()
+	if err := writeGlobals(a.Writer(), globals, opts.BlockSize); err != nil {
 		return nil, err
 	}
-	if err := dump.Write(ctx, opts.Options, out, w, sessions, units, true, &res.Result); err != nil {
+	wr, err := dump.Write(ctx, opts.Options, a, dump.Sessions{List: sessions, Units: units, PerDatabase: true})
+	if err != nil {
 		return nil, err
 	}
+	res.Rows, res.RawBytes, res.StoredBytes = wr.Rows, wr.RawBytes, wr.StoredBytes
 	res.Elapsed = time.Since(start)
 	return res, nil
 }

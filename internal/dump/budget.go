@@ -6,8 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/semaphore"
-
-	"github.com/pgsprint/pgsprint/internal/preflight"
 )
 
 // LockBudget shares a source server's lock table among the pg_dumps of a
@@ -33,7 +31,7 @@ type LockBudget struct {
 
 // NewLockBudget sizes a budget for the server conn is connected to.
 func NewLockBudget(ctx context.Context, conn *pgx.Conn) (*LockBudget, error) {
-	t, err := preflight.ReadLockTable(ctx, conn)
+	t, err := ReadLockTable(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +49,7 @@ func (b *LockBudget) acquire(ctx context.Context, tables int64) (release func(),
 	if b == nil {
 		return func() {}, nil
 	}
-	n := min(tables+preflight.PgDumpOverhead, b.size)
+	n := min(tables+PgDumpOverhead, b.size)
 	if err := b.sem.Acquire(ctx, n); err != nil {
 		return nil, err
 	}
@@ -59,14 +57,14 @@ func (b *LockBudget) acquire(ctx context.Context, tables int64) (release func(),
 }
 
 // checkLockSlots refuses a pg_dump of the session's database whose table
-// locks cannot fit the source's lock table (preflight.LockSlots), and
+// locks cannot fit the source's lock table (LockSlots), and
 // warns when they may not.
 func (s *Session) checkLockSlots(ctx context.Context, log *slog.Logger) error {
-	n, err := preflight.TablesToLock(ctx, s.leader)
+	n, err := TablesToLock(ctx, s.leader)
 	if err != nil {
 		return err
 	}
-	warning, detail, err := preflight.LockSlots(ctx, s.leader, n)
+	warning, detail, err := LockSlots(ctx, s.leader, n)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
-	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/store/location"
 	"github.com/pgsprint/pgsprint/internal/subset"
@@ -130,37 +129,37 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	opts.Progress.Begin(planned)
 	opts.Progress.Phase("data")
 
-	out, w, err := CreateArchive(ctx, opts, m, planned)
+	a, err := CreateArchive(ctx, opts, m, planned)
 	if err != nil {
 		return nil, err
 	}
-	defer out.Abort()
+	defer a.Abort()
 
-	res := &Result{Tables: len(m.Tables), Chunks: len(m.Chunks), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences)}
-	if err := Write(ctx, opts, out, w, []*Session{sess}, sess.Units(), false, res); err != nil {
+	wr, err := Write(ctx, opts, a, Sessions{List: []*Session{sess}, Units: sess.Units()})
+	if err != nil {
 		return nil, err
 	}
-	res.Elapsed = time.Since(start)
-	return res, nil
+	return &Result{Tables: len(m.Tables), Chunks: len(m.Chunks), LargeObjects: len(m.LargeObjects), Sequences: len(m.Sequences),
+		Rows: wr.Rows, RawBytes: wr.RawBytes, StoredBytes: wr.StoredBytes, Elapsed: time.Since(start)}, nil
 }
 
 // checkSpace refuses a dump into a local file whose file system cannot
-// hold the archive estimated from the planned bytes (preflight.DiskSpace),
+// hold the archive estimated from the planned bytes (DiskSpace),
 // and warns when it may not. CreateArchive runs it, for a dump of one
 // database and of a whole server alike.
 func checkSpace(opts Options, planned progress.Expected) error {
 	if opts.File == "-" || opts.File == "" || location.IsURL(opts.File) {
 		return nil
 	}
-	dir := preflight.DirOf(opts.File)
+	dir := DirOf(opts.File)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil // creating the archive says what is wrong with dir
 	}
-	it := preflight.DiskSpace(dir, preflight.ArchiveEstimate(planned.Bytes, opts.Codec == nil || opts.Codec.Name() != "none"), "the archive")
-	if it.Warning {
-		opts.Logger.Warn(it.Detail)
+	warning, detail, err := DiskSpace(dir, ArchiveEstimate(planned.Bytes, opts.Codec == nil || opts.Codec.Name() != "none"), "the archive")
+	if warning {
+		opts.Logger.Warn(detail)
 	}
-	return it.Err
+	return err
 }
 
 // Plan is the work a dump of the session expects, from the catalog's

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -31,7 +30,7 @@ func (s *Session) startSchema(ctx context.Context) error {
 	if s.locks != nil {
 		// Counted now, on the leader, which the catalog queries
 		// need next.
-		n, err := preflight.TablesToLock(ctx, s.leader)
+		n, err := TablesToLock(ctx, s.leader)
 		if err != nil {
 			return err
 		}

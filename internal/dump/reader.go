@@ -1,6 +1,7 @@
 package dump
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
@@ -269,6 +272,58 @@ func (r *Reader) IsClosed() bool { return r.conn.IsClosed() }
 
 // Close closes the connection.
 func (r *Reader) Close(ctx context.Context) { r.conn.Close(context.WithoutCancel(ctx)) }
+
+// bulkReadSize is the read buffer of a dump connection. pgx reads 8 KiB at
+// a time; COPY OUT sends one message per row, so a bigger buffer turns
+// many small reads into one system call per socket buffer's worth.
+const bulkReadSize = 256 << 10
+
+// BulkReadConfig returns a copy of cfg whose connections read the socket
+// through a bulkReadSize buffer, for connections that mostly receive COPY
+// data. The raw-limit benchmark reads the same way, so that it measures
+// the server and the wire rather than pgx's default buffer.
+func BulkReadConfig(cfg *pgx.ConnConfig) *pgx.ConnConfig {
+	cfg = cfg.Copy()
+	cfg.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
+		return pgproto3.NewFrontend(bufio.NewReaderSize(r, bulkReadSize), w)
+	}
+	return cfg
+}
+
+// setCopyEncoding keeps COPY bytes exactly as stored in a SQL_ASCII
+// database, where a UTF8 client would be refused bytes that are not UTF8
+// (pg.Connect does the same for every connection). Other encodings name
+// theirs in COPY's ENCODING option (CopyOutSQL).
+func setCopyEncoding(ctx context.Context, conn *pgx.Conn, enc string) error {
+	if enc != "SQL_ASCII" {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "SET client_encoding TO 'SQL_ASCII'"); err != nil {
+		return fmt.Errorf("set client encoding: %w", err)
+	}
+	return nil
+}
+
+// CopyOutSQL is the statement that reads one chunk: a whole table by its
+// column list, or a range through chunk.SelectSQL, the query the planner's
+// tests EXPLAIN. Generated columns are left out (the target computes
+// them), as pg_dump does. Text chunks are read in encoding enc (the
+// source's own, which the manifest records: no conversion, and restore
+// converts as pg_restore does); binary ones in the connection's
+// client_encoding, which COPY's ENCODING option does not govern. The
+// statement is pg.Copy's, the builder of the loading side too.
+func CopyOutSQL(t archive.Table, c archive.Chunk, enc string) string {
+	stmt := pg.Copy{Schema: t.Schema, Table: t.Name, Columns: t.Columns, Binary: c.Binary, Encoding: enc}
+	switch {
+	case c.Keep != "" && c.Where != "":
+		stmt.Query = chunk.SelectSQL(t.Schema, t.Name, t.Columns, "("+c.Where+") AND "+c.Keep)
+	case c.Keep != "":
+		stmt.Query = chunk.SelectSQL(t.Schema, t.Name, t.Columns, c.Keep)
+	case c.Where != "":
+		stmt.Query = chunk.SelectSQL(t.Schema, t.Name, t.Columns, c.Where)
+	}
+	return stmt.To()
+}
 
 // ChangedError is a table that another session dropped, replaced, renamed,
 // truncated or rewrote after the snapshot was taken and before its rows

@@ -14,7 +14,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
-	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/subset"
 )
 
@@ -145,7 +144,7 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 		return err
 	}
 	// The workers and pg_dump connect besides the leader.
-	if err := preflight.ConnectionRoom(ctx, s.leader, opts.Jobs, max(opts.Jobs, 1)+1); err != nil {
+	if _, err := pg.ConnectionRoom(ctx, s.leader, opts.Jobs, max(opts.Jobs, 1)+1); err != nil {
 		return err
 	}
 	// pg_dump locks every table: a database whose tables cannot fit the
@@ -202,7 +201,7 @@ func (s *Session) begin(ctx context.Context, opts SessionOptions, log *slog.Logg
 	}
 	// A table, sequence or large object the role cannot read would fail
 	// the run only when reached: refused now, naming it.
-	if err := preflight.CanRead(ctx, s.leader, s.filter); err != nil {
+	if err := CanRead(ctx, s.leader, s.filter); err != nil {
 		return err
 	}
 	opts.Filter = s.filter

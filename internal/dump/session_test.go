@@ -87,7 +87,7 @@ func testSessionAndWorkers(t *testing.T, c *pgtest.Instance) {
 	w, out := archivetest.NewWriter(t, m)
 	rec := &addCounter{}
 	opts := Options{Jobs: 2, BlockSize: blockSize, Progress: rec}
-	rows, err := runPool(ctx, opts.WithDefaults(), w, []*Session{sess}, sess.Units(), false)
+	rows, err := runPool(ctx, opts.WithDefaults(), w, Sessions{List: []*Session{sess}, Units: sess.Units()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package dump
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"golang.org/x/sync/errgroup"
 
@@ -66,44 +65,58 @@ func (s *Session) Renumber(base uint32) uint32 {
 	return next
 }
 
-// WriteSchema runs pg_dump in the session's snapshot into the manifest's
+// writeSchema runs pg_dump in the session's snapshot into the manifest's
 // schema stream of w.
-func (s *Session) WriteSchema(ctx context.Context, w *archive.Writer, blockSize int) error {
-	if blockSize <= 0 {
-		blockSize = archive.DefaultBlockSize
-	}
+func (s *Session) writeSchema(ctx context.Context, w *archive.Writer, blockSize int) error {
 	return dumpSchema(ctx, s, w.Stream(archive.KindSchema, s.Manifest.SchemaStream), blockSize)
 }
 
+// Sessions is what Write reads into an archive: the sessions, and their
+// units in the order the workers take them (largest first).
+type Sessions struct {
+	List  []*Session
+	Units []Unit
+	// PerDatabase names each unit's database in errors and progress: a
+	// whole-server dump, whose tables of one name may be in several
+	// databases.
+	PerDatabase bool
+}
+
+// Written is what Write moved into the archive.
+type Written struct {
+	Rows        int64
+	RawBytes    int64 // table data before compression
+	StoredBytes int64 // table data as stored
+}
+
 // Write fills an archive begun by CreateArchive and completes it, for a
-// dump of one database (Run) and of a whole server alike: the sessions'
-// work on one pool (runPool), the archive's footer, each session's
-// snapshot ended (only now: every reader has finished with it), and the
-// archive made visible at its location. It adds the rows copied and the
-// bytes written to res. perDatabase names the database in errors.
-func Write(ctx context.Context, opts Options, out Output, w *archive.Writer, sessions []*Session, units []Unit, perDatabase bool, res *Result) error {
-	opts = opts.WithDefaults()
-	rows, err := runPool(ctx, opts, w, sessions, units, perDatabase)
-	res.Rows += rows
+// dump of one database (Run) and of a whole server alike: the work on one
+// pool (runPool), the archive's footer, each session's snapshot ended
+// (only now: every reader has finished with it), and the archive made
+// visible at its location. opts are as WithDefaults returns them: the
+// caller's entry point (Run, cluster.Dump) filled them once. The rows
+// are counted on error too.
+func Write(ctx context.Context, opts Options, a *Archive, work Sessions) (Written, error) {
+	var res Written
+	rows, err := runPool(ctx, opts, a.w, work)
+	res.Rows = rows
 	if err != nil {
-		return err
+		return res, err
 	}
 	opts.Progress.Phase("finish")
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("write archive footer: %w", err)
+	if err := a.w.Close(); err != nil {
+		return res, fmt.Errorf("write archive footer: %w", err)
 	}
-	for _, s := range sessions {
+	for _, s := range work.List {
 		if err := s.Commit(ctx); err != nil {
-			return inDatabase(perDatabase, s, err)
+			return res, inDatabase(work.PerDatabase, s, err)
 		}
 	}
-	if err := out.Commit(ctx); err != nil {
-		return err
+	if err := a.out.commit(ctx); err != nil {
+		return res, err
 	}
-	raw, stored := w.DataBytes()
-	res.RawBytes += raw
-	res.StoredBytes += stored
-	return nil
+	res.RawBytes, res.StoredBytes = a.w.DataBytes()
+	return res, nil
 }
 
 // inDatabase is err, naming s's database when perDatabase.
@@ -120,15 +133,15 @@ func inDatabase(perDatabase bool, s *Session, err error) error {
 // taking units in the order given (largest first), whatever their
 // session. The first error cancels everything: pg_dumps are killed,
 // readers closed. It returns the rows copied.
-func runPool(ctx context.Context, opts Options, w *archive.Writer, sessions []*Session, units []Unit, perDatabase bool) (int64, error) {
-	in := func(s *Session, err error) error { return inDatabase(perDatabase, s, err) }
+func runPool(ctx context.Context, opts Options, w *archive.Writer, work Sessions) (int64, error) {
+	in := func(s *Session, err error) error { return inDatabase(work.PerDatabase, s, err) }
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		sg, sctx := errgroup.WithContext(gctx)
 		sg.SetLimit(opts.Jobs)
-		for _, s := range sessions {
+		for _, s := range work.List {
 			sg.Go(func() error {
-				if err := s.WriteSchema(sctx, w, opts.BlockSize); err != nil {
+				if err := s.writeSchema(sctx, w, opts.BlockSize); err != nil {
 					return in(s, err)
 				}
 				return nil
@@ -136,12 +149,12 @@ func runPool(ctx context.Context, opts Options, w *archive.Writer, sessions []*S
 		}
 		return sg.Wait()
 	})
-	work := make(chan Unit)
+	units := make(chan Unit)
 	g.Go(func() error {
-		defer close(work)
-		for _, u := range units {
+		defer close(units)
+		for _, u := range work.Units {
 			select {
-			case work <- u:
+			case units <- u:
 			case <-gctx.Done():
 				return gctx.Err()
 			}
@@ -150,18 +163,17 @@ func runPool(ctx context.Context, opts Options, w *archive.Writer, sessions []*S
 	})
 	rows := make([]int64, opts.Jobs)
 	var parts *progress.Parts
-	if perDatabase {
+	if work.PerDatabase {
 		// Tables are named after their database: two databases' tables
 		// of the same name are two tables in the summary's largest.
 		parts = progress.NewParts(opts.Progress, "dump")
 	}
 	for i := range opts.Jobs {
 		g.Go(func() error {
-			k := NewWorker(opts, w)
-			k.parts = parts
-			defer k.Close(gctx)
-			for u := range work {
-				n, err := k.Dump(gctx, u)
+			k := &worker{w: w, blockSize: opts.BlockSize, progress: opts.Progress, parts: parts}
+			defer k.close(gctx)
+			for u := range units {
+				n, err := k.dump(gctx, u)
 				rows[i] += n
 				if err != nil {
 					return in(u.sess, err)
@@ -181,94 +193,78 @@ func runPool(ctx context.Context, opts Options, w *archive.Writer, sessions []*S
 	return total, err
 }
 
-// Worker dumps units of any session on one connection at a time: a
+// worker dumps units of any session on one connection at a time: a
 // reader in the snapshot of the session of the unit it was last given,
 // replaced when a unit of another session comes.
-type Worker struct {
-	opts Options
-	w    *archive.Writer
-	sess *Session
-	r    *Reader
+type worker struct {
+	w         *archive.Writer
+	blockSize int
+	progress  progress.Reporter
+	sess      *Session
+	r         *Reader
 	// parts, when set, reports each unit as work of its session's
 	// database (a whole-server dump).
 	parts *progress.Parts
 }
 
-// NewWorker returns a worker writing into w; opts gives the block size and
-// the progress reporter.
-func NewWorker(opts Options, w *archive.Writer) *Worker {
-	if opts.BlockSize <= 0 {
-		opts.BlockSize = archive.DefaultBlockSize
-	}
-	return &Worker{opts: opts, w: w}
-}
-
-// Dump dumps one unit and returns the rows it copied.
-func (k *Worker) Dump(ctx context.Context, u Unit) (int64, error) {
+// dump dumps one unit and returns the rows it copied.
+func (k *worker) dump(ctx context.Context, u Unit) (int64, error) {
 	if k.sess != u.sess {
-		k.Close(ctx)
+		k.close(ctx)
 		r, err := u.sess.OpenReader(ctx)
 		if err != nil {
 			return 0, err
 		}
 		k.sess, k.r = u.sess, r
 	}
-	opts := k.opts
+	rep := k.progress
 	if k.parts != nil {
-		opts.Progress = k.parts.Part(u.sess.Manifest.Database)
+		rep = k.parts.Part(u.sess.Manifest.Database)
 	}
-	return dumpUnit(ctx, opts, k.w, u.sess.Manifest, k.r, u.u)
+	return k.dumpUnit(ctx, rep, u.sess.Manifest, u.u)
 }
 
-// Close closes the worker's connection, if any.
-func (k *Worker) Close(ctx context.Context) {
+// close closes the worker's connection, if any.
+func (k *worker) close(ctx context.Context) {
 	if k.r != nil {
 		k.r.Close(ctx)
 	}
 	k.sess, k.r = nil, nil
 }
 
-// Output is where an archive's bytes go (OpenOutput), whatever the
-// medium: nothing is visible at the location until Commit.
-type Output interface {
-	io.Writer
-	Commit(ctx context.Context) error // the archive is complete: make it visible
-	Abort()                           // discard what was written
+// Archive is an archive being written (CreateArchive): where its bytes
+// go, visible at the location only once Write completes it, and the
+// writer of its streams.
+type Archive struct {
+	out *output
+	w   *archive.Writer
 }
 
-// OpenOutput starts the archive at opts.File as Run does (opts.Location,
-// opts.Overwrite; plan sizes the parts of an upload).
-func OpenOutput(ctx context.Context, opts Options, plan progress.Expected) (Output, error) {
+// Writer is the writer of the archive's streams, for what a caller adds
+// beside the sessions' (a whole-server dump's globals).
+func (a *Archive) Writer() *archive.Writer { return a.w }
+
+// Abort discards what was written, unless Write completed the archive.
+func (a *Archive) Abort() { a.out.Abort() }
+
+// CreateArchive starts the archive at opts.File (createOutput: opts.Location,
+// opts.Overwrite; plan sizes the parts of an upload), once the file
+// system there was found to have room for plan's bytes (checkSpace),
+// with m's header, encrypted to opts.Recipients if any: what a dump of
+// one database and of a whole server write into. The caller Aborts it;
+// on error nothing is left at the location.
+func CreateArchive(ctx context.Context, opts Options, m *archive.Manifest, plan progress.Expected) (*Archive, error) {
+	if err := checkSpace(opts, plan); err != nil {
+		return nil, err
+	}
 	out, err := createOutput(ctx, opts, plan)
 	if err != nil {
 		return nil, err
 	}
-	return outputCommitter{out}, nil
-}
-
-// CreateArchive starts the archive at opts.File (OpenOutput), once the
-// file system there was found to have room for plan's bytes (checkSpace),
-// with m's header, encrypted to opts.Recipients if any: what a dump of one database
-// and of a whole server write into. The caller Aborts the output unless it
-// Commits it; on error nothing is left at the location.
-func CreateArchive(ctx context.Context, opts Options, m *archive.Manifest, plan progress.Expected) (Output, *archive.Writer, error) {
-	if err := checkSpace(opts, plan); err != nil {
-		return nil, nil, err
-	}
-	out, err := OpenOutput(ctx, opts, plan)
-	if err != nil {
-		return nil, nil, err
-	}
 	w, err := archive.NewWriter(out, m, opts.Codec, opts.Recipients...)
 	if err != nil {
 		out.Abort()
-		return nil, nil, fmt.Errorf("write archive header: %w", err)
+		return nil, fmt.Errorf("write archive header: %w", err)
 	}
-	return out, w, nil
+	return &Archive{out: out, w: w}, nil
 }
-
-// outputCommitter gives an output the Commit of the Output interface.
-type outputCommitter struct{ *output }
-
-// Commit makes the archive visible at its location.
-func (o outputCommitter) Commit(ctx context.Context) error { return o.output.commit(ctx) }

@@ -1,7 +1,6 @@
 package dump
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/chunk"
@@ -94,13 +92,13 @@ func batchSmallTables(us []unit) []unit {
 	return out
 }
 
-// dumpUnit dumps one unit of m on reader r, returning the rows copied.
-// Its small streams (small tables, large objects) share packs
-// (archive.Packer): a quarter of a block at most each, a block's worth
-// in a pack.
-func dumpUnit(ctx context.Context, opts Options, w *archive.Writer, m *archive.Manifest, r *Reader, u unit) (int64, error) {
-	p := w.Packer(opts.BlockSize/4, opts.BlockSize)
-	rows, err := dumpPacked(ctx, opts, p, m, r, u)
+// dumpUnit dumps one unit of m on the worker's reader, reporting to rep,
+// and returns the rows copied. Its small streams (small tables, large
+// objects) share packs (archive.Packer): a quarter of a block at most
+// each, a block's worth in a pack.
+func (k *worker) dumpUnit(ctx context.Context, rep progress.Reporter, m *archive.Manifest, u unit) (int64, error) {
+	p := k.w.Packer(k.blockSize/4, k.blockSize)
+	rows, err := dumpPacked(ctx, k.r, p, m, u, k.blockSize, rep)
 	if err != nil {
 		return rows, err
 	}
@@ -108,13 +106,13 @@ func dumpUnit(ctx context.Context, opts Options, w *archive.Writer, m *archive.M
 }
 
 // dumpPacked is dumpUnit with the unit's Packer.
-func dumpPacked(ctx context.Context, opts Options, w *archive.Packer, m *archive.Manifest, r *Reader, u unit) (int64, error) {
+func dumpPacked(ctx context.Context, r *Reader, w *archive.Packer, m *archive.Manifest, u unit, blockSize int, rep progress.Reporter) (int64, error) {
 	switch {
 	case u.chunk != nil:
 		if err := r.Lock(ctx, m.Tables[u.chunk.Table]); err != nil {
 			return 0, err
 		}
-		return copyChunk(ctx, r, w, m, u.chunk, r.Mask(u.chunk.Table), opts.BlockSize, opts.Progress)
+		return copyChunk(ctx, r, w, m, u.chunk, r.Mask(u.chunk.Table), blockSize, rep)
 	case u.tables != nil:
 		ts := make([]archive.Table, len(u.tables))
 		for i, c := range u.tables {
@@ -125,7 +123,7 @@ func dumpPacked(ctx context.Context, opts Options, w *archive.Packer, m *archive
 		}
 		var rows int64
 		for _, c := range u.tables {
-			n, err := copyChunk(ctx, r, w, m, c, r.Mask(c.Table), opts.BlockSize, opts.Progress)
+			n, err := copyChunk(ctx, r, w, m, c, r.Mask(c.Table), blockSize, rep)
 			rows += n
 			if err != nil {
 				return rows, err
@@ -136,61 +134,9 @@ func dumpPacked(ctx context.Context, opts Options, w *archive.Packer, m *archive
 		if err := r.InSnapshot(ctx); err != nil {
 			return 0, err
 		}
-		return 0, copyLargeObjects(ctx, r.Conn(), w, u.los, opts.BlockSize, opts.Progress)
+		return 0, copyLargeObjects(ctx, r.Conn(), w, u.los, blockSize, rep)
 	}
 	return 0, nil
-}
-
-// bulkReadSize is the read buffer of a dump connection. pgx reads 8 KiB at
-// a time; COPY OUT sends one message per row, so a bigger buffer turns
-// many small reads into one system call per socket buffer's worth.
-const bulkReadSize = 256 << 10
-
-// BulkReadConfig returns a copy of cfg whose connections read the socket
-// through a bulkReadSize buffer, for connections that mostly receive COPY
-// data. The raw-limit benchmark reads the same way, so that it measures
-// the server and the wire rather than pgx's default buffer.
-func BulkReadConfig(cfg *pgx.ConnConfig) *pgx.ConnConfig {
-	cfg = cfg.Copy()
-	cfg.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
-		return pgproto3.NewFrontend(bufio.NewReaderSize(r, bulkReadSize), w)
-	}
-	return cfg
-}
-
-// setCopyEncoding keeps COPY bytes exactly as stored in a SQL_ASCII
-// database, where a UTF8 client would be refused bytes that are not UTF8
-// (pg.Connect does the same for every connection). Other encodings name
-// theirs in COPY's ENCODING option (CopyOutSQL).
-func setCopyEncoding(ctx context.Context, conn *pgx.Conn, enc string) error {
-	if enc != "SQL_ASCII" {
-		return nil
-	}
-	if _, err := conn.Exec(ctx, "SET client_encoding TO 'SQL_ASCII'"); err != nil {
-		return fmt.Errorf("set client encoding: %w", err)
-	}
-	return nil
-}
-
-// CopyOutSQL is the statement that reads one chunk: a whole table by its
-// column list, or a range through chunk.SelectSQL, the query the planner's
-// tests EXPLAIN. Generated columns are left out (the target computes
-// them), as pg_dump does. Text chunks are read in encoding enc (the
-// source's own, which the manifest records: no conversion, and restore
-// converts as pg_restore does); binary ones in the connection's
-// client_encoding, which COPY's ENCODING option does not govern. The
-// statement is pg.Copy's, the builder of the loading side too.
-func CopyOutSQL(t archive.Table, c archive.Chunk, enc string) string {
-	stmt := pg.Copy{Schema: t.Schema, Table: t.Name, Columns: t.Columns, Binary: c.Binary, Encoding: enc}
-	switch {
-	case c.Keep != "" && c.Where != "":
-		stmt.Query = chunk.SelectSQL(t.Schema, t.Name, t.Columns, "("+c.Where+") AND "+c.Keep)
-	case c.Keep != "":
-		stmt.Query = chunk.SelectSQL(t.Schema, t.Name, t.Columns, c.Keep)
-	case c.Where != "":
-		stmt.Query = chunk.SelectSQL(t.Schema, t.Name, t.Columns, c.Where)
-	}
-	return stmt.To()
 }
 
 // copyChunk writes chunk c's rows, masked through mt when it is not nil.

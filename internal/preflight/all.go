@@ -9,9 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
 // This file holds the checks of a whole-server run (dump, restore and
@@ -53,7 +55,7 @@ func DumpAll(ctx context.Context, o DumpOptions, list ListFunc) *Checklist {
 	// The run's first connection (this one), a leader per database
 	// holding its snapshot to the end, -j readers and a pg_dump.
 	need := len(dbs) + o.Jobs + 1
-	free, err := connectionRoom(ctx, conn, o.Jobs, need)
+	free, err := pg.ConnectionRoom(ctx, conn, o.Jobs, need)
 	c.add(check("connections on the source", err, fmt.Sprintf("-j %d and %d databases need %d, %d free", o.Jobs, len(dbs), need, free)))
 	c.lockBudget(ctx, conn)
 	sel, raw := c.eachSource(ctx, o.Source, dbs, o.Filter, nil)
@@ -89,7 +91,7 @@ func CloneAll(ctx context.Context, o CloneOptions, list ListFunc) *Checklist {
 	c.add(check("pg_dump", err, toolDetail(dumpTools, dumpTools.PgDump())+", with pg_dumpall for the globals"))
 	if err == nil {
 		m := &archive.Manifest{PgDumpVersion: dumpTools.Version, ServerVersion: ssrv.Version}
-		tools, err := RestoreTools(ctx, o.Programs, m, tsrv)
+		tools, err := restore.RestoreTools(ctx, o.Programs, m, tsrv)
 		c.add(check("pg_restore", err, toolDetail(tools, tools.PgRestore())))
 	}
 	c.add(passwords(ctx, sconn))
@@ -172,8 +174,8 @@ func (c *Checklist) databases(ctx context.Context, conn *pgx.Conn, list ListFunc
 // after the database, then calls also (when set) with the database's
 // connection. It returns whether every catalog could be read, and the
 // selected tables' size on disk in all of them.
-func (c *Checklist) eachSource(ctx context.Context, cfg *pgx.ConnConfig, dbs []string, f filter.Options, also func(name string, conn *pgx.Conn)) (bool, Volume) {
-	all, total := true, Volume{}
+func (c *Checklist) eachSource(ctx context.Context, cfg *pgx.ConnConfig, dbs []string, f filter.Options, also func(name string, conn *pgx.Conn)) (bool, dump.Volume) {
+	all, total := true, dump.Volume{}
 	for _, name := range dbs {
 		mark := len(c.Items)
 		dcfg := cfg.Copy()
@@ -214,7 +216,7 @@ func (c *Checklist) name(mark int, database string) {
 // Documented): each database's pg_dump takes its tables' slots before it
 // starts, and those that do not fit together take turns.
 func (c *Checklist) lockBudget(ctx context.Context, conn *pgx.Conn) {
-	t, err := ReadLockTable(ctx, conn)
+	t, err := dump.ReadLockTable(ctx, conn)
 	c.add(check("lock slots", err, fmt.Sprintf("the databases' pg_dumps take turns within the lock table's %d slots: each database must fit alone (below)", t.Documented)))
 }
 

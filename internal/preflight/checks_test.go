@@ -9,27 +9,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/restore"
 )
-
-// TestVolumeArchive: compressed, the heap is divided by the ratio and
-// TOAST is not (issue 42: 16 KiB of heap and 6.6 MB of TOAST were
-// estimated at 4 KiB); uncompressed, both count whole.
-func TestVolumeArchive(t *testing.T) {
-	t.Parallel()
-	v := Volume{Heap: 16 << 10, Toast: 6600 << 10}
-	if got, want := v.Archive(true), int64(4<<10+6600<<10); got != want {
-		t.Errorf("compressed: %d, want %d", got, want)
-	}
-	if got, want := v.Archive(false), int64(16<<10+6600<<10); got != want {
-		t.Errorf("uncompressed: %d, want %d", got, want)
-	}
-	if got := v.Add(v); got != (Volume{2 * v.Heap, 2 * v.Toast}) {
-		t.Errorf("Add: %+v", got)
-	}
-}
 
 // TestChecks runs each check of a target's limits and rights on a server
 // of its own (roles and limits are server-wide): a role's and a
@@ -72,10 +57,10 @@ func TestChecks(t *testing.T) {
 	}
 	inPublic := &archive.Manifest{Tables: []archive.Table{{Schema: "public", Name: "t"}}}
 	room := func(jobs int) func(*pgx.Conn) error {
-		return func(conn *pgx.Conn) error { return ConnectionRoom(ctx, conn, jobs, jobs+1) }
+		return func(conn *pgx.Conn) error { _, err := pg.ConnectionRoom(ctx, conn, jobs, jobs+1); return err }
 	}
 	create := func(dataOnly bool) func(*pgx.Conn) error {
-		return func(conn *pgx.Conn) error { return CanCreate(ctx, conn, inPublic, dataOnly) }
+		return func(conn *pgx.Conn) error { return restore.CanCreate(ctx, conn, inPublic, dataOnly) }
 	}
 	for _, tc := range []struct {
 		name, db, user string
@@ -105,7 +90,7 @@ func TestChecks(t *testing.T) {
 		})
 	}
 	t.Run("TOAST counted", func(t *testing.T) {
-		_, v, err := Readable(ctx, connect(t, "toast", pgtest.SuperuserName), filter.Options{}, true)
+		_, v, err := dump.Readable(ctx, connect(t, "toast", pgtest.SuperuserName), filter.Options{}, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,11 +11,13 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
+	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/store"
 	"github.com/pgsprint/pgsprint/internal/subset"
 	"github.com/pgsprint/pgsprint/internal/toc"
@@ -67,7 +69,7 @@ func Dump(ctx context.Context, o DumpOptions) *Checklist {
 // object store (written to, by an upload started and aborted), or a
 // directory with room for it, estimated from raw bytes of tables when
 // the catalog could be read (sel).
-func (c *Checklist) output(ctx context.Context, o DumpOptions, sel bool, raw Volume) {
+func (c *Checklist) output(ctx context.Context, o DumpOptions, sel bool, raw dump.Volume) {
 	switch {
 	case o.File == "-":
 		c.add(pass("output", "standard output"))
@@ -80,7 +82,7 @@ func (c *Checklist) output(ctx context.Context, o DumpOptions, sel bool, raw Vol
 		c.add(it)
 	default:
 		if sel {
-			c.add(DiskSpace(DirOf(o.File), raw.Archive(o.Compressed), "the archive"))
+			c.add(diskSpace(dump.DirOf(o.File), raw.Archive(o.Compressed), "the archive"))
 		}
 	}
 }
@@ -158,7 +160,7 @@ func Restore(ctx context.Context, o RestoreOptions) *Checklist {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if m != nil {
-		tools, err := RestoreTools(ctx, o.Programs, m, srv)
+		tools, err := restore.RestoreTools(ctx, o.Programs, m, srv)
 		c.add(check("pg_restore", err, toolDetail(tools, tools.PgRestore())))
 	} else {
 		tools, err := o.Programs.Find(ctx, srv.Major())
@@ -175,7 +177,7 @@ func Restore(ctx context.Context, o RestoreOptions) *Checklist {
 		}
 	}
 	if o.Archive == nil && o.ArchiveErr == nil {
-		c.add(DiskSpace(o.SpillDir, 0, "data waiting for a connection (--spill-dir)"))
+		c.add(diskSpace(o.SpillDir, 0, "data waiting for a connection (--spill-dir)"))
 	}
 	return c
 }
@@ -229,7 +231,7 @@ func Clone(ctx context.Context, o CloneOptions) *Checklist {
 	c.add(check("pg_dump", err, toolDetail(dumpTools, dumpTools.PgDump())))
 	if err == nil {
 		m := &archive.Manifest{PgDumpVersion: dumpTools.Version, ServerVersion: ssrv.Version}
-		tools, err := RestoreTools(ctx, o.Programs, m, tsrv)
+		tools, err := restore.RestoreTools(ctx, o.Programs, m, tsrv)
 		c.add(check("pg_restore", err, toolDetail(tools, tools.PgRestore())))
 	}
 	c.roomFor(ctx, sconn, "source", o.Jobs)
@@ -315,19 +317,19 @@ func toolDetail(t pgbin.Tools, path string) string {
 // roomFor adds the check of connections for -j jobs and one more (the
 // leader, pg_dump or pg_restore), as the run asks it.
 func (c *Checklist) roomFor(ctx context.Context, conn *pgx.Conn, role string, jobs int) {
-	free, err := connectionRoom(ctx, conn, jobs, jobs+1)
+	free, err := pg.ConnectionRoom(ctx, conn, jobs, jobs+1)
 	c.add(check(fmt.Sprintf("connections on the %s", role), err, fmt.Sprintf("-j %d needs %d, %d free", jobs, jobs+1, free)))
 }
 
 // lockSlots adds the check of the source's lock table against the tables
 // pg_dump locks.
 func (c *Checklist) lockSlots(ctx context.Context, conn *pgx.Conn) {
-	n, err := TablesToLock(ctx, conn)
+	n, err := dump.TablesToLock(ctx, conn)
 	if err != nil {
 		c.add(fail("lock slots", err))
 		return
 	}
-	warning, detail, err := LockSlots(ctx, conn, n)
+	warning, detail, err := dump.LockSlots(ctx, conn, n)
 	switch {
 	case err != nil:
 		c.add(fail("lock slots", err))
@@ -354,127 +356,23 @@ func importable(ctx context.Context, conn *pgx.Conn, snapshot string) error {
 // readable adds the checks of the right to read what f selects (Readable,
 // ReadableLargeObjects). It returns whether the catalog could be read, and
 // the selected tables' size on disk.
-func (c *Checklist) readable(ctx context.Context, conn *pgx.Conn, f filter.Options) (bool, Volume) {
-	n, raw, err := Readable(ctx, conn, f, true)
-	var pe PrivilegeError
+func (c *Checklist) readable(ctx context.Context, conn *pgx.Conn, f filter.Options) (bool, dump.Volume) {
+	n, raw, err := dump.Readable(ctx, conn, f, true)
+	var pe dump.PrivilegeError
 	switch {
 	case errors.As(err, &pe):
 		c.add(fail("read privileges", err))
 	case err != nil:
 		c.add(fail("read privileges", err))
-		return false, Volume{}
+		return false, dump.Volume{}
 	default:
 		c.add(pass("read privileges", fmt.Sprintf("%d tables and sequences selected, all readable", n)))
 	}
 	if f.LargeObjects() {
-		n, err := ReadableLargeObjects(ctx, conn)
+		n, err := dump.ReadableLargeObjects(ctx, conn)
 		c.add(check("large objects", err, fmt.Sprintf("%d, all readable", n)))
 	}
 	return true, raw
-}
-
-// PrivilegeError is the refusal of Readable or ReadableLargeObjects: what
-// cannot be read, and the GRANT (or the other way) that fixes it.
-type PrivilegeError struct{ error }
-
-// CanRead refuses, before anything is read, a dump or clone whose role
-// cannot read every table, sequence and large object f selects
-// (Readable, ReadableLargeObjects): pg_dump, or a reader, would fail with
-// "permission denied" only once it reached that table, after the work
-// before it.
-func CanRead(ctx context.Context, conn *pgx.Conn, f filter.Options) error {
-	if _, _, err := Readable(ctx, conn, f, false); err != nil {
-		return err
-	}
-	if f.LargeObjects() {
-		if _, err := ReadableLargeObjects(ctx, conn); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Readable checks the right of conn's role to read the tables and
-// sequences f selects: USAGE on their schema, SELECT on them, and no row
-// security that would hide rows from it (pg_dump refuses to dump a table
-// whose rows its policies filter). It returns how many are selected and,
-// with sizes, the size on disk of the tables whose rows are read, heap
-// and TOAST (none with --schema-only); a PrivilegeError names the first five it cannot
-// read. Without sizes it takes no lock: pg_relation_size locks each table,
-// and would wait, without --lock-wait-timeout, behind a session holding
-// one in ACCESS EXCLUSIVE mode.
-func Readable(ctx context.Context, conn *pgx.Conn, f filter.Options, sizes bool) (int, Volume, error) {
-	selected, err := f.Selected("c", "n")
-	if err != nil {
-		return 0, Volume{}, err
-	}
-	noData, err := f.DataExcluded("c", "n")
-	if err != nil {
-		return 0, Volume{}, err
-	}
-	size, toast := "0", "0"
-	if sizes {
-		read := `c.relkind = 'r' AND NOT (` + noData + `)`
-		size = `CASE WHEN ` + read + ` THEN pg_catalog.pg_relation_size(c.oid) ELSE 0 END`
-		// The TOAST table with its index: values too large for a
-		// heap page, which an archive holds too.
-		toast = `CASE WHEN ` + read + ` AND c.reltoastrelid <> 0 THEN pg_catalog.pg_total_relation_size(c.reltoastrelid) ELSE 0 END`
-	}
-	var n, bad int
-	var raw Volume
-	var names []string
-	err = conn.QueryRow(ctx, `WITH me AS (SELECT rolsuper OR rolbypassrls AS bypass FROM pg_catalog.pg_roles WHERE rolname = current_user),
-	sel AS (SELECT c.relkind, CASE
-			WHEN NOT pg_catalog.has_schema_privilege(n.oid, 'USAGE') THEN 'no USAGE on schema ' || pg_catalog.quote_ident(n.nspname)
-			WHEN NOT pg_catalog.has_table_privilege(c.oid, 'SELECT') THEN 'no SELECT on ' || CASE c.relkind WHEN 'S' THEN 'sequence ' ELSE 'table ' END
-				|| pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)
-			WHEN c.relrowsecurity AND NOT (SELECT bypass FROM me) AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')
-				THEN 'row-level security on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) END AS why,
-			`+size+` AS size, `+toast+` AS toast
-		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-		WHERE c.relkind IN ('r', 'p', 'S') AND c.relpersistence <> 't'
-		AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
-		AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
-			WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid AND d.deptype = 'e')
-		AND (`+selected+`))
-	SELECT count(*)::int, count(why)::int, coalesce(sum(size), 0)::bigint, coalesce(sum(toast), 0)::bigint,
-		coalesce((SELECT array_agg(why) FROM (SELECT why FROM sel WHERE why IS NOT NULL LIMIT 5) w), '{}')
-	FROM sel`).Scan(&n, &bad, &raw.Heap, &raw.Toast, &names)
-	if err != nil {
-		return 0, Volume{}, fmt.Errorf("read the source's catalog for the privileges on the selected tables: %w", err)
-	}
-	if f.SchemaOnly {
-		raw = Volume{}
-	}
-	if bad > 0 {
-		list := strings.Join(names, ", ")
-		if bad > len(names) {
-			list += fmt.Sprintf(" and %d more", bad-len(names))
-		}
-		return n, raw, PrivilegeError{fmt.Errorf("%d of %d selected tables and sequences cannot be read: %s: GRANT USAGE on the schema and SELECT on them to %s (row-level security: ALTER ROLE ... BYPASSRLS, or run as the owner), run as a role that can (--role), or leave them out (-T)", bad, n, list, pg.Ident(conn.Config().User))}
-	}
-	return n, raw, nil
-}
-
-// ReadableLargeObjects checks that conn's role can read every large
-// object, returning how many there are; a PrivilegeError says how many it
-// cannot.
-func ReadableLargeObjects(ctx context.Context, conn *pgx.Conn) (int, error) {
-	var n, bad int
-	err := conn.QueryRow(ctx, `SELECT count(*)::int, count(*) FILTER (WHERE NOT (
-			(SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user)
-			OR pg_catalog.current_setting('lo_compat_privileges')::bool
-			OR pg_catalog.pg_has_role(m.lomowner, 'USAGE')
-			OR EXISTS (SELECT 1 FROM pg_catalog.aclexplode(m.lomacl) a
-				WHERE a.privilege_type = 'SELECT' AND (a.grantee = 0 OR pg_catalog.pg_has_role(a.grantee, 'USAGE')))))::int
-		FROM pg_catalog.pg_largeobject_metadata m`).Scan(&n, &bad)
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("read the large objects' privileges: %w", err)
-	case bad > 0:
-		return n, PrivilegeError{fmt.Errorf("%d of %d large objects cannot be read: GRANT SELECT ON LARGE OBJECT ... to %s, run as their owner, or select tables (-n/-t), which leaves large objects out", bad, n, pg.Ident(conn.Config().User))}
-	}
-	return n, nil
 }
 
 // targetState adds the check of what the target holds, as the run's
@@ -511,7 +409,7 @@ func (c *Checklist) targetState(ctx context.Context, cfg *pgx.ConnConfig, conn *
 		if id == "" {
 			id = j.ID() // a clone's: compared by the run with its snapshot's
 		}
-		err := Journal(j.ID(), id, resume, clean, database)
+		err := restore.Journal(j.ID(), id, resume, clean, database)
 		c.add(check("target database", err, fmt.Sprintf("%q holds an unfinished run: --resume finishes it", database)))
 		return
 	}
@@ -519,14 +417,14 @@ func (c *Checklist) targetState(ctx context.Context, cfg *pgx.ConnConfig, conn *
 	case clean:
 		c.add(pass("target database", "--clean drops the archive's objects first"))
 	case dataOnly:
-		c.add(check("target database", DataTargets(ctx, conn, m.Tables), fmt.Sprintf("the %d tables to load exist and are empty", len(m.Tables))))
+		c.add(check("target database", restore.DataTargets(ctx, conn, m.Tables), fmt.Sprintf("the %d tables to load exist and are empty", len(m.Tables))))
 	case partial:
 		c.add(pass("target database", "a partial restore may go into a database that holds other objects: the run checks the selected ones"))
 	default:
-		c.add(check("target database", Empty(ctx, conn, database), fmt.Sprintf("%q is empty", database)))
+		c.add(check("target database", restore.Empty(ctx, conn, database), fmt.Sprintf("%q is empty", database)))
 	}
 	c.privileges(ctx, conn, m, dataOnly)
-	c.add(check("encoding", Encoding(ctx, conn, m), encodingDetail(m.Encoding, conn.PgConn().ParameterStatus("server_encoding"))))
+	c.add(check("encoding", restore.Encoding(ctx, conn, m), encodingDetail(m.Encoding, conn.PgConn().ParameterStatus("server_encoding"))))
 }
 
 func encodingDetail(from, to string) string {
@@ -653,4 +551,17 @@ func databaseNames(m *archive.Manifest) string {
 func waitLittle(ctx context.Context, conn *pgx.Conn) error {
 	_, err := conn.Exec(ctx, "SET lock_timeout = '10s'")
 	return err
+}
+
+// diskSpace is dump.DiskSpace's verdict on dir as an item.
+func diskSpace(dir string, need int64, what string) Item {
+	name := "disk space in " + dir
+	warning, detail, err := dump.DiskSpace(dir, need, what)
+	switch {
+	case err != nil:
+		return fail(name, err)
+	case warning:
+		return warn(name, detail)
+	}
+	return pass(name, detail)
 }

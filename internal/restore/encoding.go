@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/pgsprint/pgsprint/internal/preflight"
 )
 
 // isPrivilegeError reports whether err is about ownership or privileges:
@@ -31,12 +29,12 @@ func isPrivilegeError(err error) bool {
 // cannot hold the text of an archive in archiveEncoding, or a role that
 // may not take the archive's ownership and privileges.
 func explain(err error, archiveEncoding, targetEncoding string, opts Options) error {
-	var refusal preflight.EncodingError
+	var refusal EncodingError
 	switch {
 	case errors.As(err, &refusal):
 		return err
-	case preflight.IsEncodingError(err) && targetEncoding != "" && targetEncoding != archiveEncoding:
-		return fmt.Errorf("%w (this archive's text is %s, which a %s database cannot hold: restore into a %s database)", err, archiveEncoding, targetEncoding, preflight.WideEnough(archiveEncoding))
+	case IsEncodingError(err) && targetEncoding != "" && targetEncoding != archiveEncoding:
+		return fmt.Errorf("%w (this archive's text is %s, which a %s database cannot hold: restore into a %s database)", err, archiveEncoding, targetEncoding, WideEnough(archiveEncoding))
 	case missingRole(err) != "" && !(opts.NoOwner && opts.NoACL):
 		return fmt.Errorf("%w (the archive's objects name role %q, which the target server lacks: create it first (dump --all carries the roles), or leave out ownership and privileges with -O (--no-owner) and -x (--no-privileges))", err, missingRole(err))
 	case isPrivilegeError(err) && !(opts.NoOwner && opts.NoACL):

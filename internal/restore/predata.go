@@ -15,7 +15,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/preflight"
 )
 
 // target is the database the restore works in, as the pre-data stage
@@ -67,7 +66,7 @@ func (p *preData) prepare(ctx context.Context) error {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	p.encoding = conn.PgConn().ParameterStatus("server_encoding")
-	if err := preflight.Encoding(ctx, conn, p.m); err != nil {
+	if err := Encoding(ctx, conn, p.m); err != nil {
 		return err
 	}
 	found, err := journal.Read(ctx, conn)
@@ -108,7 +107,7 @@ func (p *preData) prepare(ctx context.Context) error {
 		}
 		switch {
 		case p.sel.dataOnly:
-			if err := preflight.DataTargets(ctx, conn, p.m.Tables); err != nil {
+			if err := DataTargets(ctx, conn, p.m.Tables); err != nil {
 				return err
 			}
 		case p.opts.Clean:
@@ -120,12 +119,12 @@ func (p *preData) prepare(ctx context.Context) error {
 				return err
 			}
 		default:
-			if err := preflight.Empty(ctx, conn, p.target.Database); err != nil {
+			if err := Empty(ctx, conn, p.target.Database); err != nil {
 				return err
 			}
 		}
 		// Refused before anything is created, as preflight refuses it.
-		if err := preflight.CanCreate(ctx, conn, p.m, p.sel.dataOnly); err != nil {
+		if err := CanCreate(ctx, conn, p.m, p.sel.dataOnly); err != nil {
 			return err
 		}
 		if p.j, err = journal.Create(ctx, conn, id, p.savedManifest(), journal.StepChecked); err != nil {
@@ -307,10 +306,10 @@ func cleanFlag(clean bool) string {
 }
 
 // checkJournal decides what an existing journal means for this run
-// (preflight.Journal): found is the ID of the journal in the target (""
+// (Journal): found is the ID of the journal in the target (""
 // when there is none), id this run's.
 func (p *preData) checkJournal(found, id string) error {
-	return preflight.Journal(found, id, p.opts.Resume, p.opts.Clean, p.target.Database)
+	return Journal(found, id, p.opts.Resume, p.opts.Clean, p.target.Database)
 }
 
 // dropArchivedObjects runs the DROP ... IF EXISTS statements pg_restore

@@ -8,7 +8,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
-	"github.com/pgsprint/pgsprint/internal/preflight"
 )
 
 // chooseTools picks pg_restore and psql at least as new as both the pg_dump
@@ -29,10 +28,10 @@ func chooseTools(ctx context.Context, opts Options, m *archive.Manifest, log *sl
 		return pgbin.Tools{}, 0, fmt.Errorf("target: %w", err)
 	}
 	// The workers and a control connection (or pg_restore).
-	if err := preflight.ConnectionRoom(ctx, conn, opts.Jobs, opts.Jobs+1); err != nil {
+	if _, err := pg.ConnectionRoom(ctx, conn, opts.Jobs, opts.Jobs+1); err != nil {
 		return pgbin.Tools{}, 0, err
 	}
-	tools, err := preflight.RestoreTools(ctx, opts.Programs, m, srv)
+	tools, err := RestoreTools(ctx, opts.Programs, m, srv)
 	if err != nil {
 		return pgbin.Tools{}, 0, err
 	}

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package preflight
+package dump
 
 // writable cannot be checked without writing here: the run finds out.
 func writable(string) error { return nil }

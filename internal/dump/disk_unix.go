@@ -1,6 +1,6 @@
 //go:build unix
 
-package preflight
+package dump
 
 import "golang.org/x/sys/unix"
 
