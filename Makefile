@@ -65,7 +65,7 @@ test-long: deps vet
 # (source <= target) round-trips, and each is dumped from a standby.
 test-matrix: deps
 	PGSPRINT_TEST_REQUIRE_PG=1 PGSPRINT_TEST_PG_MATRIX=full $(GO) test -count=1 -timeout 30m \
-		-run 'TestEveryVersion|TestCrossVersion|TestDumpFromStandby' ./internal/pgtest ./cmd/pgsprint
+		-run 'TestEveryVersion|TestCrossVersion|TestDumpFromStandby' ./internal/pgtest ./internal/clone
 
 # A throwaway cluster with sample data: dump, restore, verify, show numbers.
 demo: deps-demo

@@ -14,7 +14,7 @@ import (
 // test-matrix, make test-long), loads the torture schema into it, so that
 // a broken install or a torture.sql feature an old server lacks shows up
 // here, by version, rather than in a round trip. Under make test the load
-// is TestCrossVersion's (cmd/pgsprint), which loads the torture schema
+// is TestCrossVersion's (internal/clone), which loads the torture schema
 // into a cluster of each of these versions: doing it here too cost a
 // torture load per version.
 func TestEveryVersion(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package clone
 
 import (
 	"context"
@@ -49,10 +49,10 @@ func matrix(versions []int, full bool) []versionPair {
 	return pairs
 }
 
-// TestCrossVersion dumps the torture database from one major version and
-// restores it into another: the archive must load into a newer server, with
-// pgsprint picking pg_dump for the source and pg_restore for the target by
-// itself. Both sides are compared with the newest pg_dump installed, which
+// TestCrossVersion dumps the torture database from one major version
+// (dump.Run) and restores it into another (restore.Run), then clones it
+// across (Run): the archive must load into a newer server, with pg_dump
+// picked for the source and pg_restore for the target by themselves. Both sides are compared with the newest pg_dump installed, which
 // prints what legitimately differs between versions the same way on both.
 func TestCrossVersion(t *testing.T) {
 	t.Parallel()
@@ -115,7 +115,7 @@ func TestCrossVersion(t *testing.T) {
 				t.Skipf("PostgreSQL %d here lacks extensions the source uses: %v", p.dst, missing)
 			}
 			file := filepath.Join(dir, fmt.Sprintf("%d-%d.pgs", p.src, p.dst))
-			mustPgsprint(t, "dump", "-d", src.ConnString("src"), "-f", file, "-j", "2", "-q")
+			dumpFile(t, src.ConnString("src"), file)
 			if src != dst {
 				// Roles are cluster-wide: bring the owners and grantees
 				// over first, as pg_dumpall --globals-only would.
@@ -127,7 +127,7 @@ func TestCrossVersion(t *testing.T) {
 			if err := dst.CreateDB(ctx, db); err != nil {
 				t.Fatal(err)
 			}
-			mustPgsprint(t, "restore", "-f", file, "-d", dst.ConnString(db), "-j", "2", "-q")
+			restoreFile(t, file, dst.ConnString(db))
 			pgtest.RequireSameSchemaAcrossVersions(t, newestBin, src.ConnString("src"), dst.ConnString(db))
 			pgtest.RequireSameData(t, src.ConnString("src"), dst.ConnString(db))
 
@@ -136,14 +136,14 @@ func TestCrossVersion(t *testing.T) {
 			if err := dst.CreateDB(ctx, cloned); err != nil {
 				t.Fatal(err)
 			}
-			mustPgsprint(t, "clone", "--source", src.ConnString("src"), "--target", dst.ConnString(cloned), "-j", "2", "-q")
+			cloneDB(t, src.ConnString("src"), dst.ConnString(cloned))
 			pgtest.RequireSameSchemaAcrossVersions(t, newestBin, src.ConnString("src"), dst.ConnString(cloned))
 			pgtest.RequireSameData(t, src.ConnString("src"), dst.ConnString(cloned))
 		})
 	}
 }
 
-// TestDumpFromStandby dumps from a streaming hot standby while transfers
+// TestDumpFromStandby dumps (dump.Run) from a streaming hot standby while transfers
 // run on the primary: the snapshot is exported on the standby, the locks
 // are taken there, and the restored copy must hold the primary's torture
 // data exactly and a bank whose accounts agree with its ledger (one instant).
@@ -165,7 +165,7 @@ func TestDumpFromStandby(t *testing.T) {
 				t.Fatal(err)
 			}
 			pgtest.LoadTorture(t, primary, "src")
-			err = primary.Exec(ctx, "src", bankSchema)
+			err = primary.Exec(ctx, "src", pgtest.BankSQL)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +176,7 @@ func TestDumpFromStandby(t *testing.T) {
 			// The primary's torture tables do not change from here on.
 			torture := pgtest.Fingerprint(t, primary.ConnString("src"))
 
-			bank := startTransfers(t, primary.ConnString("src"), 1)
+			bank := pgtest.StartTransfers(t, primary.ConnString("src"), 1)
 			// Let some transfers reach the standby first, so that the
 			// snapshot falls in the middle of the stream.
 			for bank.Count() < 50 && !t.Failed() {
@@ -186,13 +186,13 @@ func TestDumpFromStandby(t *testing.T) {
 				t.Fatal(err)
 			}
 			file := filepath.Join(t.TempDir(), "standby.pgs")
-			mustPgsprint(t, "dump", "-d", standby.ConnString("src"), "-f", file, "-j", "2", "-q")
+			dumpFile(t, standby.ConnString("src"), file)
 			bank.Stop()
 
 			if err := primary.CreateDB(ctx, "copy"); err != nil {
 				t.Fatal(err)
 			}
-			mustPgsprint(t, "restore", "-f", file, "-d", primary.ConnString("copy"), "-j", "2", "-q")
+			restoreFile(t, file, primary.ConnString("copy"))
 			pgtest.RequireSameSchema(t, primary.BinDir(), primary.ConnString("src"), primary.ConnString("copy"))
 
 			// The torture tables did not change: equal to the primary's.
@@ -214,7 +214,7 @@ func TestDumpFromStandby(t *testing.T) {
 			if len(diff) > 0 {
 				t.Fatalf("restored torture data differs from the primary's:\n%s", strings.Join(diff, "\n"))
 			}
-			checkBank(t, primary.ConnString("copy"), "bank restored from a standby")
+			pgtest.CheckBank(t, primary.ConnString("copy"), "bank restored from a standby")
 			t.Logf("PostgreSQL %d standby: %d transfers in all", v, bank.Count())
 		})
 	}

@@ -1,0 +1,106 @@
+package clone
+
+// Helpers of this package's tests that carry a real database across
+// servers the three ways a user does: dump.Run into a file and
+// restore.Run from it (as `pgsprint dump` and `pgsprint restore` call
+// them), and Run (as `pgsprint clone`).
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/chunk"
+	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/restore"
+	"github.com/pgsprint/pgsprint/internal/store/location"
+)
+
+// dumpFile dumps the database at conn into file with two jobs, as
+// `pgsprint dump -j 2` does by default (zstd:1, chunks of
+// chunk.DefaultSize); pg_dump is the one the source's version needs.
+func dumpFile(t testing.TB, conn, file string) {
+	t.Helper()
+	c, err := codec.Parse("zstd:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := dump.Options{
+		Source: connConfig(t, conn), File: file, Jobs: 2, Codec: c,
+		Split: chunk.Options{ChunkSize: chunk.DefaultSize, Method: chunk.Auto}, Version: "test",
+	}
+	if _, err := dump.Run(testContext(t), opts); err != nil {
+		t.Fatalf("dump %s: %v", file, err)
+	}
+}
+
+// restoreFile restores archive file into the database at conn with two
+// jobs, as `pgsprint restore -j 2 -f file -d conn`; pg_restore is the one
+// the target's version needs.
+func restoreFile(t testing.TB, file, conn string) {
+	t.Helper()
+	ctx := testContext(t)
+	b, err := location.Parse(file, location.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := archive.OpenLocation(ctx, b, archive.OpenOptions{Access: archive.Parallel, SpillDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := restore.Run(ctx, f.Source, restore.Options{Target: connConfig(t, conn), Where: f.String(), Jobs: 2}); err != nil {
+		t.Fatalf("restore %s: %v", file, err)
+	}
+}
+
+// cloneDB clones the database at src into the one at dst with two jobs,
+// as `pgsprint clone -j 2`.
+func cloneDB(t testing.TB, src, dst string) {
+	t.Helper()
+	if _, err := Run(testContext(t), Options{Session: dump.SessionOptions{Source: connConfig(t, src),
+		Split: chunk.Options{ChunkSize: chunk.DefaultSize, Method: chunk.Auto}, Version: "test"},
+		Options: restore.Options{Target: connConfig(t, dst), Jobs: 2}}); err != nil {
+		t.Fatalf("clone: %v", err)
+	}
+}
+
+// testContext is a test's context: cancelled when it ends, and after
+// five minutes, as a run of the binary would be.
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// connConfig parses conn.
+func connConfig(t testing.TB, conn string) *pgx.ConnConfig {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// versionsOrSkip returns the versions the cross-version tests use, skipping
+// (or failing, under make test) when fewer than min are installed.
+func versionsOrSkip(t *testing.T, min int) []int {
+	t.Helper()
+	vs := pgtest.Versions()
+	if len(vs) < min {
+		msg := fmt.Sprintf("need %d PostgreSQL major versions, have %v (scripts/install-pg-versions.sh installs more)", min, vs)
+		if os.Getenv(pgtest.EnvRequire) != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return vs
+}
