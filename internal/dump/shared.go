@@ -118,12 +118,14 @@ func inDatabase(perDatabase bool, s *Session, err error) error {
 // pg_dump --schema-only (at most opts.Jobs at once, each also waiting for
 // its locks to fit the sessions' LockBudget) beside opts.Jobs data Workers
 // taking units in the order given (largest first), whatever their
-// session. The first error cancels everything: pg_dumps are killed,
+// session; one of them gives way to the schema pass (startsBesideSchema). The first error cancels everything: pg_dumps are killed,
 // readers closed. It returns the rows copied.
 func runPool(ctx context.Context, opts Options, w *archive.Writer, sessions []*Session, units []Unit, perDatabase bool) (int64, error) {
 	in := func(s *Session, err error) error { return inDatabase(perDatabase, s, err) }
 	g, gctx := errgroup.WithContext(ctx)
+	schemaDone := make(chan struct{})
 	g.Go(func() error {
+		defer close(schemaDone)
 		sg, sctx := errgroup.WithContext(gctx)
 		sg.SetLimit(opts.Jobs)
 		for _, s := range sessions {
@@ -157,6 +159,13 @@ func runPool(ctx context.Context, opts Options, w *archive.Writer, sessions []*S
 	}
 	for i := range opts.Jobs {
 		g.Go(func() error {
+			if !startsBesideSchema(i, opts.Jobs) {
+				select {
+				case <-schemaDone:
+				case <-gctx.Done():
+					return nil // the error that ended the run is another's
+				}
+			}
 			k := NewWorker(opts, w)
 			k.parts = parts
 			defer k.Close(gctx)
