@@ -101,14 +101,15 @@ bench-deps: deps
 # and 30 partitions), the mixed dataset (10 GB) and TPC-H (SF 1) through
 # every pgsprint path beside the peers (pg_dump, pg_restore + vacuumdb, a
 # hand-made restore, pgcopydb, the raw COPY limit), rounds interleaved
-# (docs/BENCHMARKS.md, "At 12 GiB"). TPC-H needs tpchgen-cli (make
-# bench-deps). Knobs: SCALE (default 1000), MIXED, TPCH_SF, DATASETS
-# (flat,parts,mixed,tpch), JOBS, ROUNDS, TRACE (all, or datasets such as
-# mixed,tpch: sample pg_stat_activity every 100 ms during every step, the
-# "Where time goes" table and traces.json; docs/BENCHMARKS.md),
-# BENCH_FLAGS (e.g. -dsn 'host=... port=...' -keep -out DIR).
+# (docs/BENCHMARKS.md, "At 12 GiB"), and 10,000 small tables, dumped
+# against pg_dump --schema-only alone. TPC-H needs tpchgen-cli (make
+# bench-deps). Knobs: SCALE (default 1000), MIXED, TPCH_SF, TABLES,
+# DATASETS (flat,parts,mixed,tpch,tables), JOBS, ROUNDS, TRACE (all, or
+# datasets such as mixed,tpch: sample pg_stat_activity every 100 ms during
+# every step, the "Where time goes" table and traces.json;
+# docs/BENCHMARKS.md), BENCH_FLAGS (e.g. -dsn 'host=... port=...' -keep -out DIR).
 bench-scale: deps
-	$(GO) run ./bench/scale $(if $(SCALE),-scale $(SCALE)) $(if $(MIXED),-mixed-scale $(MIXED)) $(if $(TPCH_SF),-tpch-sf $(TPCH_SF)) $(if $(DATASETS),-datasets $(DATASETS)) $(if $(JOBS),-j $(JOBS)) $(if $(ROUNDS),-rounds $(ROUNDS)) $(if $(TRACE),-trace=$(TRACE)) $(BENCH_FLAGS)
+	$(GO) run ./bench/scale $(if $(SCALE),-scale $(SCALE)) $(if $(MIXED),-mixed-scale $(MIXED)) $(if $(TPCH_SF),-tpch-sf $(TPCH_SF)) $(if $(TABLES),-tables $(TABLES)) $(if $(DATASETS),-datasets $(DATASETS)) $(if $(JOBS),-j $(JOBS)) $(if $(ROUNDS),-rounds $(ROUNDS)) $(if $(TRACE),-trace=$(TRACE)) $(BENCH_FLAGS)
 
 # The bench pack for a many-core machine with nothing installed:
 # dist/bench-pack.tar.xz (static pgsprint, the runner, PostgreSQL 18 with

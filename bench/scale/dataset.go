@@ -17,19 +17,21 @@ import (
 )
 
 // dataset is one of the run's databases at its scale: seed 000's two
-// (pgbench, flat and in 30 partitions) and two of real data (issue 43):
-// the mixed three tables of text of a published pg_dump comparison, and
-// TPC-H.
+// (pgbench, flat and in 30 partitions), two of real data (issue 43): the
+// mixed three tables of text of a published pg_dump comparison, and
+// TPC-H; and thousands of tiny tables, whose dump is measured against
+// pg_dump --schema-only alone (schemaSteps).
 type dataset struct {
-	key        string // flat, parts, mixed, tpch
+	key        string // flat, parts, mixed, tpch, tables
 	db         string // the source database's name
 	label      string
 	partitions int
 	size       float64 // mixed's scale or TPC-H's scale factor
+	tables     int     // the tables dataset's table count
 }
 
 // datasetNames are the datasets -datasets takes.
-const datasetNames = "flat, parts, mixed, tpch"
+const datasetNames = "flat, parts, mixed, tpch, tables"
 
 // datasetNamed is the dataset called name at c's scales.
 func datasetNamed(name string, c config) (dataset, bool) {
@@ -43,6 +45,8 @@ func datasetNamed(name string, c config) (dataset, bool) {
 		return dataset{key: name, db: "mixed_" + sizeName(c.mixed), label: fmt.Sprintf("mixed, scale %g", c.mixed), size: c.mixed}, true
 	case "tpch":
 		return dataset{key: name, db: "tpch_sf" + sizeName(c.tpch), label: fmt.Sprintf("TPC-H SF %g", c.tpch), size: c.tpch}, true
+	case "tables":
+		return dataset{key: name, db: fmt.Sprintf("tables_%d", c.tables), label: fmt.Sprintf("%d small tables", c.tables), tables: c.tables}, true
 	}
 	return dataset{}, false
 }
@@ -51,6 +55,10 @@ func datasetNamed(name string, c config) (dataset, bool) {
 func sizeName(f float64) string {
 	return strings.ReplaceAll(strconv.FormatFloat(f, 'g', -1, 64), ".", "_")
 }
+
+// schemaSteps says whether d is measured by its dump against pg_dump
+// --schema-only alone (the tables dataset), with no restore to verify.
+func (d dataset) schemaSteps() bool { return d.key == "tables" }
 
 // builtMark is the comment a mixed or TPC-H database gets once it is
 // complete, so that a run with -keep reuses it and one cut short does not.
@@ -66,6 +74,8 @@ func (e *env) build(ctx context.Context, d dataset) error {
 		err = benchdata.MixedJobs(ctx, conn, d.size, jobs)
 	case "tpch":
 		err = benchdata.TPCH(ctx, e.cfg.tpchgen, e.work, conn, d.size, jobs)
+	case "tables":
+		err = benchdata.Tables(ctx, conn, d.tables)
 	default:
 		return benchdata.Pgbench(ctx, e.srv.BinDir(), conn, e.cfg.scale, d.partitions)
 	}
@@ -110,7 +120,7 @@ func (e *env) prepare(ctx context.Context, d dataset) (*source, error) {
 	if err := conn.QueryRow(ctx, "SELECT pg_database_size(current_database())").Scan(&src.bytes); err != nil {
 		return nil, fmt.Errorf("size of %s: %w", d.db, err)
 	}
-	if e.cfg.verify != "none" {
+	if e.cfg.verify != "none" && !d.schemaSteps() {
 		fmt.Fprintf(os.Stderr, "%s: reading its schema and row fingerprints...\n", d.label)
 		if src.schema, err = compare.SchemaDump(ctx, e.srv.BinDir(), e.srv.ConnString(d.db)); err != nil {
 			return nil, fmt.Errorf("schema of %s: %w", d.label, err)
@@ -130,7 +140,7 @@ func (e *env) built(ctx context.Context, d dataset) bool {
 		return false
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if d.key == "mixed" || d.key == "tpch" {
+	if d.key == "mixed" || d.key == "tpch" || d.key == "tables" {
 		var mark *string
 		err := conn.QueryRow(ctx, "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = current_database()").Scan(&mark)
 		return err == nil && mark != nil && *mark == builtMark(d)

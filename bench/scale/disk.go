@@ -20,6 +20,10 @@ const (
 	bytesPerMixed = 1600 << 20
 	bytesPerTPCH  = 2 << 30
 	tpchCSV       = 1200 << 20
+	// bytesPerTable is one of the tables dataset's: heap, two indexes,
+	// the catalog rows and a TOAST table's files (about 60 KiB; 100 KiB
+	// with a margin).
+	bytesPerTable = 100 << 10
 )
 
 // dbBytes is d's database on disk, and what its build needs beside it.
@@ -29,6 +33,8 @@ func dbBytes(c config, d dataset) (db, scratch int64) {
 		return int64(d.size * bytesPerMixed), 0
 	case "tpch":
 		return int64(d.size * bytesPerTPCH), int64(d.size * tpchCSV)
+	case "tables":
+		return int64(d.tables) * bytesPerTable, 0
 	}
 	return int64(c.scale) * bytesPerScale, 0
 }

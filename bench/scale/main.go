@@ -47,6 +47,7 @@ type config struct {
 	scale    int
 	mixed    float64 // the mixed dataset's scale (1: about 1 GB)
 	tpch     float64 // TPC-H's scale factor
+	tables   int     // the tables dataset's table count
 	tpchgen  string  // the tpchgen-cli program
 	datasets []dataset
 	jobs     []int
@@ -64,7 +65,7 @@ type config struct {
 }
 
 // allSteps are the measured commands -steps chooses from.
-var allSteps = []string{"raw", "dump", "pgdump-fd", "pgdump-fc", "restore", "pgrestore", "handmade", "pipe", "clone", "pgcopydb", "s3"}
+var allSteps = []string{"raw", "dump", "pgdump-schema", "pgdump-fd", "pgdump-fc", "restore", "pgrestore", "handmade", "pipe", "clone", "pgcopydb", "s3"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -89,8 +90,9 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.scale, "scale", 1000, "pgbench scale (1000: about 12 GiB, seed 000's size)")
 	fs.Float64Var(&c.mixed, "mixed-scale", 10, "the mixed dataset's scale (1: about 1 GB of names, e-mails, text, 10 secondary indexes)")
 	fs.Float64Var(&c.tpch, "tpch-sf", 1, "TPC-H's scale factor (1: about 1 GB of rows)")
+	fs.IntVar(&c.tables, "tables", 10000, "the tables dataset's table count (five rows each)")
 	fs.StringVar(&c.tpchgen, "tpchgen", "tpchgen-cli", "the TPC-H generator (pip install tpchgen-cli)")
-	fs.StringVar(&datasets, "datasets", "flat,parts,mixed,tpch", "comma-separated: flat (one pgbench_accounts table), parts (30 partitions), mixed (three tables of text), tpch (TPC-H)")
+	fs.StringVar(&datasets, "datasets", "flat,parts,mixed,tpch,tables", "comma-separated: flat (one pgbench_accounts table), parts (30 partitions), mixed (three tables of text), tpch (TPC-H), tables (-tables small tables: dump against pg_dump --schema-only)")
 	fs.StringVar(&jobs, "j", "2", "comma-separated -j values; each runs every step")
 	fs.IntVar(&c.rounds, "rounds", 3, "run every step this many times, interleaved (min/median/max)")
 	fs.StringVar(&steps, "steps", strings.Join(allSteps, ","), "comma-separated steps: "+strings.Join(allSteps, ", "))
@@ -106,8 +108,8 @@ func parseFlags(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if c.scale < 1 || c.rounds < 1 {
-		return c, fmt.Errorf("-scale and -rounds must be at least 1")
+	if c.scale < 1 || c.rounds < 1 || c.tables < 1 {
+		return c, fmt.Errorf("-scale, -rounds and -tables must be at least 1")
 	}
 	if !(c.mixed > 0) || !(c.tpch > 0) {
 		return c, fmt.Errorf("-mixed-scale and -tpch-sf must be above 0")

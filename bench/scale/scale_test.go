@@ -23,7 +23,9 @@ func TestParseFlags(t *testing.T) {
 		noSteps []string
 		trace   string // the datasets -trace chose, as traceFlag.String
 	}{
-		{args: nil, jobs: []int{2}, dbs: []string{"pgbench_s1000", "pgbench_s1000_p30", "mixed_10", "tpch_sf1"}},
+		{args: nil, jobs: []int{2}, dbs: []string{"pgbench_s1000", "pgbench_s1000_p30", "mixed_10", "tpch_sf1", "tables_10000"}},
+		{args: []string{"-datasets", "tables", "-tables", "500"}, jobs: []int{2}, dbs: []string{"tables_500"}},
+		{args: []string{"-tables", "0"}, err: "at least 1"},
 		{args: []string{"-datasets", "mixed,tpch", "-mixed-scale", "0.5", "-tpch-sf", "3"}, jobs: []int{2}, dbs: []string{"mixed_0_5", "tpch_sf3"}},
 		{args: []string{"-tpch-sf", "0"}, err: "above 0"},
 		{args: []string{"-scale", "7", "-j", "8,16", "-datasets", "parts", "-steps", "dump,restore"},
@@ -64,6 +66,39 @@ func TestParseFlags(t *testing.T) {
 		for _, s := range tc.noSteps {
 			if c.steps[s] {
 				t.Errorf("%v: step %s chosen", tc.args, s)
+			}
+		}
+	}
+}
+
+// TestSchemaSteps: the tables dataset runs pg_dump --schema-only and
+// pgsprint dump only, the dump's ratio taken against the schema pass;
+// the other datasets do not run the schema pass alone.
+func TestSchemaSteps(t *testing.T) {
+	c, err := parseFlags([]string{"-datasets", "tables,flat", "-tables", "300"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{cfg: c, srv: versioned{&external{dsn: "host=/nowhere", binDir: "/nowhere/bin"}}, work: t.TempDir()}
+	e.cfg.out = e.work
+	for _, d := range c.datasets {
+		var keys []string
+		var peers []string
+		for _, s := range e.steps(&source{dataset: d}, 2, 1, true) {
+			keys = append(keys, s.key)
+			if s.key == "dump" {
+				peers = s.peers
+			}
+		}
+		got := strings.Join(keys, " ")
+		switch d.key {
+		case "tables":
+			if got != "pgdump-schema dump" || strings.Join(peers, " ") != "pgdump-schema" {
+				t.Errorf("tables: steps %q, dump's peers %v; want pgdump-schema dump, against pgdump-schema", got, peers)
+			}
+		default:
+			if strings.Contains(got, "pgdump-schema") || strings.Join(peers, " ") != "raw" {
+				t.Errorf("%s: steps %q, dump's peers %v", d.key, got, peers)
 			}
 		}
 	}

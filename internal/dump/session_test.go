@@ -30,6 +30,7 @@ func TestSession(t *testing.T) {
 	t.Run("workers", func(t *testing.T) { testSessionAndWorkers(t, c) })
 	t.Run("reader lock", func(t *testing.T) { testReaderLock(t, c) })
 	t.Run("reader by id", func(t *testing.T) { testReaderByID(t, c) })
+	t.Run("catalog queries", func(t *testing.T) { testCatalogQueries(t, c) })
 }
 
 // testSessionAndWorkers runs a Session and its workers against a real

@@ -131,12 +131,14 @@ func inDatabase(perDatabase bool, s *Session, err error) error {
 // pg_dump --schema-only (at most opts.Jobs at once, each also waiting for
 // its locks to fit the sessions' LockBudget) beside opts.Jobs data Workers
 // taking units in the order given (largest first), whatever their
-// session. The first error cancels everything: pg_dumps are killed,
+// session; one of them gives way to the schema pass (startsBesideSchema). The first error cancels everything: pg_dumps are killed,
 // readers closed. It returns the rows copied.
 func runPool(ctx context.Context, opts Options, w *archive.Writer, work Sessions) (int64, error) {
 	in := func(s *Session, err error) error { return inDatabase(work.PerDatabase, s, err) }
 	g, gctx := errgroup.WithContext(ctx)
+	schemaDone := make(chan struct{})
 	g.Go(func() error {
+		defer close(schemaDone)
 		sg, sctx := errgroup.WithContext(gctx)
 		sg.SetLimit(opts.Jobs)
 		for _, s := range work.List {
@@ -168,8 +170,16 @@ func runPool(ctx context.Context, opts Options, w *archive.Writer, work Sessions
 		// of the same name are two tables in the summary's largest.
 		parts = progress.NewParts(opts.Progress, "dump")
 	}
+	giveWay := longSchema(work.List)
 	for i := range opts.Jobs {
 		g.Go(func() error {
+			if !startsBesideSchema(i, opts.Jobs, giveWay) {
+				select {
+				case <-schemaDone:
+				case <-gctx.Done():
+					return nil // the error that ended the run is another's
+				}
+			}
 			k := &worker{w: w, blockSize: opts.BlockSize, progress: opts.Progress, parts: parts}
 			defer k.close(gctx)
 			for u := range units {
