@@ -52,8 +52,14 @@ TEST_DIR ?=
 # 2 cores 80% busy, cmd/pgsprint alone at 4 kept them 97% busy.
 TEST_PARALLEL ?= 4
 
+# TEST_PACKAGES: how many packages' tests run at once (go test -p; its
+# default is the cores). For the same reason, above the cores: on 2 cores
+# the packages other than cmd/pgsprint queued behind each other while
+# their servers sat idle.
+TEST_PACKAGES ?= 4
+
 test: deps vet
-	PGSPRINT_TEST_DIR=$(TEST_DIR) PGSPRINT_TEST_REQUIRE_PG=1 PGSPRINT_TEST_PG_VERSIONS=$(TEST_PG_VERSIONS) $(GO) test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
+	PGSPRINT_TEST_DIR=$(TEST_DIR) PGSPRINT_TEST_REQUIRE_PG=1 PGSPRINT_TEST_PG_VERSIONS=$(TEST_PG_VERSIONS) $(GO) test -count=1 -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
 
 # Everything `make test` runs, plus the slow repetitions it runs once
 # (kill iterations: build tag `long`) and the full version matrix of every
