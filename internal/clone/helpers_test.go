@@ -1,9 +1,9 @@
 package clone
 
-// Helpers of this package's tests that carry a real database across
-// servers the three ways a user does: dump.Run into a file and
-// restore.Run from it (as `pgsprint dump` and `pgsprint restore` call
-// them), and Run (as `pgsprint clone`).
+// Helpers of this package's tests that run a whole dump, restore or clone
+// against real servers as the binary calls them (dump.Run, restore.Run,
+// Run), carry a real database across servers the three ways a user does,
+// and watch the runs from the server's side.
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/store/location"
@@ -103,4 +104,60 @@ func versionsOrSkip(t *testing.T, min int) []int {
 		t.Skip(msg)
 	}
 	return vs
+}
+
+// split is how `--chunk-size size` cuts tables (0: the default size).
+func split(size int64) chunk.Options {
+	if size == 0 {
+		size = chunk.DefaultSize
+	}
+	return chunk.Options{ChunkSize: size, Method: chunk.Auto}
+}
+
+// dumpOptions are the options of `pgsprint dump -d conn -f file -j jobs
+// -Z z --chunk-size chunkSize` (0: the default).
+func dumpOptions(t testing.TB, conn, file string, jobs int, z string, chunkSize int64) dump.Options {
+	t.Helper()
+	c, err := codec.Parse(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dump.Options{Source: connConfig(t, conn), File: file, Jobs: jobs, Codec: c, Split: split(chunkSize), Version: "test"}
+}
+
+// restoreOptions are the options of `pgsprint restore -d conn -j jobs`.
+func restoreOptions(t testing.TB, conn string, jobs int) restore.Options {
+	t.Helper()
+	return restore.Options{Target: connConfig(t, conn), Jobs: jobs, Programs: &pgbin.Finder{}}
+}
+
+// cloneOptions are the options of `pgsprint clone --source src --target
+// dst -j jobs --chunk-size chunkSize` (0: the default).
+func cloneOptions(t testing.TB, src, dst string, jobs int, chunkSize int64) Options {
+	t.Helper()
+	return Options{
+		Options: restoreOptions(t, dst, jobs),
+		Session: dump.SessionOptions{Source: connConfig(t, src), Split: split(chunkSize), Version: "test"},
+	}
+}
+
+// restoreWith restores the archive file with opts, as `pgsprint restore
+// -f file`, and returns the run's error.
+func restoreWith(ctx context.Context, t testing.TB, file string, opts restore.Options) error {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar, err := archive.Open(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = restore.Run(ctx, ar, opts)
+	return err
 }

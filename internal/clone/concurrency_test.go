@@ -1,12 +1,10 @@
-package main
+package clone
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
@@ -269,16 +268,17 @@ func (g *gate) open(t *testing.T) {
 }
 
 // TestConcurrency checks the connection counts of docs/CONCURRENCY.md
-// against pg_stat_activity, at -j 2, for dump, restore and clone: every
-// sample of the whole run stays within the document's bound for each side
-// (source and target database), each kind of session (pgsprint, pg_dump,
-// pg_restore, psql; any other kind, or any session in another database,
-// has the bound 0) and in total; and the run is held by the test, with
-// locks it takes before starting it, in the state where the document says
-// the count is at its peak, until that state is seen: so the bounds are
-// met, not merely not exceeded by a run too quick to sample.
+// against pg_stat_activity, at -j 2, for dump (dump.Run), restore
+// (restore.Run) and clone (Run): every sample of the whole run stays
+// within the document's bound for each side (source and target
+// database), each kind of session (pgsprint, pg_dump, pg_restore, psql;
+// any other kind, or any session in another database, has the bound 0)
+// and in total; and the run is held by the test, with locks it takes
+// before starting it, in the state where the document says the count is
+// at its peak, until that state is seen: so the bounds are met, not
+// merely not exceeded by a run too quick to sample.
 //
-//   - dump: its standard output is not read and gate_p is locked, so the
+//   - dump: its output (a pipe) is not read and gate_p is locked, so the
 //     readers block writing the archive and pg_dump waits for its lock:
 //     the leader, -j readers and pg_dump are all connected at once.
 //   - restore, clone: the target's gated column waits for an advisory
@@ -299,8 +299,9 @@ func TestConcurrency(t *testing.T) {
 	j := concurrencyJobs
 
 	cases := []struct {
-		name  string
-		args  []string
+		name string
+		// run runs it, writing what `-f -` writes to out.
+		run   func(ctx context.Context, out io.Writer) error
 		sides map[string]string // database: side
 		// bounds are docs/CONCURRENCY.md's most sessions at once, by
 		// side and kind ("total": the side's sum).
@@ -309,12 +310,17 @@ func TestConcurrency(t *testing.T) {
 		// not reading its output), which held recognizes.
 		gate func(t *testing.T) *gate
 		held func(sample) bool
-		// output is where standard output goes once the gate is open.
+		// output is where the run's output goes once the gate is open.
 		output string
 	}{
 		{
-			name:   "dump",
-			args:   []string{"dump", "-q", "-d", c.ConnString("src"), "-f", "-", "-j", fmt.Sprint(j), "-Z", "none"},
+			name: "dump",
+			run: func(ctx context.Context, out io.Writer) error {
+				opts := dumpOptions(t, c.ConnString("src"), "-", j, "none", 0)
+				opts.Stdout = out
+				_, err := dump.Run(ctx, opts)
+				return err
+			},
 			sides:  map[string]string{"src": "source"},
 			bounds: map[string]map[string]int{"source": {"pgsprint": j + 1, "pg_dump": 1, "total": j + 2}},
 			gate: func(t *testing.T) *gate {
@@ -326,8 +332,10 @@ func TestConcurrency(t *testing.T) {
 			output: archive,
 		},
 		{
-			name:   "restore",
-			args:   []string{"restore", "-q", "-f", archive, "-d", c.ConnString("dst_restore"), "-j", fmt.Sprint(j)},
+			name: "restore",
+			run: func(ctx context.Context, _ io.Writer) error {
+				return restoreWith(ctx, t, archive, restoreOptions(t, c.ConnString("dst_restore"), j))
+			},
 			sides:  map[string]string{"dst_restore": "target"},
 			bounds: map[string]map[string]int{"target": {"pgsprint": j, "pg_restore": j, "psql": 1, "total": j + 1}},
 			gate: func(t *testing.T) *gate {
@@ -336,8 +344,11 @@ func TestConcurrency(t *testing.T) {
 			held: func(s sample) bool { return s.waiting("target", "pgsprint", "advisory") >= j },
 		},
 		{
-			name:  "clone",
-			args:  []string{"clone", "-q", "--source", c.ConnString("src"), "--target", c.ConnString("dst_clone"), "-j", fmt.Sprint(j)},
+			name: "clone",
+			run: func(ctx context.Context, _ io.Writer) error {
+				_, err := Run(ctx, cloneOptions(t, c.ConnString("src"), c.ConnString("dst_clone"), j, 0))
+				return err
+			},
 			sides: map[string]string{"src": "source", "dst_clone": "target"},
 			bounds: map[string]map[string]int{
 				"source": {"pgsprint": j + 1, "pg_dump": 1, "total": j + 1},
@@ -355,26 +366,20 @@ func TestConcurrency(t *testing.T) {
 		if !t.Run(tc.name, func(t *testing.T) {
 			g := tc.gate(t)
 			sampler := sampleActivity(t, c.ConnString("postgres"), tc.sides, tc.held)
-			// Standard output is a pipe of the test's: the dump's is read
-			// only once the gate is open.
-			r, w, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
+			// The output is a pipe of the test's: the dump's is read only
+			// once the gate is open.
+			r, w := io.Pipe()
 			defer r.Close()
-			cmd := exec.Command(binary, tc.args...)
-			cmd.Env = os.Environ()
-			cmd.Stdout = w
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			err = cmd.Start()
-			w.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cmd.Process.Kill() })
+			rctx, cancel := context.WithCancel(testContext(t))
+			defer cancel()
+			ran := make(chan error, 1)
 			exited := make(chan struct{})
-			go func() { cmd.Wait(); close(exited) }()
+			go func() {
+				err := tc.run(rctx, w)
+				w.CloseWithError(err)
+				ran <- err
+				close(exited)
+			}()
 			out := io.Discard
 			if tc.output != "" {
 				f, err := os.Create(tc.output)
@@ -393,8 +398,8 @@ func TestConcurrency(t *testing.T) {
 			case <-sampler.held:
 			case <-exited:
 				p, n := sampler.result()
-				t.Fatalf("pgsprint %s ended (exit %d) before the state the document describes as its peak was seen (%d samples; most seen at once: %s)\n%s",
-					tc.name, cmd.ProcessState.ExitCode(), n, p, stderr.String())
+				t.Fatalf("%s ended (%v) before the state the document describes as its peak was seen (%d samples; most seen at once: %s)",
+					tc.name, <-ran, n, p)
 			case <-time.After(2 * time.Minute):
 				p, n := sampler.result()
 				t.Fatalf("the run never reached the state the document describes as its peak within 2 minutes (%d samples; most seen at once: %s)", n, p)
@@ -407,13 +412,13 @@ func TestConcurrency(t *testing.T) {
 			select {
 			case <-exited:
 			case <-time.After(2 * time.Minute):
-				t.Fatalf("pgsprint %s did not end within 2 minutes of the gate's opening\n%s", tc.name, stderr.String())
+				t.Fatalf("%s did not end within 2 minutes of the gate's opening", tc.name)
+			}
+			if err := <-ran; err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
 			}
 			if err := <-copied; err != nil {
-				t.Fatalf("read standard output: %v", err)
-			}
-			if code := cmd.ProcessState.ExitCode(); code != 0 {
-				t.Fatalf("pgsprint %s: exit %d\n%s", tc.name, code, stderr.String())
+				t.Fatalf("read the output: %v", err)
 			}
 			sampler.stop()
 			p, n := sampler.result()
@@ -429,9 +434,9 @@ func TestConcurrency(t *testing.T) {
 			return
 		}
 	}
-	want := scalar(t, c.ConnString("src"), "SELECT sum(id) FROM (SELECT id FROM public.t1 UNION ALL SELECT id FROM public.t2 UNION ALL SELECT id FROM public.t3) x")
+	want := pgtest.Scalar(t, c.ConnString("src"), "SELECT sum(id) FROM (SELECT id FROM public.t1 UNION ALL SELECT id FROM public.t2 UNION ALL SELECT id FROM public.t3) x")
 	for _, db := range []string{"dst_restore", "dst_clone"} {
-		if got := scalar(t, c.ConnString(db), "SELECT sum(id) FROM (SELECT id FROM public.t1 UNION ALL SELECT id FROM public.t2 UNION ALL SELECT id FROM public.t3) x"); got != want {
+		if got := pgtest.Scalar(t, c.ConnString(db), "SELECT sum(id) FROM (SELECT id FROM public.t1 UNION ALL SELECT id FROM public.t2 UNION ALL SELECT id FROM public.t3) x"); got != want {
 			t.Errorf("%s: rows sum to %s, the source's to %s", db, got, want)
 		}
 	}

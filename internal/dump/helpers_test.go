@@ -1,0 +1,60 @@
+package dump
+
+// Helpers of this package's tests that dump a real database through Run,
+// as `pgsprint dump` calls it, and restore the archive to check it.
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/chunk"
+	"github.com/pgsprint/pgsprint/internal/codec"
+	"github.com/pgsprint/pgsprint/internal/restore"
+)
+
+// testContext is a test's context: cancelled when it ends, and after
+// five minutes, as a run of the binary would be.
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// dumpOptions are the options `pgsprint dump -d conn -f file -j jobs -Z
+// z` runs with (chunks of chunk.DefaultSize, split as auto says).
+func dumpOptions(t *testing.T, conn, file string, jobs int, z string) Options {
+	t.Helper()
+	c, err := codec.Parse(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{
+		Source: mustConfig(t, conn), File: file, Jobs: jobs, Codec: c,
+		Split: chunk.Options{ChunkSize: chunk.DefaultSize, Method: chunk.Auto}, Version: "test",
+	}
+}
+
+// restoreFile restores the archive file into the database at conn with
+// jobs loaders, as `pgsprint restore -f file -d conn -j jobs`.
+func restoreFile(t *testing.T, file, conn string, jobs int) {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar, err := archive.Open(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restore.Run(testContext(t), ar, restore.Options{Target: mustConfig(t, conn), Jobs: jobs}); err != nil {
+		t.Fatalf("restore %s: %v", file, err)
+	}
+}
