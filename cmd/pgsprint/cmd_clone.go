@@ -14,11 +14,9 @@ import (
 	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
-	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/restore"
-	"github.com/pgsprint/pgsprint/internal/subset"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -43,15 +41,7 @@ type cloneOptions struct {
 	role      string
 	follow    followFlags
 	all       allDumpFlags
-	subset    subsetFlags
-	spec      subset.Spec // what subset asks for
-	mask      maskFlags
-	masking   mask.Spec // what mask asks for
-}
-
-func newCloneCmd() *cobra.Command {
-	cmd, o := cloneCommand()
-	return checkThen(cmd, o, func(ctx context.Context, o *cloneOptions) error { return runClone(ctx, *o) })
+	rowFlags
 }
 
 // cloneCommand is clone's command with its flags, without RunE: clone itself and
@@ -147,8 +137,7 @@ starts the whole copy over.`,
 	fs.StringVar(&o.role, "role", "", "SET ROLE to this role on every connection, source and target, after logging in")
 	o.follow.register(fs)
 	o.all.register(fs)
-	o.subset.register(fs)
-	o.mask.register(fs)
+	o.registerRows(fs)
 	fs.BoolVar(&o.settings.NoStatistics, "no-statistics", false, "analyze the copied tables instead of copying the source's optimizer statistics (copied when both servers are 18 or later)")
 	o.progress.register(fs)
 	o.log.register(fs)
@@ -161,12 +150,7 @@ func (o *cloneOptions) check(cmd *cobra.Command) error {
 	if err := o.compat.apply(cmd.Flags(), &o.filter, o.clean); err != nil {
 		return err
 	}
-	var err error
-	if o.spec, err = o.subset.spec(cmd.Flags()); err != nil {
-		return err
-	}
-	o.masking, err = o.mask.spec()
-	return err
+	return o.applyRows(cmd.Flags())
 }
 
 func runClone(ctx context.Context, o cloneOptions) error {
@@ -236,10 +220,7 @@ func (o *cloneOptions) validate() (chunk.Method, error) {
 	if o.filter.DataOnly && o.clean {
 		return "", usageError{fmt.Errorf("--data-only copies into existing tables: it does not take --clean")}
 	}
-	if err := checkSubsetWith(o.spec, o.all.all, o.resume, o.follow.on, o.filter.SchemaOnly); err != nil {
-		return "", err
-	}
-	if err := checkMaskWith(o.masking, o.all.all, o.resume, o.follow.on, o.filter.Selection, o.compat.statistics); err != nil {
+	if err := o.checkRows(o.all.all, o.resume, o.follow.on, o.filter.Selection, o.compat.statistics); err != nil {
 		return "", err
 	}
 	method, err := chunk.ParseMethod(o.splitBy)

@@ -19,10 +19,8 @@ import (
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
-	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/store/location"
-	"github.com/pgsprint/pgsprint/internal/subset"
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
@@ -51,15 +49,7 @@ type dumpOptions struct {
 	encrypt   encryptFlags
 	store     storeFlags
 	all       allDumpFlags
-	subset    subsetFlags
-	spec      subset.Spec // what subset asks for
-	mask      maskFlags
-	masking   mask.Spec // what mask asks for
-}
-
-func newDumpCmd() *cobra.Command {
-	cmd, o := dumpCommand()
-	return checkThen(cmd, o, func(ctx context.Context, o *dumpOptions) error { return runDump(ctx, *o) })
+	rowFlags
 }
 
 // dumpCommand is dump's command with its flags, without RunE: dump itself and
@@ -149,8 +139,7 @@ server. One connection per database holds its snapshot until the end; the
 	o.encrypt.register(fs)
 	o.store.register(fs, true)
 	o.all.register(fs)
-	o.subset.register(fs)
-	o.mask.register(fs)
+	o.registerRows(fs)
 	o.progress.register(fs)
 	o.log.register(fs)
 	cmd.Flags().BoolP("help", "", false, "show this help")
@@ -162,12 +151,7 @@ func (o *dumpOptions) check(cmd *cobra.Command) error {
 	if err := o.compat.apply(cmd.Flags(), &o.filter, false); err != nil {
 		return err
 	}
-	var err error
-	if o.spec, err = o.subset.spec(cmd.Flags()); err != nil {
-		return err
-	}
-	o.masking, err = o.mask.spec()
-	return err
+	return o.applyRows(cmd.Flags())
 }
 
 func runDump(ctx context.Context, o dumpOptions) error {
@@ -264,10 +248,7 @@ func (o *dumpOptions) validate() (codec.Codec, chunk.Method, error) {
 	if err := o.filter.Check(); err != nil {
 		return nil, "", usageError{err}
 	}
-	if err := checkSubsetWith(o.spec, o.all.all, false, false, o.filter.SchemaOnly); err != nil {
-		return nil, "", err
-	}
-	if err := checkMaskWith(o.masking, o.all.all, false, false, o.filter.Selection, o.compat.statistics); err != nil {
+	if err := o.checkRows(o.all.all, false, false, o.filter.Selection, o.compat.statistics); err != nil {
 		return nil, "", err
 	}
 	c, err := codec.Parse(o.compress)

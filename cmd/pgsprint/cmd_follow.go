@@ -156,8 +156,7 @@ sequences until finish copies them, unlogged tables. TRUNCATE is followed.`,
 }
 
 func newFollowStatusCmd() *cobra.Command {
-	var o followOptions
-	cmd := &cobra.Command{
+	cmd, _ := followSubcommand(&cobra.Command{
 		Use:   "status --target DST [--source SRC]",
 		Short: "Show how far the target of a clone --follow is behind the source",
 		Long: `Show the subscription of a clone --follow on the target: whether its apply
@@ -172,11 +171,19 @@ handover (run finish again), prepared transactions in the source database
 left behind (with the SQL that removes them). Exit 1 when the follow cannot
 go on by itself: no subscription, DDL stopped by name, a new table failing
 to copy, or the apply worker failing (its error quoted, with what to do).`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runFollowStatus(cmd.Context(), o, os.Stdout) },
-	}
-	o.register(cmd.Flags(), "source database (optional: needed for the lag in bytes and for leftovers)")
+	}, "source database (optional: needed for the lag in bytes and for leftovers)", runFollowStatus)
 	return cmd
+}
+
+// followSubcommand gives cmd, a follow subcommand's text, what every
+// follow subcommand takes: no arguments, the follow's connection flags
+// (sourceHelp describing --source) and run, writing to standard output.
+func followSubcommand(cmd *cobra.Command, sourceHelp string, run func(context.Context, followOptions, io.Writer) error) (*cobra.Command, *followOptions) {
+	o := &followOptions{}
+	cmd.Args = noArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), *o, os.Stdout) }
+	o.register(cmd.Flags(), sourceHelp)
+	return cmd, o
 }
 
 func runFollowStatus(ctx context.Context, o followOptions, out io.Writer) error {
@@ -314,8 +321,7 @@ func printFence(out io.Writer, f follow.Fence, slot string) {
 }
 
 func newFollowFinishCmd() *cobra.Command {
-	var o followOptions
-	cmd := &cobra.Command{
+	cmd, o := followSubcommand(&cobra.Command{
 		Use:   "finish --source SRC --target DST",
 		Short: "Finish a clone --follow: fence the source, catch up, copy sequences, compare, hand over",
 		Long: `Finish a clone --follow with a fenced switchover:
@@ -356,13 +362,12 @@ that went on).`,
 		Example: `  pgsprint follow status --source prod --target "host=new dbname=prod"
   pgsprint follow finish --source prod --target "host=new dbname=prod"
   # point the application at the new server; the old one stays read-only`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.graceSet = cmd.Flags().Changed("fence-grace")
-			return runFollowFinish(cmd.Context(), o, os.Stdout)
-		},
+	}, "source database: name, connection string or URI", runFollowFinish)
+	run := cmd.RunE // finish also needs to know whether --fence-grace was given
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		o.graceSet = cmd.Flags().Changed("fence-grace")
+		return run(cmd, args)
 	}
-	o.register(cmd.Flags(), "source database: name, connection string or URI")
 	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "tables compared in parallel on each side")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 10*time.Minute, "fail if the target has not caught up within this time")
 	cmd.Flags().DurationVar(&o.stall, "stall-timeout", follow.DefaultStallTimeout, "refuse to fence, or lift the fence and fail, when the target's catch-up makes no progress for this long")
@@ -438,8 +443,7 @@ func verifyFollow(ctx context.Context, o followOptions, src, dst *pgx.ConnConfig
 }
 
 func newFollowAbortCmd() *cobra.Command {
-	var o followOptions
-	cmd := &cobra.Command{
+	cmd, _ := followSubcommand(&cobra.Command{
 		Use:   "abort --source SRC --target DST",
 		Short: "Remove a clone --follow's subscription, slot and publication, and lift its fence",
 		Long: `Remove what clone --follow created: the subscription on the target, the
@@ -456,10 +460,7 @@ the subscription never hangs: each DROP SUBSCRIPTION runs under a 5 s
 statement timeout, up to 6 tries, after ending the source's walsenders of
 this follow's table-copy slots (which wait for prepared transactions); if
 it still cannot, abort exits 1 naming the prepared transactions to resolve.`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runFollowAbort(cmd.Context(), o, os.Stdout) },
-	}
-	o.register(cmd.Flags(), "source database: name, connection string or URI")
+	}, "source database: name, connection string or URI", runFollowAbort)
 	return cmd
 }
 

@@ -65,11 +65,6 @@ func (l *listFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&l.use, "use-list", "L", "", "restore only the entries this list (edited output of -l, or of pg_restore -l of the schema) keeps; \";\" comments a line out")
 }
 
-func newRestoreCmd() *cobra.Command {
-	cmd, o := restoreCommand()
-	return checkThen(cmd, o, func(ctx context.Context, o *restoreOptions) error { return runRestore(ctx, *o) })
-}
-
 // restoreCommand is restore's command with its flags, without RunE: restore itself and
 // preflight restore take the same flags.
 func restoreCommand() (*cobra.Command, *restoreOptions) {

@@ -127,7 +127,7 @@ func newRootCmd() *cobra.Command {
 		}
 		return cmd.Help()
 	}
-	root.AddCommand(newDumpCmd(), newRestoreCmd(), newCloneCmd(), newSnapshotCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newFollowCmd(), newPreflightCmd(), newDemoCmd(), newMaskCmd(), newVersionCmd(), newGenDocsCmd())
+	root.AddCommand(newChecked(dumpCommand, runDump), newChecked(restoreCommand, runRestore), newChecked(cloneCommand, runClone), newSnapshotCmd(), newListCmd(), newVerifyCmd(), newCompareCmd(), newFollowCmd(), newPreflightCmd(), newDemoCmd(), newMaskCmd(), newVersionCmd(), newGenDocsCmd())
 	// Help is --help only, as in the PostgreSQL tools, where -h is the
 	// host: cobra's default -h would silently print help instead of
 	// connecting (pgsprint compare -h db1 ...).
@@ -169,4 +169,14 @@ func checkThen[O checked](cmd *cobra.Command, o O, run func(context.Context, O) 
 		return run(cmd.Context(), o)
 	}
 	return cmd
+}
+
+// newChecked is the command build makes, checking its flags and then running
+// run with a copy of the options: dump, restore and clone are built alike.
+func newChecked[O any, P interface {
+	*O
+	checked
+}](build func() (*cobra.Command, P), run func(context.Context, O) error) *cobra.Command {
+	cmd, o := build()
+	return checkThen(cmd, o, func(ctx context.Context, o P) error { return run(ctx, *o) })
 }

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -311,20 +312,13 @@ func (m *Manifest) CopyFormat() string {
 // CopyFormat names them; "" for none): a whole-server run's, from its
 // databases'.
 func JoinCopyFormats(formats ...string) string {
-	var text, binary bool
-	for _, f := range formats {
-		text = text || strings.Contains(f, "text")
-		binary = binary || strings.Contains(f, "binary")
+	var found []string
+	for _, name := range []string{"text", "binary"} {
+		if slices.ContainsFunc(formats, func(f string) bool { return strings.Contains(f, name) }) {
+			found = append(found, name)
+		}
 	}
-	switch {
-	case text && binary:
-		return "text and binary"
-	case binary:
-		return "binary"
-	case text:
-		return "text"
-	}
-	return ""
+	return strings.Join(found, " and ")
 }
 
 // Sequence carries a sequence's state as read inside the snapshot.

@@ -32,11 +32,7 @@ func IsTIDRangeScan(ctx context.Context, conn *pgx.Conn, query string) (bool, er
 
 // Explain returns the text of EXPLAIN query, one plan line per line.
 func Explain(ctx context.Context, conn *pgx.Conn, query string) (string, error) {
-	rows, err := conn.Query(ctx, "EXPLAIN "+query)
-	if err != nil {
-		return "", fmt.Errorf("explain chunk query: %w", err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	lines, err := pg.QueryStrings(ctx, conn, "EXPLAIN "+query)
 	if err != nil {
 		return "", fmt.Errorf("explain chunk query: %w", err)
 	}

@@ -273,11 +273,7 @@ func explainTablespace(def *tablespaceDef, err error) error {
 
 // names runs a query of one text column into a set.
 func names(ctx context.Context, conn *pgx.Conn, sql string) (map[string]bool, error) {
-	rows, err := conn.Query(ctx, sql)
-	if err != nil {
-		return nil, err
-	}
-	list, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	list, err := pg.QueryStrings(ctx, conn, sql)
 	if err != nil {
 		return nil, err
 	}

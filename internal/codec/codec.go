@@ -143,16 +143,9 @@ func parseDetail(detail string) (int, error) {
 	return n, nil
 }
 
+// isDigits reports whether s is one or more ASCII digits: no sign, no space.
 func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // checkRawLen rejects lengths Decompress must never allocate for.

@@ -35,7 +35,7 @@ func noEquality(ctx context.Context, conn *pgx.Conn, tables []string) ([]string,
 	if len(tables) == 0 {
 		return nil, nil
 	}
-	rows, err := conn.Query(ctx, `WITH RECURSIVE base(attrelid, attnum, typ) AS (
+	cols, err := pg.QueryStrings(ctx, conn, `WITH RECURSIVE base(attrelid, attnum, typ) AS (
 			SELECT a.attrelid, a.attnum, a.atttypid FROM pg_catalog.pg_attribute a
 			WHERE a.attrelid IN (SELECT pg_catalog.unnest($1::text[])::pg_catalog.regclass) AND a.attnum > 0 AND NOT a.attisdropped
 			UNION ALL
@@ -53,10 +53,6 @@ func noEquality(ctx context.Context, conn *pgx.Conn, tables []string) ([]string,
 			WHERE am.amname IN ('btree', 'hash') AND oc.opcdefault AND (oc.opcintype = t.oid
 				OR EXISTS (SELECT 1 FROM pg_catalog.pg_cast k WHERE k.castsource = t.oid AND k.casttarget = oc.opcintype AND k.castmethod = 'b')))
 		ORDER BY 1`, tables)
-	if err != nil {
-		return nil, fmt.Errorf("read the column types of the tables without key: %w", err)
-	}
-	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, fmt.Errorf("read the column types of the tables without key: %w", err)
 	}

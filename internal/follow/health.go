@@ -193,15 +193,11 @@ func failingCopies(ctx context.Context, dconn *pgx.Conn, slot string) error {
 // copyingTables lists the tables of the subscription that the target has
 // not finished copying.
 func copyingTables(ctx context.Context, dconn *pgx.Conn, slot string) ([]string, error) {
-	rows, err := dconn.Query(ctx, `SELECT pg_catalog.format('%I.%I', ns.nspname, c.relname)
+	t, err := pg.QueryStrings(ctx, dconn, `SELECT pg_catalog.format('%I.%I', ns.nspname, c.relname)
 		FROM pg_catalog.pg_subscription_rel r JOIN pg_catalog.pg_subscription s ON s.oid = r.srsubid
 		JOIN pg_catalog.pg_class c ON c.oid = r.srrelid JOIN pg_catalog.pg_namespace ns ON ns.oid = c.relnamespace
 		WHERE s.subname = $1 AND s.subdbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
 		AND r.srsubstate NOT IN ('r', 's') ORDER BY 1`, slot)
-	if err != nil {
-		return nil, fmt.Errorf("read the target's table synchronisation: %w", err)
-	}
-	t, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, fmt.Errorf("read the target's table synchronisation: %w", err)
 	}

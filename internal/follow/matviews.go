@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
 // refreshMatviews is finish's step once the target caught up under the
@@ -17,7 +19,7 @@ import (
 // source has not refreshed since its tables changed: the comparison says
 // so. It returns the views refreshed.
 func refreshMatviews(ctx context.Context, sconn, dconn *pgx.Conn, slot string) ([]string, error) {
-	rows, err := dconn.Query(ctx, `WITH RECURSIVE copied AS (
+	views, err := pg.QueryStrings(ctx, dconn, `WITH RECURSIVE copied AS (
 			SELECT r.srrelid AS rel FROM pg_catalog.pg_subscription_rel r JOIN pg_catalog.pg_subscription s ON s.oid = r.srsubid
 			WHERE s.subname = $1 AND r.srsublsn IS NOT NULL
 			AND s.subdbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())),
@@ -33,10 +35,6 @@ func refreshMatviews(ctx context.Context, sconn, dconn *pgx.Conn, slot string) (
 		JOIN pg_catalog.pg_class c ON c.oid = deps.rel JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.relkind = 'm' AND c.relispopulated
 		GROUP BY 1 ORDER BY max(deps.depth), 1`, slot)
-	if err != nil {
-		return nil, fmt.Errorf("list the target's materialized views over new tables: %w", err)
-	}
-	views, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, fmt.Errorf("list the target's materialized views over new tables: %w", err)
 	}

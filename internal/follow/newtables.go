@@ -21,14 +21,10 @@ func newTables(ctx context.Context, sconn, dconn *pgx.Conn, n Names) ([]string, 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := dconn.Query(ctx, `SELECT pg_catalog.format('%I.%I', ns.nspname, c.relname)
+	subscribed, err := pg.QueryStrings(ctx, dconn, `SELECT pg_catalog.format('%I.%I', ns.nspname, c.relname)
 		FROM pg_catalog.pg_subscription_rel r JOIN pg_catalog.pg_subscription s ON s.oid = r.srsubid
 		JOIN pg_catalog.pg_class c ON c.oid = r.srrelid JOIN pg_catalog.pg_namespace ns ON ns.oid = c.relnamespace
 		WHERE s.subname = $1 AND s.subdbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())`, n.Slot)
-	if err != nil {
-		return nil, fmt.Errorf("list subscription %s's tables on the target: %w", n.Slot, err)
-	}
-	subscribed, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, fmt.Errorf("list subscription %s's tables on the target: %w", n.Slot, err)
 	}
@@ -55,11 +51,7 @@ func publishedLeaves(ctx context.Context, conn *pgx.Conn, pub string) ([]string,
 // publicationTables runs query, which lists tables of publication pub by
 // qualified name: publishedTables and publishedLeaves differ only in it.
 func publicationTables(ctx context.Context, conn *pgx.Conn, query, pub string) ([]string, error) {
-	rows, err := conn.Query(ctx, query, pub)
-	if err != nil {
-		return nil, fmt.Errorf("list publication %s's tables: %w", pub, err)
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	tables, err := pg.QueryStrings(ctx, conn, query, pub)
 	if err != nil {
 		return nil, fmt.Errorf("list publication %s's tables: %w", pub, err)
 	}

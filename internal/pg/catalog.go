@@ -360,3 +360,16 @@ func UserObjects(ctx context.Context, conn *pgx.Conn, limit int) (int, []string,
 	}
 	return n, names, nil
 }
+
+// QueryStrings runs a query of one text column and returns its values in
+// order: many catalog reads want a list of names and nothing else, and
+// this spares each the Query, CollectRows and two error checks.
+func QueryStrings(ctx context.Context, conn interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, sql string, args ...any) ([]string, error) {
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}

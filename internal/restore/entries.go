@@ -296,11 +296,7 @@ func (s *selection) refuseExisting(ctx context.Context, cfg *pgx.ConnConfig) err
 	if err != nil {
 		return err
 	}
-	rows, err := conn.Query(ctx, "SELECT 'schema ' || pg_catalog.quote_ident(n) FROM pg_catalog.unnest($1::text[]) WITH ORDINALITY u(n, i) WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = n) ORDER BY i", s.schemas)
-	if err != nil {
-		return fmt.Errorf("inspect target: %w", err)
-	}
-	schemas, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	schemas, err := pg.QueryStrings(ctx, conn, "SELECT 'schema ' || pg_catalog.quote_ident(n) FROM pg_catalog.unnest($1::text[]) WITH ORDINALITY u(n, i) WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = n) ORDER BY i", s.schemas)
 	if err != nil {
 		return fmt.Errorf("inspect target: %w", err)
 	}
@@ -321,11 +317,7 @@ func existing(ctx context.Context, conn *pgx.Conn, names []string) ([]string, er
 	if len(names) == 0 {
 		return nil, nil
 	}
-	rows, err := conn.Query(ctx, "SELECT n FROM pg_catalog.unnest($1::text[]) WITH ORDINALITY u(n, i) WHERE pg_catalog.to_regclass(n) IS NOT NULL ORDER BY i", names)
-	if err != nil {
-		return nil, fmt.Errorf("inspect target: %w", err)
-	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	found, err := pg.QueryStrings(ctx, conn, "SELECT n FROM pg_catalog.unnest($1::text[]) WITH ORDINALITY u(n, i) WHERE pg_catalog.to_regclass(n) IS NOT NULL ORDER BY i", names)
 	if err != nil {
 		return nil, fmt.Errorf("inspect target: %w", err)
 	}

@@ -140,14 +140,7 @@ func creator(name string, patterns []string) (int, bool) {
 	return 0, false
 }
 
+// digits reports whether s is one or more ASCII digits: no sign, no space.
 func digits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
