@@ -244,7 +244,7 @@ func preflightClone(ctx context.Context, o *cloneOptions) error {
 		po.Follow = f
 	}
 	c := preflight.Clone(ctx, po)
-	if err := preflight.Failed(c.Items); errors.Is(err, preflight.ErrSameDatabase) {
+	if err := preflight.Failed(c.Items); errors.Is(err, clone.ErrSameDatabase) {
 		if err := c.Print(os.Stdout); err != nil {
 			return err
 		}

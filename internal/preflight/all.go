@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/journal"
@@ -299,7 +300,7 @@ type serverTarget struct {
 func (t *serverTarget) read(ctx context.Context, c *Checklist, id string) bool {
 	found, err := journal.ReadCluster(ctx, t.conn)
 	if err == nil && id != "" {
-		t.journal, err = ClusterJournal(found, id, t.clean, t.resume, t.verb, t.of)
+		t.journal, err = cluster.Journal(found, id, t.clean, t.resume, t.verb, t.of)
 	}
 	switch {
 	case err != nil:
@@ -365,7 +366,7 @@ func (t *serverTarget) database(ctx context.Context, c *Checklist, name string, 
 	case t.existing[name] && t.journal.HasBegun(name):
 		c.add(pass("target database", fmt.Sprintf("%q was begun by the unfinished run: --resume finishes or replaces it", name)))
 	case t.existing[name] && t.journal == nil && !t.clean:
-		c.add(fail("target database", ExistingDatabase(name, t.verb)))
+		c.add(fail("target database", cluster.ExistingDatabase(name, t.verb)))
 	case !t.createdb:
 		c.add(fail("target database", fmt.Errorf("role %s may not create databases (CREATEDB), and %s creates %q: run as a superuser or a role with CREATEDB", pg.Ident(t.user), t.verb, name)))
 	case t.existing[name]:
@@ -373,32 +374,6 @@ func (t *serverTarget) database(ctx context.Context, c *Checklist, name string, 
 	default:
 		c.add(pass("target database", fmt.Sprintf("%q does not exist: created", name)))
 	}
-}
-
-// ClusterJournal decides what the cluster journal found on the target
-// (nil: none) means for a whole-server run (verb, e.g. "restore --all")
-// of the archive or source (of) whose identity is id: the journal to
-// finish (nil: the run starts afresh), or why the run is refused.
-func ClusterJournal(found *journal.Cluster, id string, clean, resume bool, verb, of string) (*journal.Cluster, error) {
-	switch {
-	case found != nil && found.Archive != id:
-		if !clean || resume {
-			return nil, fmt.Errorf("the target server holds an unfinished whole-server copy of another %s (%s): finish it with that %s and --resume, or start over with --clean", of, found.Archive, of)
-		}
-		return nil, nil
-	case found != nil && !resume:
-		if !clean {
-			return nil, fmt.Errorf("the target server holds an unfinished %s of this %s: finish it with --resume, or start over with --clean", verb, of)
-		}
-		return nil, nil
-	}
-	return found, nil
-}
-
-// ExistingDatabase is the refusal of a whole-server run (verb) that would
-// create database name, which the target already has.
-func ExistingDatabase(name, verb string) error {
-	return fmt.Errorf("the target server already has a database %q: %s creates each of the source's databases; use --clean to replace them, or copy the others one by one", name, verb)
 }
 
 // AsUsage marks err as a refusal the run gives as a usage error

@@ -11,8 +11,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/follow"
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
@@ -223,7 +225,7 @@ func Clone(ctx context.Context, o CloneOptions) *Checklist {
 	if tconn == nil {
 		return c
 	}
-	if err := DistinctDatabases(ctx, o.Source, tconn); err != nil {
+	if err := clone.DistinctDatabases(ctx, o.Source, tconn); err != nil {
 		c.add(fail("distinct databases", err))
 		return c
 	}
@@ -487,22 +489,22 @@ func writableStore(ctx context.Context, b store.Backend, overwrite bool) Item {
 // from here on a replication connection (the target server's own reach
 // is probed by the run, with objects a preflight does not create).
 func (c *Checklist) follow(ctx context.Context, sconn, tconn *pgx.Conn, f filter.Options, o FollowOptions) {
-	req, err := ReadFollowSource(ctx, sconn, o.Slot, o.Publication)
+	req, err := follow.ReadSourceSettings(ctx, sconn, o.Slot, o.Publication)
 	if err != nil {
 		c.add(fail("follow: source", err))
 	} else {
-		c.add(req.Items()...)
+		c.addRequirements(req.Requirements())
 	}
-	tables, err := FollowTables(ctx, sconn, f)
+	tables, err := follow.Tables(ctx, sconn, f)
 	if err == nil {
-		err = Keyless(tables, o.ReplicaIdentityFull, o.SkipNoKey)
+		err = follow.Keyless(tables, o.ReplicaIdentityFull, o.SkipNoKey)
 	}
 	c.add(check("follow: replica identity", err, fmt.Sprintf("%d tables, each with a primary key or replica identity (or handled by --replica-identity-full/--follow-skip-no-key)", len(tables))))
-	items, err := FollowTarget(ctx, tconn, o.Slot)
+	reqs, err := follow.TargetRequirements(ctx, tconn, o.Slot)
 	if err != nil {
 		c.add(fail("follow: target", err))
 	} else {
-		c.add(items...)
+		c.addRequirements(reqs)
 	}
 	if o.ConninfoErr != nil {
 		c.add(fail("follow: source reach", o.ConninfoErr))
@@ -510,6 +512,13 @@ func (c *Checklist) follow(ctx context.Context, sconn, tconn *pgx.Conn, f filter
 	}
 	c.add(check("follow: source reach", replicationReach(ctx, o.Conninfo),
 		"the subscription's connection string opens a replication connection from here (from the target server, the run probes it before copying)"))
+}
+
+// addRequirements adds a follow's requirements, one line each.
+func (c *Checklist) addRequirements(reqs []follow.Requirement) {
+	for _, r := range reqs {
+		c.add(Item{Name: r.Name, Detail: r.Detail, Warning: r.Warning, Err: r.Err})
+	}
 }
 
 // replicationReach opens a replication connection with conninfo and asks
