@@ -176,19 +176,19 @@ func TargetRequirements(ctx context.Context, conn *pgx.Conn, subscription string
 	return items, nil
 }
 
-// Table is a source table whose rows a clone copies, as a follow
+// SourceTable is a source table whose rows a clone copies, as a follow
 // publishes it.
-type Table struct {
+type SourceTable struct {
 	Name    string // quoted schema.name
 	Logged  bool
 	Keyless bool // a table with rows of its own, no primary key and no replica identity
 	Full    bool // REPLICA IDENTITY FULL already
 }
 
-// Tables lists the tables (plain, partitioned, partitions) whose
+// SourceTables lists the tables (plain, partitioned, partitions) whose
 // rows the clone copies: those the filter selects, not extension members,
 // not --exclude-table-data.
-func Tables(ctx context.Context, conn *pgx.Conn, f filter.Options) ([]Table, error) {
+func SourceTables(ctx context.Context, conn *pgx.Conn, f filter.Options) ([]SourceTable, error) {
 	selected, err := f.Selected("c", "n")
 	if err != nil {
 		return nil, err
@@ -212,8 +212,8 @@ func Tables(ctx context.Context, conn *pgx.Conn, f filter.Options) ([]Table, err
 	if err != nil {
 		return nil, fmt.Errorf("list the source's tables: %w", err)
 	}
-	tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Table, error) {
-		var t Table
+	tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (SourceTable, error) {
+		var t SourceTable
 		return t, r.Scan(&t.Name, &t.Logged, &t.Keyless, &t.Full)
 	})
 	if err != nil {
@@ -226,7 +226,7 @@ func Tables(ctx context.Context, conn *pgx.Conn, f filter.Options) ([]Table, err
 // unless riFull (--replica-identity-full) or skipNoKey
 // (--follow-skip-no-key) says what to do: published, their UPDATE and
 // DELETE would fail on the source.
-func Keyless(tables []Table, riFull, skipNoKey bool) error {
+func Keyless(tables []SourceTable, riFull, skipNoKey bool) error {
 	var keyless []string
 	for _, t := range tables {
 		if t.Logged && t.Keyless {

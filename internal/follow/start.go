@@ -94,7 +94,7 @@ func start(ctx context.Context, o Options) (*Started, error) {
 	if o.Filter, err = withPartitions(ctx, conn, o.Filter); err != nil {
 		return nil, err
 	}
-	tables, err := Tables(ctx, conn, o.Filter)
+	tables, err := SourceTables(ctx, conn, o.Filter)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func start(ctx context.Context, o Options) (*Started, error) {
 
 // choose returns the publication's table clause and the keyless tables
 // (quoted), refusing them unless the options say what to do.
-func (o Options) choose(req SourceSettings, tables []Table, log *slog.Logger) (string, []string, error) {
+func (o Options) choose(req SourceSettings, tables []SourceTable, log *slog.Logger) (string, []string, error) {
 	var keyless, list []string
 	skipped := false
 	for _, t := range tables {

@@ -495,7 +495,7 @@ func (c *Checklist) follow(ctx context.Context, sconn, tconn *pgx.Conn, f filter
 	} else {
 		c.addRequirements(req.Requirements())
 	}
-	tables, err := follow.Tables(ctx, sconn, f)
+	tables, err := follow.SourceTables(ctx, sconn, f)
 	if err == nil {
 		err = follow.Keyless(tables, o.ReplicaIdentityFull, o.SkipNoKey)
 	}
