@@ -70,7 +70,7 @@ func DumpAll(ctx context.Context, o DumpOptions, list ListFunc) *Checklist {
 // changes nothing.
 func CloneAll(ctx context.Context, o CloneOptions, list ListFunc) *Checklist {
 	c := &Checklist{}
-	sconn, tconn, ssrv, tsrv, done := c.connectBoth(ctx, o.Source, o.Target)
+	sconn, tconn, ssrv, tsrv, done := c.connectBoth(ctx, o.Session.Source, o.Target)
 	defer done()
 	if tconn == nil {
 		return c
@@ -79,7 +79,7 @@ func CloneAll(ctx context.Context, o CloneOptions, list ListFunc) *Checklist {
 	if dbs == nil {
 		return c
 	}
-	switch same, err := pg.SeenBy(ctx, o.Source, tconn, "pgsprint preflight", false); {
+	switch same, err := pg.SeenBy(ctx, o.Session.Source, tconn, "pgsprint preflight", false); {
 	case err != nil:
 		c.add(fail("distinct servers", err))
 		return c
@@ -106,10 +106,10 @@ func CloneAll(ctx context.Context, o CloneOptions, list ListFunc) *Checklist {
 		c.add(rolesOnTarget(ctx, tconn, roles))
 	}
 	t := serverTarget{cfg: o.Target, conn: tconn, clean: o.Clean, resume: o.Resume, verb: "clone --all", of: "source"}
-	if !t.read(ctx, c, "clone --all of "+pg.Describe(o.Source)) {
+	if !t.read(ctx, c, "clone --all of "+pg.Describe(o.Session.Source)) {
 		return c
 	}
-	c.eachSource(ctx, o.Source, dbs, o.Filter, func(name string, conn *pgx.Conn) {
+	c.eachSource(ctx, o.Session.Source, dbs, o.Filter, func(name string, conn *pgx.Conn) {
 		t.database(ctx, c, name, func() (*archive.Manifest, string, error) {
 			srv, err := pg.ReadServer(ctx, conn)
 			if err != nil {
