@@ -15,14 +15,13 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/cluster"
+	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/follow"
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/preflight"
-	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/store/location"
-	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
 // errNotReady ends a preflight whose checklist has a failed item: the
@@ -121,8 +120,8 @@ func preflightDump(ctx context.Context, o *dumpOptions) error {
 	if err != nil {
 		return err
 	}
-	po := preflight.DumpOptions{Source: cfg, Jobs: o.jobs, Filter: o.filter, Snapshot: o.snapshot, File: o.file,
-		Overwrite: o.store.overwrite, Compressed: c.Name() != "none", Programs: &pgbin.Finder{}, Subset: o.spec, Mask: o.masking}
+	po := preflight.DumpOptions{Options: dump.Options{Source: cfg, File: o.file, Jobs: o.jobs, Codec: c, Filter: o.filter, Snapshot: o.snapshot,
+		Overwrite: o.store.overwrite, Programs: &pgbin.Finder{}, Subset: o.spec, Mask: o.masking}}
 	if location.IsURL(o.file) {
 		if po.Output, err = location.Parse(o.file, o.store.options(nil, nil, nil)); err != nil {
 			return usageError{err}
@@ -176,9 +175,7 @@ func preflightRestore(ctx context.Context, o *restoreOptions) error {
 	if all && o.conn.DSN == "" {
 		cfg.Database = "postgres" // as restore --all
 	}
-	po := preflight.RestoreOptions{Target: cfg, Jobs: o.jobs, Filter: o.filter, SpillDir: o.spillDir,
-		Create: o.create, Clean: o.clean, Resume: o.resume, UseList: o.list.use != "", Programs: &pgbin.Finder{},
-		All: o.all.all, Database: o.all.database, KeepGoing: o.keepGoing}
+	po := preflight.RestoreOptions{Options: o.options(cfg, "", nil), SpillDir: o.spillDir, All: o.all.all, Database: o.all.database}
 	if o.file != "-" {
 		// Opened as the restore opens it (random access); a medium read
 		// front to back is read, never changed.
@@ -188,11 +185,6 @@ func preflightRestore(ctx context.Context, o *restoreOptions) error {
 		} else {
 			defer f.Close()
 			po.Archive, po.Where = f.Source, f.String()
-			if !all {
-				po.Contents = func(ctx context.Context) ([]toc.Entry, error) {
-					return restore.Contents(ctx, f.Source, restore.Options{Settings: o.settings, Filter: o.filter, UseList: o.list.use})
-				}
-			}
 			if m := f.Source.Manifest(); o.all.all && m.Globals != nil {
 				if po.Roles, err = archiveRoles(f.Source, m.Globals.Stream); err != nil {
 					po.ArchiveErr = err
@@ -216,17 +208,12 @@ func preflightClone(ctx context.Context, o *cloneOptions) error {
 	if err != nil {
 		return err
 	}
+	po := preflight.CloneOptions{Options: o.options(src, dst, method, &watch{})}
 	if o.all.all {
 		if err := o.checkAll(); err != nil {
 			return err
 		}
-		po := preflight.CloneOptions{Source: src, Target: dst, Jobs: o.jobs, Filter: o.filter, Clean: o.clean, Resume: o.resume, Programs: &pgbin.Finder{}}
 		return report(preflight.CloneAll(ctx, po, listDatabases(src, "clone", o.all.exclude)))
-	}
-	po := preflight.CloneOptions{Source: src, Target: dst, Jobs: o.jobs, Filter: o.filter, Snapshot: o.snapshot,
-		Clean: o.clean, Resume: o.resume, Programs: &pgbin.Finder{}, Subset: o.spec, Mask: o.masking, KeepGoing: o.keepGoing}
-	po.Contents = func(ctx context.Context) ([]toc.Entry, error) {
-		return clone.Contents(ctx, o.options(src, dst, method, &watch{}))
 	}
 	fo, err := o.follow.options(*o, src, dst)
 	if err != nil {
@@ -244,7 +231,7 @@ func preflightClone(ctx context.Context, o *cloneOptions) error {
 		po.Follow = f
 	}
 	c := preflight.Clone(ctx, po)
-	if err := preflight.Failed(c.Items); errors.Is(err, preflight.ErrSameDatabase) {
+	if err := preflight.Failed(c.Items); errors.Is(err, clone.ErrSameDatabase) {
 		if err := c.Print(os.Stdout); err != nil {
 			return err
 		}

@@ -17,7 +17,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
@@ -93,7 +92,7 @@ func Run(ctx context.Context, opts Options) (*restore.Result, error) {
 	}
 	dst, err := pg.ReadServer(ctx, target)
 	if err == nil {
-		err = preflight.DistinctDatabases(ctx, opts.Session.Source, target)
+		err = DistinctDatabases(ctx, opts.Session.Source, target)
 	}
 	target.Close(context.WithoutCancel(ctx))
 	if err != nil {

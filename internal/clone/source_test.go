@@ -14,7 +14,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
-	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
 
@@ -63,7 +62,7 @@ func testSameDatabase(t *testing.T, ctx context.Context, c *pgtest.Instance, src
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = preflight.DistinctDatabases(ctx, tc.source, target)
+		err = DistinctDatabases(ctx, tc.source, target)
 		same := errors.Is(err, ErrSameDatabase)
 		if same {
 			err = nil

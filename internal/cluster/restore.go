@@ -16,7 +16,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
-	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/progress"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
@@ -145,7 +144,7 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j, err = preflight.ClusterJournal(j, id, b.clean, b.resume, b.verb, b.of); err != nil {
+	if j, err = Journal(j, id, b.clean, b.resume, b.verb, b.of); err != nil {
 		return nil, err
 	}
 	// Only a journal found here vouches that the archive's databases the
@@ -165,7 +164,7 @@ func (b *build) run(ctx context.Context) (*RestoreResult, error) {
 	if j == nil && !b.clean {
 		for _, d := range b.dbs {
 			if existing[d.Name] && d.Name != "postgres" {
-				return nil, preflight.ExistingDatabase(d.Name, b.verb)
+				return nil, ExistingDatabase(d.Name, b.verb)
 			}
 		}
 	}

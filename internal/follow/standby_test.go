@@ -9,7 +9,6 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
-	"github.com/pgsprint/pgsprint/internal/preflight"
 )
 
 // TestCloneRefusedStandby: a streaming standby as the source is refused
@@ -41,13 +40,13 @@ func TestCloneRefusedStandby(t *testing.T) {
 	}
 	const want = "source is a standby (pg_is_in_recovery() is true): --follow needs the primary"
 	withConn(t, o.Source, func(ctx context.Context, conn *pgx.Conn) {
-		req, err := preflight.ReadFollowSource(ctx, conn, o.Names.Slot, o.Names.Publication)
+		req, err := ReadSourceSettings(ctx, conn, o.Names.Slot, o.Names.Publication)
 		if err != nil {
 			t.Fatal(err)
 		}
-		items := req.Items()
+		items := req.Requirements()
 		if len(items) != 1 || items[0].Err == nil || !strings.Contains(items[0].Err.Error(), want) {
-			t.Errorf("preflight's follow items on a standby: %+v", items)
+			t.Errorf("the follow's requirements on a standby: %+v", items)
 		}
 	})
 	_, err = Clone(ctx, o, func(context.Context, string, filter.Options) error {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
-	"github.com/pgsprint/pgsprint/internal/preflight"
 )
 
 // Options configure a follow (Clone): the source side, created before the
@@ -85,17 +84,17 @@ func start(ctx context.Context, o Options) (*Started, error) {
 		return nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	req, err := preflight.ReadFollowSource(ctx, conn, o.Names.Slot, o.Names.Publication)
+	req, err := ReadSourceSettings(ctx, conn, o.Names.Slot, o.Names.Publication)
 	if err != nil {
 		return nil, err
 	}
-	if err := preflight.Failed(req.Items()); err != nil {
+	if err := unmetErr(req.Requirements()); err != nil {
 		return nil, err
 	}
 	if o.Filter, err = withPartitions(ctx, conn, o.Filter); err != nil {
 		return nil, err
 	}
-	tables, err := preflight.FollowTables(ctx, conn, o.Filter)
+	tables, err := SourceTables(ctx, conn, o.Filter)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +167,7 @@ func start(ctx context.Context, o Options) (*Started, error) {
 
 // choose returns the publication's table clause and the keyless tables
 // (quoted), refusing them unless the options say what to do.
-func (o Options) choose(req preflight.FollowSource, tables []preflight.FollowTable, log *slog.Logger) (string, []string, error) {
+func (o Options) choose(req SourceSettings, tables []SourceTable, log *slog.Logger) (string, []string, error) {
 	var keyless, list []string
 	skipped := false
 	for _, t := range tables {
@@ -190,7 +189,7 @@ func (o Options) choose(req preflight.FollowSource, tables []preflight.FollowTab
 		// partitions always are (withPartitions selects them).
 		list = append(list, "ONLY "+t.Name)
 	}
-	if err := preflight.Keyless(tables, o.ReplicaIdentityFull, o.SkipNoKey); err != nil {
+	if err := Keyless(tables, o.ReplicaIdentityFull, o.SkipNoKey); err != nil {
 		return "", nil, err
 	}
 	if req.Superuser && !o.Filter.Active() && !skipped {

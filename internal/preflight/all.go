@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/cluster"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/journal"
@@ -69,7 +70,7 @@ func DumpAll(ctx context.Context, o DumpOptions, list ListFunc) *Checklist {
 // changes nothing.
 func CloneAll(ctx context.Context, o CloneOptions, list ListFunc) *Checklist {
 	c := &Checklist{}
-	sconn, tconn, ssrv, tsrv, done := c.connectBoth(ctx, o.Source, o.Target)
+	sconn, tconn, ssrv, tsrv, done := c.connectBoth(ctx, o.Session.Source, o.Target)
 	defer done()
 	if tconn == nil {
 		return c
@@ -78,7 +79,7 @@ func CloneAll(ctx context.Context, o CloneOptions, list ListFunc) *Checklist {
 	if dbs == nil {
 		return c
 	}
-	switch same, err := pg.SeenBy(ctx, o.Source, tconn, "pgsprint preflight", false); {
+	switch same, err := pg.SeenBy(ctx, o.Session.Source, tconn, "pgsprint preflight", false); {
 	case err != nil:
 		c.add(fail("distinct servers", err))
 		return c
@@ -105,10 +106,10 @@ func CloneAll(ctx context.Context, o CloneOptions, list ListFunc) *Checklist {
 		c.add(rolesOnTarget(ctx, tconn, roles))
 	}
 	t := serverTarget{cfg: o.Target, conn: tconn, clean: o.Clean, resume: o.Resume, verb: "clone --all", of: "source"}
-	if !t.read(ctx, c, "clone --all of "+pg.Describe(o.Source)) {
+	if !t.read(ctx, c, "clone --all of "+pg.Describe(o.Session.Source)) {
 		return c
 	}
-	c.eachSource(ctx, o.Source, dbs, o.Filter, func(name string, conn *pgx.Conn) {
+	c.eachSource(ctx, o.Session.Source, dbs, o.Filter, func(name string, conn *pgx.Conn) {
 		t.database(ctx, c, name, func() (*archive.Manifest, string, error) {
 			srv, err := pg.ReadServer(ctx, conn)
 			if err != nil {
@@ -299,7 +300,7 @@ type serverTarget struct {
 func (t *serverTarget) read(ctx context.Context, c *Checklist, id string) bool {
 	found, err := journal.ReadCluster(ctx, t.conn)
 	if err == nil && id != "" {
-		t.journal, err = ClusterJournal(found, id, t.clean, t.resume, t.verb, t.of)
+		t.journal, err = cluster.Journal(found, id, t.clean, t.resume, t.verb, t.of)
 	}
 	switch {
 	case err != nil:
@@ -365,7 +366,7 @@ func (t *serverTarget) database(ctx context.Context, c *Checklist, name string, 
 	case t.existing[name] && t.journal.HasBegun(name):
 		c.add(pass("target database", fmt.Sprintf("%q was begun by the unfinished run: --resume finishes or replaces it", name)))
 	case t.existing[name] && t.journal == nil && !t.clean:
-		c.add(fail("target database", ExistingDatabase(name, t.verb)))
+		c.add(fail("target database", cluster.ExistingDatabase(name, t.verb)))
 	case !t.createdb:
 		c.add(fail("target database", fmt.Errorf("role %s may not create databases (CREATEDB), and %s creates %q: run as a superuser or a role with CREATEDB", pg.Ident(t.user), t.verb, name)))
 	case t.existing[name]:
@@ -373,32 +374,6 @@ func (t *serverTarget) database(ctx context.Context, c *Checklist, name string, 
 	default:
 		c.add(pass("target database", fmt.Sprintf("%q does not exist: created", name)))
 	}
-}
-
-// ClusterJournal decides what the cluster journal found on the target
-// (nil: none) means for a whole-server run (verb, e.g. "restore --all")
-// of the archive or source (of) whose identity is id: the journal to
-// finish (nil: the run starts afresh), or why the run is refused.
-func ClusterJournal(found *journal.Cluster, id string, clean, resume bool, verb, of string) (*journal.Cluster, error) {
-	switch {
-	case found != nil && found.Archive != id:
-		if !clean || resume {
-			return nil, fmt.Errorf("the target server holds an unfinished whole-server copy of another %s (%s): finish it with that %s and --resume, or start over with --clean", of, found.Archive, of)
-		}
-		return nil, nil
-	case found != nil && !resume:
-		if !clean {
-			return nil, fmt.Errorf("the target server holds an unfinished %s of this %s: finish it with --resume, or start over with --clean", verb, of)
-		}
-		return nil, nil
-	}
-	return found, nil
-}
-
-// ExistingDatabase is the refusal of a whole-server run (verb) that would
-// create database name, which the target already has.
-func ExistingDatabase(name, verb string) error {
-	return fmt.Errorf("the target server already has a database %q: %s creates each of the source's databases; use --clean to replace them, or copy the others one by one", name, verb)
 }
 
 // AsUsage marks err as a refusal the run gives as a usage error

@@ -107,25 +107,19 @@ func hasICU(ctx context.Context, conn *pgx.Conn) (bool, error) {
 	return icu, nil
 }
 
-// has reports whether the target offers n.
+// has reports whether the target offers n: whether n's name is in the
+// set of its kind (a kind without a set is never lacked).
 func (h *Has) has(n need) bool {
-	switch n.kind {
-	case needExtension:
-		return h.Extensions[n.name]
-	case needProvider:
-		return h.Providers[n.name]
-	case needCollation:
-		return h.Collations[n.name]
-	case needCompression:
-		return h.Compressions[n.name]
-	case needRole:
-		return h.Roles[n.name]
-	case needOwner:
-		return h.Owns[n.name]
-	case needTablespace:
-		return h.Tablespaces[n.name]
-	}
-	return true
+	set, ok := map[string]map[string]bool{
+		needExtension:   h.Extensions,
+		needProvider:    h.Providers,
+		needCollation:   h.Collations,
+		needCompression: h.Compressions,
+		needRole:        h.Roles,
+		needOwner:       h.Owns,
+		needTablespace:  h.Tablespaces,
+	}[n.kind]
+	return !ok || set[n.name]
 }
 
 // targetLacks adds the lines of what the target lacks of what the

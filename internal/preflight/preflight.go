@@ -1,16 +1,16 @@
-// Package preflight holds the checks that refuse a doomed dump, restore or
-// clone before it starts, and the checklist `pgsprint preflight` prints
-// from all of them without changing anything.
+// Package preflight holds the checklists that refuse a doomed dump, restore
+// or clone before it starts: `pgsprint preflight` prints one, built from
+// the stages' own checks, without changing anything.
 //
 // Each check that a command also runs up front is one function, the
 // stage's own, called by the stage at its start and by the checklists
 // here (Dump, Restore, Clone, DumpAll, CloneAll): dump's (CanRead,
 // LockSlots, DiskSpace), restore's (Empty, Journal, DataTargets,
-// Encoding, CanCreate, RestoreTools), pg.ConnectionRoom; clone's
-// DistinctDatabases, follow's (ReadFollowSource, FollowTarget, Keyless)
-// and for a whole-server run ClusterJournal and ExistingDatabase are
-// still here. So a preflight that passes and the run it vouches for read
-// the same numbers
+// Encoding, CanCreate, RestoreTools), pg.ConnectionRoom, clone's
+// DistinctDatabases, follow's requirements (ReadSourceSettings,
+// TargetRequirements, Keyless) and, for a whole-server run, cluster's
+// Journal and ExistingDatabase. No stage imports preflight. So a
+// preflight that passes and the run it vouches for read the same numbers
 // the same way. Checks that need something to exist (a publication and a
 // subscription for the target's reach of the source, a temporary file)
 // are left to the run: a preflight only reads.

@@ -11,35 +11,30 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
+	"github.com/pgsprint/pgsprint/internal/follow"
 	"github.com/pgsprint/pgsprint/internal/journal"
-	"github.com/pgsprint/pgsprint/internal/mask"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/store"
-	"github.com/pgsprint/pgsprint/internal/subset"
 	"github.com/pgsprint/pgsprint/internal/toc"
 )
 
-// DumpOptions are what a dump's checklist needs of its flags.
+// DumpOptions are what a dump's checklist needs: the dump's own options
+// (dump.Options, as the command gives dump.Run, so that a flag is
+// declared once) and what only a preflight reads.
 type DumpOptions struct {
-	Source   *pgx.ConnConfig
-	Jobs     int
-	Filter   filter.Options
-	Snapshot string
-	// File is -f: "-" (standard output), a path, or a URL whose Backend
-	// is Output.
-	File       string
-	Output     store.Backend
-	Overwrite  bool
-	Compressed bool
-	Programs   *pgbin.Finder
-	// Subset and Mask are --subset's and --mask's rules, checked against
-	// the source as the run checks them (subset.Compute, mask.Resolve).
-	Subset subset.Spec
-	Mask   mask.Spec
+	// Options are the dump's: Source, Jobs, Filter, Snapshot, File ("-",
+	// a path, or a URL whose Backend is Output), Overwrite, Codec
+	// (compressed unless "none"), Programs, and Subset and Mask (checked
+	// against the source as the run checks them: subset.Compute,
+	// mask.Resolve) are read here.
+	dump.Options
+	// Output is File's object store, opened; nil for a path or "-".
+	Output store.Backend
 }
 
 // Dump checks what a dump with o would need: the source (connection,
@@ -82,41 +77,36 @@ func (c *Checklist) output(ctx context.Context, o DumpOptions, sel bool, raw dum
 		c.add(it)
 	default:
 		if sel {
-			c.add(diskSpace(dump.DirOf(o.File), raw.Archive(o.Compressed), "the archive"))
+			c.add(diskSpace(dump.DirOf(o.File), raw.Archive(o.Codec != nil && o.Codec.Name() != "none"), "the archive"))
 		}
 	}
 }
 
-// RestoreOptions are what a restore's checklist needs of its flags.
+// RestoreOptions are what a restore's checklist needs: the restore's own
+// options (restore.Options, as the command gives restore.Run, so that a
+// flag is declared once) and what only a preflight reads.
 type RestoreOptions struct {
-	Target *pgx.ConnConfig
-	Jobs   int
-	Filter filter.Options
+	// Options are the restore's: Target, Jobs, Filter, Create, Clean,
+	// Resume, UseList, KeepGoing (what the target lacks is then a
+	// warning, the run going on past it, rather than a failure) and
+	// Programs are read here, Where names the archive, and all of them
+	// reach restore.Contents, which reads the schema entries the restore
+	// would create, for what the target lacks of what they need.
+	restore.Options
 	// Archive is the opened archive; nil with ArchiveErr when it could not
 	// be opened, nil without when it arrives on standard input (Pipe),
 	// which a preflight must not read.
 	Archive    archive.Source
-	Where      string
 	ArchiveErr error
-	SpillDir   string
-	Create     bool
-	Clean      bool
-	Resume     bool
-	UseList    bool
-	Programs   *pgbin.Finder
+	// SpillDir is --spill-dir, where a piped archive's data waits for a
+	// connection (the command's, not restore.Options').
+	SpillDir string
 	// All checks restore --all of a whole-server archive, with Roles the
 	// roles its globals create (nil: not read); Database, the restore of
 	// one database of it (--database).
 	All      bool
 	Roles    []string
 	Database string
-	// KeepGoing is --keep-going: what the target lacks is a warning (the
-	// run goes on past it) rather than a failure.
-	KeepGoing bool
-	// Contents reads the schema entries the restore would create
-	// (restore.Contents: preflight cannot import restore), for what the
-	// target lacks of what they need; nil leaves that check out.
-	Contents func(context.Context) ([]toc.Entry, error)
 }
 
 // Restore checks what a restore with o would need: the archive, the
@@ -171,9 +161,12 @@ func Restore(ctx context.Context, o RestoreOptions) *Checklist {
 	case o.All:
 		c.restoreAll(ctx, o, conn, m)
 	case m != nil:
-		c.targetState(ctx, o.Target, conn, m, journal.ArchiveID(m), o.Create, o.Clean, o.Resume, o.Filter.DataOnly || m.DataOnly, o.Filter.Partial() || o.UseList)
-		if o.Contents != nil && !o.Filter.DataOnly && !m.DataOnly {
-			c.targetLacks(ctx, conn, o.Contents, o.Create, o.KeepGoing)
+		c.targetState(ctx, o.Target, conn, m, journal.ArchiveID(m), o.Create, o.Clean, o.Resume, o.Filter.DataOnly || m.DataOnly, o.Filter.Partial() || o.UseList != "")
+		if o.Archive != nil && o.Database == "" && !o.Filter.DataOnly && !m.DataOnly {
+			ro := o.Options
+			ro.Logger = nil // a preflight says what it found in its lines, nothing else
+			contents := func(ctx context.Context) ([]toc.Entry, error) { return restore.Contents(ctx, o.Archive, ro) }
+			c.targetLacks(ctx, conn, contents, o.Create, o.KeepGoing)
 		}
 	}
 	if o.Archive == nil && o.ArchiveErr == nil {
@@ -182,23 +175,18 @@ func Restore(ctx context.Context, o RestoreOptions) *Checklist {
 	return c
 }
 
-// CloneOptions are what a clone's checklist needs of its flags.
+// CloneOptions are what a clone's checklist needs: the clone's own
+// options (clone.Options, as the command gives clone.Run, so that a flag
+// is declared once) and clone --follow's.
 type CloneOptions struct {
-	Source, Target *pgx.ConnConfig
-	Jobs           int
-	Filter         filter.Options
-	Snapshot       string
-	Clean, Resume  bool
-	Programs       *pgbin.Finder
-	// Subset and Mask are --subset's and --mask's rules (DumpOptions).
-	Subset subset.Spec
-	Mask   mask.Spec
+	// Options are the clone's: the restore's (Target, Jobs, Filter,
+	// Clean, Resume, KeepGoing, Programs: RestoreOptions') and the
+	// session's on the source (Session.Source, Snapshot, Subset, Mask:
+	// DumpOptions'); all of them reach clone.Contents, which reads the
+	// source's schema as the clone would, for what the target lacks.
+	clone.Options
 	// Follow, when set, adds clone --follow's checks.
 	Follow *FollowOptions
-	// KeepGoing and Contents are RestoreOptions', Contents reading the
-	// source's schema as the clone would (clone.Contents).
-	KeepGoing bool
-	Contents  func(context.Context) ([]toc.Entry, error)
 }
 
 // FollowOptions are clone --follow's, resolved.
@@ -218,12 +206,12 @@ type FollowOptions struct {
 // Follow the logical replication's. It changes nothing.
 func Clone(ctx context.Context, o CloneOptions) *Checklist {
 	c := &Checklist{}
-	sconn, tconn, ssrv, tsrv, done := c.connectBoth(ctx, o.Source, o.Target)
+	sconn, tconn, ssrv, tsrv, done := c.connectBoth(ctx, o.Session.Source, o.Target)
 	defer done()
 	if tconn == nil {
 		return c
 	}
-	if err := DistinctDatabases(ctx, o.Source, tconn); err != nil {
+	if err := clone.DistinctDatabases(ctx, o.Session.Source, tconn); err != nil {
 		c.add(fail("distinct databases", err))
 		return c
 	}
@@ -236,12 +224,12 @@ func Clone(ctx context.Context, o CloneOptions) *Checklist {
 	}
 	c.roomFor(ctx, sconn, "source", o.Jobs)
 	c.roomFor(ctx, tconn, "target", o.Jobs)
-	if o.Snapshot != "" {
-		c.add(check("snapshot", importable(ctx, sconn, o.Snapshot), o.Snapshot+" can be imported"))
+	if o.Session.Snapshot != "" {
+		c.add(check("snapshot", importable(ctx, sconn, o.Session.Snapshot), o.Session.Snapshot+" can be imported"))
 	}
 	c.lockSlots(ctx, sconn)
 	c.readable(ctx, sconn, o.Filter)
-	c.rules(ctx, sconn, ssrv, o.Subset, o.Mask)
+	c.rules(ctx, sconn, ssrv, o.Session.Subset, o.Session.Mask)
 	m, err := cloneManifest(ctx, sconn, ssrv, o.Filter)
 	if err != nil {
 		c.add(fail("source catalog", err))
@@ -250,8 +238,11 @@ func Clone(ctx context.Context, o CloneOptions) *Checklist {
 	// A clone's journal is named after its snapshot (journal.ArchiveID
 	// of its manifest); without one there is nothing to resume.
 	c.targetState(ctx, o.Target, tconn, m, "", false, o.Clean, o.Resume, o.Filter.DataOnly, o.Filter.Partial())
-	if o.Contents != nil && !o.Filter.DataOnly {
-		c.targetLacks(ctx, tconn, o.Contents, false, o.KeepGoing)
+	if !o.Filter.DataOnly {
+		co := o.Options
+		co.Logger, co.Session.Logger = nil, nil // a preflight says what it found in its lines, nothing else
+		contents := func(ctx context.Context) ([]toc.Entry, error) { return clone.Contents(ctx, co) }
+		c.targetLacks(ctx, tconn, contents, false, o.KeepGoing)
 	}
 	if o.Follow != nil {
 		c.follow(ctx, sconn, tconn, o.Filter, *o.Follow)
@@ -487,22 +478,22 @@ func writableStore(ctx context.Context, b store.Backend, overwrite bool) Item {
 // from here on a replication connection (the target server's own reach
 // is probed by the run, with objects a preflight does not create).
 func (c *Checklist) follow(ctx context.Context, sconn, tconn *pgx.Conn, f filter.Options, o FollowOptions) {
-	req, err := ReadFollowSource(ctx, sconn, o.Slot, o.Publication)
+	req, err := follow.ReadSourceSettings(ctx, sconn, o.Slot, o.Publication)
 	if err != nil {
 		c.add(fail("follow: source", err))
 	} else {
-		c.add(req.Items()...)
+		c.addRequirements(req.Requirements())
 	}
-	tables, err := FollowTables(ctx, sconn, f)
+	tables, err := follow.SourceTables(ctx, sconn, f)
 	if err == nil {
-		err = Keyless(tables, o.ReplicaIdentityFull, o.SkipNoKey)
+		err = follow.Keyless(tables, o.ReplicaIdentityFull, o.SkipNoKey)
 	}
 	c.add(check("follow: replica identity", err, fmt.Sprintf("%d tables, each with a primary key or replica identity (or handled by --replica-identity-full/--follow-skip-no-key)", len(tables))))
-	items, err := FollowTarget(ctx, tconn, o.Slot)
+	reqs, err := follow.TargetRequirements(ctx, tconn, o.Slot)
 	if err != nil {
 		c.add(fail("follow: target", err))
 	} else {
-		c.add(items...)
+		c.addRequirements(reqs)
 	}
 	if o.ConninfoErr != nil {
 		c.add(fail("follow: source reach", o.ConninfoErr))
@@ -510,6 +501,13 @@ func (c *Checklist) follow(ctx context.Context, sconn, tconn *pgx.Conn, f filter
 	}
 	c.add(check("follow: source reach", replicationReach(ctx, o.Conninfo),
 		"the subscription's connection string opens a replication connection from here (from the target server, the run probes it before copying)"))
+}
+
+// addRequirements adds a follow's requirements, one line each.
+func (c *Checklist) addRequirements(reqs []follow.Requirement) {
+	for _, r := range reqs {
+		c.add(Item{Name: r.Name, Detail: r.Detail, Warning: r.Warning, Err: r.Err})
+	}
 }
 
 // replicationReach opens a replication connection with conninfo and asks

@@ -1,4 +1,4 @@
-package preflight
+package follow
 
 import (
 	"context"
@@ -12,13 +12,45 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
-// MinFollowMajor is the oldest source followed: 13 publishes partitioned
-// tables and is the oldest major pgsprint is tested with.
-const MinFollowMajor = 13
+// Requirement is one requirement of a follow, checked on the source or
+// the target: met (Detail says what was found), a risk the follow may
+// survive (Warning), or unmet (Err names the cause and the fix, in one
+// line). The follow refuses on an unmet one; preflight prints each as a
+// checklist line, so both read the same verdicts.
+type Requirement struct {
+	Name    string
+	Detail  string
+	Warning bool
+	Err     error
+}
 
-// FollowSource is what a source server offers clone --follow, read by
-// ReadFollowSource; Items says what is missing.
-type FollowSource struct {
+func met(name, detail string) Requirement { return Requirement{Name: name, Detail: detail} }
+
+func risk(name, detail string) Requirement {
+	return Requirement{Name: name, Detail: detail, Warning: true}
+}
+
+func unmet(name string, err error) Requirement { return Requirement{Name: name, Err: err} }
+
+// unmetErr joins the errors of the unmet requirements (nil when all are
+// met): what the follow refuses with.
+func unmetErr(reqs []Requirement) error {
+	var errs []error
+	for _, r := range reqs {
+		if r.Err != nil {
+			errs = append(errs, r.Err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MinMajor is the oldest source followed: 13 publishes partitioned
+// tables and is the oldest major pgsprint is tested with.
+const MinMajor = 13
+
+// SourceSettings is what a source server offers clone --follow, read by
+// ReadSourceSettings; Requirements says what is missing.
+type SourceSettings struct {
 	VersionNum             int
 	InRecovery             bool // a standby: pg_is_in_recovery()
 	WalLevel               string
@@ -30,10 +62,10 @@ type FollowSource struct {
 	slot, publication      string
 }
 
-// ReadFollowSource reads the source's replication settings and the
+// ReadSourceSettings reads the source's replication settings and the
 // role's rights, and whether slot and publication are taken.
-func ReadFollowSource(ctx context.Context, conn *pgx.Conn, slot, publication string) (FollowSource, error) {
-	r := FollowSource{slot: slot, publication: publication}
+func ReadSourceSettings(ctx context.Context, conn *pgx.Conn, slot, publication string) (SourceSettings, error) {
+	r := SourceSettings{slot: slot, publication: publication}
 	err := conn.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version_num')::int,
 		pg_catalog.pg_is_in_recovery(),
 		pg_catalog.current_setting('wal_level'),
@@ -54,24 +86,24 @@ func ReadFollowSource(ctx context.Context, conn *pgx.Conn, slot, publication str
 	return r, nil
 }
 
-// Items is one checklist line per requirement of a follow on the source;
-// Failed(Items()) is what clone --follow refuses with. A standby is
+// Requirements is one Requirement of a follow per line on the source;
+// the unmet ones are what clone --follow refuses with. A standby is
 // refused alone: PostgreSQL 16 decodes there, but the publication, the
 // fence and finish's WAL flush are writes, which a standby refuses.
-func (r FollowSource) Items() []Item {
+func (r SourceSettings) Requirements() []Requirement {
 	if r.InRecovery {
-		return []Item{fail("follow: source is a standby", errors.New(
+		return []Requirement{unmet("follow: source is a standby", errors.New(
 			"source is a standby (pg_is_in_recovery() is true): --follow needs the primary, where the publication is created and finish fences the writes; point --source at the primary"))}
 	}
-	if r.VersionNum < MinFollowMajor*10000 {
-		return []Item{fail("follow: source version", fmt.Errorf("source is PostgreSQL %d.%d: --follow needs %d or later", r.VersionNum/10000, r.VersionNum%10000/100, MinFollowMajor))}
+	if r.VersionNum < MinMajor*10000 {
+		return []Requirement{unmet("follow: source version", fmt.Errorf("source is PostgreSQL %d.%d: --follow needs %d or later", r.VersionNum/10000, r.VersionNum%10000/100, MinMajor))}
 	}
-	var items []Item
+	var items []Requirement
 	add := func(name string, bad bool, err error, detail string) {
 		if bad {
-			items = append(items, fail(name, err))
+			items = append(items, unmet(name, err))
 		} else {
-			items = append(items, pass(name, detail))
+			items = append(items, met(name, detail))
 		}
 	}
 	add("follow: wal_level", r.WalLevel != "logical",
@@ -90,9 +122,9 @@ func (r FollowSource) Items() []Item {
 		errors.New("the source role may not create a publication: it needs CREATE on the source database (and to own the tables), or superuser"),
 		map[bool]string{true: "superuser", false: "CREATE on the database"}[r.Superuser])
 	if r.Superuser {
-		items = append(items, pass("follow: DDL capture (source)", "superuser: event triggers record DDL for the target to replay"))
+		items = append(items, met("follow: DDL capture (source)", "superuser: event triggers record DDL for the target to replay"))
 	} else {
-		items = append(items, warn("follow: DDL capture (source)",
+		items = append(items, risk("follow: DDL capture (source)",
 			"not a superuser: event triggers need one, so DDL during the follow is not replayed; status and finish compare columns and tables and stop naming each change"))
 	}
 	add("follow: slot name", r.SlotExists,
@@ -104,9 +136,9 @@ func (r FollowSource) Items() []Item {
 	return items
 }
 
-// FollowTarget checks that the target's role may create the subscription
+// TargetRequirements checks that the target's role may create the subscription
 // (named subscription) and that none of that name exists.
-func FollowTarget(ctx context.Context, conn *pgx.Conn, subscription string) ([]Item, error) {
+func TargetRequirements(ctx context.Context, conn *pgx.Conn, subscription string) ([]Requirement, error) {
 	var versionNum int
 	var super, may, exists bool
 	err := conn.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version_num')::int, r.rolsuper,
@@ -119,44 +151,44 @@ func FollowTarget(ctx context.Context, conn *pgx.Conn, subscription string) ([]I
 	if err != nil {
 		return nil, fmt.Errorf("read the target's privileges: %w", err)
 	}
-	var items []Item
+	var items []Requirement
 	switch {
 	case super:
-		items = append(items, pass("follow: subscription right", "superuser on the target"))
+		items = append(items, met("follow: subscription right", "superuser on the target"))
 	case may:
-		items = append(items, pass("follow: subscription right", "pg_create_subscription and CREATE on the target database"))
+		items = append(items, met("follow: subscription right", "pg_create_subscription and CREATE on the target database"))
 	case versionNum >= 160000:
-		items = append(items, fail("follow: subscription right", errors.New("the target role may not create a subscription: it needs superuser, or pg_create_subscription and CREATE on the target database")))
+		items = append(items, unmet("follow: subscription right", errors.New("the target role may not create a subscription: it needs superuser, or pg_create_subscription and CREATE on the target database")))
 	default:
-		items = append(items, fail("follow: subscription right", errors.New("the target role may not create a subscription: before PostgreSQL 16 that needs a superuser")))
+		items = append(items, unmet("follow: subscription right", errors.New("the target role may not create a subscription: before PostgreSQL 16 that needs a superuser")))
 	}
 	if super {
-		items = append(items, pass("follow: DDL replay (target)", "superuser: the captured DDL runs in the apply worker"))
+		items = append(items, met("follow: DDL replay (target)", "superuser: the captured DDL runs in the apply worker"))
 	} else {
-		items = append(items, warn("follow: DDL replay (target)",
+		items = append(items, risk("follow: DDL replay (target)",
 			"not a superuser: the captured DDL cannot run here, so DDL during the follow is not replayed; status and finish compare columns and tables and stop naming each change"))
 	}
 	if exists {
-		items = append(items, fail("follow: subscription name", fmt.Errorf("target already has a subscription %s: an earlier clone --follow? (pgsprint follow abort removes it) or choose --slot", subscription)))
+		items = append(items, unmet("follow: subscription name", fmt.Errorf("target already has a subscription %s: an earlier clone --follow? (pgsprint follow abort removes it) or choose --slot", subscription)))
 	} else {
-		items = append(items, pass("follow: subscription name", subscription+" is free"))
+		items = append(items, met("follow: subscription name", subscription+" is free"))
 	}
 	return items, nil
 }
 
-// FollowTable is a source table whose rows a clone copies, as a follow
+// SourceTable is a source table whose rows a clone copies, as a follow
 // publishes it.
-type FollowTable struct {
+type SourceTable struct {
 	Name    string // quoted schema.name
 	Logged  bool
 	Keyless bool // a table with rows of its own, no primary key and no replica identity
 	Full    bool // REPLICA IDENTITY FULL already
 }
 
-// FollowTables lists the tables (plain, partitioned, partitions) whose
+// SourceTables lists the tables (plain, partitioned, partitions) whose
 // rows the clone copies: those the filter selects, not extension members,
 // not --exclude-table-data.
-func FollowTables(ctx context.Context, conn *pgx.Conn, f filter.Options) ([]FollowTable, error) {
+func SourceTables(ctx context.Context, conn *pgx.Conn, f filter.Options) ([]SourceTable, error) {
 	selected, err := f.Selected("c", "n")
 	if err != nil {
 		return nil, err
@@ -180,8 +212,8 @@ func FollowTables(ctx context.Context, conn *pgx.Conn, f filter.Options) ([]Foll
 	if err != nil {
 		return nil, fmt.Errorf("list the source's tables: %w", err)
 	}
-	tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (FollowTable, error) {
-		var t FollowTable
+	tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (SourceTable, error) {
+		var t SourceTable
 		return t, r.Scan(&t.Name, &t.Logged, &t.Keyless, &t.Full)
 	})
 	if err != nil {
@@ -194,7 +226,7 @@ func FollowTables(ctx context.Context, conn *pgx.Conn, f filter.Options) ([]Foll
 // unless riFull (--replica-identity-full) or skipNoKey
 // (--follow-skip-no-key) says what to do: published, their UPDATE and
 // DELETE would fail on the source.
-func Keyless(tables []FollowTable, riFull, skipNoKey bool) error {
+func Keyless(tables []SourceTable, riFull, skipNoKey bool) error {
 	var keyless []string
 	for _, t := range tables {
 		if t.Logged && t.Keyless {
