@@ -351,7 +351,10 @@ func TestFenceEndsStartingSession(t *testing.T) {
 	o := newCase(t, c, cutoverSQL)
 	following(t, o)
 	late := o.Source.Copy()
-	late.RuntimeParams["post_auth_delay"] = "6" // seconds, after the settings are read
+	// Seconds, after the settings are read: far longer than finish takes
+	// to reach the fence, even on a loaded machine. The fence ends the
+	// session during its delay; the code before waited it out.
+	late.RuntimeParams["post_auth_delay"] = "20"
 	late.RuntimeParams["application_name"] = "late_writer"
 	wrote := make(chan error, 1)
 	go func() {
@@ -382,8 +385,8 @@ func TestFenceEndsStartingSession(t *testing.T) {
 		if err == nil {
 			t.Errorf("the session that started before the fence wrote after it (on the target: %v)", len(lost(t, o.Target, []int{7001})) == 0)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the late session neither wrote nor failed in 30s")
+	case <-time.After(45 * time.Second):
+		t.Fatal("the late session neither wrote nor failed in 45s")
 	}
 	if !fenced(t, o.Source) {
 		t.Error("the source is writable after the handover")
