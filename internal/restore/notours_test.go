@@ -2,9 +2,11 @@ package restore
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
@@ -94,4 +96,60 @@ func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
 			pgtest.RequireSameData(t, src, target)
 		})
 	}
+}
+
+// TestPreDataSplitFailureStopsAll: pre-data split over two pg_restore runs
+// at once (200 independent tables), one of which fails on a table whose
+// owner is missing. Run fails with one line naming the statement, the
+// other run is stopped (no pg_restore session stays in the target),
+// pre-data is not journaled, and Resume (the role back) drops what was
+// created and finishes equal to the source.
+func TestPreDataSplitFailureStopsAll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, _, _ := newNotOurs(t)
+	if err := c.CreateDB(ctx, "wide"); err != nil {
+		t.Fatal(err)
+	}
+	var ddl strings.Builder
+	for i := 1; i <= 200; i++ {
+		fmt.Fprintf(&ddl, "CREATE TABLE w%03d (id int PRIMARY KEY, v text);\n", i)
+	}
+	ddl.WriteString("ALTER TABLE w150 OWNER TO notours_owner; INSERT INTO w001 VALUES (1, 'a');")
+	if err := c.Exec(ctx, "wide", ddl.String()); err != nil {
+		t.Fatal(err)
+	}
+	src := c.ConnString("wide")
+	file := filepath.Join(t.TempDir(), "wide.pgs")
+	dumpFile(t, src, file, nil)
+	if err := c.CreateDB(ctx, "wide copy"); err != nil {
+		t.Fatal(err)
+	}
+	target := c.ConnString("wide copy")
+	split := func(o *Options) { o.Jobs, o.PreDataSplitMin = 2, 1 }
+	if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_owner RENAME TO notours_gone"); err != nil {
+		t.Fatal(err)
+	}
+	err := restoreFile(t, file, target, split)
+	if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_gone RENAME TO notours_owner"); err != nil {
+		t.Fatal(err)
+	}
+	requireError(t, err, "ALTER TABLE public.w150 OWNER TO notours_owner")
+	// A killed pg_restore's backend ends once it finds its client gone.
+	left := "?"
+	for range 50 {
+		if left = scalar(t, c.ConnString("postgres"), "SELECT count(*) FROM pg_stat_activity WHERE datname = 'wide copy' AND application_name = 'pg_restore'"); left == "0" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left != "0" {
+		t.Errorf("%s pg_restore sessions still in the target after the failure", left)
+	}
+	if v := scalar(t, target, "SELECT count(*) FROM pgsprint_journal.steps WHERE step = 'pre-data'"); v != "0" {
+		t.Fatalf("the failed pre-data is journaled as done")
+	}
+	mustRestore(t, file, target, func(o *Options) { split(o); o.Resume = true })
+	pgtest.RequireSameSchema(t, c.BinDir(), src, target)
+	pgtest.RequireSameData(t, src, target)
 }
