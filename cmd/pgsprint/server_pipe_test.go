@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,58 +13,20 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
-// pipeServerDatabases are the databases loadPipeServer fills, with their
-// rows (postgres is every server's).
-var pipeServerDatabases = map[string]int64{"notes": 3, "postgres": 1, "shop": 20003}
+// pipeServerDatabases are pgtest.PipeServerDatabases.
+var pipeServerDatabases = pgtest.PipeServerDatabases
 
-// loadPipeServer gives a cluster a role with a password and three small
-// databases, one owned by that role with a table dumped in chunks and a
-// foreign key.
-func loadPipeServer(t *testing.T, c *pgtest.Instance) {
-	t.Helper()
-	ctx := context.Background()
-	for _, s := range []struct{ db, sql string }{
-		{"postgres", "CREATE ROLE carol LOGIN PASSWORD 'carol-pw'"},
-		{"postgres", "CREATE DATABASE shop OWNER carol"},
-		{"postgres", "CREATE DATABASE notes"},
-		{"postgres", "CREATE TABLE kept (id int PRIMARY KEY); INSERT INTO kept VALUES (1)"},
-		{"shop", `SET ROLE carol;
-			CREATE TABLE customers (id int PRIMARY KEY, name text);
-			INSERT INTO customers VALUES (1, 'one'), (2, 'two'), (3, 'three');
-			CREATE TABLE orders (id int PRIMARY KEY, customer int REFERENCES customers, note text);
-			INSERT INTO orders SELECT g, 1 + g % 3, md5(g::text) FROM generate_series(1, 20000) g`},
-		{"notes", "CREATE TABLE note (id serial PRIMARY KEY, body text); INSERT INTO note (body) VALUES ('a'), ('b'), ('c')"},
-	} {
-		if err := c.Exec(ctx, s.db, s.sql); err != nil {
-			t.Fatalf("%s: %s: %v", s.db, s.sql, err)
-		}
-	}
-}
+// loadPipeServer is pgtest.LoadPipeServer.
+func loadPipeServer(t *testing.T, c *pgtest.Instance) { pgtest.LoadPipeServer(t, c) }
 
-// requireSameServer compares dst with src as restore --all and clone --all
-// leave it: the globals (but the bootstrap superuser's password, which
-// every server has its own of), and each database's pg_dump --create and
-// row hashes.
+// requireSameServer is pgtest.RequireSameServer of pipeServerDatabases.
 func requireSameServer(t *testing.T, src, dst *pgtest.Instance) {
 	t.Helper()
-	bin := src.BinDir()
-	want, got := pgtest.GlobalsDump(t, bin, src.ConnString("postgres")), pgtest.GlobalsDump(t, bin, dst.ConnString("postgres"))
-	if pgtest.WithoutRole(got, "postgres") != pgtest.WithoutRole(want, "postgres") {
-		t.Errorf("globals differ:\n%s", compare.SchemaDiff(want, got))
-	}
-	for db := range pipeServerDatabases {
-		if d := compare.SchemaDiff(pgtest.SchemaDump(t, bin, src.ConnString(db), "--create"), pgtest.SchemaDump(t, bin, dst.ConnString(db), "--create")); d != "" {
-			t.Errorf("database %s: schemas differ:\n%s", db, d)
-		}
-		if d := compare.FingerprintDiff(pgtest.Fingerprint(t, src.ConnString(db)), pgtest.Fingerprint(t, dst.ConnString(db))); len(d) > 0 {
-			t.Errorf("database %s: data differs:\n%s", db, strings.Join(d, "\n"))
-		}
-	}
+	pgtest.RequireSameServer(t, src, dst, pipeServerDatabases)
 }
 
 // readSummary reads a --summary-json file.
@@ -90,7 +50,8 @@ func readSummary(t *testing.T, path string) progress.Summary {
 // each database with its rows). Then clone --all is killed with SIGKILL
 // once its globals are in and finished with --resume, whose summary lists
 // every database, done by the killed run or by itself. Each time the
-// globals, schemas and row hashes must equal the source's.
+// globals, schemas and row hashes must equal the source's. A cut pipe is
+// internal/cluster's TestServerCutPipe.
 func TestServerPipeProgressResume(t *testing.T) {
 	t.Parallel()
 	src := pgtest.New(t)
@@ -150,51 +111,6 @@ func TestServerPipeProgressResume(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, pipeServerDatabases) || s.Rows != wantRows || s.Globals == nil || s.Globals.Roles != 1 || !reflect.DeepEqual(s.Globals.KeptRoles, []string{"postgres"}) {
 			t.Errorf("summary: %+v", s)
-		}
-		requireSameServer(t, src, dst)
-	})
-
-	// A cut pipe never looks finished: cut in its trailer, after every
-	// stream, the databases are restored but the run fails and its
-	// journal stays; cut in the middle, it fails too. The whole archive
-	// with --resume then finishes it.
-	t.Run("cut pipe", func(t *testing.T) {
-		dst := pgtest.New(t)
-		conn, err := pgx.Connect(context.Background(), dst.ConnString("postgres"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(context.Background())
-		file := filepath.Join(dir, "server.pgs")
-		mustPgsprint(t, "dump", "--all", "-d", src.ConnString("postgres"), "-f", file, "-j", "2", "--chunk-size", "256kB")
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		args := []string{"restore", "--all", "-f", "-", "-d", dst.ConnString("postgres"), "-j", "2"}
-		for _, cut := range []struct {
-			name string
-			n    int
-			want string
-		}{
-			{"trailer", len(data) - 4, fmt.Sprintf("archive on standard input is incomplete: the input ended after %d bytes, before the archive's trailer (cut off, or the dump writing it failed or is still running); the restore is not finished; run it again with --resume and a sound archive", len(data)-4)},
-			{"middle", len(data) / 2, "incomplete"},
-		} {
-			r := pgsprintStdin(t, nil, bytes.NewReader(data[:cut.n]), append(args, "--clean")...)
-			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-			if last := lines[len(lines)-1]; r.code != 1 || !strings.Contains(last, cut.want) {
-				t.Errorf("cut in the %s: exit %d, want 1 and %q:\n%s", cut.name, r.code, cut.want, r.stderr)
-			}
-			if !markerRole(conn) {
-				t.Errorf("cut in the %s: the run looks finished (no journal left)", cut.name)
-			}
-		}
-		r := pgsprintStdin(t, nil, bytes.NewReader(data), append(args, "--resume")...)
-		if r.code != 0 {
-			t.Fatalf("--resume: exit %d:\n%s", r.code, r.stderr)
-		}
-		if markerRole(conn) {
-			t.Error("the whole-server journal outlived the completed restore")
 		}
 		requireSameServer(t, src, dst)
 	})

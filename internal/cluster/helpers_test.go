@@ -18,6 +18,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
+	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/store/location"
@@ -122,4 +123,22 @@ func versionsOrSkip(t *testing.T, min int) []int {
 		t.Skip(msg)
 	}
 	return vs
+}
+
+// userObjects describes every object anyone created in the database at
+// conn (pg.UserObjects, the restore's own emptiness check, which sees the
+// journal schema too), up to 20, e.g. "schema pgsprint_journal".
+func userObjects(t testing.TB, conn string) []string {
+	t.Helper()
+	ctx := context.Background()
+	cn, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cn.Close(ctx)
+	_, objs, err := pg.UserObjects(ctx, cn, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
 }
