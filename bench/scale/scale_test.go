@@ -36,7 +36,7 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"-verify", "some"}, err: "-verify is all, first or none"},
 		{args: []string{"-rounds", "0"}, err: "at least 1"},
 		{args: []string{"-trace", "-datasets", "tpch"}, jobs: []int{2}, dbs: []string{"tpch_sf1"}, trace: "all"},
-		{args: []string{"-trace=mixed,tpch"}, jobs: []int{2}, dbs: []string{"pgbench_s1000", "pgbench_s1000_p30", "mixed_10", "tpch_sf1"}, trace: "mixed,tpch"},
+		{args: []string{"-trace=mixed,tpch"}, jobs: []int{2}, dbs: []string{"pgbench_s1000", "pgbench_s1000_p30", "mixed_10", "tpch_sf1", "tables_10000"}, trace: "mixed,tpch"},
 		{args: []string{"-trace=", "-datasets", "flat"}, jobs: []int{2}, dbs: []string{"pgbench_s1000"}},
 		{args: []string{"-trace=tpch,huge"}, err: `unknown dataset "huge"`},
 	} {
