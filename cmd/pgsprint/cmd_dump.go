@@ -69,8 +69,9 @@ only when complete.
 
 Compression: by default zstd, its level chosen for each block from what
 the workers wait on: while they wait for rows from the server, compressing
-harder costs little time and the level steps up (to 9 at most); when
-compressing holds them back, it steps down (to 1). The summary says which
+harder costs little time and the level steps up (to 9 at most), unless
+the machine's cores are busy (a server on the same machine); when
+compressing holds them back, or the cores are full, it steps down (to 1). The summary says which
 levels were used, and list shows "zstd auto". -Z zstd:LEVEL keeps one level
 for every block, as pg_dump -Z does; -Z lz4, gzip or none choose another
 method. Restore reads any of them (a zstd frame needs no level to decode).

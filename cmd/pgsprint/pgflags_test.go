@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -94,11 +95,15 @@ func TestPgFlags(t *testing.T) {
 	tmp := t.TempDir()
 	all := filepath.Join(tmp, "all.pgs")
 	mustPgsprint(t, "dump", "-d", src, "-f", all, "-j", "2", "-q", "--summary-json", filepath.Join(tmp, "dump.json"))
+	// The flag cases run in parallel: n and references are shared.
+	var mu sync.Mutex
 	n := 0
 	fresh := func(t *testing.T) string {
 		t.Helper()
+		mu.Lock()
 		n++
 		db := "dst" + strconv.Itoa(n)
+		mu.Unlock()
 		if err := c.CreateDB(ctx, db); err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +172,10 @@ func TestPgFlags(t *testing.T) {
 	reference := func(t *testing.T, pgdump, pgrestore []string) string {
 		t.Helper()
 		key := strings.Join(pgdump, "\x00") + "\x01" + strings.Join(pgrestore, "\x00")
-		if s, ok := references[key]; ok {
+		mu.Lock()
+		s, ok := references[key]
+		mu.Unlock()
+		if ok {
 			return s
 		}
 		db := fresh(t)
@@ -183,8 +191,11 @@ func TestPgFlags(t *testing.T) {
 		if out, err := exec.Command(filepath.Join(c.BinDir(), "pg_restore"), append(append(args, pgrestore...), file)...).CombinedOutput(); err != nil {
 			t.Fatalf("pg_restore %v: %v\n%s", pgrestore, err, out)
 		}
-		references[key] = schema(t, c.ConnString(db))
-		return references[key]
+		s = schema(t, c.ConnString(db))
+		mu.Lock()
+		references[key] = s
+		mu.Unlock()
+		return s
 	}
 	plain := reference(t, nil, nil)
 
@@ -201,6 +212,9 @@ func TestPgFlags(t *testing.T) {
 		// spy, for a restore, runs it with a pg_restore that records its
 		// arguments (spyPgRestore) and asserts it was given this flag.
 		spy string
+		// server: the case changes the whole server (a role), so it runs
+		// alone, before the others, which run in parallel.
+		server bool
 	}{
 		// One run for several flags, each of which changes the schema
 		// in its own way, so a flag lost on the way shows in the
@@ -330,7 +344,7 @@ func TestPgFlags(t *testing.T) {
 		// Ownership set by SET SESSION AUTHORIZATION: torture's tables
 		// owned by pgtest_owner keep their owner, and pg_restore was told.
 		{name: "restore --use-set-session-authorization", cmd: "restore", args: []string{"--use-set-session-authorization"},
-			same: true, spy: "--use-set-session-authorization",
+			same: true, spy: "--use-set-session-authorization", server: true,
 			// As with pg_restore, each owner creates its own objects, in
 			// schemas it may not create in until the archive's GRANTs run:
 			// the owner is a superuser for this case.
@@ -356,6 +370,9 @@ func TestPgFlags(t *testing.T) {
 		{name: "clone --transaction-size", cmd: "clone", args: []string{"--transaction-size", "1"}, pgrestore: []string{"--transaction-size=1"}, same: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if !tc.server {
+				t.Parallel()
+			}
 			db := fresh(t)
 			if tc.prepare != nil {
 				tc.prepare(t, db)

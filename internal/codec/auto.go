@@ -2,9 +2,13 @@ package codec
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pgsprint/pgsprint/internal/progress"
 )
 
 // Observer is a Codec whose level follows the dump's timings: the archive's
@@ -32,11 +36,40 @@ type ZstdAuto struct {
 func NewZstdAuto() *ZstdAuto {
 	levels := zstdAutoLevels()
 	z := &ZstdAuto{ctl: NewLevelController(levels), levels: make(map[int]*zstdCodec, len(levels))}
+	z.ctl.WatchMachine(machineShare())
 	for _, l := range levels {
 		z.levels[l] = newZstd(l)
 	}
 	return z
 }
+
+// machineShare returns a function giving the machine's busy share since
+// its last call (progress.MachineBusy over the cores' wall time), or -1
+// where /proc/stat cannot be read.
+func machineShare() func() float64 {
+	var mu sync.Mutex
+	last, at := progress.MachineBusy(), time.Now()
+	return func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		busy, now := progress.MachineBusy(), time.Now()
+		if last == 0 || busy == 0 {
+			return -1
+		}
+		wall := now.Sub(at) * time.Duration(runtime.NumCPU())
+		share := -1.0
+		if wall > 0 {
+			share = float64(busy-last) / float64(wall)
+		}
+		last, at = busy, now
+		return share
+	}
+}
+
+// WatchMachine replaces what tells the controller how busy the machine
+// is (LevelController.WatchMachine); nil leaves the ratios alone to
+// decide, as tests of them do on a machine whose load is not theirs.
+func (z *ZstdAuto) WatchMachine(busy func() float64) { z.ctl.WatchMachine(busy) }
 
 // Name implements Codec: the frames are zstd's.
 func (z *ZstdAuto) Name() string { return "zstd" }

@@ -22,6 +22,13 @@ import (
 type LevelController struct {
 	ladder []int // the levels it may choose, lowest first
 
+	// machine, when set, is the machine's busy share (0 to 1, servers
+	// included) since its last call: a higher level is free only while
+	// cores are idle. On a machine that runs the server too, every core
+	// busy means the encoder takes the server's CPU: the fill time then
+	// grows with the level, and the ratios alone would climb to the top.
+	machine func() float64
+
 	mu     sync.Mutex
 	at     int // index in ladder of the current level
 	fill   time.Duration
@@ -44,12 +51,26 @@ const (
 	// level before it steps up, so that it climbs more slowly than it
 	// falls: a level too high costs wall time, one too low only bytes.
 	ctlCalmWindows = 2
+	// ctlBusyCeiling: no step up while the machine's cores are busier
+	// than this; ctlBusyFull: above this, step down.
+	ctlBusyCeiling = 0.80
+	ctlBusyFull    = 0.95
 )
 
 // NewLevelController starts at the lowest of levels (given lowest first),
 // the level that costs least if the encoder turns out to be the bound.
 func NewLevelController(levels []int) *LevelController {
 	return &LevelController{ladder: append([]int(nil), levels...)}
+}
+
+// WatchMachine makes the controller climb only while the machine has idle
+// cores: busy returns the machine's busy share since its last call. Left
+// unset (or where the share cannot be read, busy returning a negative
+// number) the ratios alone decide.
+func (c *LevelController) WatchMachine(busy func() float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.machine = busy
 }
 
 // Level is the level to compress the next frame at.
@@ -86,12 +107,18 @@ func (c *LevelController) Observe(level int, fill, encode time.Duration) {
 	}
 	fill, encode = c.fill, c.encode
 	c.fill, c.encode, c.n = 0, 0, 0
+	busy := -1.0
+	if c.machine != nil {
+		busy = c.machine()
+	}
 	switch {
-	case float64(encode) > ctlDownRatio*float64(fill):
+	case busy > ctlBusyFull || float64(encode) > ctlDownRatio*float64(fill):
 		c.calm = 0
 		if c.at > 0 {
 			c.at--
 		}
+	case busy > ctlBusyCeiling:
+		c.calm = 0
 	case float64(encode) < ctlUpRatio*float64(fill):
 		c.calm++
 		if c.calm >= ctlCalmWindows && c.at < len(c.ladder)-1 {

@@ -65,6 +65,37 @@ func TestLevelController(t *testing.T) {
 // fixed time: the controller must settle on the highest level whose
 // encode time is under the fill time, and stay there without swinging
 // further than one level.
+// TestLevelControllerMachine: the ratios of a server-bound dump ask for
+// higher levels, but with the machine's cores busy (a server on the same
+// machine, whose CPU the encoder would take) it climbs no higher, and with
+// them full it steps down; with idle cores it climbs.
+func TestLevelControllerMachine(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name string
+		busy float64
+		from int // levels climbed first with idle cores
+		want int
+	}{
+		{"idle cores: climbs", 0.3, 0, 9},
+		{"busy cores: holds", 0.9, 0, 1},
+		{"busy cores after a climb: holds there", 0.9, 4, 5},
+		{"full cores: steps down", 0.99, 4, 1},
+		{"unreadable: the ratios decide", -1, 0, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewLevelController([]int{1, 2, 3, 4, 5, 6, 7, 8, 9})
+			c.WatchMachine(func() float64 { return 0 })
+			feed(c, tc.from*ctlCalmWindows*ctlWindow, 10*ms, 1*ms)
+			c.WatchMachine(func() float64 { return tc.busy })
+			feed(c, 400, 10*ms, 1*ms)
+			if got := c.Level(); got != tc.want {
+				t.Errorf("level = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestLevelControllerSettles(t *testing.T) {
 	encodeAt := func(level int) time.Duration { return time.Duration(level) * time.Millisecond }
 	c := NewLevelController([]int{1, 2, 3, 4, 5, 6, 7, 8, 9})
@@ -109,6 +140,7 @@ func TestLevelControllerIgnoresStale(t *testing.T) {
 // needed to read a frame) and that Used and Describe account for them.
 func TestZstdAutoMixedLevels(t *testing.T) {
 	z := NewZstdAuto()
+	z.WatchMachine(nil) // the ratios alone: this machine's load is not the test's
 	src := testInputs()["copy rows"]
 	dec, err := New("zstd", 0)
 	if err != nil {
@@ -164,6 +196,7 @@ func TestZstdAutoRandomized(t *testing.T) {
 	t.Logf("seed %d (PGSPRINT_ZSTDAUTO_SEED=%d replays it)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	z := NewZstdAuto()
+	z.WatchMachine(func() float64 { return rng.Float64() })
 	lo, hi := z.Range()
 	inputs := testInputs()
 	names := make([]string, 0, len(inputs))
