@@ -16,12 +16,11 @@ import (
 // 1 (mixed 0.02, TPC-H SF 0.05) and -j 2, as a many-core machine would at
 // its defaults: every step must succeed, every restore and clone must
 // match its source, and the results must be written, with the trace of
-// every step of mixed and TPC-H (the pack's default TRACE). `make test` runs
-// the flat dataset (DATASETS=flat) with the pack's default steps but
-// pgcopydb, `make test-long` all four datasets.
+// every step of mixed and TPC-H (the pack's default TRACE). `make
+// test-long` runs it, on all four datasets; `make test` does not.
 func TestPackAtSmallScale(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds static binaries and runs the pack")
+	if testing.Short() || len(packDatasets) == 0 {
+		t.Skip("builds static binaries and runs the pack: make test-long")
 	}
 	pgtest.RequireBinaries(t)
 	root, err := filepath.Abs("../..")
