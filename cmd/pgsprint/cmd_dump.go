@@ -24,11 +24,13 @@ import (
 	"github.com/pgsprint/pgsprint/internal/tempfile"
 )
 
-// defaultCompression is zstd with its level chosen frame by frame
-// (codec.ZstdAuto): zstd won the dump benchmark (docs/ARCHITECTURE.md),
-// level 1 where compression holds the workers back, and up to 9, smaller
-// than pg_dump -Fc, where they wait for the server anyway.
-const defaultCompression = "zstd"
+// defaultCompression won the dump benchmark (docs/ARCHITECTURE.md): on
+// COPY text, zstd level 1 through libzstd compresses about as well as
+// level 3 for a third less CPU, and far better than gzip or lz4. zstd:auto
+// (the level chosen frame by frame) is not the default: on TPC-H SF 1 with
+// the server on the same 2 cores it took 10-30% longer for an archive
+// under 1% smaller (docs/BENCHMARKS.md).
+const defaultCompression = "zstd:1"
 
 type dumpOptions struct {
 	conn      connFlags
@@ -67,14 +69,16 @@ data, sequences and large objects are read by N parallel workers and
 compressed in them. The file is written under a temporary name and renamed
 only when complete.
 
-Compression: by default zstd, its level chosen for each block from what
-the workers wait on: while they wait for rows from the server, compressing
-harder costs little time and the level steps up (to 9 at most), unless
-the machine's cores are busy (a server on the same machine); when
-compressing holds them back, or the cores are full, it steps down (to 1). The summary says which
-levels were used, and list shows "zstd auto". -Z zstd:LEVEL keeps one level
-for every block, as pg_dump -Z does; -Z lz4, gzip or none choose another
-method. Restore reads any of them (a zstd frame needs no level to decode).
+Compression: by default zstd level 1 for every block; -Z zstd:LEVEL keeps
+another level, as pg_dump -Z does (-Z zstd alone is zstd's default, 3), and
+-Z lz4, gzip or none choose another method. -Z zstd:auto chooses the level
+for each block from what the workers wait on: while they wait for rows
+from the server, compressing harder costs little time and the level steps
+up (to 9 at most), unless the machine's cores are busy (a server on the
+same machine); when compressing holds them back, or the cores are full, it
+steps down (to 1). The summary then says which levels were used, and list
+shows "zstd auto". Restore reads any of them (a zstd frame needs no level
+to decode).
 
 -f s3://bucket/key uploads to object storage with a multipart upload
 (--s3-uploads parts in flight), completed only after the archive's last
@@ -123,7 +127,7 @@ server. One connection per database holds its snapshot until the end; the
 	o.conn.register(fs)
 	fs.StringVarP(&o.file, "file", "f", "", `archive file to write, or s3://bucket/key; "-" or none for standard output`)
 	fs.IntVarP(&o.jobs, "jobs", "j", runtime.NumCPU(), "parallel workers")
-	fs.StringVarP(&o.compress, "compress", "Z", defaultCompression, "compression: zstd (level chosen as the dump goes), zstd:LEVEL (fixed), lz4, gzip or none, with an optional :LEVEL")
+	fs.StringVarP(&o.compress, "compress", "Z", defaultCompression, "compression: zstd, lz4, gzip or none, with an optional :LEVEL; zstd:auto chooses the level as the dump goes")
 	fs.IntVar(&o.blockSize, "block-size", archive.DefaultBlockSize, "raw bytes per compressed block")
 	o.chunkSize = chunk.DefaultSize
 	fs.Var(&o.chunkSize, "chunk-size", "split tables larger than this into chunks of about this size, read in parallel (0: never split)")

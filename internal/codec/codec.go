@@ -82,15 +82,15 @@ func checkLevel(name string, level, lo, hi int) error {
 // that users can reuse what they know: "METHOD", "METHOD:LEVEL" or
 // "METHOD:level=LEVEL" with METHOD one of zstd, lz4, gzip or none, or a bare
 // digit 0..9 meaning a gzip level, where 0 means no compression. One
-// difference: zstd without a level (or "zstd:auto") is ZstdAuto, whose
-// level follows what the dump waits on; a level given is kept for every
-// frame, as pg_dump keeps it.
+// addition: "zstd:auto" is ZstdAuto, whose level follows what the dump
+// waits on; a level given (or zstd's default, 3, as pg_dump's) is kept for
+// every frame.
 func Parse(spec string) (Codec, error) {
 	s := strings.ToLower(strings.TrimSpace(spec))
 	if s == "" {
 		return nil, errors.New("empty compression spec")
 	}
-	if s == "zstd" || s == "zstd:auto" || s == "zstd:level=auto" {
+	if s == "zstd:auto" || s == "zstd:level=auto" {
 		return NewZstdAuto(), nil
 	}
 	if isDigits(s) {

@@ -13,7 +13,7 @@ func TestParse(t *testing.T) {
 		wantAuto  bool
 		wantErr   string
 	}{
-		{spec: "zstd", wantName: "zstd", wantLevel: 0, wantAuto: true},
+		{spec: "zstd", wantName: "zstd", wantLevel: 3},
 		{spec: "zstd:auto", wantName: "zstd", wantLevel: 0, wantAuto: true},
 		{spec: " ZSTD:level=auto", wantName: "zstd", wantLevel: 0, wantAuto: true},
 		{spec: "zstd:9", wantName: "zstd", wantLevel: 9},
