@@ -2,132 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
-// The bank is the consistency workload of the dump, clone and standby
-// tests: transfers move money between accounts, each updating two
-// accounts and appending to a ledger in one transaction. A copy taken at
-// one instant holds the opening total, and every account equals its
-// opening balance plus its ledger entries; a copy whose tables come from
-// different instants does not.
-const (
-	bankAccounts = 200
-	bankOpening  = 1000
-	bankSchema   = `CREATE TABLE public.account (id int PRIMARY KEY, balance bigint NOT NULL);
-CREATE TABLE public.ledger (id bigserial PRIMARY KEY, account int NOT NULL, delta bigint NOT NULL);
-INSERT INTO public.account SELECT i, 1000 FROM generate_series(1, 200) i;`
-)
-
-// bankTransfers is a running transfer workload.
-type bankTransfers struct {
-	stop chan struct{}
-	wg   sync.WaitGroup
-	n    atomic.Int64
-}
-
-// startTransfers runs transfers on workers connections to connString until
-// Stop.
-func startTransfers(t *testing.T, connString string, workers int) *bankTransfers {
-	t.Helper()
-	b := &bankTransfers{stop: make(chan struct{})}
-	ctx := context.Background()
-	for w := range workers {
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			conn, err := pgx.Connect(ctx, connString)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer conn.Close(ctx)
-			rng := rand.New(rand.NewPCG(uint64(w), 42))
-			for {
-				select {
-				case <-b.stop:
-					return
-				default:
-				}
-				from, to, amount := 1+rng.IntN(bankAccounts), 1+rng.IntN(bankAccounts), 1+rng.IntN(50)
-				err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-					batch := &pgx.Batch{}
-					batch.Queue("UPDATE public.account SET balance = balance - $2 WHERE id = $1", from, amount)
-					batch.Queue("UPDATE public.account SET balance = balance + $2 WHERE id = $1", to, amount)
-					batch.Queue("INSERT INTO public.ledger (account, delta) VALUES ($1, -$2::bigint), ($3, $2::bigint)", from, amount, to)
-					return tx.SendBatch(ctx, batch).Close()
-				})
-				if err != nil && !isDeadlock(err) {
-					t.Error(err)
-					return
-				}
-				b.n.Add(1)
-				// Hundreds of transfers a second are plenty to catch a
-				// table read outside the snapshot; unthrottled, the
-				// workers would take the cores from the run under test
-				// and from every test beside it.
-				time.Sleep(2 * time.Millisecond)
-			}
-		}()
-	}
-	return b
-}
-
-// Count is how many transfers have committed so far.
-func (b *bankTransfers) Count() int64 { return b.n.Load() }
-
-// Stop ends the workload and waits for it.
-func (b *bankTransfers) Stop() {
-	close(b.stop)
-	b.wg.Wait()
-}
-
-// isDeadlock reports a deadlock between two transfers, which the server
-// resolves by aborting one; the money stays consistent.
-func isDeadlock(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "40P01"
-}
-
-// checkBank fails the test unless the bank behind connString holds the
-// opening total and every account agrees with its ledger, with at least
-// one transfer in it (else the check proves nothing).
-func checkBank(t *testing.T, connString, what string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, connString)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var total, ledgerRows, mismatched int64
-	err = conn.QueryRow(ctx, `SELECT (SELECT sum(balance) FROM public.account), (SELECT count(*) FROM public.ledger),
-		(SELECT count(*) FROM public.account a WHERE a.balance <> 1000 + coalesce((SELECT sum(delta) FROM public.ledger l WHERE l.account = a.id), 0))`).
-		Scan(&total, &ledgerRows, &mismatched)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if total != bankAccounts*bankOpening {
-		t.Errorf("%s: total %d, want %d", what, total, bankAccounts*bankOpening)
-	}
-	if mismatched != 0 {
-		t.Errorf("%s: %d accounts disagree with the ledger: tables come from different instants", what, mismatched)
-	}
-	if ledgerRows == 0 {
-		t.Errorf("%s: the ledger is empty: the snapshot predates every transfer, the test proves nothing", what)
-	}
-}
+// The bank workload (accounts, a ledger, transfers, the check that a copy
+// is of one instant) is pgtest's: StartTransfers, CheckBank, BankSQL.
 
 // newBank starts a cluster with database "bank": the accounts and ledger,
 // plus a filler table of fillerRows rows the workers reach first (largest
@@ -139,7 +21,7 @@ func newBank(t *testing.T, fillerRows int) *pgtest.Instance {
 	if err := c.CreateDB(ctx, "bank"); err != nil {
 		t.Fatal(err)
 	}
-	err := c.Exec(ctx, "bank", bankSchema+fmt.Sprintf(`
+	err := c.Exec(ctx, "bank", pgtest.BankSQL+fmt.Sprintf(`
 CREATE TABLE filler AS SELECT i, md5(i::text) || md5((i+1)::text) AS pad FROM generate_series(1, %d) i;
 ANALYZE;`, fillerRows))
 	if err != nil {

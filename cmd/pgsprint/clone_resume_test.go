@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
 	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
@@ -38,11 +37,11 @@ func TestCloneResume(t *testing.T) {
 	if err := c.CreateDB(ctx, "src"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Exec(ctx, "src", resumeSource+bankSchema); err != nil {
+	if err := c.Exec(ctx, "src", resumeSource+pgtest.BankSQL); err != nil {
 		t.Fatal(err)
 	}
 	src := c.ConnString("src")
-	bank := startTransfers(t, src, 2)
+	bank := pgtest.StartTransfers(t, src, 2)
 	defer bank.Stop()
 	stopUpdates := updateRows(t, src)
 	defer stopUpdates()
@@ -111,7 +110,7 @@ func TestCloneResume(t *testing.T) {
 			if diff := compare.FingerprintDiff(asOf, got); len(diff) > 0 {
 				t.Fatalf("data after resume differs from the source as of snapshot %s: %v", id, diff)
 			}
-			checkBank(t, c.ConnString(dst), "resumed clone")
+			pgtest.CheckBank(t, c.ConnString(dst), "resumed clone")
 		})
 	}
 

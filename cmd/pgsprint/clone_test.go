@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
 // TestCloneConsistencyUnderWrites clones while transfers move money
@@ -14,7 +16,7 @@ func TestCloneConsistencyUnderWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newBank(t, 300000)
-	bank := startTransfers(t, c.ConnString("bank"), 3)
+	bank := pgtest.StartTransfers(t, c.ConnString("bank"), 3)
 	time.Sleep(300 * time.Millisecond)
 	if err := c.CreateDB(ctx, "copy"); err != nil {
 		t.Fatal(err)
@@ -27,5 +29,5 @@ func TestCloneConsistencyUnderWrites(t *testing.T) {
 		t.Fatal("no transfer ran during the clone: the test proves nothing")
 	}
 	t.Logf("%d transfers committed while the clone ran", during)
-	checkBank(t, c.ConnString("copy"), "cloned bank")
+	pgtest.CheckBank(t, c.ConnString("copy"), "cloned bank")
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
 // TestConsistencyUnderWrites dumps while transfers run (bank_test.go): the
@@ -13,7 +15,7 @@ func TestConsistencyUnderWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newBank(t, 400000)
-	bank := startTransfers(t, c.ConnString("bank"), 4)
+	bank := pgtest.StartTransfers(t, c.ConnString("bank"), 4)
 	time.Sleep(300 * time.Millisecond)
 	before := bank.Count()
 	file := filepath.Join(t.TempDir(), "bank.pgs")
@@ -29,5 +31,5 @@ func TestConsistencyUnderWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustPgsprint(t, "restore", "-f", file, "-d", c.ConnString("copy"), "-q")
-	checkBank(t, c.ConnString("copy"), "restored bank")
+	pgtest.CheckBank(t, c.ConnString("copy"), "restored bank")
 }
