@@ -346,21 +346,6 @@ func runPipeline(t *testing.T, cmds ...[]string) []result {
 	return out
 }
 
-// versionsOrSkip returns the versions the cross-version tests use, skipping
-// (or failing, under make test) when fewer than min are installed.
-func versionsOrSkip(t *testing.T, min int) []int {
-	t.Helper()
-	vs := pgtest.Versions()
-	if len(vs) < min {
-		msg := fmt.Sprintf("need %d PostgreSQL major versions, have %v (scripts/install-pg-versions.sh installs more)", min, vs)
-		if os.Getenv(pgtest.EnvRequire) != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return vs
-}
-
 // events parses --progress=json output: every line must be one JSON object.
 func events(t *testing.T, stderr string) []progress.Event {
 	t.Helper()

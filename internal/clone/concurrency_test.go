@@ -370,7 +370,7 @@ func TestConcurrency(t *testing.T) {
 			// once the gate is open.
 			r, w := io.Pipe()
 			defer r.Close()
-			rctx, cancel := context.WithCancel(testContext(t))
+			rctx, cancel := context.WithCancel(pgtest.Context(t))
 			defer cancel()
 			ran := make(chan error, 1)
 			exited := make(chan struct{})

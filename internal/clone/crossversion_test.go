@@ -57,7 +57,7 @@ func matrix(versions []int, full bool) []versionPair {
 func TestCrossVersion(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	versions := versionsOrSkip(t, 2)
+	versions := pgtest.VersionsOrSkip(t, 2)
 	full := os.Getenv(envMatrix) == "full"
 	pairs := matrix(versions, full)
 	newestBin, err := pgtest.BinDirFor(versions[len(versions)-1])
@@ -150,7 +150,7 @@ func TestCrossVersion(t *testing.T) {
 func TestDumpFromStandby(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	versions := versionsOrSkip(t, 1)
+	versions := pgtest.VersionsOrSkip(t, 1)
 	if os.Getenv(envMatrix) != "full" {
 		versions = versions[len(versions)-1:]
 	}

@@ -94,7 +94,7 @@ func TestDDLNeverHangs(t *testing.T) {
 			}
 			defer ddl.Close(ctx)
 			began := time.Now()
-			rctx, cancel := context.WithCancel(testContext(t))
+			rctx, cancel := context.WithCancel(pgtest.Context(t))
 			defer cancel()
 			ran := make(chan error, 1)
 			go func() { ran <- run(rctx) }()
@@ -153,7 +153,7 @@ func TestDDLNeverHangs(t *testing.T) {
 				if err := c.CreateDB(ctx, target); err != nil {
 					t.Fatal(err)
 				}
-				if err := restoreWith(testContext(t), t, filepath.Join(dir, "a.pgs"), restoreOptions(t, copied, 2)); err != nil {
+				if err := restoreWith(pgtest.Context(t), t, filepath.Join(dir, "a.pgs"), restoreOptions(t, copied, 2)); err != nil {
 					t.Fatalf("restore: %v", err)
 				}
 			}

@@ -7,12 +7,8 @@ package clone
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/chunk"
@@ -34,10 +30,10 @@ func dumpFile(t testing.TB, conn, file string) {
 		t.Fatal(err)
 	}
 	opts := dump.Options{
-		Source: connConfig(t, conn), File: file, Jobs: 2, Codec: c,
+		Source: pgtest.Config(t, conn), File: file, Jobs: 2, Codec: c,
 		Split: chunk.Options{ChunkSize: chunk.DefaultSize, Method: chunk.Auto}, Version: "test",
 	}
-	if _, err := dump.Run(testContext(t), opts); err != nil {
+	if _, err := dump.Run(pgtest.Context(t), opts); err != nil {
 		t.Fatalf("dump %s: %v", file, err)
 	}
 }
@@ -47,7 +43,7 @@ func dumpFile(t testing.TB, conn, file string) {
 // the target's version needs.
 func restoreFile(t testing.TB, file, conn string) {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := pgtest.Context(t)
 	b, err := location.Parse(file, location.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +53,7 @@ func restoreFile(t testing.TB, file, conn string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := restore.Run(ctx, f.Source, restore.Options{Target: connConfig(t, conn), Where: f.String(), Jobs: 2}); err != nil {
+	if _, err := restore.Run(ctx, f.Source, restore.Options{Target: pgtest.Config(t, conn), Where: f.String(), Jobs: 2}); err != nil {
 		t.Fatalf("restore %s: %v", file, err)
 	}
 }
@@ -66,44 +62,11 @@ func restoreFile(t testing.TB, file, conn string) {
 // as `pgsprint clone -j 2`.
 func cloneDB(t testing.TB, src, dst string) {
 	t.Helper()
-	if _, err := Run(testContext(t), Options{Session: dump.SessionOptions{Source: connConfig(t, src),
+	if _, err := Run(pgtest.Context(t), Options{Session: dump.SessionOptions{Source: pgtest.Config(t, src),
 		Split: chunk.Options{ChunkSize: chunk.DefaultSize, Method: chunk.Auto}, Version: "test"},
-		Options: restore.Options{Target: connConfig(t, dst), Jobs: 2}}); err != nil {
+		Options: restore.Options{Target: pgtest.Config(t, dst), Jobs: 2}}); err != nil {
 		t.Fatalf("clone: %v", err)
 	}
-}
-
-// testContext is a test's context: cancelled when it ends, and after
-// five minutes, as a run of the binary would be.
-func testContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// connConfig parses conn.
-func connConfig(t testing.TB, conn string) *pgx.ConnConfig {
-	t.Helper()
-	cfg, err := pgx.ParseConfig(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
-// versionsOrSkip returns the versions the cross-version tests use, skipping
-// (or failing, under make test) when fewer than min are installed.
-func versionsOrSkip(t *testing.T, min int) []int {
-	t.Helper()
-	vs := pgtest.Versions()
-	if len(vs) < min {
-		msg := fmt.Sprintf("need %d PostgreSQL major versions, have %v (scripts/install-pg-versions.sh installs more)", min, vs)
-		if os.Getenv(pgtest.EnvRequire) != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return vs
 }
 
 // split is how `--chunk-size size` cuts tables (0: the default size).
@@ -122,13 +85,13 @@ func dumpOptions(t testing.TB, conn, file string, jobs int, z string, chunkSize 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dump.Options{Source: connConfig(t, conn), File: file, Jobs: jobs, Codec: c, Split: split(chunkSize), Version: "test"}
+	return dump.Options{Source: pgtest.Config(t, conn), File: file, Jobs: jobs, Codec: c, Split: split(chunkSize), Version: "test"}
 }
 
 // restoreOptions are the options of `pgsprint restore -d conn -j jobs`.
 func restoreOptions(t testing.TB, conn string, jobs int) restore.Options {
 	t.Helper()
-	return restore.Options{Target: connConfig(t, conn), Jobs: jobs, Programs: &pgbin.Finder{}}
+	return restore.Options{Target: pgtest.Config(t, conn), Jobs: jobs, Programs: &pgbin.Finder{}}
 }
 
 // cloneOptions are the options of `pgsprint clone --source src --target
@@ -137,7 +100,7 @@ func cloneOptions(t testing.TB, src, dst string, jobs int, chunkSize int64) Opti
 	t.Helper()
 	return Options{
 		Options: restoreOptions(t, dst, jobs),
-		Session: dump.SessionOptions{Source: connConfig(t, src), Split: split(chunkSize), Version: "test"},
+		Session: dump.SessionOptions{Source: pgtest.Config(t, src), Split: split(chunkSize), Version: "test"},
 	}
 }
 

@@ -28,19 +28,19 @@ func TestKeepGoingClone(t *testing.T) {
 		}
 	}
 	file := filepath.Join(t.TempDir(), "kg.pgs")
-	if _, err := dump.Run(testContext(t), dumpOptions(t, src.ConnString("src"), file, 2, "zstd:1", 0)); err != nil {
+	if _, err := dump.Run(pgtest.Context(t), dumpOptions(t, src.ConnString("src"), file, 2, "zstd:1", 0)); err != nil {
 		t.Fatalf("dump: %v", err)
 	}
 	ropts := restoreOptions(t, dst.ConnString("restored"), 2)
 	ropts.KeepGoing = true
 	var incomplete *restore.IncompleteError
-	if err := restoreWith(testContext(t), t, file, ropts); !errors.As(err, &incomplete) {
+	if err := restoreWith(pgtest.Context(t), t, file, ropts); !errors.As(err, &incomplete) {
 		t.Fatalf("restore with KeepGoing: %v, want an IncompleteError", err)
 	}
 
 	opts := cloneOptions(t, src.ConnString("src"), dst.ConnString("cloned"), 2, 0)
 	opts.KeepGoing = true
-	res, err := Run(testContext(t), opts)
+	res, err := Run(pgtest.Context(t), opts)
 	t.Logf("clone with KeepGoing: %v", err)
 	if !errors.As(err, &incomplete) {
 		t.Fatalf("clone with KeepGoing: %v, want an IncompleteError", err)

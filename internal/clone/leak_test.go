@@ -124,7 +124,7 @@ func TestMaskLeakClone(t *testing.T) {
 					if lc.edit != nil {
 						lc.edit(&opts)
 					}
-					if _, err := Run(testContext(t), opts); err != nil {
+					if _, err := Run(pgtest.Context(t), opts); err != nil {
 						t.Fatalf("clone: %v", err)
 					}
 					scan("the clone's log", log.Bytes())

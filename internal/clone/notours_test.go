@@ -51,9 +51,9 @@ func TestCloneNeverTouchesOthers(t *testing.T) {
 				t.Fatal(err)
 			}
 			target := c.ConnString(db)
-			_, err := Run(testContext(t), Options{Session: dump.SessionOptions{Source: connConfig(t, c.ConnString("src")),
+			_, err := Run(pgtest.Context(t), Options{Session: dump.SessionOptions{Source: pgtest.Config(t, c.ConnString("src")),
 				Split: chunk.Options{ChunkSize: chunk.DefaultSize, Method: chunk.Auto}, Version: "test"},
-				Options: restore.Options{Target: connConfig(t, target), Jobs: 2}})
+				Options: restore.Options{Target: pgtest.Config(t, target), Jobs: 2}})
 			if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "is not empty: it holds "+tc.want) {
 				t.Fatalf("clone: %v, want one line saying the target holds %s", err, tc.want)
 			}

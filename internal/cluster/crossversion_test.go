@@ -15,7 +15,7 @@ import (
 // the newest pg_dumpall and pg_dump on both sides.
 func TestDumpAllCrossVersion(t *testing.T) {
 	t.Parallel()
-	versions := versionsOrSkip(t, 2)
+	versions := pgtest.VersionsOrSkip(t, 2)
 	oldest, newest := versions[0], versions[len(versions)-1]
 	oldBin, err := pgtest.BinDirFor(oldest)
 	if err != nil {

@@ -5,44 +5,20 @@ package cluster
 // `pgsprint dump --all`, `restore --all` and `clone --all` call them.
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
-	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// testContext is a test's context: cancelled when it ends, and after
-// ten minutes.
-func testContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// connConfig parses conn.
-func connConfig(t testing.TB, conn string) *pgx.ConnConfig {
-	t.Helper()
-	cfg, err := pgx.ParseConfig(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
 
 // dumpAll dumps the server conn reaches into file as `pgsprint dump --all
 // -j jobs --exclude-database exclude...` does (zstd:1, chunks of
@@ -53,8 +29,8 @@ func dumpAll(t testing.TB, conn, file string, jobs int, exclude ...string) *Dump
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Dump(testContext(t), DumpOptions{Options: dump.Options{
-		Source: connConfig(t, conn), File: file, Jobs: jobs, Codec: c, Version: "test",
+	res, err := Dump(pgtest.Context(t), DumpOptions{Options: dump.Options{
+		Source: pgtest.Config(t, conn), File: file, Jobs: jobs, Codec: c, Version: "test",
 		Split: chunk.Options{ChunkSize: chunk.DefaultSize, Method: chunk.Auto},
 	}, ExcludeDatabases: exclude})
 	if err != nil {
@@ -67,7 +43,7 @@ func dumpAll(t testing.TB, conn, file string, jobs int, exclude ...string) *Dump
 // reaches as `pgsprint restore --all -j jobs` does.
 func restoreAll(t testing.TB, file, conn string, jobs int) {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := pgtest.Context(t)
 	b, err := location.Parse(file, location.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +53,7 @@ func restoreAll(t testing.TB, file, conn string, jobs int) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	opts := restore.Options{Target: connConfig(t, conn), Where: f.String(), Jobs: jobs}
+	opts := restore.Options{Target: pgtest.Config(t, conn), Where: f.String(), Jobs: jobs}
 	if _, err := Restore(ctx, RestoreOptions{Options: opts, Source: f.Source}); err != nil {
 		t.Fatalf("restore --all: %v", err)
 	}
@@ -88,11 +64,11 @@ func restoreAll(t testing.TB, file, conn string, jobs int) {
 func cloneAll(t testing.TB, src, dst string, jobs int, clean bool) {
 	t.Helper()
 	opts := clone.Options{
-		Options: restore.Options{Target: connConfig(t, dst), Jobs: jobs, Clean: clean},
-		Session: dump.SessionOptions{Source: connConfig(t, src), Version: "test",
+		Options: restore.Options{Target: pgtest.Config(t, dst), Jobs: jobs, Clean: clean},
+		Session: dump.SessionOptions{Source: pgtest.Config(t, src), Version: "test",
 			Split: chunk.Options{ChunkSize: chunk.DefaultSize, Method: chunk.Auto}},
 	}
-	if _, err := Clone(testContext(t), CloneOptions{Options: opts}); err != nil {
+	if _, err := Clone(pgtest.Context(t), CloneOptions{Options: opts}); err != nil {
 		t.Fatalf("clone --all: %v", err)
 	}
 }
@@ -108,37 +84,4 @@ func noTempFiles(t testing.TB, dir string) {
 	for _, e := range entries {
 		t.Errorf("unexpected file left in %s: %s", dir, e.Name())
 	}
-}
-
-// versionsOrSkip returns the versions the cross-version tests use, skipping
-// (or failing, under make test) when fewer than min are installed.
-func versionsOrSkip(t *testing.T, min int) []int {
-	t.Helper()
-	vs := pgtest.Versions()
-	if len(vs) < min {
-		msg := fmt.Sprintf("need %d PostgreSQL major versions, have %v (scripts/install-pg-versions.sh installs more)", min, vs)
-		if os.Getenv(pgtest.EnvRequire) != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return vs
-}
-
-// userObjects describes every object anyone created in the database at
-// conn (pg.UserObjects, the restore's own emptiness check, which sees the
-// journal schema too), up to 20, e.g. "schema pgsprint_journal".
-func userObjects(t testing.TB, conn string) []string {
-	t.Helper()
-	ctx := context.Background()
-	cn, err := pgx.Connect(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cn.Close(ctx)
-	_, objs, err := pg.UserObjects(ctx, cn, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return objs
 }

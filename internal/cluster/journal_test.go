@@ -31,7 +31,7 @@ import (
 // half-restored database's rows as they are.
 func TestJournalLeftInSource(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
+	ctx := pgtest.Context(t)
 	src, dst := pgtest.New(t), pgtest.New(t)
 	for _, db := range []string{"orig", "left"} {
 		if err := src.CreateDB(ctx, db); err != nil {
@@ -49,7 +49,7 @@ CREATE TABLE u (id int PRIMARY KEY, t int REFERENCES t); INSERT INTO u SELECT i,
 		t.Fatal(err)
 	}
 	split := chunk.Options{ChunkSize: chunk.DefaultSize, Method: chunk.Auto}
-	if _, err := dump.Run(ctx, dump.Options{Source: connConfig(t, src.ConnString("orig")), File: good, Jobs: 1, Codec: zstd, Split: split, Version: "test"}); err != nil {
+	if _, err := dump.Run(ctx, dump.Options{Source: pgtest.Config(t, src.ConnString("orig")), File: good, Jobs: 1, Codec: zstd, Split: split, Version: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := location.Parse(good, location.Options{})
@@ -77,7 +77,7 @@ CREATE TABLE u (id int PRIMARY KEY, t int REFERENCES t); INSERT INTO u SELECT i,
 	if err := os.WriteFile(list, []byte(strings.Join(keep, "\n")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := restore.Run(ctx, f.Source, restore.Options{Target: connConfig(t, src.ConnString("left")), Where: f.String(), Jobs: 1, UseList: list}); err == nil {
+	if _, err := restore.Run(ctx, f.Source, restore.Options{Target: pgtest.Config(t, src.ConnString("left")), Where: f.String(), Jobs: 1, UseList: list}); err == nil {
 		t.Fatal("the -L restore meant to fail succeeded")
 	}
 	conn, err := pgx.Connect(ctx, src.ConnString("postgres"))
@@ -85,7 +85,7 @@ CREATE TABLE u (id int PRIMARY KEY, t int REFERENCES t); INSERT INTO u SELECT i,
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if got := fmt.Sprint(userObjects(t, src.ConnString("left"))); !strings.Contains(got, "schema pgsprint_journal") {
+	if got := fmt.Sprint(pgtest.UserObjects(t, src.ConnString("left"))); !strings.Contains(got, "schema pgsprint_journal") {
 		t.Fatalf("the failed restore left no journal: %s", got)
 	}
 	// The server journal of a whole-server restore killed on the source.
@@ -103,7 +103,7 @@ CREATE TABLE u (id int PRIMARY KEY, t int REFERENCES t); INSERT INTO u SELECT i,
 	all := filepath.Join(dir, "all.pgs")
 	var logged bytes.Buffer
 	if _, err := Dump(ctx, DumpOptions{Options: dump.Options{
-		Source: connConfig(t, src.ConnString("postgres")), File: all, Jobs: 1, Codec: zstd, Version: "test", Split: split,
+		Source: pgtest.Config(t, src.ConnString("postgres")), File: all, Jobs: 1, Codec: zstd, Version: "test", Split: split,
 		Logger: slog.New(slog.NewTextHandler(&logged, nil)),
 	}}); err != nil {
 		t.Fatalf("dump --all: %v", err)
@@ -140,7 +140,7 @@ CREATE TABLE u (id int PRIMARY KEY, t int REFERENCES t); INSERT INTO u SELECT i,
 					t.Errorf("%s: database %s, %s: source %q, target %q", how, db, rel, fs[rel], fd[rel])
 				}
 			}
-			if got := fmt.Sprint(userObjects(t, dst.ConnString(db))); strings.Contains(got, "pgsprint_journal") {
+			if got := fmt.Sprint(pgtest.UserObjects(t, dst.ConnString(db))); strings.Contains(got, "pgsprint_journal") {
 				t.Errorf("%s left the journal in database %s: %s", how, db, got)
 			}
 		}

@@ -36,7 +36,7 @@ func TestServerCutPipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testContext(t)
+	ctx := pgtest.Context(t)
 	conn, err := pgx.Connect(ctx, dst.ConnString("postgres"))
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestServerCutPipe(t *testing.T) {
 // the options, and returns Restore's error.
 func restorePipe(t testing.TB, data []byte, conn string, edit func(*restore.Options)) error {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := pgtest.Context(t)
 	b, err := location.Parse("-", location.Options{In: bytes.NewReader(data)})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func restorePipe(t testing.TB, data []byte, conn string, edit func(*restore.Opti
 		return err
 	}
 	defer f.Close()
-	opts := restore.Options{Target: connConfig(t, conn), Where: f.String(), Jobs: 2}
+	opts := restore.Options{Target: pgtest.Config(t, conn), Where: f.String(), Jobs: 2}
 	edit(&opts)
 	_, err = Restore(ctx, RestoreOptions{Options: opts, Source: f.Source})
 	return err

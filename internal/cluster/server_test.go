@@ -117,12 +117,12 @@ func TestServerRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		opts := clone.Options{
-			Options: restore.Options{Target: connConfig(t, cl.ConnString("postgres")), Jobs: 2},
-			Session: dump.SessionOptions{Source: connConfig(t, src.ConnString("postgres")), Version: "test",
+			Options: restore.Options{Target: pgtest.Config(t, cl.ConnString("postgres")), Jobs: 2},
+			Session: dump.SessionOptions{Source: pgtest.Config(t, src.ConnString("postgres")), Version: "test",
 				Split: chunk.Options{ChunkSize: 256 << 10, Method: chunk.Auto}},
 		}
 		opts.Filter.Objects.NoTablespaces = true
-		r, err := Clone(testContext(t), CloneOptions{Options: opts, ExcludeDatabases: []string{"skip*"}})
+		r, err := Clone(pgtest.Context(t), CloneOptions{Options: opts, ExcludeDatabases: []string{"skip*"}})
 		if err != nil {
 			t.Fatalf("clone --all: %v", err)
 		}
@@ -196,8 +196,8 @@ func dumpServer(t testing.TB, conn, file string, jobs int, exclude ...string) *D
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Dump(testContext(t), DumpOptions{Options: dump.Options{
-		Source: connConfig(t, conn), File: file, Jobs: jobs, Codec: c, Version: "test",
+	res, err := Dump(pgtest.Context(t), DumpOptions{Options: dump.Options{
+		Source: pgtest.Config(t, conn), File: file, Jobs: jobs, Codec: c, Version: "test",
 		Split: chunk.Options{ChunkSize: 256 << 10, Method: chunk.Auto},
 	}, ExcludeDatabases: exclude})
 	if err != nil {
@@ -214,7 +214,7 @@ func readServer(t testing.TB, file string) (*archive.Manifest, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := archive.OpenLocation(testContext(t), b, archive.OpenOptions{Access: archive.Parallel, SpillDir: t.TempDir()})
+	f, err := archive.OpenLocation(pgtest.Context(t), b, archive.OpenOptions{Access: archive.Parallel, SpillDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func readServer(t testing.TB, file string) (*archive.Manifest, string) {
 // changes the options (nil: none), and returns Restore's result.
 func restoreServer(t testing.TB, file, conn string, edit func(*RestoreOptions)) (*RestoreResult, error) {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := pgtest.Context(t)
 	b, err := location.Parse(file, location.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +248,7 @@ func restoreServer(t testing.TB, file, conn string, edit func(*RestoreOptions)) 
 		t.Fatal(err)
 	}
 	defer f.Close()
-	opts := RestoreOptions{Options: restore.Options{Target: connConfig(t, conn), Where: f.String(), Jobs: 2}, Source: f.Source}
+	opts := RestoreOptions{Options: restore.Options{Target: pgtest.Config(t, conn), Where: f.String(), Jobs: 2}, Source: f.Source}
 	if edit != nil {
 		edit(&opts)
 	}

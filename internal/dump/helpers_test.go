@@ -4,24 +4,16 @@ package dump
 // as `pgsprint dump` calls it, and restore the archive to check it.
 
 import (
-	"context"
 	"os"
 	"testing"
-	"time"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/restore"
 )
-
-// testContext is a test's context: cancelled when it ends, and after
-// five minutes, as a run of the binary would be.
-func testContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // dumpOptions are the options `pgsprint dump -d conn -f file -j jobs -Z
 // z` runs with (chunks of chunk.DefaultSize, split as auto says).
@@ -54,7 +46,7 @@ func restoreFile(t *testing.T, file, conn string, jobs int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := restore.Run(testContext(t), ar, restore.Options{Target: mustConfig(t, conn), Jobs: jobs}); err != nil {
+	if _, err := restore.Run(pgtest.Context(t), ar, restore.Options{Target: mustConfig(t, conn), Jobs: jobs}); err != nil {
 		t.Fatalf("restore %s: %v", file, err)
 	}
 }

@@ -63,7 +63,7 @@ func TestManyTablesFewLockSlots(t *testing.T) {
 	stop := watchLocks(t, c.ConnString("postgres"))
 	file := filepath.Join(dir, "many.pgs")
 	began = time.Now()
-	_, err := Run(testContext(t), dumpOptions(t, c.ConnString("many"), file, 2, "zstd:1"))
+	_, err := Run(pgtest.Context(t), dumpOptions(t, c.ConnString("many"), file, 2, "zstd:1"))
 	most := stop()
 	t.Logf("dump in %v; most locks held by one backend: pgsprint %d, pg_dump %d", time.Since(began), most["pgsprint"], most["pg_dump"])
 	if err != nil {
@@ -210,7 +210,7 @@ func TestTableChangedAfterSnapshot(t *testing.T) {
 			pr, pw := io.Pipe()
 			opts := dumpOptions(t, c.ConnString("chg"), "-", 1, "none")
 			opts.Stdout = pw
-			rctx, cancel := context.WithCancel(testContext(t))
+			rctx, cancel := context.WithCancel(pgtest.Context(t))
 			defer cancel()
 			ran := make(chan error, 1)
 			go func() {

@@ -22,12 +22,12 @@ func requireSameEncoded(t *testing.T, acrossVersions bool, binDir, src, dst stri
 	} else {
 		pgtest.RequireSameSchema(t, binDir, src, dst)
 	}
-	ctx := testContext(t)
-	a, err := compare.FingerprintParallel(ctx, connConfig(t, src), 2)
+	ctx := pgtest.Context(t)
+	a, err := compare.FingerprintParallel(ctx, pgtest.Config(t, src), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := compare.FingerprintParallel(ctx, connConfig(t, dst), 2)
+	b, err := compare.FingerprintParallel(ctx, pgtest.Config(t, dst), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func runEncodingMatrix(t *testing.T, sc, tc *pgtest.Instance) {
 // oldest other major version installed, restored into PostgreSQL 15.
 func TestEncodingMatrixOtherVersion(t *testing.T) {
 	t.Parallel()
-	versions := versionsOrSkip(t, 2)
+	versions := pgtest.VersionsOrSkip(t, 2)
 	other := versions[0]
 	if other == 15 {
 		other = versions[len(versions)-1]

@@ -7,12 +7,9 @@ package restore
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -20,30 +17,11 @@ import (
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
-	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// testContext is a test's context: cancelled when it ends, and after
-// five minutes, as a run of the binary would be.
-func testContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// connConfig parses conn.
-func connConfig(t testing.TB, conn string) *pgx.ConnConfig {
-	t.Helper()
-	cfg, err := pgx.ParseConfig(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
 
 // dumpFile dumps the database at conn into file as `pgsprint dump` does by
 // default (zstd:1, chunks of chunk.DefaultSize), after edit changes the
@@ -55,13 +33,13 @@ func dumpFile(t testing.TB, conn, file string, edit func(*dump.Options)) {
 		t.Fatal(err)
 	}
 	opts := dump.Options{
-		Source: connConfig(t, conn), File: file, Jobs: 1, Codec: c,
+		Source: pgtest.Config(t, conn), File: file, Jobs: 1, Codec: c,
 		Split: chunk.Options{ChunkSize: chunk.DefaultSize, Method: chunk.Auto}, Version: "test",
 	}
 	if edit != nil {
 		edit(&opts)
 	}
-	if _, err := dump.Run(testContext(t), opts); err != nil {
+	if _, err := dump.Run(pgtest.Context(t), opts); err != nil {
 		t.Fatalf("dump %s: %v", file, err)
 	}
 }
@@ -71,7 +49,7 @@ func dumpFile(t testing.TB, conn, file string, edit func(*dump.Options)) {
 // (nil: none), and returns Run's error.
 func restoreFile(t testing.TB, file, conn string, edit func(*Options)) error {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := pgtest.Context(t)
 	b, err := location.Parse(file, location.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +59,7 @@ func restoreFile(t testing.TB, file, conn string, edit func(*Options)) error {
 		return err
 	}
 	defer f.Close()
-	opts := Options{Target: connConfig(t, conn), Where: f.String(), Jobs: 1}
+	opts := Options{Target: pgtest.Config(t, conn), Where: f.String(), Jobs: 1}
 	if edit != nil {
 		edit(&opts)
 	}
@@ -207,37 +185,4 @@ func execSQL(t testing.TB, conn, sql string) {
 	if _, err := cn.PgConn().Exec(ctx, sql).ReadAll(); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
-}
-
-// versionsOrSkip returns the versions the cross-version tests use, skipping
-// (or failing, under make test) when fewer than min are installed.
-func versionsOrSkip(t *testing.T, min int) []int {
-	t.Helper()
-	vs := pgtest.Versions()
-	if len(vs) < min {
-		msg := fmt.Sprintf("need %d PostgreSQL major versions, have %v (scripts/install-pg-versions.sh installs more)", min, vs)
-		if os.Getenv(pgtest.EnvRequire) != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return vs
-}
-
-// userObjects describes every object anyone created in the database at
-// conn (pg.UserObjects, the restore's own emptiness check, which sees the
-// journal schema too), up to 20, e.g. "sequence public.t1_id_seq".
-func userObjects(t testing.TB, conn string) []string {
-	t.Helper()
-	ctx := context.Background()
-	cn, err := pgx.Connect(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cn.Close(ctx)
-	_, objs, err := pg.UserObjects(ctx, cn, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return objs
 }

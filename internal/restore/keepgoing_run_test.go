@@ -21,7 +21,7 @@ import (
 // when it ended before one).
 func restoreRun(t *testing.T, file, conn string, edit func(*Options), res **Result) error {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := pgtest.Context(t)
 	b, err := location.Parse(file, location.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func restoreRun(t *testing.T, file, conn string, edit func(*Options), res **Resu
 		return err
 	}
 	defer f.Close()
-	opts := Options{Target: connConfig(t, conn), Where: f.String(), Jobs: 1}
+	opts := Options{Target: pgtest.Config(t, conn), Where: f.String(), Jobs: 1}
 	if edit != nil {
 		edit(&opts)
 	}

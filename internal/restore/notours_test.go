@@ -73,7 +73,7 @@ func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			before := userObjects(t, target)
+			before := pgtest.UserObjects(t, target)
 			if !strings.Contains(strings.Join(before, ", "), "table app.x") {
 				t.Fatalf("the failed pre-data left %v, not app.x", before)
 			}
@@ -85,7 +85,7 @@ func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
 			})
 			if tc.unvouch {
 				requireError(t, err, "--resume will not drop objects that may be yours")
-				if after := userObjects(t, target); strings.Join(after, ", ") != strings.Join(before, ", ") {
+				if after := pgtest.UserObjects(t, target); strings.Join(after, ", ") != strings.Join(before, ", ") {
 					t.Errorf("a refused resume changed the target: %v, was %v", after, before)
 				}
 				return
@@ -195,7 +195,7 @@ func TestRestoreNeverTouchesOthers(t *testing.T) {
 			target := c.ConnString(db)
 			requireOnly := func(when string) {
 				t.Helper()
-				if got := userObjects(t, target); len(got) != 1 || got[0] != tc.want {
+				if got := pgtest.UserObjects(t, target); len(got) != 1 || got[0] != tc.want {
 					t.Fatalf("%s: the target holds %v, want only %s", when, got, tc.want)
 				}
 			}
@@ -245,7 +245,7 @@ func TestRestoreNeverTouchesOthers(t *testing.T) {
 			} else if err != nil {
 				t.Fatalf("restore: %v", err)
 			}
-			got := userObjects(t, target)
+			got := pgtest.UserObjects(t, target)
 			sort.Strings(got)
 			if strings.Join(got, ", ") != strings.Join(tc.keep, ", ") {
 				t.Errorf("the target holds %v, want %v", got, tc.keep)

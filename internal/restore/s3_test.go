@@ -33,7 +33,7 @@ import (
 func TestS3RoundTrip(t *testing.T) {
 	srv := remotetest.StartS3(t)
 	srv.SetEnv(t, srv.Endpoint)
-	ctx := testContext(t)
+	ctx := pgtest.Context(t)
 	c := pgtest.Shared(t)
 	src := c.ConnString(pgtest.TortureDB(t, c, "s3 src"))
 	bucket := srv.Bucket(t)
@@ -126,7 +126,7 @@ func TestS3RoundTrip(t *testing.T) {
 		if err := restoreAt(t, sealed, location.Options{}, []age.Identity{other}, dst, 1); err == nil || !strings.Contains(err.Error(), " is encrypted; no matching identity") {
 			t.Fatalf("restore with the wrong key: %v", err)
 		}
-		if got := userObjects(t, dst); len(got) != 0 {
+		if got := pgtest.UserObjects(t, dst); len(got) != 0 {
 			t.Fatalf("the refused restore left %v", got)
 		}
 		if err := restoreAt(t, sealed, location.Options{}, []age.Identity{key}, dst, 2); err != nil {
@@ -166,7 +166,7 @@ func openAt(t testing.TB, loc string, lo location.Options, ids []age.Identity) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	ar, err := archive.OpenLocation(testContext(t), b, archive.OpenOptions{Access: archive.Scan, Identities: ids})
+	ar, err := archive.OpenLocation(pgtest.Context(t), b, archive.OpenOptions{Access: archive.Scan, Identities: ids})
 	if err != nil {
 		t.Fatalf("open %s: %v", loc, err)
 	}
@@ -178,7 +178,7 @@ func openAt(t testing.TB, loc string, lo location.Options, ids []age.Identity) *
 // restore -f loc -d conn -j jobs --identity ...` does.
 func restoreAt(t testing.TB, loc string, lo location.Options, ids []age.Identity, conn string, jobs int) error {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := pgtest.Context(t)
 	b, err := location.Parse(loc, lo)
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func restoreAt(t testing.TB, loc string, lo location.Options, ids []age.Identity
 		return err
 	}
 	defer f.Close()
-	_, err = Run(ctx, f.Source, Options{Target: connConfig(t, conn), Where: f.String(), Jobs: jobs})
+	_, err = Run(ctx, f.Source, Options{Target: pgtest.Config(t, conn), Where: f.String(), Jobs: jobs})
 	return err
 }
 
@@ -199,11 +199,11 @@ func dumpTo(t testing.TB, conn, loc string, edit func(*dump.Options)) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := dump.Options{Source: connConfig(t, conn), File: loc, Jobs: 1, Codec: c,
+	opts := dump.Options{Source: pgtest.Config(t, conn), File: loc, Jobs: 1, Codec: c,
 		Split: chunk.Options{ChunkSize: chunk.DefaultSize, Method: chunk.Auto}, Version: "test"}
 	if edit != nil {
 		edit(&opts)
 	}
-	_, err = dump.Run(testContext(t), opts)
+	_, err = dump.Run(pgtest.Context(t), opts)
 	return err
 }

@@ -128,7 +128,7 @@ func TestRestoreSelection(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer in.Close()
-		ctx := testContext(t)
+		ctx := pgtest.Context(t)
 		b, err := location.Parse("-", location.Options{In: in})
 		if err != nil {
 			t.Fatal(err)
@@ -138,7 +138,7 @@ func TestRestoreSelection(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		if _, err := Run(ctx, f.Source, Options{Target: connConfig(t, db), Where: f.String(), Jobs: 1,
+		if _, err := Run(ctx, f.Source, Options{Target: pgtest.Config(t, db), Where: f.String(), Jobs: 1,
 			Filter: filter.Options{Selection: filter.Selection{Tables: []string{"public.big"}}}}); err != nil {
 			t.Fatalf("restore from a pipe -t public.big: %v", err)
 		}

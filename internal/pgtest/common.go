@@ -1,0 +1,66 @@
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsprint/pgsprint/internal/pg"
+)
+
+// Context is a test's context: cancelled when it ends, and after five
+// minutes, as a run of the binary would be. The packages that test their
+// engine through its Run share it.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Config parses conn, failing the test on an error.
+func Config(t testing.TB, conn string) *pgx.ConnConfig {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// VersionsOrSkip returns the versions the cross-version tests use,
+// skipping (or failing, under make test) when fewer than min are
+// installed.
+func VersionsOrSkip(t testing.TB, min int) []int {
+	t.Helper()
+	vs := Versions()
+	if len(vs) < min {
+		msg := fmt.Sprintf("need %d PostgreSQL major versions, have %v (scripts/install-pg-versions.sh installs more)", min, vs)
+		if os.Getenv(EnvRequire) != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return vs
+}
+
+// UserObjects describes every object anyone created in the database at
+// conn (pg.UserObjects, the restore's own emptiness check, which sees the
+// journal schema too), up to 20, e.g. "schema pgsprint_journal".
+func UserObjects(t testing.TB, conn string) []string {
+	t.Helper()
+	ctx := context.Background()
+	cn, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cn.Close(ctx)
+	_, objs, err := pg.UserObjects(ctx, cn, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
