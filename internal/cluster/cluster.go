@@ -85,7 +85,8 @@ type database struct {
 // listDatabases lists the server's databases, in name order.
 func listDatabases(ctx context.Context, conn *pgx.Conn) ([]database, error) {
 	rows, err := conn.Query(ctx, `SELECT datname, datallowconn, datistemplate,
-		CASE WHEN pg_catalog.has_database_privilege(oid, 'CONNECT') THEN pg_catalog.pg_database_size(oid) ELSE 0 END,
+		-- pg_database_size is NULL for a database dropped meanwhile
+		coalesce(CASE WHEN pg_catalog.has_database_privilege(oid, 'CONNECT') THEN pg_catalog.pg_database_size(oid) END, 0),
 		pg_catalog.pg_get_userbyid(datdba)
 		FROM pg_catalog.pg_database ORDER BY datname COLLATE "C"`)
 	if err != nil {
