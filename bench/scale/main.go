@@ -29,6 +29,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -163,14 +164,16 @@ func run(ctx context.Context, c config) error {
 			return err
 		}
 		rows, err := env.measure(ctx, src)
-		if err != nil {
-			return err
+		if len(rows) > 0 {
+			printTable(os.Stdout, src, rows)
+			all = append(all, rows...)
+			// After each dataset, and when a run is cut short (a lent
+			// machine's time runs out): the steps measured are kept.
+			if werr := writeResults(c.out, all); werr != nil {
+				return errors.Join(err, werr)
+			}
 		}
-		printTable(os.Stdout, src, rows)
-		all = append(all, rows...)
-		// After each dataset: a run cut short (a lent machine's time
-		// runs out) keeps the datasets it finished.
-		if err := writeResults(c.out, all); err != nil {
+		if err != nil {
 			return err
 		}
 		if err := env.finish(ctx, src); err != nil {

@@ -152,6 +152,11 @@ func (e *env) measure(ctx context.Context, src *source) ([]*row, error) {
 	}
 	var rows []*row
 	byKey := map[string]*row{}
+	// A run cut short (interrupted, or a step's setup failing) still
+	// returns the rows measured so far, linked to their peers, so that
+	// the caller can print them beside the error.
+	var err error
+rounds:
 	for round := 1; round <= e.cfg.rounds; round++ {
 		for ji, jobs := range e.cfg.jobs {
 			for _, s := range e.steps(src, jobs, round, ji == 0) {
@@ -163,8 +168,8 @@ func (e *env) measure(ctx context.Context, src *source) ([]*row, error) {
 					rows = append(rows, r)
 				}
 				verify := e.cfg.verify == "all" || (e.cfg.verify == "first" && round == 1 && ji == 0)
-				if err := e.once(ctx, src, r, round, verify); err != nil {
-					return rows, err
+				if err = e.once(ctx, src, r, round, verify); err != nil {
+					break rounds
 				}
 			}
 		}
@@ -181,7 +186,7 @@ func (e *env) measure(ctx context.Context, src *source) ([]*row, error) {
 			}
 		}
 	}
-	return rows, nil
+	return rows, err
 }
 
 // once runs a row's step one time: into a fresh database when it restores,
@@ -226,7 +231,13 @@ func (e *env) once(ctx context.Context, src *source, r *row, round int, verify b
 		}
 		res.Size = size
 	}
-	fmt.Fprintf(os.Stderr, "%s: round %d: %s: %.1f s\n", src.label, round, r.step.name, res.Wall.Seconds())
+	if res.Err != nil {
+		// Not a time: a step that failed or was interrupted is no
+		// measurement, and its row says so.
+		fmt.Fprintf(os.Stderr, "%s: round %d: %s: failed after %.1f s: %v\n", src.label, round, r.step.name, res.Wall.Seconds(), res.Err)
+	} else {
+		fmt.Fprintf(os.Stderr, "%s: round %d: %s: %.1f s\n", src.label, round, r.step.name, res.Wall.Seconds())
+	}
 	r.results = append(r.results, res)
 	if res.Err == nil && r.step.etaLog != "" {
 		if c, err := checkETA(r.step.etaLog, res.Wall.Seconds()); err == nil {
