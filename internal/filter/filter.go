@@ -241,13 +241,7 @@ func (o Options) conditions(c, n string) (conditions, error) {
 	any := func(texts []string, schema bool) (string, error) {
 		var ors []string
 		for _, t := range texts {
-			var p Pattern
-			var err error
-			if schema {
-				p, err = ParseSchema(t)
-			} else {
-				p, err = Parse(t)
-			}
+			p, err := parse(t, schema)
 			if err != nil {
 				return "", err
 			}
