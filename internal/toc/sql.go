@@ -129,7 +129,7 @@ func Tokenize(sql string) ([]Token, error) {
 
 // quoteEnd returns the index just past the quote q that closes a string or
 // quoted identifier whose text starts at i, or -1 when none closes it. A
-// doubled quote stands for itself; with backslash (an E'' string) a
+// doubled quote stands for itself; with backslash (an E'...' string) a
 // backslash escapes the byte after it.
 func quoteEnd(sql string, i int, q byte, backslash bool) int {
 	for i < len(sql) {
