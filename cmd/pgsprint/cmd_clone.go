@@ -141,7 +141,6 @@ starts the whole copy over.`,
 	fs.BoolVar(&o.settings.NoStatistics, "no-statistics", false, "analyze the copied tables instead of copying the source's optimizer statistics (copied when both servers are 18 or later)")
 	o.progress.register(fs)
 	o.log.register(fs)
-	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd, o
 }
 

@@ -74,7 +74,6 @@ columns are recomputed from the source and compared too.`,
 	fs.BoolVar(&o.all, "all", false, "list equal tables too")
 	fs.StringVar(&o.maskSecretFile, "mask-secret-file", "", "on a masked development copy, recompute its masked columns from the source with the secret on the first line of `FILE` (else $"+mask.SecretEnv+") and compare them too")
 	registerServerFlags(fs, &o.server)
-	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd
 }
 

@@ -147,7 +147,6 @@ server. One connection per database holds its snapshot until the end; the
 	o.registerRows(fs)
 	o.progress.register(fs)
 	o.log.register(fs)
-	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd, o
 }
 

@@ -171,26 +171,33 @@ handover (run finish again), prepared transactions in the source database
 left behind (with the SQL that removes them). Exit 1 when the follow cannot
 go on by itself: no subscription, DDL stopped by name, a new table failing
 to copy, or the apply worker failing (its error quoted, with what to do).`,
-	}, "source database (optional: needed for the lag in bytes and for leftovers)", runFollowStatus)
+	}, "source database (optional: needed for the lag in bytes and for leftovers)", false, runFollowStatus)
 	return cmd
 }
 
+// followRun is a follow subcommand's run, given the connections and names
+// its flags resolve to (src nil when --source is optional and not given).
+type followRun func(ctx context.Context, o followOptions, src, dst *pgx.ConnConfig, names follow.Names, out io.Writer) error
+
 // followSubcommand gives cmd, a follow subcommand's text, what every
 // follow subcommand takes: no arguments, the follow's connection flags
-// (sourceHelp describing --source) and run, writing to standard output.
-func followSubcommand(cmd *cobra.Command, sourceHelp string, run func(context.Context, followOptions, io.Writer) error) (*cobra.Command, *followOptions) {
+// (sourceHelp describing --source, required with needSource) and run,
+// writing to standard output.
+func followSubcommand(cmd *cobra.Command, sourceHelp string, needSource bool, run followRun) (*cobra.Command, *followOptions) {
 	o := &followOptions{}
 	cmd.Args = noArgs
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), *o, os.Stdout) }
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		src, dst, names, err := o.configs(needSource)
+		if err != nil {
+			return err
+		}
+		return run(cmd.Context(), *o, src, dst, names, os.Stdout)
+	}
 	o.register(cmd.Flags(), sourceHelp)
 	return cmd, o
 }
 
-func runFollowStatus(ctx context.Context, o followOptions, out io.Writer) error {
-	src, dst, names, err := o.configs(false)
-	if err != nil {
-		return err
-	}
+func runFollowStatus(ctx context.Context, o followOptions, src, dst *pgx.ConnConfig, names follow.Names, out io.Writer) error {
 	st, err := follow.ReadState(ctx, src, dst, names)
 	if err != nil {
 		return err
@@ -362,7 +369,7 @@ that went on).`,
 		Example: `  pgsprint follow status --source prod --target "host=new dbname=prod"
   pgsprint follow finish --source prod --target "host=new dbname=prod"
   # point the application at the new server; the old one stays read-only`,
-	}, "source database: name, connection string or URI", runFollowFinish)
+	}, "source database: name, connection string or URI", true, runFollowFinish)
 	run := cmd.RunE // finish also needs to know whether --fence-grace was given
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		o.graceSet = cmd.Flags().Changed("fence-grace")
@@ -377,11 +384,7 @@ that went on).`,
 	return cmd
 }
 
-func runFollowFinish(ctx context.Context, o followOptions, out io.Writer) error {
-	src, dst, names, err := o.configs(true)
-	if err != nil {
-		return err
-	}
+func runFollowFinish(ctx context.Context, o followOptions, src, dst *pgx.ConnConfig, names follow.Names, out io.Writer) error {
 	if err := checkJobs(o.jobs); err != nil {
 		return err
 	}
@@ -460,15 +463,11 @@ the subscription never hangs: each DROP SUBSCRIPTION runs under a 5 s
 statement timeout, up to 6 tries, after ending the source's walsenders of
 this follow's table-copy slots (which wait for prepared transactions); if
 it still cannot, abort exits 1 naming the prepared transactions to resolve.`,
-	}, "source database: name, connection string or URI", runFollowAbort)
+	}, "source database: name, connection string or URI", true, runFollowAbort)
 	return cmd
 }
 
-func runFollowAbort(ctx context.Context, o followOptions, out io.Writer) error {
-	src, dst, names, err := o.configs(true)
-	if err != nil {
-		return err
-	}
+func runFollowAbort(ctx context.Context, o followOptions, src, dst *pgx.ConnConfig, names follow.Names, out io.Writer) error {
 	d, err := follow.Abort(ctx, src, dst, names)
 	if err != nil {
 		return err

@@ -243,7 +243,6 @@ reports and passes), then for each database its CREATE DATABASE and
 	o.store.register(fs, false)
 	o.progress.register(fs)
 	o.log.register(fs)
-	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd, o
 }
 

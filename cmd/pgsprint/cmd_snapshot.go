@@ -61,7 +61,6 @@ done.`,
 	o.conn.register(fs)
 	fs.StringVar(&o.lockWait, "lock-wait-timeout", "", "fail instead of waiting longer than this for a table lock (e.g. 30s, 500ms, 2min; a bare number is milliseconds; as pg_dump)")
 	o.log.register(fs)
-	cmd.Flags().BoolP("help", "", false, "show this help")
 	return cmd
 }
 

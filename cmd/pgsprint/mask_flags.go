@@ -80,20 +80,13 @@ func maskSecret(file string) (string, error) {
 	return secret, nil
 }
 
-// checkMaskWith refuses what masking cannot be combined with: f is the
-// selection as compatFlags.apply left it, statistics whether --statistics
-// was given. Optimizer statistics hold original values of the masked
-// columns (histograms, most common values), so a masked copy carries
-// none, and a run that asks for them is refused rather than run without.
-func checkMaskWith(spec mask.Spec, all, resume, follow bool, f filter.Selection, statistics bool) error {
-	if !spec.Active() {
-		return nil
-	}
-	if err := refuseOneRun("--mask", all, resume, follow,
-		"a masked clone is started over (--clean)",
-		"replication would bring the changes unmasked"); err != nil {
-		return err
-	}
+// checkMaskWith refuses what masking cannot be combined with beyond
+// refuseOneRun's: f is the selection as compatFlags.apply left it,
+// statistics whether --statistics was given. Optimizer statistics hold
+// original values of the masked columns (histograms, most common values),
+// so a masked copy carries none, and a run that asks for them is refused
+// rather than run without.
+func checkMaskWith(f filter.Selection, statistics bool) error {
 	switch {
 	case f.StatisticsOnly:
 		return usageError{fmt.Errorf("--mask does not take --statistics-only: optimizer statistics hold the original values of the masked columns, and a masked copy carries none")}

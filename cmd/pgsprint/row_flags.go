@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/pflag"
 
 	"github.com/pgsprint/pgsprint/internal/filter"
@@ -34,11 +36,45 @@ func (r *rowFlags) applyRows(fs *pflag.FlagSet) error {
 	return err
 }
 
-// checkRows refuses what a subset or masking cannot be combined with (see
-// checkSubsetWith and checkMaskWith).
+// checkRows refuses what a subset or masking cannot be combined with: each
+// shapes the rows of one database in one run, so neither takes --all,
+// --resume or --follow (refuseOneRun, saying why for each), and each has
+// refusals of its own (checkSubsetWith, checkMaskWith).
 func (r *rowFlags) checkRows(all, resume, follow bool, f filter.Selection, statistics bool) error {
-	if err := checkSubsetWith(r.spec, all, resume, follow, f.SchemaOnly); err != nil {
-		return err
+	for _, c := range []struct {
+		active                     bool
+		flag, resumeWhy, followWhy string
+		own                        func() error
+	}{
+		{r.spec.Active(), "--subset", "the rows are chosen anew by each run", "replication would bring every row's changes",
+			func() error { return checkSubsetWith(f.SchemaOnly) }},
+		{r.masking.Active(), "--mask", "a masked clone is started over (--clean)", "replication would bring the changes unmasked",
+			func() error { return checkMaskWith(f, statistics) }},
+	} {
+		if !c.active {
+			continue
+		}
+		if err := refuseOneRun(c.flag, all, resume, follow, c.resumeWhy, c.followWhy); err != nil {
+			return err
+		}
+		if err := c.own(); err != nil {
+			return err
+		}
 	}
-	return checkMaskWith(r.masking, all, resume, follow, f, statistics)
+	return nil
+}
+
+// refuseOneRun refuses what --mask and --subset, which each shape the rows
+// of one database in one run, cannot be combined with: --all, --resume and
+// --follow, each refusal saying why (resumeWhy, followWhy).
+func refuseOneRun(flag string, all, resume, follow bool, resumeWhy, followWhy string) error {
+	switch {
+	case all:
+		return usageError{fmt.Errorf("%s applies to one database: it does not take --all", flag)}
+	case resume:
+		return usageError{fmt.Errorf("%s does not take --resume: %s", flag, resumeWhy)}
+	case follow:
+		return usageError{fmt.Errorf("%s does not take --follow: %s", flag, followWhy)}
+	}
+	return nil
 }

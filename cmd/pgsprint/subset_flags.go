@@ -62,33 +62,11 @@ func (s *subsetFlags) spec(fs *pflag.FlagSet) (subset.Spec, error) {
 	return spec, nil
 }
 
-// checkSubsetWith refuses what a subset cannot be combined with.
-func checkSubsetWith(spec subset.Spec, all, resume, follow, schemaOnly bool) error {
-	if !spec.Active() {
-		return nil
-	}
-	if err := refuseOneRun("--subset", all, resume, follow,
-		"the rows are chosen anew by each run",
-		"replication would bring every row's changes"); err != nil {
-		return err
-	}
+// checkSubsetWith refuses what a subset cannot be combined with beyond
+// refuseOneRun's.
+func checkSubsetWith(schemaOnly bool) error {
 	if schemaOnly {
 		return usageError{fmt.Errorf("--subset chooses rows: it does not take --schema-only")}
-	}
-	return nil
-}
-
-// refuseOneRun refuses what --mask and --subset, which each shape the rows
-// of one database in one run, cannot be combined with: --all, --resume and
-// --follow, each refusal saying why (resumeWhy, followWhy).
-func refuseOneRun(flag string, all, resume, follow bool, resumeWhy, followWhy string) error {
-	switch {
-	case all:
-		return usageError{fmt.Errorf("%s applies to one database: it does not take --all", flag)}
-	case resume:
-		return usageError{fmt.Errorf("%s does not take --resume: %s", flag, resumeWhy)}
-	case follow:
-		return usageError{fmt.Errorf("%s does not take --follow: %s", flag, followWhy)}
 	}
 	return nil
 }

@@ -98,6 +98,21 @@ func parseDirectory(raw []byte) ([]member, [][]byte, error) {
 	return ms, parts, nil
 }
 
+// decompressPack decompresses a Pack frame's checked payload with its
+// codec c and splits it by parseDirectory: what the random-access and the
+// sequential reader both do with a pack.
+func decompressPack(c codec.Codec, payload []byte, rawLen uint32, fail func(format string, args ...any) error) ([]member, [][]byte, error) {
+	raw, err := c.Decompress(nil, payload, int(rawLen))
+	if err != nil {
+		return nil, nil, fail("decompressing: %v", err)
+	}
+	ms, parts, err := parseDirectory(raw)
+	if err != nil {
+		return nil, nil, fail("%v", err)
+	}
+	return ms, parts, nil
+}
+
 // memberStored apportions a pack's stored length among its members by
 // their raw lengths, the remainder to the first, so that what list and
 // dump report as stored adds up to the archive's frames. Writers and
@@ -359,13 +374,9 @@ func (ar *Reader) readPack(p uint32) (*packData, error) {
 	if payload, err = openFrame(ar.key, buf[:frameHeaderSize], payload); err != nil {
 		return nil, fail("%v", err)
 	}
-	raw, err := ar.codecs[h.codec].Decompress(nil, payload, int(h.rawLen))
+	ms, parts, err := decompressPack(ar.codecs[h.codec], payload, h.rawLen, fail)
 	if err != nil {
-		return nil, fail("decompressing: %v", err)
-	}
-	ms, parts, err := parseDirectory(raw)
-	if err != nil {
-		return nil, fail("%v", err)
+		return nil, err
 	}
 	if len(ms) != int(loc.members) || ms[0].id != h.stream {
 		return nil, fail("directory lists %d streams from %d, the footer %d from %d", len(ms), ms[0].id, loc.members, h.stream)

@@ -324,13 +324,9 @@ func (s *Sequential) unpack(h *frameHeader, hb []byte, at int64, fail func(forma
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.codecs[h.codec].Decompress(nil, payload, int(h.rawLen))
+	ms, parts, err := decompressPack(s.codecs[h.codec], payload, h.rawLen, fail)
 	if err != nil {
-		return nil, fail("decompressing: %v", err)
-	}
-	ms, parts, err := parseDirectory(raw)
-	if err != nil {
-		return nil, fail("%v", err)
+		return nil, err
 	}
 	if ms[0].id != h.stream {
 		return nil, fail("pack named after stream %d starts with stream %d", h.stream, ms[0].id)

@@ -93,12 +93,9 @@ func Split(ctx context.Context, conn *pgx.Conn, srv pg.Server, t pg.TableInfo, o
 		method = Auto
 	}
 	if method == Auto || method == CTID {
-		ok, err := tidRangeUsable(ctx, conn, srv, t)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return ctidChunks(ctx, conn, t, n)
+		chunks, err := ctidChunks(ctx, conn, srv, t, n)
+		if err != nil || chunks != nil {
+			return chunks, err
 		}
 		if method == CTID {
 			return nil, fmt.Errorf("split %s by ctid: the server does not read ctid ranges with a TID Range Scan (PostgreSQL 14 or later needed)", t.Qualified())
@@ -111,12 +108,8 @@ func Split(ctx context.Context, conn *pgx.Conn, srv pg.Server, t pg.TableInfo, o
 	if chunks == nil && maskedKey && method == Key {
 		// --split-by key, but every key is masked: ctid ranges reveal
 		// no value.
-		ok, err := tidRangeUsable(ctx, conn, srv, t)
-		if err != nil {
+		if chunks, err = ctidChunks(ctx, conn, srv, t, n); err != nil {
 			return nil, err
-		}
-		if ok {
-			return ctidChunks(ctx, conn, t, n)
 		}
 	}
 	if chunks == nil {

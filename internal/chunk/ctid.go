@@ -39,11 +39,15 @@ func Explain(ctx context.Context, conn *pgx.Conn, query string) (string, error) 
 	return strings.Join(lines, "\n"), nil
 }
 
-// ctidChunks cuts t into n page ranges. The page count is the larger of
-// relpages (as of the last VACUUM/ANALYZE) and the file's actual size, and
-// the last range is open-ended anyway, so rows in pages added since are
-// read by the last chunk.
-func ctidChunks(ctx context.Context, conn *pgx.Conn, t pg.TableInfo, n int) ([]Chunk, error) {
+// ctidChunks cuts t into n page ranges, or returns nil when the server
+// does not read them with a TID Range Scan (tidRangeUsable). The page
+// count is the larger of relpages (as of the last VACUUM/ANALYZE) and the
+// file's actual size, and the last range is open-ended anyway, so rows in
+// pages added since are read by the last chunk.
+func ctidChunks(ctx context.Context, conn *pgx.Conn, srv pg.Server, t pg.TableInfo, n int) ([]Chunk, error) {
+	if ok, err := tidRangeUsable(ctx, conn, srv, t); err != nil || !ok {
+		return nil, err
+	}
 	var blockSize int64
 	if err := conn.QueryRow(ctx, "SELECT current_setting('block_size')::int8").Scan(&blockSize); err != nil {
 		return nil, fmt.Errorf("read block size: %w", err)

@@ -30,12 +30,8 @@ var ErrSameDatabase = errors.New("--source and --target are the same database")
 // or the server's address, port and start time (a name may not resolve
 // to the address the server sees).
 func DistinctDatabases(ctx context.Context, source *pgx.ConnConfig, target *pgx.Conn) error {
-	same, err := pg.SeenBy(ctx, source, target, "pgsprint clone", true)
-	switch {
-	case err != nil:
+	if same, err := pg.SeenBy(ctx, source, target, "pgsprint clone", true); err != nil || !same {
 		return err
-	case same:
-		return fmt.Errorf("%w (%s): a clone into its own source would overwrite what it reads", ErrSameDatabase, pg.Describe(target.Config()))
 	}
-	return nil
+	return fmt.Errorf("%w (%s): a clone into its own source would overwrite what it reads", ErrSameDatabase, pg.Describe(target.Config()))
 }

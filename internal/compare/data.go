@@ -95,19 +95,12 @@ func fingerprint(ctx context.Context, cfg *pgx.ConnConfig, jobs int, snapshot st
 	}
 	fp := make(map[string]string, len(rels))
 	var mu sync.Mutex
-	work := make(chan relation)
+	work := make(chan relation, len(rels))
+	for _, r := range rels {
+		work <- r
+	}
+	close(work)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		defer close(work)
-		for _, r := range rels {
-			select {
-			case work <- r:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
 	for range max(jobs, 1) {
 		g.Go(func() error {
 			conn, err := snapshotConn(gctx, cfg, snap)

@@ -197,11 +197,7 @@ func CanRead(ctx context.Context, conn *pgx.Conn, f filter.Options) error {
 // and would wait, without --lock-wait-timeout, behind a session holding
 // one in ACCESS EXCLUSIVE mode.
 func Readable(ctx context.Context, conn *pgx.Conn, f filter.Options, sizes bool) (int, Volume, error) {
-	selected, err := f.Selected("c", "n")
-	if err != nil {
-		return 0, Volume{}, err
-	}
-	noData, err := f.DataExcluded("c", "n")
+	selected, noData, err := f.Conditions("c", "n")
 	if err != nil {
 		return 0, Volume{}, err
 	}

@@ -226,13 +226,12 @@ func (o Options) Selected(c, n string) (string, error) {
 	return conds.selected, nil
 }
 
-// DataExcluded returns the condition for --exclude-table-data.
-func (o Options) DataExcluded(c, n string) (string, error) {
+// Conditions returns Selected's condition and the one for
+// --exclude-table-data, from one reading of the patterns: what a query
+// of the rows to copy needs.
+func (o Options) Conditions(c, n string) (selected, noData string, err error) {
 	conds, err := o.conditions(c, n)
-	if err != nil {
-		return "", err
-	}
-	return conds.noData, nil
+	return conds.selected, conds.noData, err
 }
 
 type conditions struct{ selected, noData string }
@@ -241,13 +240,7 @@ func (o Options) conditions(c, n string) (conditions, error) {
 	any := func(texts []string, schema bool) (string, error) {
 		var ors []string
 		for _, t := range texts {
-			var p Pattern
-			var err error
-			if schema {
-				p, err = ParseSchema(t)
-			} else {
-				p, err = Parse(t)
-			}
+			p, err := parse(t, schema)
 			if err != nil {
 				return "", err
 			}

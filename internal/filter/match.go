@@ -120,13 +120,7 @@ type matcher struct {
 }
 
 func newMatcher(text string, schema bool, db string) (matcher, error) {
-	var p Pattern
-	var err error
-	if schema {
-		p, err = ParseSchema(text)
-	} else {
-		p, err = Parse(text)
-	}
+	p, err := parse(text, schema)
 	if err != nil {
 		return matcher{}, err
 	}

@@ -95,4 +95,13 @@ func ParseSchema(text string) (Pattern, error) {
 	return p, nil
 }
 
+// parse converts a schema pattern (-n/-N) when schema is set, else a
+// table pattern: the lists hold both kinds.
+func parse(text string, schema bool) (Pattern, error) {
+	if schema {
+		return ParseSchema(text)
+	}
+	return Parse(text)
+}
+
 func anchor(re string) string { return "^(" + re + ")$" }

@@ -197,11 +197,7 @@ func captureSQL(n Names, partial bool, selected, noData string) []string {
 // transaction; on the source, pubAll false adds the capture table to the
 // publication.
 func installCapture(ctx context.Context, conn *pgx.Conn, n Names, f filter.Options, source, pubAll bool) error {
-	selected, err := f.Selected("c", "n")
-	if err != nil {
-		return err
-	}
-	noData, err := f.DataExcluded("c", "n")
+	selected, noData, err := f.Conditions("c", "n")
 	if err != nil {
 		return err
 	}

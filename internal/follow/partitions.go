@@ -24,11 +24,7 @@ func withPartitions(ctx context.Context, conn *pgx.Conn, f filter.Options) (filt
 	if !f.Active() {
 		return f, nil // the whole database: every partition is selected
 	}
-	selected, err := f.Selected("c", "n")
-	if err != nil {
-		return f, err
-	}
-	noData, err := f.DataExcluded("c", "n")
+	selected, noData, err := f.Conditions("c", "n")
 	if err != nil {
 		return f, err
 	}

@@ -189,11 +189,7 @@ type SourceTable struct {
 // rows the clone copies: those the filter selects, not extension members,
 // not --exclude-table-data.
 func SourceTables(ctx context.Context, conn *pgx.Conn, f filter.Options) ([]SourceTable, error) {
-	selected, err := f.Selected("c", "n")
-	if err != nil {
-		return nil, err
-	}
-	noData, err := f.DataExcluded("c", "n")
+	selected, noData, err := f.Conditions("c", "n")
 	if err != nil {
 		return nil, err
 	}

@@ -15,12 +15,8 @@ import (
 // dropped: finish or abort with the source given as --target would drop
 // the live follow's publication, slot and DDL capture.
 func distinct(ctx context.Context, src *pgx.ConnConfig, dconn *pgx.Conn) error {
-	same, err := pg.SeenBy(ctx, src, dconn, "pgsprint follow", true)
-	switch {
-	case err != nil:
+	if same, err := pg.SeenBy(ctx, src, dconn, "pgsprint follow", true); err != nil || !same {
 		return err
-	case same:
-		return fmt.Errorf("--source and --target are the same database (%s): give the clone's target as --target", pg.Describe(dconn.Config()))
 	}
-	return nil
+	return fmt.Errorf("--source and --target are the same database (%s): give the clone's target as --target", pg.Describe(dconn.Config()))
 }

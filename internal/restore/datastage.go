@@ -300,22 +300,13 @@ func (d *dataStage) skipDone() {
 
 // setSequences restores every sequence's value as of the dump.
 func (d *dataStage) setSequences(ctx context.Context) error {
-	if len(d.m.Sequences) == 0 {
-		return nil
-	}
-	conn, err := pg.Connect(ctx, d.target.cfg)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	for _, s := range d.m.Sequences {
+	stmts := make([]targetStatement, len(d.m.Sequences))
+	for i, s := range d.m.Sequences {
 		name := pg.Qualified(s.Schema, s.Name)
-		q := fmt.Sprintf("SELECT pg_catalog.setval(%s, %d, %t)", pg.Literal(name), s.LastValue, s.IsCalled)
-		if _, err := conn.Exec(ctx, q); err != nil {
-			return fmt.Errorf("set sequence %s: %w", name, err)
-		}
+		stmts[i] = targetStatement{"set sequence " + name,
+			fmt.Sprintf("SELECT pg_catalog.setval(%s, %d, %t)", pg.Literal(name), s.LastValue, s.IsCalled)}
 	}
-	return nil
+	return d.target.execEach(ctx, stmts)
 }
 
 // resetPartialTables empties, on resume, every table loaded by one

@@ -106,19 +106,10 @@ func (f *finishStage) markSubset(ctx context.Context) error {
 // refreshMatviews fills the materialized views that were populated in the
 // source, in creation order so that one built on another comes after it.
 func (f *finishStage) refreshMatviews(ctx context.Context) error {
-	if len(f.m.Matviews) == 0 {
-		return nil
-	}
-	conn, err := pg.Connect(ctx, f.target.cfg)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	for _, mv := range f.m.Matviews {
+	stmts := make([]targetStatement, len(f.m.Matviews))
+	for i, mv := range f.m.Matviews {
 		name := pg.Qualified(mv.Schema, mv.Name)
-		if _, err := conn.Exec(ctx, "REFRESH MATERIALIZED VIEW "+name); err != nil {
-			return fmt.Errorf("refresh materialized view %s: %w", name, err)
-		}
+		stmts[i] = targetStatement{"refresh materialized view " + name, "REFRESH MATERIALIZED VIEW " + name}
 	}
-	return nil
+	return f.target.execEach(ctx, stmts)
 }

@@ -26,6 +26,30 @@ type target struct {
 	resumed int              // steps an earlier, interrupted run had finished
 }
 
+// targetStatement is one statement execEach runs, with what it does for
+// its error.
+type targetStatement struct{ what, sql string }
+
+// execEach runs stmts one after the other on one new connection to the
+// target (none when there are none): the finishing touches of a stage,
+// setval and REFRESH MATERIALIZED VIEW, each failure naming its object.
+func (t *target) execEach(ctx context.Context, stmts []targetStatement) error {
+	if len(stmts) == 0 {
+		return nil
+	}
+	conn, err := pg.Connect(ctx, t.cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, s := range stmts {
+		if _, err := conn.Exec(ctx, s.sql); err != nil {
+			return fmt.Errorf("%s: %w", s.what, err)
+		}
+	}
+	return nil
+}
+
 // preData is the pre-data stage: it prepares the target, opens the
 // journal and creates the schema's pre-data objects, unless an earlier
 // run of a resumed restore finished them.

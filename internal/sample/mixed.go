@@ -143,19 +143,12 @@ func rstr(min, spread int) string {
 // statement on its own, in the order given as connections come free: how
 // a sample (and the benchmarks' TPC-H) loads at the speed of the server.
 func ExecParallel(ctx context.Context, connString string, jobs int, stmts []string) error {
+	queue := make(chan string, len(stmts))
+	for _, s := range stmts {
+		queue <- s
+	}
+	close(queue)
 	g, gctx := errgroup.WithContext(ctx)
-	queue := make(chan string)
-	g.Go(func() error {
-		defer close(queue)
-		for _, s := range stmts {
-			select {
-			case queue <- s:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
 	for range max(jobs, 1) {
 		g.Go(func() error {
 			conn, err := pgx.Connect(gctx, connString)

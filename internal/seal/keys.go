@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -46,34 +47,36 @@ func fileError(path string, err error) error {
 // ReadRecipientsFile reads a recipients file as age's -R does: one public
 // key per line, # comments and empty lines ignored.
 func ReadRecipientsFile(path string) ([]age.Recipient, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fileError(path, err)
-	}
-	rs, err := age.ParseRecipients(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("%s: not a recipients file: %v", path, err)
-	}
-	return rs, nil
+	return readKeyFile(path, "a recipients file", age.ParseRecipients)
 }
 
 // ReadIdentityFile reads an identity file as age's -i does (the output of
 // age-keygen: AGE-SECRET-KEY-1... lines, # comments). Each identity comes
 // back as a Named one, so that a reader can say which opened an archive.
 func ReadIdentityFile(path string) ([]age.Identity, error) {
-	b, err := os.ReadFile(path)
+	ids, err := readKeyFile(path, "an identity file", age.ParseIdentities)
 	if err != nil {
-		return nil, fileError(path, err)
-	}
-	ids, err := age.ParseIdentities(bytes.NewReader(b))
-	if err != nil {
-		// age's messages never quote key material.
-		return nil, fmt.Errorf("%s: not an identity file: %v", path, err)
+		return nil, err
 	}
 	for i, id := range ids {
 		ids[i] = Named{Identity: id, Name: "identity file " + path + " (" + Describe(id) + ")"}
 	}
 	return ids, nil
+}
+
+// readKeyFile reads path and parses it with age's parse for its kind of
+// key file. age's messages never quote key material, so the error may
+// carry them.
+func readKeyFile[T any](path, kind string, parse func(io.Reader) ([]T, error)) ([]T, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fileError(path, err)
+	}
+	keys, err := parse(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("%s: not %s: %v", path, kind, err)
+	}
+	return keys, nil
 }
 
 // Named is an identity with the words that say where it came from, so

@@ -79,42 +79,14 @@ func Tokenize(sql string) ([]Token, error) {
 			if esc {
 				i++
 			}
-			i++
-			for {
-				if i >= len(sql) {
-					return nil, fmt.Errorf("toc: unterminated string")
-				}
-				if esc && sql[i] == '\\' {
-					i += 2
-					continue
-				}
-				if sql[i] == '\'' {
-					if i+1 < len(sql) && sql[i+1] == '\'' {
-						i += 2
-						continue
-					}
-					i++
-					break
-				}
-				i++
+			if i = quoteEnd(sql, i+1, '\'', esc); i < 0 {
+				return nil, fmt.Errorf("toc: unterminated string")
 			}
 			toks = append(toks, Token{String, sql[start:i]})
 		case c == '"':
 			start := i
-			i++
-			for {
-				if i >= len(sql) {
-					return nil, fmt.Errorf("toc: unterminated quoted identifier")
-				}
-				if sql[i] == '"' {
-					if i+1 < len(sql) && sql[i+1] == '"' {
-						i += 2
-						continue
-					}
-					i++
-					break
-				}
-				i++
+			if i = quoteEnd(sql, i+1, '"', false); i < 0 {
+				return nil, fmt.Errorf("toc: unterminated quoted identifier")
 			}
 			toks = append(toks, Token{Quoted, sql[start:i]})
 		case c == '$' && dollarTag(sql[i:]) != "":
@@ -153,6 +125,26 @@ func Tokenize(sql string) ([]Token, error) {
 		}
 	}
 	return toks, nil
+}
+
+// quoteEnd returns the index just past the quote q that closes a string or
+// quoted identifier whose text starts at i, or -1 when none closes it. A
+// doubled quote stands for itself; with backslash (an E'...' string) a
+// backslash escapes the byte after it.
+func quoteEnd(sql string, i int, q byte, backslash bool) int {
+	for i < len(sql) {
+		switch {
+		case backslash && sql[i] == '\\':
+			i += 2
+		case sql[i] == q && i+1 < len(sql) && sql[i+1] == q:
+			i += 2
+		case sql[i] == q:
+			return i + 1
+		default:
+			i++
+		}
+	}
+	return -1
 }
 
 func isWordStart(c byte) bool {

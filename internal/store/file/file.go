@@ -163,7 +163,10 @@ func (s *sink) Commit(ctx context.Context) error {
 	return nil
 }
 
-// Abort removes the temporary file unless Commit succeeded.
+// Abort removes the temporary file unless Commit succeeded. Twin of the
+// s3 sink's Abort in shape (a no-op after Commit or an earlier Abort):
+// kept apart because that is store.Sink's contract, and what each undoes
+// is its medium's own.
 func (s *sink) Abort() {
 	if s.done || s.gone {
 		return

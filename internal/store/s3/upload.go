@@ -250,6 +250,10 @@ func (s *sink) Commit(ctx context.Context) error {
 // directory). So when a part upload ended without an answer, the abort
 // is repeated over a few seconds: each answer must be success or
 // NoSuchUpload, else the warning says the upload may be left.
+//
+// Twin of the file sink's Abort in shape (a no-op after Commit or an
+// earlier Abort): kept apart because that is store.Sink's contract, and
+// what each undoes is its medium's own.
 func (s *sink) Abort() {
 	if s.committed || s.aborted {
 		return
