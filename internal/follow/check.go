@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/verdict"
 )
 
 // checkTarget checks that the target may create the subscription
@@ -21,7 +22,7 @@ func checkTarget(ctx context.Context, cfg *pgx.ConnConfig, n Names) error {
 	if err != nil {
 		return err
 	}
-	return unmetErr(reqs)
+	return verdict.Failed(reqs)
 }
 
 // noEquality lists, as "schema.table.column (type)", the columns of

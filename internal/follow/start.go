@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/verdict"
 )
 
 // Options configure a follow (Clone): the source side, created before the
@@ -88,7 +89,7 @@ func start(ctx context.Context, o Options) (*Started, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := unmetErr(req.Requirements()); err != nil {
+	if err := verdict.Failed(req.Requirements()); err != nil {
 		return nil, err
 	}
 	if o.Filter, err = withPartitions(ctx, conn, o.Filter); err != nil {
