@@ -106,44 +106,64 @@ func (r SourceSettings) Requirements() []verdict.Item {
 	return items
 }
 
-// TargetRequirements checks that the target's role may create the subscription
-// (named subscription) and that none of that name exists.
-func TargetRequirements(ctx context.Context, conn *pgx.Conn, subscription string) ([]verdict.Item, error) {
-	var versionNum int
-	var super, may, exists bool
+// TargetSettings is what a target server offers clone --follow, read by
+// ReadTargetSettings; Requirements says what is missing.
+type TargetSettings struct {
+	VersionNum int
+	Superuser  bool
+	// MaySubscribe: pg_create_subscription and CREATE on the database
+	// (PostgreSQL 16 and later).
+	MaySubscribe bool
+	SubExists    bool
+	subscription string
+}
+
+// ReadTargetSettings reads whether the target's role may create the
+// subscription (named subscription) and whether one of that name exists.
+// The follow reads it once: its verdicts, and whether the captured DDL
+// can be replayed there (a superuser).
+func ReadTargetSettings(ctx context.Context, conn *pgx.Conn, subscription string) (TargetSettings, error) {
+	t := TargetSettings{subscription: subscription}
 	err := conn.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version_num')::int, r.rolsuper,
 		pg_catalog.current_setting('server_version_num')::int >= 160000
 			AND pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE')
 			AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles g WHERE g.rolname = 'pg_create_subscription'
 				AND pg_catalog.pg_has_role(current_user, g.oid, 'MEMBER')),
 		EXISTS (SELECT 1 FROM pg_catalog.pg_subscription WHERE subname = $1)
-		FROM pg_catalog.pg_roles r WHERE r.rolname = current_user`, subscription).Scan(&versionNum, &super, &may, &exists)
+		FROM pg_catalog.pg_roles r WHERE r.rolname = current_user`, subscription).Scan(&t.VersionNum, &t.Superuser, &t.MaySubscribe, &t.SubExists)
 	if err != nil {
-		return nil, fmt.Errorf("read the target's privileges: %w", err)
+		return t, fmt.Errorf("read the target's privileges: %w", err)
 	}
+	return t, nil
+}
+
+// Requirements is a follow's requirements on the target, one verdict
+// each: the right to create the subscription, whether the captured DDL
+// can be replayed, and the subscription's name free.
+func (t TargetSettings) Requirements() []verdict.Item {
 	var items []verdict.Item
 	switch {
-	case super:
+	case t.Superuser:
 		items = append(items, verdict.Pass("follow: subscription right", "superuser on the target"))
-	case may:
+	case t.MaySubscribe:
 		items = append(items, verdict.Pass("follow: subscription right", "pg_create_subscription and CREATE on the target database"))
-	case versionNum >= 160000:
+	case t.VersionNum >= 160000:
 		items = append(items, verdict.Fail("follow: subscription right", errors.New("the target role may not create a subscription: it needs superuser, or pg_create_subscription and CREATE on the target database")))
 	default:
 		items = append(items, verdict.Fail("follow: subscription right", errors.New("the target role may not create a subscription: before PostgreSQL 16 that needs a superuser")))
 	}
-	if super {
+	if t.Superuser {
 		items = append(items, verdict.Pass("follow: DDL replay (target)", "superuser: the captured DDL runs in the apply worker"))
 	} else {
 		items = append(items, verdict.Warn("follow: DDL replay (target)",
 			"not a superuser: the captured DDL cannot run here, so DDL during the follow is not replayed; status and finish compare columns and tables and stop naming each change"))
 	}
-	if exists {
-		items = append(items, verdict.Fail("follow: subscription name", fmt.Errorf("target already has a subscription %s: an earlier clone --follow? (pgsprint follow abort removes it) or choose --slot", subscription)))
+	if t.SubExists {
+		items = append(items, verdict.Fail("follow: subscription name", fmt.Errorf("target already has a subscription %s: an earlier clone --follow? (pgsprint follow abort removes it) or choose --slot", t.subscription)))
 	} else {
-		items = append(items, verdict.Pass("follow: subscription name", subscription+" is free"))
+		items = append(items, verdict.Pass("follow: subscription name", t.subscription+" is free"))
 	}
-	return items, nil
+	return items
 }
 
 // SourceTable is a source table whose rows a clone copies, as a follow

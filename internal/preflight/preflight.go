@@ -8,7 +8,7 @@
 // LockSlots, DiskSpace), restore's (Empty, Journal, DataTargets,
 // Encoding, CanCreate, RestoreTools), pg.ConnectionRoom, clone's
 // DistinctDatabases, follow's requirements (ReadSourceSettings,
-// TargetRequirements, Keyless) and, for a whole-server run, cluster's
+// ReadTargetSettings, Keyless) and, for a whole-server run, cluster's
 // Journal and ExistingDatabase. No stage imports preflight. So a
 // preflight that passes and the run it vouches for read the same numbers
 // the same way. Checks that need something to exist (a publication and a

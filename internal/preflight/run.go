@@ -490,11 +490,11 @@ func (c *Checklist) follow(ctx context.Context, sconn, tconn *pgx.Conn, f filter
 		err = follow.Keyless(tables, o.ReplicaIdentityFull, o.SkipNoKey)
 	}
 	c.add(check("follow: replica identity", err, fmt.Sprintf("%d tables, each with a primary key or replica identity (or handled by --replica-identity-full/--follow-skip-no-key)", len(tables))))
-	reqs, err := follow.TargetRequirements(ctx, tconn, o.Slot)
+	target, err := follow.ReadTargetSettings(ctx, tconn, o.Slot)
 	if err != nil {
 		c.add(verdict.Fail("follow: target", err))
 	} else {
-		c.add(reqs...)
+		c.add(target.Requirements()...)
 	}
 	if o.ConninfoErr != nil {
 		c.add(verdict.Fail("follow: source reach", o.ConninfoErr))
