@@ -260,16 +260,7 @@ func cloneOne(ctx context.Context, o cloneOptions, src, dst *pgx.ConnConfig, met
 	if res == nil {
 		return err
 	}
-	if err := w.finish(restoreSummary(w.tracker, res)); err != nil {
-		return err
-	}
-	if err != nil {
-		return err // --keep-going's IncompleteError: the summary named each failure
-	}
-	if res.Resumed > 0 {
-		fmt.Fprintf(o.log.summaryOut(), "  resumed: %d steps were already done by the interrupted run\n", res.Resumed)
-	}
-	return nil
+	return w.finishRestore(o.log, res, err)
 }
 
 // runCloneAll is clone --all.

@@ -22,6 +22,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/preflight"
 	"github.com/pgsprint/pgsprint/internal/store/location"
+	"github.com/pgsprint/pgsprint/internal/verdict"
 )
 
 // errNotReady ends a preflight whose checklist has a failed item: the
@@ -231,7 +232,7 @@ func preflightClone(ctx context.Context, o *cloneOptions) error {
 		po.Follow = f
 	}
 	c := preflight.Clone(ctx, po)
-	if err := preflight.Failed(c.Items); errors.Is(err, clone.ErrSameDatabase) {
+	if err := verdict.Failed(c.Items); errors.Is(err, clone.ErrSameDatabase) {
 		if err := c.Print(os.Stdout); err != nil {
 			return err
 		}

@@ -323,17 +323,7 @@ func runRestore(ctx context.Context, o restoreOptions) error {
 	if res == nil {
 		return err
 	}
-	s := restoreSummary(w.tracker, res)
-	if err := w.finish(s); err != nil {
-		return err
-	}
-	if err != nil {
-		return err // --keep-going's IncompleteError: the summary named each failure
-	}
-	if res.Resumed > 0 {
-		fmt.Fprintf(o.log.summaryOut(), "  resumed: %d steps were already done by the interrupted run\n", res.Resumed)
-	}
-	return nil
+	return w.finishRestore(o.log, res, err)
 }
 
 // options are the restore's options, said once from the flags for a
@@ -449,6 +439,23 @@ func printList(ctx context.Context, o restoreOptions) error {
 	}
 	out := &pipeOut{w: os.Stdout}
 	return out.result(restore.List(ctx, src, out, o.log.logger()))
+}
+
+// finishRestore ends the run of a restore or a clone of one database
+// (res, not nil): the summary, then runErr (--keep-going's
+// IncompleteError: the summary named each failure), then the steps a
+// resumed run found already done.
+func (w *watch) finishRestore(l logFlags, res *restore.Result, runErr error) error {
+	if err := w.finish(restoreSummary(w.tracker, res)); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if res.Resumed > 0 {
+		fmt.Fprintf(l.summaryOut(), "  resumed: %d steps were already done by the interrupted run\n", res.Resumed)
+	}
+	return nil
 }
 
 // restoreSummary is the end-of-run summary of a restore or a clone. The

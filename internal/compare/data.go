@@ -95,19 +95,10 @@ func fingerprint(ctx context.Context, cfg *pgx.ConnConfig, jobs int, snapshot st
 	}
 	fp := make(map[string]string, len(rels))
 	var mu sync.Mutex
-	work := make(chan relation, len(rels))
-	for _, r := range rels {
-		work <- r
-	}
-	close(work)
 	g, gctx := errgroup.WithContext(ctx)
-	for range max(jobs, 1) {
-		g.Go(func() error {
-			conn, err := snapshotConn(gctx, cfg, snap)
-			if err != nil {
-				return err
-			}
-			defer conn.Close(context.WithoutCancel(gctx))
+	g.Go(func() error {
+		connect := func(ctx context.Context) (*pgx.Conn, error) { return snapshotConn(ctx, cfg, snap) }
+		return pg.Parallel(gctx, jobs, rels, connect, func(ctx context.Context, conn *pgx.Conn, work <-chan relation) error {
 			n := 0
 			for r := range work {
 				// Every relation read keeps its lock until the
@@ -115,11 +106,11 @@ func fingerprint(ctx context.Context, cfg *pgx.ConnConfig, jobs int, snapshot st
 				// snapshot now and then, so that comparing many
 				// tables needs no more lock slots than pg_dump.
 				if n++; n%relationsPerTransaction == 0 {
-					if err := renewSnapshot(gctx, conn, snap); err != nil {
+					if err := renewSnapshot(ctx, conn, snap); err != nil {
 						return err
 					}
 				}
-				v, err := hashRelation(gctx, conn, r)
+				v, err := hashRelation(ctx, conn, r)
 				if err != nil {
 					return pg.ExplainLost(err)
 				}
@@ -129,7 +120,7 @@ func fingerprint(ctx context.Context, cfg *pgx.ConnConfig, jobs int, snapshot st
 			}
 			return nil
 		})
-	}
+	})
 	g.Go(func() error { return largeObjects(gctx, leader, fp, &mu) })
 	if err := g.Wait(); err != nil {
 		return nil, err

@@ -7,21 +7,22 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/verdict"
 )
 
-// checkTarget checks that the target may create the subscription
-// (TargetRequirements).
-func checkTarget(ctx context.Context, cfg *pgx.ConnConfig, n Names) error {
+// readTarget reads the target's settings for a follow (ReadTargetSettings)
+// on a connection of its own, and refuses on an unmet requirement.
+func readTarget(ctx context.Context, cfg *pgx.ConnConfig, n Names) (TargetSettings, error) {
 	conn, err := pg.Connect(ctx, cfg)
 	if err != nil {
-		return err
+		return TargetSettings{}, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	reqs, err := TargetRequirements(ctx, conn, n.Slot)
+	t, err := ReadTargetSettings(ctx, conn, n.Slot)
 	if err != nil {
-		return err
+		return t, err
 	}
-	return unmetErr(reqs)
+	return t, verdict.Failed(t.Requirements())
 }
 
 // noEquality lists, as "schema.table.column (type)", the columns of

@@ -423,21 +423,3 @@ func sortedKeys(ms ...map[string]string) []string {
 	slices.Sort(keys)
 	return keys
 }
-
-// canCapture reports whether DDL can be captured: event triggers need a
-// superuser on the source, and the target holds the same objects.
-func canCapture(ctx context.Context, sourceSuper bool, dst *pgx.ConnConfig) (bool, error) {
-	if !sourceSuper {
-		return false, nil
-	}
-	conn, err := pg.Connect(ctx, dst)
-	if err != nil {
-		return false, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var super bool
-	if err := conn.QueryRow(ctx, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user").Scan(&super); err != nil {
-		return false, fmt.Errorf("read the target role's attributes: %w", err)
-	}
-	return super, nil
-}

@@ -10,39 +10,8 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/verdict"
 )
-
-// Requirement is one requirement of a follow, checked on the source or
-// the target: met (Detail says what was found), a risk the follow may
-// survive (Warning), or unmet (Err names the cause and the fix, in one
-// line). The follow refuses on an unmet one; preflight prints each as a
-// checklist line, so both read the same verdicts.
-type Requirement struct {
-	Name    string
-	Detail  string
-	Warning bool
-	Err     error
-}
-
-func met(name, detail string) Requirement { return Requirement{Name: name, Detail: detail} }
-
-func risk(name, detail string) Requirement {
-	return Requirement{Name: name, Detail: detail, Warning: true}
-}
-
-func unmet(name string, err error) Requirement { return Requirement{Name: name, Err: err} }
-
-// unmetErr joins the errors of the unmet requirements (nil when all are
-// met): what the follow refuses with.
-func unmetErr(reqs []Requirement) error {
-	var errs []error
-	for _, r := range reqs {
-		if r.Err != nil {
-			errs = append(errs, r.Err)
-		}
-	}
-	return errors.Join(errs...)
-}
 
 // MinMajor is the oldest source followed: 13 publishes partitioned
 // tables and is the oldest major pgsprint is tested with.
@@ -86,24 +55,25 @@ func ReadSourceSettings(ctx context.Context, conn *pgx.Conn, slot, publication s
 	return r, nil
 }
 
-// Requirements is one Requirement of a follow per line on the source;
-// the unmet ones are what clone --follow refuses with. A standby is
+// Requirements is a follow's requirements on the source, one verdict
+// each: clone --follow refuses with the failed ones, and preflight prints
+// each as a checklist line, so both read the same verdicts. A standby is
 // refused alone: PostgreSQL 16 decodes there, but the publication, the
 // fence and finish's WAL flush are writes, which a standby refuses.
-func (r SourceSettings) Requirements() []Requirement {
+func (r SourceSettings) Requirements() []verdict.Item {
 	if r.InRecovery {
-		return []Requirement{unmet("follow: source is a standby", errors.New(
+		return []verdict.Item{verdict.Fail("follow: source is a standby", errors.New(
 			"source is a standby (pg_is_in_recovery() is true): --follow needs the primary, where the publication is created and finish fences the writes; point --source at the primary"))}
 	}
 	if r.VersionNum < MinMajor*10000 {
-		return []Requirement{unmet("follow: source version", fmt.Errorf("source is PostgreSQL %d.%d: --follow needs %d or later", r.VersionNum/10000, r.VersionNum%10000/100, MinMajor))}
+		return []verdict.Item{verdict.Fail("follow: source version", fmt.Errorf("source is PostgreSQL %d.%d: --follow needs %d or later", r.VersionNum/10000, r.VersionNum%10000/100, MinMajor))}
 	}
-	var items []Requirement
+	var items []verdict.Item
 	add := func(name string, bad bool, err error, detail string) {
 		if bad {
-			items = append(items, unmet(name, err))
+			items = append(items, verdict.Fail(name, err))
 		} else {
-			items = append(items, met(name, detail))
+			items = append(items, verdict.Pass(name, detail))
 		}
 	}
 	add("follow: wal_level", r.WalLevel != "logical",
@@ -122,9 +92,9 @@ func (r SourceSettings) Requirements() []Requirement {
 		errors.New("the source role may not create a publication: it needs CREATE on the source database (and to own the tables), or superuser"),
 		map[bool]string{true: "superuser", false: "CREATE on the database"}[r.Superuser])
 	if r.Superuser {
-		items = append(items, met("follow: DDL capture (source)", "superuser: event triggers record DDL for the target to replay"))
+		items = append(items, verdict.Pass("follow: DDL capture (source)", "superuser: event triggers record DDL for the target to replay"))
 	} else {
-		items = append(items, risk("follow: DDL capture (source)",
+		items = append(items, verdict.Warn("follow: DDL capture (source)",
 			"not a superuser: event triggers need one, so DDL during the follow is not replayed; status and finish compare columns and tables and stop naming each change"))
 	}
 	add("follow: slot name", r.SlotExists,
@@ -136,44 +106,64 @@ func (r SourceSettings) Requirements() []Requirement {
 	return items
 }
 
-// TargetRequirements checks that the target's role may create the subscription
-// (named subscription) and that none of that name exists.
-func TargetRequirements(ctx context.Context, conn *pgx.Conn, subscription string) ([]Requirement, error) {
-	var versionNum int
-	var super, may, exists bool
+// TargetSettings is what a target server offers clone --follow, read by
+// ReadTargetSettings; Requirements says what is missing.
+type TargetSettings struct {
+	VersionNum int
+	Superuser  bool
+	// MaySubscribe: pg_create_subscription and CREATE on the database
+	// (PostgreSQL 16 and later).
+	MaySubscribe bool
+	SubExists    bool
+	subscription string
+}
+
+// ReadTargetSettings reads whether the target's role may create the
+// subscription (named subscription) and whether one of that name exists.
+// The follow reads it once: its verdicts, and whether the captured DDL
+// can be replayed there (a superuser).
+func ReadTargetSettings(ctx context.Context, conn *pgx.Conn, subscription string) (TargetSettings, error) {
+	t := TargetSettings{subscription: subscription}
 	err := conn.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version_num')::int, r.rolsuper,
 		pg_catalog.current_setting('server_version_num')::int >= 160000
 			AND pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE')
 			AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles g WHERE g.rolname = 'pg_create_subscription'
 				AND pg_catalog.pg_has_role(current_user, g.oid, 'MEMBER')),
 		EXISTS (SELECT 1 FROM pg_catalog.pg_subscription WHERE subname = $1)
-		FROM pg_catalog.pg_roles r WHERE r.rolname = current_user`, subscription).Scan(&versionNum, &super, &may, &exists)
+		FROM pg_catalog.pg_roles r WHERE r.rolname = current_user`, subscription).Scan(&t.VersionNum, &t.Superuser, &t.MaySubscribe, &t.SubExists)
 	if err != nil {
-		return nil, fmt.Errorf("read the target's privileges: %w", err)
+		return t, fmt.Errorf("read the target's privileges: %w", err)
 	}
-	var items []Requirement
+	return t, nil
+}
+
+// Requirements is a follow's requirements on the target, one verdict
+// each: the right to create the subscription, whether the captured DDL
+// can be replayed, and the subscription's name free.
+func (t TargetSettings) Requirements() []verdict.Item {
+	var items []verdict.Item
 	switch {
-	case super:
-		items = append(items, met("follow: subscription right", "superuser on the target"))
-	case may:
-		items = append(items, met("follow: subscription right", "pg_create_subscription and CREATE on the target database"))
-	case versionNum >= 160000:
-		items = append(items, unmet("follow: subscription right", errors.New("the target role may not create a subscription: it needs superuser, or pg_create_subscription and CREATE on the target database")))
+	case t.Superuser:
+		items = append(items, verdict.Pass("follow: subscription right", "superuser on the target"))
+	case t.MaySubscribe:
+		items = append(items, verdict.Pass("follow: subscription right", "pg_create_subscription and CREATE on the target database"))
+	case t.VersionNum >= 160000:
+		items = append(items, verdict.Fail("follow: subscription right", errors.New("the target role may not create a subscription: it needs superuser, or pg_create_subscription and CREATE on the target database")))
 	default:
-		items = append(items, unmet("follow: subscription right", errors.New("the target role may not create a subscription: before PostgreSQL 16 that needs a superuser")))
+		items = append(items, verdict.Fail("follow: subscription right", errors.New("the target role may not create a subscription: before PostgreSQL 16 that needs a superuser")))
 	}
-	if super {
-		items = append(items, met("follow: DDL replay (target)", "superuser: the captured DDL runs in the apply worker"))
+	if t.Superuser {
+		items = append(items, verdict.Pass("follow: DDL replay (target)", "superuser: the captured DDL runs in the apply worker"))
 	} else {
-		items = append(items, risk("follow: DDL replay (target)",
+		items = append(items, verdict.Warn("follow: DDL replay (target)",
 			"not a superuser: the captured DDL cannot run here, so DDL during the follow is not replayed; status and finish compare columns and tables and stop naming each change"))
 	}
-	if exists {
-		items = append(items, unmet("follow: subscription name", fmt.Errorf("target already has a subscription %s: an earlier clone --follow? (pgsprint follow abort removes it) or choose --slot", subscription)))
+	if t.SubExists {
+		items = append(items, verdict.Fail("follow: subscription name", fmt.Errorf("target already has a subscription %s: an earlier clone --follow? (pgsprint follow abort removes it) or choose --slot", t.subscription)))
 	} else {
-		items = append(items, met("follow: subscription name", subscription+" is free"))
+		items = append(items, verdict.Pass("follow: subscription name", t.subscription+" is free"))
 	}
-	return items, nil
+	return items
 }
 
 // SourceTable is a source table whose rows a clone copies, as a follow

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/verdict"
 )
 
 // Options configure a follow (Clone): the source side, created before the
@@ -76,7 +77,8 @@ func start(ctx context.Context, o Options) (*Started, error) {
 		}
 		o.Conninfo = pg.Conninfo(o.Source)
 	}
-	if err := checkTarget(ctx, o.Target, o.Names); err != nil {
+	target, err := readTarget(ctx, o.Target, o.Names)
+	if err != nil {
 		return nil, err
 	}
 	conn, err := pg.Connect(ctx, o.Source)
@@ -88,7 +90,7 @@ func start(ctx context.Context, o Options) (*Started, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := unmetErr(req.Requirements()); err != nil {
+	if err := verdict.Failed(req.Requirements()); err != nil {
 		return nil, err
 	}
 	if o.Filter, err = withPartitions(ctx, conn, o.Filter); err != nil {
@@ -125,9 +127,9 @@ func start(ctx context.Context, o Options) (*Started, error) {
 		return nil, err
 	}
 	s := &Started{Names: o.Names, partial: o.Filter.Active(), filter: o.Filter, conninfo: o.Conninfo, src: o.Source, log: log}
-	if s.capture, err = canCapture(ctx, req.Superuser, o.Target); err != nil {
-		return nil, err
-	}
+	// DDL is captured when it can be replayed: event triggers need a
+	// superuser on the source, and the target holds the same objects.
+	s.capture = req.Superuser && target.Superuser
 	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if o.ReplicaIdentityFull {
 			for _, t := range keyless {

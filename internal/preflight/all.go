@@ -15,6 +15,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/restore"
+	"github.com/pgsprint/pgsprint/internal/verdict"
 )
 
 // This file holds the checks of a whole-server run (dump, restore and
@@ -81,10 +82,10 @@ func CloneAll(ctx context.Context, o CloneOptions, list ListFunc) *Checklist {
 	}
 	switch same, err := pg.SeenBy(ctx, o.Session.Source, tconn, "pgsprint preflight", false); {
 	case err != nil:
-		c.add(fail("distinct servers", err))
+		c.add(verdict.Fail("distinct servers", err))
 		return c
 	case same:
-		c.add(fail("distinct servers", fmt.Errorf("--source and --target are the same server (%s): clone --all copies a server into another", pg.Describe(o.Target))))
+		c.add(verdict.Fail("distinct servers", fmt.Errorf("--source and --target are the same server (%s): clone --all copies a server into another", pg.Describe(o.Target))))
 		c.Usage = ErrUsage
 		return c
 	}
@@ -101,7 +102,7 @@ func CloneAll(ctx context.Context, o CloneOptions, list ListFunc) *Checklist {
 	c.lockBudget(ctx, sconn)
 	roles, err := sourceRoles(ctx, sconn)
 	if err != nil {
-		c.add(fail("roles", err))
+		c.add(verdict.Fail("roles", err))
 	} else {
 		c.add(rolesOnTarget(ctx, tconn, roles))
 	}
@@ -149,7 +150,7 @@ func (c *Checklist) restoreAll(ctx context.Context, o RestoreOptions, conn *pgx.
 func (c *Checklist) databases(ctx context.Context, conn *pgx.Conn, list ListFunc) []string {
 	dbs, skipped, err := list(ctx, conn)
 	if err != nil {
-		c.add(fail("databases", err))
+		c.add(verdict.Fail("databases", err))
 		if errors.Is(err, ErrUsage) {
 			c.Usage = err
 		}
@@ -166,7 +167,7 @@ func (c *Checklist) databases(ctx context.Context, conn *pgx.Conn, list ListFunc
 	if len(why) > 0 {
 		detail += "; skipped: " + strings.Join(why, ", ")
 	}
-	c.add(pass("databases", detail))
+	c.add(verdict.Pass("databases", detail))
 	return dbs
 }
 
@@ -188,7 +189,7 @@ func (c *Checklist) eachSource(ctx context.Context, cfg *pgx.ConnConfig, dbs []s
 			}
 		}
 		if err != nil {
-			c.add(fail("source", err))
+			c.add(verdict.Fail("source", err))
 			c.name(mark, name)
 			all = false
 			continue
@@ -223,15 +224,15 @@ func (c *Checklist) lockBudget(ctx context.Context, conn *pgx.Conn) {
 
 // passwords says whether the roles' passwords can be read (pg_authid): a
 // whole-server run without that right copies the roles without them.
-func passwords(ctx context.Context, conn *pgx.Conn) Item {
+func passwords(ctx context.Context, conn *pgx.Conn) verdict.Item {
 	var readable bool
 	if err := conn.QueryRow(ctx, "SELECT pg_catalog.has_table_privilege('pg_catalog.pg_authid', 'SELECT')").Scan(&readable); err != nil {
-		return fail("globals", fmt.Errorf("check access to pg_authid: %w", err))
+		return verdict.Fail("globals", fmt.Errorf("check access to pg_authid: %w", err))
 	}
 	if !readable {
-		return warn("globals", "pg_authid cannot be read: the roles are copied without their passwords (as pg_dumpall --no-role-passwords); set them again on the target, or run as a superuser")
+		return verdict.Warn("globals", "pg_authid cannot be read: the roles are copied without their passwords (as pg_dumpall --no-role-passwords); set them again on the target, or run as a superuser")
 	}
-	return pass("globals", "roles (with their passwords), memberships, settings and tablespaces readable")
+	return verdict.Pass("globals", "roles (with their passwords), memberships, settings and tablespaces readable")
 }
 
 // sourceRoles lists the source server's roles that a whole-server copy
@@ -252,20 +253,20 @@ func sourceRoles(ctx context.Context, conn *pgx.Conn) ([]string, error) {
 // rolesOnTarget checks the roles a whole-server run restores: those the
 // target lacks are created, which needs a superuser or CREATEROLE; those
 // it has are kept as they are.
-func rolesOnTarget(ctx context.Context, conn *pgx.Conn, roles []string) Item {
+func rolesOnTarget(ctx context.Context, conn *pgx.Conn, roles []string) verdict.Item {
 	var missing []string
 	var can bool
 	var user string
 	if err := conn.QueryRow(ctx, `SELECT coalesce(array_agg(r ORDER BY r) FILTER (WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = r)), '{}'),
 			(SELECT rolsuper OR rolcreaterole FROM pg_catalog.pg_roles WHERE rolname = current_user), current_user::text
 		FROM unnest($1::text[]) r WHERE r <> $2`, roles, journal.ClusterRole).Scan(&missing, &can, &user); err != nil {
-		return fail("roles", fmt.Errorf("look up the roles on the target: %w", err))
+		return verdict.Fail("roles", fmt.Errorf("look up the roles on the target: %w", err))
 	}
 	detail := fmt.Sprintf("%d roles: %d on the target already (kept as they are), %d to create", len(roles), len(roles)-len(missing), len(missing))
 	if len(missing) > 0 && !can {
-		return fail("roles", fmt.Errorf("%d roles are missing on the target (%s), and role %s may not create roles: run as a superuser or a role with CREATEROLE, or create them first", len(missing), names(missing), pg.Ident(user)))
+		return verdict.Fail("roles", fmt.Errorf("%d roles are missing on the target (%s), and role %s may not create roles: run as a superuser or a role with CREATEROLE, or create them first", len(missing), names(missing), pg.Ident(user)))
 	}
-	return pass("roles", detail)
+	return verdict.Pass("roles", detail)
 }
 
 // names lists up to five names, and how many more.
@@ -304,22 +305,22 @@ func (t *serverTarget) read(ctx context.Context, c *Checklist, id string) bool {
 	}
 	switch {
 	case err != nil:
-		c.add(fail("server journal", err))
+		c.add(verdict.Fail("server journal", err))
 		return false
 	case t.journal != nil:
-		c.add(pass("server journal", fmt.Sprintf("an unfinished %s of this %s: --resume finishes it", t.verb, t.of)))
+		c.add(verdict.Pass("server journal", fmt.Sprintf("an unfinished %s of this %s: --resume finishes it", t.verb, t.of)))
 	case found != nil && id != "":
-		c.add(pass("server journal", fmt.Sprintf("an unfinished %s of another %s: --clean starts over", t.verb, t.of)))
+		c.add(verdict.Pass("server journal", fmt.Sprintf("an unfinished %s of another %s: --clean starts over", t.verb, t.of)))
 	case found != nil:
-		c.add(warn("server journal", fmt.Sprintf("the target holds an unfinished %s: the run finishes it with --resume (the same archive), starts over with --clean, or refuses", t.verb)))
+		c.add(verdict.Warn("server journal", fmt.Sprintf("the target holds an unfinished %s: the run finishes it with --resume (the same archive), starts over with --clean, or refuses", t.verb)))
 	default:
-		c.add(pass("server journal", "none: no unfinished whole-server run on the target"))
+		c.add(verdict.Pass("server journal", "none: no unfinished whole-server run on the target"))
 	}
 	if id == "" {
 		return false
 	}
 	if err := t.conn.QueryRow(ctx, "SELECT rolsuper OR rolcreatedb, rolname::text FROM pg_catalog.pg_roles WHERE rolname = current_user").Scan(&t.createdb, &t.user); err != nil {
-		c.add(fail("target databases", fmt.Errorf("read the target user's privileges: %w", err)))
+		c.add(verdict.Fail("target databases", fmt.Errorf("read the target user's privileges: %w", err)))
 		return false
 	}
 	rows, err := t.conn.Query(ctx, "SELECT datname::text FROM pg_catalog.pg_database")
@@ -333,7 +334,7 @@ func (t *serverTarget) read(ctx context.Context, c *Checklist, id string) bool {
 		}
 	}
 	if err != nil {
-		c.add(fail("target databases", fmt.Errorf("list the target's databases: %w", err)))
+		c.add(verdict.Fail("target databases", fmt.Errorf("list the target's databases: %w", err)))
 		return false
 	}
 	return true
@@ -350,29 +351,29 @@ func (t *serverTarget) database(ctx context.Context, c *Checklist, name string, 
 	case name == "postgres":
 		m, id, err := mf()
 		if err != nil {
-			c.add(fail("target database", err))
+			c.add(verdict.Fail("target database", err))
 			return
 		}
 		cfg := t.cfg.Copy()
 		cfg.Database = name
 		conn, err := pg.Connect(ctx, cfg)
 		if err != nil {
-			c.add(fail("target database", err))
+			c.add(verdict.Fail("target database", err))
 			return
 		}
 		defer conn.Close(context.WithoutCancel(ctx))
 		begun := t.journal.HasBegun(name)
 		c.targetState(ctx, cfg, conn, m, id, false, t.clean || begun, t.resume && begun, false, false)
 	case t.existing[name] && t.journal.HasBegun(name):
-		c.add(pass("target database", fmt.Sprintf("%q was begun by the unfinished run: --resume finishes or replaces it", name)))
+		c.add(verdict.Pass("target database", fmt.Sprintf("%q was begun by the unfinished run: --resume finishes or replaces it", name)))
 	case t.existing[name] && t.journal == nil && !t.clean:
-		c.add(fail("target database", cluster.ExistingDatabase(name, t.verb)))
+		c.add(verdict.Fail("target database", cluster.ExistingDatabase(name, t.verb)))
 	case !t.createdb:
-		c.add(fail("target database", fmt.Errorf("role %s may not create databases (CREATEDB), and %s creates %q: run as a superuser or a role with CREATEDB", pg.Ident(t.user), t.verb, name)))
+		c.add(verdict.Fail("target database", fmt.Errorf("role %s may not create databases (CREATEDB), and %s creates %q: run as a superuser or a role with CREATEDB", pg.Ident(t.user), t.verb, name)))
 	case t.existing[name]:
-		c.add(pass("target database", fmt.Sprintf("%q exists: --clean drops it and creates it again", name)))
+		c.add(verdict.Pass("target database", fmt.Sprintf("%q exists: --clean drops it and creates it again", name)))
 	default:
-		c.add(pass("target database", fmt.Sprintf("%q does not exist: created", name)))
+		c.add(verdict.Pass("target database", fmt.Sprintf("%q does not exist: created", name)))
 	}
 }
 

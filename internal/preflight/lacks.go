@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/toc"
+	"github.com/pgsprint/pgsprint/internal/verdict"
 )
 
 // Has is what a target server offers of the things an archive's objects
@@ -127,12 +128,12 @@ func (h *Has) has(n need) bool {
 func (c *Checklist) targetLacks(ctx context.Context, conn *pgx.Conn, contents func(context.Context) ([]toc.Entry, error), create, keepGoing bool) {
 	entries, err := contents(ctx)
 	if err != nil {
-		c.add(fail("archive contents", err))
+		c.add(verdict.Fail("archive contents", err))
 		return
 	}
 	h, err := ReadHas(ctx, conn)
 	if err != nil {
-		c.add(fail("target lacks", err))
+		c.add(verdict.Fail("target lacks", err))
 		return
 	}
 	c.lacks(entries, h, create, keepGoing)
@@ -205,13 +206,13 @@ func (c *Checklist) lacks(entries []toc.Entry, h *Has, create, keepGoing bool) {
 		switch {
 		case len(wanted) == 0:
 		case len(lacking) == 0:
-			c.add(pass(g.item, fmt.Sprintf("the target has the %d the objects to restore need (%s)", len(wanted), names(unique(wanted)))))
+			c.add(verdict.Pass(g.item, fmt.Sprintf("the target has the %d the objects to restore need (%s)", len(wanted), names(unique(wanted)))))
 		case keepGoing && !fatal:
-			c.add(warn(g.item, strings.Join(whys, "; ")+"; the run names each at its end and exits 1, and --resume, once the target has what it lacks, finishes them"))
+			c.add(verdict.Warn(g.item, strings.Join(whys, "; ")+"; the run names each at its end and exits 1, and --resume, once the target has what it lacks, finishes them"))
 		case fatal:
-			c.add(fail(g.item, fmt.Errorf("%s: --create cannot create the database without it, --keep-going or not", strings.Join(whys, "; "))))
+			c.add(verdict.Fail(g.item, fmt.Errorf("%s: --create cannot create the database without it, --keep-going or not", strings.Join(whys, "; "))))
 		default:
-			c.add(fail(g.item, fmt.Errorf("%s: the run would stop at the first; give the target what it lacks, or add --keep-going to leave these out", strings.Join(whys, "; "))))
+			c.add(verdict.Fail(g.item, fmt.Errorf("%s: the run would stop at the first; give the target what it lacks, or add --keep-going to leave these out", strings.Join(whys, "; "))))
 		}
 	}
 }

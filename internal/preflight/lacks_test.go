@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/toc"
+	"github.com/pgsprint/pgsprint/internal/verdict"
 )
 
 // TestNeeds: each statement pg_restore prints names what it needs of the
@@ -144,8 +145,8 @@ func TestLacks(t *testing.T) {
 	db := []toc.Entry{{ID: 1, Type: "DATABASE", Name: "d", SQL: "CREATE DATABASE d WITH TEMPLATE = template0 LOCALE_PROVIDER = icu ICU_LOCALE = 'und';"}}
 	c := &Checklist{}
 	c.lacks(db, none, true, true)
-	if c.OK() || !strings.Contains(Failed(c.Items).Error(), "--create cannot create the database") {
-		t.Errorf("an ICU database with --create into a target without ICU: %v", Failed(c.Items))
+	if c.OK() || !strings.Contains(verdict.Failed(c.Items).Error(), "--create cannot create the database") {
+		t.Errorf("an ICU database with --create into a target without ICU: %v", verdict.Failed(c.Items))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/subset"
+	"github.com/pgsprint/pgsprint/internal/verdict"
 )
 
 // privileges adds the check of CanCreate on the target.
@@ -30,7 +31,7 @@ func (c *Checklist) rules(ctx context.Context, conn *pgx.Conn, srv pg.Server, su
 		return
 	}
 	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
-		c.add(fail("rules", err))
+		c.add(verdict.Fail("rules", err))
 		return
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")

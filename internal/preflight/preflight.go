@@ -8,7 +8,7 @@
 // LockSlots, DiskSpace), restore's (Empty, Journal, DataTargets,
 // Encoding, CanCreate, RestoreTools), pg.ConnectionRoom, clone's
 // DistinctDatabases, follow's requirements (ReadSourceSettings,
-// TargetRequirements, Keyless) and, for a whole-server run, cluster's
+// ReadTargetSettings, Keyless) and, for a whole-server run, cluster's
 // Journal and ExistingDatabase. No stage imports preflight. So a
 // preflight that passes and the run it vouches for read the same numbers
 // the same way. Checks that need something to exist (a publication and a
@@ -17,44 +17,25 @@
 package preflight
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/pgsprint/pgsprint/internal/pg"
+	"github.com/pgsprint/pgsprint/internal/verdict"
 )
 
-// Item is one line of a checklist: a check that passed (Detail says what
-// was found), one whose risk the run may survive (Warning), or one that
-// failed (Err names the cause and the fix, in one line).
-type Item struct {
-	Name    string
-	Detail  string
-	Warning bool
-	Err     error
-}
-
-// Failed reports whether the item stops the run.
-func (i Item) Failed() bool { return i.Err != nil }
-
-func pass(name, detail string) Item { return Item{Name: name, Detail: detail} }
-
-func warn(name, detail string) Item { return Item{Name: name, Detail: detail, Warning: true} }
-
-func fail(name string, err error) Item { return Item{Name: name, Err: err} }
-
-// check is an Item from a check's error: ✓ with detail when err is nil.
-func check(name string, err error, detail string) Item {
+// check is a verdict from a check's error: ✓ with detail when err is nil.
+func check(name string, err error, detail string) verdict.Item {
 	if err != nil {
-		return fail(name, err)
+		return verdict.Fail(name, err)
 	}
-	return pass(name, detail)
+	return verdict.Pass(name, detail)
 }
 
 // Checklist is the outcome of a preflight: its items in the order run.
 type Checklist struct {
-	Items []Item
+	Items []verdict.Item
 	// Connect is the first connection failure, when a server could not
 	// be reached: the command exits as any other that cannot connect.
 	Connect error
@@ -63,23 +44,11 @@ type Checklist struct {
 	Usage error
 }
 
-func (c *Checklist) add(items ...Item) { c.Items = append(c.Items, items...) }
+func (c *Checklist) add(items ...verdict.Item) { c.Items = append(c.Items, items...) }
 
 // OK reports whether the run would start: no item failed.
 func (c *Checklist) OK() bool {
-	return Failed(c.Items) == nil
-}
-
-// Failed joins the errors of the failed items (nil when none failed): what
-// a command returns when a check it runs up front refuses the run.
-func Failed(items []Item) error {
-	var errs []error
-	for _, it := range items {
-		if it.Err != nil {
-			errs = append(errs, it.Err)
-		}
-	}
-	return errors.Join(errs...)
+	return verdict.Failed(c.Items) == nil
 }
 
 // Print writes the checklist, one line per item: ✓ passed, ! may fail,

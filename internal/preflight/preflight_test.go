@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/pgsprint/pgsprint/internal/verdict"
 )
 
 // TestChecklist: a checklist prints one line per item (✓, !, ✗ with the
@@ -12,12 +14,12 @@ import (
 func TestChecklist(t *testing.T) {
 	t.Parallel()
 	c := &Checklist{}
-	c.add(pass("a", "fine"), warn("b", "maybe"))
-	if !c.OK() || Failed(c.Items) != nil {
+	c.add(verdict.Pass("a", "fine"), verdict.Warn("b", "maybe"))
+	if !c.OK() || verdict.Failed(c.Items) != nil {
 		t.Errorf("a checklist without failures is not OK")
 	}
-	c.add(fail("c", errors.New("broken\nsecond line: fix it")))
-	if c.OK() || Failed(c.Items) == nil {
+	c.add(verdict.Fail("c", errors.New("broken\nsecond line: fix it")))
+	if c.OK() || verdict.Failed(c.Items) == nil {
 		t.Errorf("a checklist with a failure is OK")
 	}
 	var b strings.Builder

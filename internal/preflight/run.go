@@ -21,6 +21,7 @@ import (
 	"github.com/pgsprint/pgsprint/internal/restore"
 	"github.com/pgsprint/pgsprint/internal/store"
 	"github.com/pgsprint/pgsprint/internal/toc"
+	"github.com/pgsprint/pgsprint/internal/verdict"
 )
 
 // DumpOptions are what a dump's checklist needs: the dump's own options
@@ -67,7 +68,7 @@ func Dump(ctx context.Context, o DumpOptions) *Checklist {
 func (c *Checklist) output(ctx context.Context, o DumpOptions, sel bool, raw dump.Volume) {
 	switch {
 	case o.File == "-":
-		c.add(pass("output", "standard output"))
+		c.add(verdict.Pass("output", "standard output"))
 	case o.Output != nil:
 		it := writableStore(ctx, o.Output, o.Overwrite)
 		var ae *store.AccessError
@@ -118,30 +119,30 @@ func Restore(ctx context.Context, o RestoreOptions) *Checklist {
 	var m *archive.Manifest
 	switch {
 	case o.ArchiveErr != nil:
-		c.add(fail("archive", fmt.Errorf("%w: check -f (and, for s3://, the store's flags and credentials)", o.ArchiveErr)))
+		c.add(verdict.Fail("archive", fmt.Errorf("%w: check -f (and, for s3://, the store's flags and credentials)", o.ArchiveErr)))
 	case o.Archive == nil:
-		c.add(pass("archive", "standard input: read only by the restore itself"))
+		c.add(verdict.Pass("archive", "standard input: read only by the restore itself"))
 	default:
 		m = o.Archive.Manifest()
 		switch {
 		case !m.IsCluster() && (o.All || o.Database != ""):
-			c.add(fail("archive", fmt.Errorf("%s: the archive holds one database (%q), not a whole server (dump --all): restore it without --all or --database", o.Where, m.Database)))
+			c.add(verdict.Fail("archive", fmt.Errorf("%s: the archive holds one database (%q), not a whole server (dump --all): restore it without --all or --database", o.Where, m.Database)))
 			return c
 		case m.IsCluster() && o.Database != "":
 			sub := m.DatabaseManifest(o.Database)
 			if sub == nil {
-				c.add(fail("archive", fmt.Errorf("%s: the archive holds no database %q (it holds %s)", o.Where, o.Database, databaseNames(m))))
+				c.add(verdict.Fail("archive", fmt.Errorf("%s: the archive holds no database %q (it holds %s)", o.Where, o.Database, databaseNames(m))))
 				return c
 			}
 			m = sub
-			c.add(pass("archive", archiveDetail(o.Where, m)))
+			c.add(verdict.Pass("archive", archiveDetail(o.Where, m)))
 		case m.IsCluster() && !o.All:
-			c.add(fail("archive", fmt.Errorf("%s: a whole-server archive (dump --all): restore it with --all, or one of its databases with --database NAME", o.Where)))
+			c.add(verdict.Fail("archive", fmt.Errorf("%s: a whole-server archive (dump --all): restore it with --all, or one of its databases with --database NAME", o.Where)))
 			return c
 		case m.IsCluster():
-			c.add(pass("archive", fmt.Sprintf("%s: a whole server of PostgreSQL %s, %d databases (%s)", o.Where, strings.Fields(m.ServerVersion + " ?")[0], len(m.Databases), databaseNames(m))))
+			c.add(verdict.Pass("archive", fmt.Sprintf("%s: a whole server of PostgreSQL %s, %d databases (%s)", o.Where, strings.Fields(m.ServerVersion + " ?")[0], len(m.Databases), databaseNames(m))))
 		default:
-			c.add(pass("archive", archiveDetail(o.Where, m)))
+			c.add(verdict.Pass("archive", archiveDetail(o.Where, m)))
 		}
 	}
 	conn, srv := c.connect(ctx, "target", o.Target)
@@ -212,7 +213,7 @@ func Clone(ctx context.Context, o CloneOptions) *Checklist {
 		return c
 	}
 	if err := clone.DistinctDatabases(ctx, o.Session.Source, tconn); err != nil {
-		c.add(fail("distinct databases", err))
+		c.add(verdict.Fail("distinct databases", err))
 		return c
 	}
 	dumpTools, err := o.Programs.Find(ctx, ssrv.Major())
@@ -232,7 +233,7 @@ func Clone(ctx context.Context, o CloneOptions) *Checklist {
 	c.rules(ctx, sconn, ssrv, o.Session.Subset, o.Session.Mask)
 	m, err := cloneManifest(ctx, sconn, ssrv, o.Filter)
 	if err != nil {
-		c.add(fail("source catalog", err))
+		c.add(verdict.Fail("source catalog", err))
 		return c
 	}
 	// A clone's journal is named after its snapshot (journal.ArchiveID
@@ -275,7 +276,7 @@ func (c *Checklist) connectBoth(ctx context.Context, source, target *pgx.ConnCon
 func (c *Checklist) connect(ctx context.Context, role string, cfg *pgx.ConnConfig) (*pgx.Conn, pg.Server) {
 	conn, err := pg.Connect(ctx, cfg)
 	if err != nil {
-		c.add(fail(role, err))
+		c.add(verdict.Fail(role, err))
 		c.Connect = err
 		return nil, pg.Server{}
 	}
@@ -285,7 +286,7 @@ func (c *Checklist) connect(ctx context.Context, role string, cfg *pgx.ConnConfi
 	}
 	if err != nil {
 		conn.Close(context.WithoutCancel(ctx))
-		c.add(fail(role, err))
+		c.add(verdict.Fail(role, err))
 		return nil, pg.Server{}
 	}
 	tlsState := "no TLS"
@@ -297,7 +298,7 @@ func (c *Checklist) connect(ctx context.Context, role string, cfg *pgx.ConnConfi
 	if srv.InRecovery {
 		detail += ", a standby"
 	}
-	c.add(pass(role, detail))
+	c.add(verdict.Pass(role, detail))
 	return conn, srv
 }
 
@@ -317,17 +318,17 @@ func (c *Checklist) roomFor(ctx context.Context, conn *pgx.Conn, role string, jo
 func (c *Checklist) lockSlots(ctx context.Context, conn *pgx.Conn) {
 	n, err := dump.TablesToLock(ctx, conn)
 	if err != nil {
-		c.add(fail("lock slots", err))
+		c.add(verdict.Fail("lock slots", err))
 		return
 	}
 	warning, detail, err := dump.LockSlots(ctx, conn, n)
 	switch {
 	case err != nil:
-		c.add(fail("lock slots", err))
+		c.add(verdict.Fail("lock slots", err))
 	case warning:
-		c.add(warn("lock slots", detail))
+		c.add(verdict.Warn("lock slots", detail))
 	default:
-		c.add(pass("lock slots", detail))
+		c.add(verdict.Pass("lock slots", detail))
 	}
 }
 
@@ -352,12 +353,12 @@ func (c *Checklist) readable(ctx context.Context, conn *pgx.Conn, f filter.Optio
 	var pe dump.PrivilegeError
 	switch {
 	case errors.As(err, &pe):
-		c.add(fail("read privileges", err))
+		c.add(verdict.Fail("read privileges", err))
 	case err != nil:
-		c.add(fail("read privileges", err))
+		c.add(verdict.Fail("read privileges", err))
 		return false, dump.Volume{}
 	default:
-		c.add(pass("read privileges", fmt.Sprintf("%d tables and sequences selected, all readable", n)))
+		c.add(verdict.Pass("read privileges", fmt.Sprintf("%d tables and sequences selected, all readable", n)))
 	}
 	if f.LargeObjects() {
 		n, err := dump.ReadableLargeObjects(ctx, conn)
@@ -378,22 +379,22 @@ func (c *Checklist) targetState(ctx context.Context, cfg *pgx.ConnConfig, conn *
 		var pgErr *pgconn.PgError
 		switch {
 		case errors.As(err, &pgErr) && pgErr.Code == "3D000":
-			c.add(pass("target database", fmt.Sprintf("%q does not exist: --create creates it", m.Database)))
+			c.add(verdict.Pass("target database", fmt.Sprintf("%q does not exist: --create creates it", m.Database)))
 			return
 		case err != nil:
-			c.add(fail("target database", err))
+			c.add(verdict.Fail("target database", err))
 			return
 		}
 		defer cc.Close(context.WithoutCancel(ctx))
 		conn, database = cc, m.Database
 		if !clean && !resume {
-			c.add(fail("target database", fmt.Errorf("database %q exists: --create would fail; add --clean to replace it, or restore into it without --create", m.Database)))
+			c.add(verdict.Fail("target database", fmt.Errorf("database %q exists: --create would fail; add --clean to replace it, or restore into it without --create", m.Database)))
 			return
 		}
 	}
 	j, err := journal.Read(ctx, conn)
 	if err != nil {
-		c.add(fail("target database", err))
+		c.add(verdict.Fail("target database", err))
 		return
 	}
 	if j != nil {
@@ -406,11 +407,11 @@ func (c *Checklist) targetState(ctx context.Context, cfg *pgx.ConnConfig, conn *
 	}
 	switch {
 	case clean:
-		c.add(pass("target database", "--clean drops the archive's objects first"))
+		c.add(verdict.Pass("target database", "--clean drops the archive's objects first"))
 	case dataOnly:
 		c.add(check("target database", restore.DataTargets(ctx, conn, m.Tables), fmt.Sprintf("the %d tables to load exist and are empty", len(m.Tables))))
 	case partial:
-		c.add(pass("target database", "a partial restore may go into a database that holds other objects: the run checks the selected ones"))
+		c.add(verdict.Pass("target database", "a partial restore may go into a database that holds other objects: the run checks the selected ones"))
 	default:
 		c.add(check("target database", restore.Empty(ctx, conn, database), fmt.Sprintf("%q is empty", database)))
 	}
@@ -463,13 +464,13 @@ func cloneManifest(ctx context.Context, conn *pgx.Conn, srv pg.Server, f filter.
 // own start does: credentials, bucket, no object in the way (unless
 // overwrite), and the right to write, by starting a multipart upload and
 // aborting it at once.
-func writableStore(ctx context.Context, b store.Backend, overwrite bool) Item {
+func writableStore(ctx context.Context, b store.Backend, overwrite bool) verdict.Item {
 	sink, err := b.Create(ctx, store.CreateOptions{Overwrite: overwrite})
 	if err != nil {
-		return fail("output", err)
+		return verdict.Fail("output", err)
 	}
 	sink.Abort()
-	return pass("output", b.String()+": credentials, bucket and the right to write (an upload started and aborted)")
+	return verdict.Pass("output", b.String()+": credentials, bucket and the right to write (an upload started and aborted)")
 }
 
 // follow adds clone --follow's checks: the source's settings and rights,
@@ -480,34 +481,27 @@ func writableStore(ctx context.Context, b store.Backend, overwrite bool) Item {
 func (c *Checklist) follow(ctx context.Context, sconn, tconn *pgx.Conn, f filter.Options, o FollowOptions) {
 	req, err := follow.ReadSourceSettings(ctx, sconn, o.Slot, o.Publication)
 	if err != nil {
-		c.add(fail("follow: source", err))
+		c.add(verdict.Fail("follow: source", err))
 	} else {
-		c.addRequirements(req.Requirements())
+		c.add(req.Requirements()...)
 	}
 	tables, err := follow.SourceTables(ctx, sconn, f)
 	if err == nil {
 		err = follow.Keyless(tables, o.ReplicaIdentityFull, o.SkipNoKey)
 	}
 	c.add(check("follow: replica identity", err, fmt.Sprintf("%d tables, each with a primary key or replica identity (or handled by --replica-identity-full/--follow-skip-no-key)", len(tables))))
-	reqs, err := follow.TargetRequirements(ctx, tconn, o.Slot)
+	target, err := follow.ReadTargetSettings(ctx, tconn, o.Slot)
 	if err != nil {
-		c.add(fail("follow: target", err))
+		c.add(verdict.Fail("follow: target", err))
 	} else {
-		c.addRequirements(reqs)
+		c.add(target.Requirements()...)
 	}
 	if o.ConninfoErr != nil {
-		c.add(fail("follow: source reach", o.ConninfoErr))
+		c.add(verdict.Fail("follow: source reach", o.ConninfoErr))
 		return
 	}
 	c.add(check("follow: source reach", replicationReach(ctx, o.Conninfo),
 		"the subscription's connection string opens a replication connection from here (from the target server, the run probes it before copying)"))
-}
-
-// addRequirements adds a follow's requirements, one line each.
-func (c *Checklist) addRequirements(reqs []follow.Requirement) {
-	for _, r := range reqs {
-		c.add(Item{Name: r.Name, Detail: r.Detail, Warning: r.Warning, Err: r.Err})
-	}
 }
 
 // replicationReach opens a replication connection with conninfo and asks
@@ -552,14 +546,14 @@ func waitLittle(ctx context.Context, conn *pgx.Conn) error {
 }
 
 // diskSpace is dump.DiskSpace's verdict on dir as an item.
-func diskSpace(dir string, need int64, what string) Item {
+func diskSpace(dir string, need int64, what string) verdict.Item {
 	name := "disk space in " + dir
 	warning, detail, err := dump.DiskSpace(dir, need, what)
 	switch {
 	case err != nil:
-		return fail(name, err)
+		return verdict.Fail(name, err)
 	case warning:
-		return warn(name, detail)
+		return verdict.Warn(name, detail)
 	}
-	return pass(name, detail)
+	return verdict.Pass(name, detail)
 }

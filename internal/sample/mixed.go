@@ -9,7 +9,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
+
+	"github.com/pgsprint/pgsprint/internal/pg"
 )
 
 // mixedChunk is the rows one INSERT of MixedJobs generates: small enough
@@ -143,26 +144,13 @@ func rstr(min, spread int) string {
 // statement on its own, in the order given as connections come free: how
 // a sample (and the benchmarks' TPC-H) loads at the speed of the server.
 func ExecParallel(ctx context.Context, connString string, jobs int, stmts []string) error {
-	queue := make(chan string, len(stmts))
-	for _, s := range stmts {
-		queue <- s
-	}
-	close(queue)
-	g, gctx := errgroup.WithContext(ctx)
-	for range max(jobs, 1) {
-		g.Go(func() error {
-			conn, err := pgx.Connect(gctx, connString)
-			if err != nil {
-				return err
+	connect := func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, connString) }
+	return pg.Parallel(ctx, jobs, stmts, connect, func(ctx context.Context, conn *pgx.Conn, queue <-chan string) error {
+		for s := range queue {
+			if _, err := conn.Exec(ctx, s); err != nil {
+				return fmt.Errorf("%.60s...: %w", s, err)
 			}
-			defer conn.Close(context.WithoutCancel(gctx))
-			for s := range queue {
-				if _, err := conn.Exec(gctx, s); err != nil {
-					return fmt.Errorf("%.60s...: %w", s, err)
-				}
-			}
-			return nil
-		})
-	}
-	return g.Wait()
+		}
+		return nil
+	})
 }
