@@ -30,10 +30,10 @@ func pgsprintEnv(t *testing.T, env []string, args ...string) result {
 // database was dropped (its CREATE DATABASE held back by a lock on
 // template0: then cancelled, so the database is gone, or let through, so
 // it is empty and has no journal; `make test` runs one of the two for
-// each command), and at random points once the globals
-// are in, then again while resuming; each time finished with --resume:
-// every database is there, equal to the source's, none of the target's
-// own objects is left, and no journal either.
+// each command), and at random points once the globals are in, then again
+// while resuming (`make test-long` once more); each time finished with
+// --resume: every database is there, equal to the source's, none of the
+// target's own objects is left, and no journal either.
 func TestAllCleanKilled(t *testing.T) {
 	t.Parallel()
 	src := pgtest.New(t)
@@ -76,7 +76,7 @@ func TestAllCleanKilled(t *testing.T) {
 			_, rng := killLoop(t, "", 1)
 			run := append(slices.Clone(args), "--clean")
 			done := false
-			for i := 0; i < 3 && !done; i++ {
+			for i := 0; i < repeat(2, 3) && !done; i++ {
 				cmd, exited := startUntilGlobals(t, conn, run...)
 				select {
 				case <-exited:

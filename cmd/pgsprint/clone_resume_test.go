@@ -27,9 +27,10 @@ import (
 //
 // Every run, the first one included, passes --resume: on a target with no
 // journal it is an ordinary clone, so a script can always pass it. `make
-// test` runs two iterations (each kill point once), `make test-long` six;
-// PGSPRINT_CLONE_RESUME_ITERATIONS runs more and
-// PGSPRINT_RESUME_SEED replays one run.
+// test` runs one iteration, at a kill point the seed picks, `make
+// test-long` six (each kill point three times);
+// PGSPRINT_CLONE_RESUME_ITERATIONS runs more and PGSPRINT_RESUME_SEED
+// replays one run, its kill points included.
 func TestCloneResume(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -60,13 +61,14 @@ func TestCloneResume(t *testing.T) {
 	dropSequences(asOf) // not transactional: read at planning time, not in the snapshot
 	srcSchema := pgtest.SchemaDump(t, c.BinDir(), src)
 
-	iterations, rng := killLoop(t, "PGSPRINT_CLONE_RESUME_ITERATIONS", repeat(2, 6))
+	iterations, rng := killLoop(t, "PGSPRINT_CLONE_RESUME_ITERATIONS", repeat(1, 6))
 	points := []killPoint{
 		{"data", "pre-data", 700 * time.Millisecond},
 		{"indexes", "%index %", 300 * time.Millisecond},
 	}
+	first := rng.IntN(len(points)) // the kill point of the first iteration
 	for i := range iterations {
-		kp := points[i%len(points)]
+		kp := points[(first+i)%len(points)]
 		dst := fmt.Sprintf("copy%d", i)
 		cloneArgs := func(snapshot string, resume bool) []string {
 			a := []string{"clone", "--source", src, "--target", c.ConnString(dst), "--snapshot", snapshot, "-j", "2", "--chunk-size", "2MB"}
@@ -91,7 +93,7 @@ func TestCloneResume(t *testing.T) {
 			} else {
 				n := journalSteps(t, target)
 				t.Logf("killed in %s with %d steps journaled", kp.name, n)
-				if kp.name == "data" && n > 0 {
+				if n > 0 { // at either kill point, so that every run asks
 					r := pgsprint(t, nil, append(cloneArgs(id, false), "-q")...)
 					checkOneError(t, r.code, exitFailure, r.stderr, "--resume")
 					// Another snapshot is refused before it is imported.

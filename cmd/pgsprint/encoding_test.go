@@ -13,12 +13,6 @@ import (
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
-// everyPathUnderTest are the encodings whose pipe, clone and --to-sql
-// paths `make test` runs (every encoding's under `make test-long`): a
-// single-byte one, a multi-byte one that is not UTF8, and SQL_ASCII, whose
-// bytes are not checked. UTF8 takes those paths in most other tests.
-var everyPathUnderTest = map[string]bool{"LATIN1": true, "EUC_JP": true, "SQL_ASCII": true}
-
 // requireSameEncoded compares two databases as pg_dump's schema read in
 // UTF8 and pgsprint compare (per-table row hashes computed in UTF8).
 func requireSameEncoded(t *testing.T, acrossVersions bool, binDir, src, dst string) {
@@ -44,11 +38,11 @@ func requireNoReplacement(t *testing.T, what, s string) {
 
 // TestEncodingPaths takes a database of each encoding through what only
 // the binary does with it (internal/restore's TestEncodingMatrix restores
-// every encoding from a file): list and list --json name its words
+// them from a file): list and list --json name its words
 // without U+FFFD (every encoding), and it goes through a pipe, clone (into UTF8, or
 // SQL_ASCII for a SQL_ASCII source whose bytes are not UTF8) and --to-sql
-// | psql. `make test` runs everyPathUnderTest's encodings, `make
-// test-long` every one.
+// | psql: under `make test` for the encodings pgtest.EveryPathUnderTest
+// names, under `make test-long` for every one.
 func TestEncodingPaths(t *testing.T) {
 	t.Parallel()
 	c := pgtest.New(t)
@@ -67,7 +61,7 @@ func TestEncodingPaths(t *testing.T) {
 			if ec.Enc != "SQL_ASCII" && !strings.Contains(list, ec.Word) {
 				t.Fatalf("list does not name %q:\n%s", ec.Word, list)
 			}
-			if !long && !everyPathUnderTest[ec.Enc] {
+			if !pgtest.EveryPathUnderTest(ec.Enc) {
 				return
 			}
 			wide := "UTF8"

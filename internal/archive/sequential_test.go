@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"os"
+	"strconv"
 	"testing"
+	"time"
 
 	"filippo.io/age"
 )
@@ -51,9 +55,33 @@ func TestSequentialRoundTrip(t *testing.T) {
 	}
 }
 
-// TestSequentialDamage truncates and flips every byte of a small archive:
-// the reader must never report success, and whatever it handed out before
-// failing must be a correct prefix of the stream.
+// damagePositions are the offsets of an archive of size bytes that a
+// damage test cuts at or flips: every one under `make test-long`; under
+// `make test` the fixed header, the trailer and a quarter of the rest,
+// picked by a seed the log prints (PGSPRINT_DAMAGE_SEED replays it).
+func damagePositions(t *testing.T, size int) []int {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("PGSPRINT_DAMAGE_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	rng := rand.New(rand.NewPCG(seed, 0))
+	var at []int
+	for i := range size {
+		if long || i < headerFixedSize || i >= size-trailerSize || rng.IntN(4) == 0 {
+			at = append(at, i)
+		}
+	}
+	if !long {
+		t.Logf("%d of %d positions, seed %d (PGSPRINT_DAMAGE_SEED replays it; make test-long takes every one)", len(at), size, seed)
+	}
+	return at
+}
+
+// TestSequentialDamage truncates and flips every byte of a small archive
+// (damagePositions: a sample under `make test`): the reader must never
+// report success, and whatever it handed out before failing must be a
+// correct prefix of the stream.
 func TestSequentialDamage(t *testing.T) {
 	for _, name := range []string{"zstd", "none"} {
 		data, streams := smallArchive(t, name)
@@ -72,17 +100,18 @@ func TestSequentialDamage(t *testing.T) {
 				}
 			}
 		}
-		for n := 0; n < len(data); n++ {
+		at := damagePositions(t, len(data))
+		for _, n := range at {
 			_, err := readSequential(data[:n])
 			if n >= headerFixedSize && !errors.Is(err, ErrIncomplete) && !errors.Is(err, ErrCorrupt) {
 				t.Errorf("%s truncated to %d: %v, want an incomplete-archive error", name, n, err)
 			}
-			check("truncated", data[:n])
+			check(fmt.Sprintf("truncated to %d", n), data[:n])
 		}
-		for i := range data {
+		for _, i := range at {
 			damaged := append([]byte(nil), data...)
 			damaged[i] ^= 0x10
-			check("flipped", damaged)
+			check(fmt.Sprintf("flipped at %d", i), damaged)
 		}
 		check("appended", append(append([]byte(nil), data...), 0))
 	}

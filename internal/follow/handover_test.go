@@ -35,10 +35,12 @@ func cloneStarted(t *testing.T, o Options) *Started {
 	return s
 }
 
-// startPgbench runs pgbench -c 2 against conn until stop is called.
+// startPgbench runs pgbench -c 2 against conn until stop is called, at 300
+// transactions a second: writes all along, as with unthrottled pgbench,
+// without taking both cores from every test beside it.
 func startPgbench(t *testing.T, binDir, conn string) (stop func()) {
 	t.Helper()
-	cmd := osexec.Command(filepath.Join(binDir, "pgbench"), "-n", "-c", "2", "-T", "120", conn)
+	cmd := osexec.Command(filepath.Join(binDir, "pgbench"), "-n", "-c", "2", "-R", "300", "-T", "120", conn)
 	cmd.Env = os.Environ()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

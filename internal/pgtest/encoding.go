@@ -33,6 +33,20 @@ var EncodingCases = []EncodingCase{
 	{"SQL_ASCII", "caf\xe9", "cr\xe8me \xff\xfe \u65e5\u672c"},
 }
 
+// EveryPathUnderTest says whether `make test` takes encoding enc through
+// every path of the encoding tests (`make test-long` takes each of
+// EncodingCases): a single-byte one (LATIN1), a multi-byte one that is not
+// UTF8 (EUC_JP), and SQL_ASCII, whose bytes are not checked. UTF8 takes
+// those paths in most other tests; WIN1252 and ISO_8859_5 are single-byte
+// as LATIN1 is.
+func EveryPathUnderTest(enc string) bool {
+	switch enc {
+	case "LATIN1", "EUC_JP", "SQL_ASCII":
+		return true
+	}
+	return Long
+}
+
 // encodingSQL is the source database of one encoding: {W} is the case's
 // word, {V} its text.
 const encodingSQL = `
