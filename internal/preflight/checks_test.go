@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -43,6 +44,7 @@ func TestChecks(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
+	var waitGone func(t *testing.T, pid uint32)
 	connect := func(t *testing.T, db, user string) *pgx.Conn {
 		cfg, err := pgx.ParseConfig(pgtest.KeywordConnString(map[string]string{"host": c.SocketDir(), "port": strconv.Itoa(c.Port()), "user": user, "dbname": db}))
 		if err != nil {
@@ -52,8 +54,32 @@ func TestChecks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { conn.Close(context.Background()) })
+		t.Cleanup(func() {
+			pid := conn.PgConn().PID()
+			conn.Close(context.Background())
+			waitGone(t, pid)
+		})
 		return conn
+	}
+	// A closed connection's backend leaves pg_stat_activity a moment
+	// after the client closes it, and the next case counts the role's
+	// open connections: wait until it is gone.
+	admin, err := pgx.Connect(ctx, pgtest.KeywordConnString(map[string]string{"host": c.SocketDir(), "port": strconv.Itoa(c.Port()), "user": pgtest.SuperuserName, "dbname": "postgres"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(context.Background()) })
+	waitGone = func(t *testing.T, pid uint32) {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			var n int
+			if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int32(pid)).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				return
+			}
+		}
+		t.Fatalf("backend %d still in pg_stat_activity 10 s after its connection closed", pid)
 	}
 	inPublic := &archive.Manifest{Tables: []archive.Table{{Schema: "public", Name: "t"}}}
 	room := func(jobs int) func(*pgx.Conn) error {
