@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/pgsprint/pgsprint/internal/sample"
 )
 
 // Pgbench runs `pgbench -i -q -s scale` (with --partitions when > 0) from
@@ -25,31 +25,5 @@ func Pgbench(ctx context.Context, binDir, connString string, scale, partitions i
 	if out, err := exec.CommandContext(ctx, filepath.Join(binDir, "pgbench"), args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("pgbench -i: %v: %s", err, out)
 	}
-	return execSQL(ctx, connString, "ANALYZE")
-}
-
-// execSQL runs statements one by one on a fresh connection.
-func execSQL(ctx context.Context, connString string, stmts ...string) error {
-	conn, err := pgx.Connect(ctx, connString)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	for _, s := range stmts {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			return fmt.Errorf("%.60s...: %w", s, err)
-		}
-	}
-	return nil
-}
-
-// rows scales a row count, at least 1.
-func rows(base int, scale float64) int {
-	return max(1, int(float64(base)*scale))
-}
-
-// rstr is an SQL expression for a random string of min to min+spread
-// characters, so that rows vary in length as real text does.
-func rstr(min, spread int) string {
-	return fmt.Sprintf("substr(repeat(md5(random()::text), %d), 1, %d + (random() * %d)::int)", (min+spread)/32+1, min, spread)
+	return sample.ExecEach(ctx, connString, "ANALYZE")
 }

@@ -3,6 +3,8 @@ package dataset
 import (
 	"context"
 	"fmt"
+
+	"github.com/pgsprint/pgsprint/internal/sample"
 )
 
 // FKHeavy builds a schema where constraints dominate restore time: 24
@@ -14,12 +16,12 @@ func FKHeavy(ctx context.Context, connString string, scale float64) error {
 	var stmts []string
 	indexes, fks := tables, 0
 	for i := 1; i <= tables; i++ {
-		n := rows(50_000+25_000*(i%5), scale)
+		n := sample.Rows(50_000+25_000*(i%5), scale)
 		cols := "id bigint PRIMARY KEY, name text NOT NULL, amount numeric(12,2), created date, parent_a bigint, parent_b bigint, self_ref bigint"
 		stmts = append(stmts,
 			fmt.Sprintf("CREATE TABLE fk_t%02d (%s)", i, cols),
 			fmt.Sprintf(`INSERT INTO fk_t%02d SELECT g, %s, (random()*1000)::numeric(12,2),
-				date '2020-01-01' + (g %% 1000), NULL, NULL, NULL FROM generate_series(1, %d) g`, i, rstr(5, 20), n))
+				date '2020-01-01' + (g %% 1000), NULL, NULL, NULL FROM generate_series(1, %d) g`, i, sample.RandomText(5, 20), n))
 		if i > 1 {
 			stmts = append(stmts,
 				fmt.Sprintf("UPDATE fk_t%02d SET parent_a = 1 + (id %% (SELECT count(*) FROM fk_t%02d))", i, i-1),
@@ -53,5 +55,5 @@ func FKHeavy(ctx context.Context, connString string, scale float64) error {
 		return fmt.Errorf("fk-heavy dataset has %d foreign keys, want 30", fks)
 	}
 	stmts = append(stmts, "VACUUM ANALYZE")
-	return execSQL(ctx, connString, stmts...)
+	return sample.ExecEach(ctx, connString, stmts...)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/pgsprint/pgsprint/internal/pgtest"
+	"github.com/pgsprint/pgsprint/internal/sample"
 )
 
 // SmallRows is the number of rows in each of Small's tables.
@@ -17,5 +18,5 @@ func Small(ctx context.Context, connString string, n int) error {
 	if n < 1 {
 		return fmt.Errorf("small tables dataset: %d tables (want at least 1)", n)
 	}
-	return execSQL(ctx, connString, append(pgtest.SmallTables(n), "VACUUM ANALYZE")...)
+	return sample.ExecEach(ctx, connString, append(pgtest.SmallTables(n), "VACUUM ANALYZE")...)
 }

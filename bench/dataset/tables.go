@@ -3,6 +3,8 @@ package dataset
 import (
 	"context"
 	"fmt"
+
+	"github.com/pgsprint/pgsprint/internal/sample"
 )
 
 // tablesPerBlock is how many tables one DO block of Tables creates: one
@@ -35,5 +37,5 @@ BEGIN
 	END LOOP;
 END $$`, lo, hi, SmallRows))
 	}
-	return execSQL(ctx, connString, append(stmts, "VACUUM ANALYZE")...)
+	return sample.ExecEach(ctx, connString, append(stmts, "VACUUM ANALYZE")...)
 }

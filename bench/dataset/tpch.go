@@ -95,7 +95,7 @@ func TPCH(ctx context.Context, generator, scratch, connString string, sf float64
 	for _, t := range tpchTables {
 		create = append(create, fmt.Sprintf("CREATE TABLE %s (%s)", t.name, t.columns))
 	}
-	if err := execSQL(ctx, connString, create...); err != nil {
+	if err := sample.ExecEach(ctx, connString, create...); err != nil {
 		return err
 	}
 	dir, err := os.MkdirTemp(scratch, "tpch-*")
@@ -167,7 +167,7 @@ func TPCH(ctx context.Context, generator, scratch, connString string, sf float64
 	if err := sample.ExecParallel(ctx, connString, jobs, tpchForeignKeys); err != nil {
 		return err
 	}
-	return execSQL(ctx, connString, "ANALYZE")
+	return sample.ExecEach(ctx, connString, "ANALYZE")
 }
 
 // copyFile streams the file at path into the COPY ... FROM STDIN of sql.

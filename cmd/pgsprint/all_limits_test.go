@@ -73,10 +73,10 @@ func TestAllCleanKilled(t *testing.T) {
 				requireCleaned(t, src, dst, conn)
 			}
 			addStaleTables(t, dst)
-			_, rng := killLoop(t, "", 1)
+			_, rng := pgtest.Seeded(t, "", 1)
 			run := append(slices.Clone(args), "--clean")
 			done := false
-			for i := 0; i < repeat(2, 3) && !done; i++ {
+			for i := 0; i < pgtest.Repeat(2, 3) && !done; i++ {
 				cmd, exited := startUntilGlobals(t, conn, run...)
 				select {
 				case <-exited:
@@ -126,7 +126,7 @@ func requireCleaned(t *testing.T, src, dst *pgtest.Instance, conn *pgx.Conn) {
 	}
 	requireSameServer(t, src, dst)
 	for _, db := range cleanedDatabases {
-		if got := scalar(t, dst.ConnString(db), "SELECT count(*) FROM pg_class WHERE relname = 'stale_target_table'"); got != "0" {
+		if got := pgtest.Scalar(t, dst.ConnString(db), "SELECT count(*) FROM pg_class WHERE relname = 'stale_target_table'"); got != "0" {
 			t.Errorf("database %s keeps the target's own table", db)
 		}
 	}
@@ -187,7 +187,7 @@ func killAfterDrop(t *testing.T, dst *pgtest.Instance, conn *pgx.Conn, cancel bo
 	}
 	var gone []string
 	for _, db := range cleanedDatabases {
-		if scalar(t, dst.ConnString("postgres"), "SELECT count(*) FROM pg_database WHERE datname = "+pg.Literal(db)) == "0" {
+		if pgtest.Scalar(t, dst.ConnString("postgres"), "SELECT count(*) FROM pg_database WHERE datname = "+pg.Literal(db)) == "0" {
 			gone = append(gone, db)
 		}
 	}
@@ -257,7 +257,7 @@ func TestAllCleanRefuses(t *testing.T) {
 					t.Errorf("%s: a whole-server journal was made", args[0])
 				}
 				for _, db := range cleanedDatabases {
-					if got := scalar(t, dst.ConnString(db), "SELECT count(*) FROM pg_class WHERE relname = 'stale_target_table'"); got != "1" {
+					if got := pgtest.Scalar(t, dst.ConnString(db), "SELECT count(*) FROM pg_class WHERE relname = 'stale_target_table'"); got != "1" {
 						t.Errorf("%s: database %s lost the target's own table", args[0], db)
 					}
 				}

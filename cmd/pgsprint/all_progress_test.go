@@ -136,7 +136,7 @@ func TestAllProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close(context.Background())
-		_, rng := killLoop(t, "", 1)
+		_, rng := pgtest.Seeded(t, "", 1)
 		args := []string{"clone", "--all", "--source", src.ConnString("postgres"), "--target", dst.ConnString("postgres"), "-j", "2", "--chunk-size", "256kB"}
 		cmd, exited := startUntilGlobals(t, conn, args...)
 		select {

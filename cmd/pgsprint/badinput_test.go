@@ -130,7 +130,7 @@ GRANT SELECT ON t TO app;`)
 			if strings.Contains(r.stderr, "wrong-pw") || strings.Contains(r.stderr, "right-pw") {
 				t.Errorf("error output reveals a password:\n%s", r.stderr)
 			}
-			noPartialFiles(t, dir, "good.pgs", "truncated.pgs", "flipped.pgs")
+			pgtest.NoPartialFiles(t, dir, "good.pgs", "truncated.pgs", "flipped.pgs")
 		})
 	}
 
@@ -165,7 +165,7 @@ GRANT SELECT ON t TO app;`)
 		}
 		checkOneError(t, waitExit(t, cmd), exitInterrupted, stderr.String(), "dump interrupted by SIGINT")
 		noTempFiles(t, tmp)
-		noPartialFiles(t, dir, "good.pgs", "truncated.pgs", "flipped.pgs")
+		pgtest.NoPartialFiles(t, dir, "good.pgs", "truncated.pgs", "flipped.pgs")
 	})
 
 	t.Run("table dropped while the tables are listed", func(t *testing.T) {
@@ -189,7 +189,7 @@ GRANT SELECT ON t TO app;`)
 			t.Fatal(err)
 		}
 		checkOneError(t, waitExit(t, cmd), exitFailure, stderr.String(), `table "public"."dropme" was dropped by another session`)
-		noPartialFiles(t, dir, "good.pgs", "truncated.pgs", "flipped.pgs")
+		pgtest.NoPartialFiles(t, dir, "good.pgs", "truncated.pgs", "flipped.pgs")
 	})
 
 	t.Run("--to-sql -f - reads standard input", func(t *testing.T) {

@@ -121,7 +121,7 @@ func TestChunkedRoundTrip(t *testing.T) {
 			if err := c.Exec(ctx, dst, "CREATE EXTENSION pg_visibility"); err != nil {
 				t.Fatal(err)
 			}
-			frozen := scalar(t, c.ConnString(dst), `SELECT coalesce(string_agg(c.relname, ' ' ORDER BY c.relname), '')
+			frozen := pgtest.Scalar(t, c.ConnString(dst), `SELECT coalesce(string_agg(c.relname, ' ' ORDER BY c.relname), '')
 				FROM pg_class c, pg_visibility_map_summary(c.oid) s
 				WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' AND pg_relation_size(c.oid) > 0
 				AND s.all_frozen = pg_relation_size(c.oid) / current_setting('block_size')::int8`)

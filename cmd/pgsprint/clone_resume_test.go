@@ -61,7 +61,7 @@ func TestCloneResume(t *testing.T) {
 	dropSequences(asOf) // not transactional: read at planning time, not in the snapshot
 	srcSchema := pgtest.SchemaDump(t, c.BinDir(), src)
 
-	iterations, rng := killLoop(t, "PGSPRINT_CLONE_RESUME_ITERATIONS", repeat(1, 6))
+	iterations, rng := pgtest.Seeded(t, "PGSPRINT_CLONE_RESUME_ITERATIONS", pgtest.Repeat(1, 6))
 	points := []killPoint{
 		{"data", "pre-data", 700 * time.Millisecond},
 		{"indexes", "%index %", 300 * time.Millisecond},

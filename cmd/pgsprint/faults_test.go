@@ -44,14 +44,14 @@ CREATE TABLE small AS SELECT i FROM generate_series(1, 1000) i; ANALYZE;`)
 	t.Run("worker backend terminated", func(t *testing.T) {
 		dir := t.TempDir()
 		cmd, stderr := startPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "-j", "2", "-Z", "none")
-		pid := waitForCopy(t, admin, "COPY%TO STDOUT%")
+		pid := pgtest.WaitForCopy(t, admin, "COPY%TO STDOUT%")
 		if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1)", pid); err != nil {
 			t.Fatal(err)
 		}
 		code := waitExit(t, cmd)
 		checkOneError(t, code, exitFailure, stderr.String(), "terminat")
-		noPartialFiles(t, dir)
-		noSessionsLeft(t, admin)
+		pgtest.NoPartialFiles(t, dir)
+		pgtest.NoSessionsLeft(t, admin)
 	})
 
 	t.Run("table locked past --lock-wait-timeout", func(t *testing.T) {
@@ -66,11 +66,11 @@ CREATE TABLE small AS SELECT i FROM generate_series(1, 1000) i; ANALYZE;`)
 		}
 		r := pgsprint(t, nil, "dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "--lock-wait-timeout", "300ms")
 		checkOneError(t, r.code, exitFailure, r.stderr, "within --lock-wait-timeout (300ms)")
-		noPartialFiles(t, dir)
+		pgtest.NoPartialFiles(t, dir)
 		if _, err := locker.Exec(ctx, "ROLLBACK"); err != nil {
 			t.Fatal(err)
 		}
-		noSessionsLeft(t, admin)
+		pgtest.NoSessionsLeft(t, admin)
 	})
 
 	t.Run("disk full", func(t *testing.T) {
@@ -83,12 +83,12 @@ CREATE TABLE small AS SELECT i FROM generate_series(1, 1000) i; ANALYZE;`)
 		// the archive is created.
 		r := pgsprint(t, nil, "dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "-Z", "none")
 		checkOneError(t, r.code, exitFailure, r.stderr, "free space, or write the archive elsewhere")
-		noPartialFiles(t, dir)
+		pgtest.NoPartialFiles(t, dir)
 		// dump --all checks the same estimate (CreateArchive), its
 		// databases' plans summed.
 		r = pgsprint(t, nil, "dump", "--all", "-d", c.ConnString("postgres"), "-f", filepath.Join(dir, "all.pgs"), "-Z", "none")
 		checkOneError(t, r.code, exitFailure, r.stderr, "free space, or write the archive elsewhere")
-		noPartialFiles(t, dir)
+		pgtest.NoPartialFiles(t, dir)
 		// Values kept in TOAST, which the estimate (the tables' main
 		// forks) leaves out: 8 MB of COPY text fill the 4 MB as they
 		// are written.
@@ -97,11 +97,11 @@ CREATE TABLE small AS SELECT i FROM generate_series(1, 1000) i; ANALYZE;`)
 		}
 		r = pgsprint(t, nil, "dump", "-d", c.ConnString("big"), "-t", "toasty", "-f", filepath.Join(dir, "big.pgs"), "-Z", "none")
 		checkOneError(t, r.code, exitFailure, r.stderr, "no space left on device")
-		noPartialFiles(t, dir)
+		pgtest.NoPartialFiles(t, dir)
 		if err := c.Exec(ctx, "big", `DROP TABLE toasty`); err != nil {
 			t.Fatal(err)
 		}
-		noSessionsLeft(t, admin)
+		pgtest.NoSessionsLeft(t, admin)
 	})
 
 	// An archive of big for the restores below (the row the target
@@ -136,7 +136,7 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 		if !strings.Contains(r.stderr, "no_777") {
 			t.Errorf("error does not name the violated constraint: %s", r.stderr)
 		}
-		noSessionsLeft(t, admin)
+		pgtest.NoSessionsLeft(t, admin)
 	})
 
 	targets := 0
@@ -188,15 +188,15 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 		t.Run(tc.run.op+" "+name, func(t *testing.T) {
 			dir, tmp := t.TempDir(), t.TempDir()
 			cmd, stderr := startPgsprintEnv(t, []string{"TMPDIR=" + tmp}, tc.run.args(t, dir)...)
-			waitForCopy(t, admin, tc.run.copy)
+			pgtest.WaitForCopy(t, admin, tc.run.copy)
 			if err := cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}
 			code := waitExit(t, cmd)
 			checkOneError(t, code, tc.code, stderr.String(), tc.run.op+" interrupted by "+name)
-			noPartialFiles(t, dir)
+			pgtest.NoPartialFiles(t, dir)
 			noTempFiles(t, tmp)
-			noSessionsLeft(t, admin)
+			pgtest.NoSessionsLeft(t, admin)
 		})
 	}
 
@@ -213,14 +213,14 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill() })
-		waitForCopy(t, admin, dumpRun.copy)
+		pgtest.WaitForCopy(t, admin, dumpRun.copy)
 		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
 		if code := waitExit(t, cmd); code != 0 {
 			t.Fatalf("exit %d, want 0:\n%s", code, stderr.String())
 		}
-		noPartialFiles(t, dir, "big.pgs")
+		pgtest.NoPartialFiles(t, dir, "big.pgs")
 	})
 
 	// SIGKILL leaves the partial archive or the extracted schema behind;
@@ -239,7 +239,7 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 			dir, tmp := t.TempDir(), t.TempDir()
 			env := []string{"TMPDIR=" + tmp}
 			cmd, _ := startPgsprintEnv(t, env, tc.run.args(t, dir)...)
-			waitForCopy(t, admin, tc.run.copy)
+			pgtest.WaitForCopy(t, admin, tc.run.copy)
 			if err := cmd.Process.Kill(); err != nil {
 				t.Fatal(err)
 			}
@@ -270,7 +270,7 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 			if _, err := os.Stat(left[0]); !os.IsNotExist(err) {
 				t.Errorf("%s is still there: %v", left[0], err)
 			}
-			noPartialFiles(t, dir, "big.pgs")
+			pgtest.NoPartialFiles(t, dir, "big.pgs")
 			noTempFiles(t, tmp)
 		})
 	}
@@ -283,7 +283,7 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 		sealed := filepath.Join(dir, "sealed.pgs")
 		mustPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", sealed, "-q", "--encrypt-to", pub)
 		cmd, _ := startPgsprintEnv(t, []string{"TMPDIR=" + tmp}, "restore", "-f", sealed, "-d", newTarget(t), "-j", "2", "--identity", key)
-		waitForCopy(t, admin, restoreRun.copy)
+		pgtest.WaitForCopy(t, admin, restoreRun.copy)
 		// While it loads, the schema pg_restore read is a memfd of its.
 		fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", cmd.Process.Pid))
 		inMemory := false
@@ -308,7 +308,7 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 	t.Run("source server restarts", func(t *testing.T) {
 		dir := t.TempDir()
 		cmd, stderr := startPgsprint(t, "dump", "-d", c.ConnString("big"), "-f", filepath.Join(dir, "big.pgs"), "-j", "2", "-Z", "none")
-		waitForCopy(t, admin, "COPY%TO STDOUT%")
+		pgtest.WaitForCopy(t, admin, "COPY%TO STDOUT%")
 		// Restart while the data is copied, once pg_dump has written the
 		// schema: the error to check is the copy's.
 		for range 200 {
@@ -326,16 +326,16 @@ CREATE EVENT TRIGGER strict ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXEC
 		}
 		code := waitExit(t, cmd)
 		checkOneError(t, code, exitFailure, stderr.String(), "restart")
-		noPartialFiles(t, dir)
+		pgtest.NoPartialFiles(t, dir)
 		after, err := pgx.Connect(ctx, c.ConnString("postgres"))
 		if err != nil {
 			t.Fatalf("the server is not usable after its restart: %v", err)
 		}
 		defer after.Close(ctx)
-		noSessionsLeft(t, after)
+		pgtest.NoSessionsLeft(t, after)
 		// And a dump works again (of the small table: the 300 MB were
 		// dumped whole above).
 		mustPgsprint(t, "dump", "-d", c.ConnString("big"), "-t", "small", "-f", filepath.Join(dir, "again.pgs"), "-q")
-		noPartialFiles(t, dir, "again.pgs")
+		pgtest.NoPartialFiles(t, dir, "again.pgs")
 	})
 }

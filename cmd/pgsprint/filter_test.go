@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
 // TestDumpFilters: -n/-N/-t/-T select exactly the tables pg_dump selects
@@ -57,7 +59,7 @@ func TestDumpFilters(t *testing.T) {
 			}
 			var got []string
 			for _, tb := range l.Tables {
-				got = append(got, fmtID(tb.Schema)+"."+fmtID(tb.Name))
+				got = append(got, pgtest.DumpIdent(tb.Schema)+"."+pgtest.DumpIdent(tb.Name))
 			}
 			plain, err := exec.Command(filepath.Join(c.BinDir(), "pg_dump"), append([]string{"--schema-only", "-d", c.ConnString("f")}, args...)...).Output()
 			if err != nil {

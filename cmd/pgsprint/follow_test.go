@@ -44,17 +44,17 @@ func sharedFollowPair(t *testing.T) (src, dst *pgtest.Instance) {
 // or the target database a subscription, left.
 func noFollowLeft(t *testing.T, src, dst string) {
 	t.Helper()
-	if n := scalar(t, src, "SELECT count(*) FROM pg_replication_slots WHERE database = current_database()"); n != "0" {
+	if n := pgtest.Scalar(t, src, "SELECT count(*) FROM pg_replication_slots WHERE database = current_database()"); n != "0" {
 		t.Errorf("%s replication slots left on the source", n)
 	}
-	if n := scalar(t, src, "SELECT count(*) FROM pg_publication"); n != "0" {
+	if n := pgtest.Scalar(t, src, "SELECT count(*) FROM pg_publication"); n != "0" {
 		t.Errorf("%s publications left on the source", n)
 	}
-	if n := scalar(t, dst, "SELECT count(*) FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())"); n != "0" {
+	if n := pgtest.Scalar(t, dst, "SELECT count(*) FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())"); n != "0" {
 		t.Errorf("%s subscriptions left on the target", n)
 	}
 	for side, conn := range map[string]string{"source": src, "target": dst} {
-		if n := scalar(t, conn, "SELECT (SELECT count(*) FROM pg_event_trigger) + (SELECT count(*) FROM pg_namespace WHERE nspname = 'pgsprint')"); n != "0" {
+		if n := pgtest.Scalar(t, conn, "SELECT (SELECT count(*) FROM pg_event_trigger) + (SELECT count(*) FROM pg_namespace WHERE nspname = 'pgsprint')"); n != "0" {
 			t.Errorf("the DDL capture (event triggers, schema pgsprint) is left on the %s", side)
 		}
 	}
@@ -108,7 +108,7 @@ func TestFollowMessages(t *testing.T) {
 	if !strings.Contains(fin.stdout, "stays read-only for new sessions; to lift that, on the source: "+lift) {
 		t.Errorf("finish does not say how to lift the fence:\n%s", fin.stdout)
 	}
-	if v := scalar(t, src, "SELECT current_setting('default_transaction_read_only')"); v != "on" {
+	if v := pgtest.Scalar(t, src, "SELECT current_setting('default_transaction_read_only')"); v != "on" {
 		t.Errorf("the source is writable after the handover")
 	}
 	pgtest.RequireSameData(t, src, dst)
@@ -179,7 +179,7 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 			t.Errorf("refusal does not name the options: %s", r.stderr)
 		}
 		noFollowLeft(t, src, dst)
-		if n := scalar(t, dst, "SELECT count(*) FROM pg_class WHERE relname = 'keyed'"); n != "0" {
+		if n := pgtest.Scalar(t, dst, "SELECT count(*) FROM pg_class WHERE relname = 'keyed'"); n != "0" {
 			t.Errorf("the refused clone copied anyway")
 		}
 	})
@@ -196,7 +196,7 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 			t.Errorf("password printed: %s", r.stderr)
 		}
 		noFollowLeft(t, src, dst)
-		if n := scalar(t, dst, "SELECT count(*) FROM pg_class WHERE relname = 'keyed'"); n != "0" {
+		if n := pgtest.Scalar(t, dst, "SELECT count(*) FROM pg_class WHERE relname = 'keyed'"); n != "0" {
 			t.Errorf("the clone copied anyway")
 		}
 	})
@@ -218,7 +218,7 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 		}
 		r := pgsprint(t, nil, "follow", "finish", "--source", src, "--target", dst)
 		checkOneError(t, r.code, 1, r.stderr, named)
-		if v := scalar(t, src, "SELECT current_setting('default_transaction_read_only')"); v != "off" {
+		if v := pgtest.Scalar(t, src, "SELECT current_setting('default_transaction_read_only')"); v != "off" {
 			t.Errorf("the source is fenced after finish stopped on DDL")
 		}
 		mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst)
@@ -240,7 +240,7 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 		if !strings.Contains(r.stderr, "the source is writable again and the target still follows it") {
 			t.Errorf("a failed finish does not say the source is writable again:\n%s", r.stderr)
 		}
-		if v := scalar(t, src, "SELECT current_setting('default_transaction_read_only')"); v != "off" {
+		if v := pgtest.Scalar(t, src, "SELECT current_setting('default_transaction_read_only')"); v != "off" {
 			t.Errorf("the source is still fenced after a failed finish")
 		}
 		ab := mustPgsprint(t, "follow", "abort", "--source", src, "--target", dst)
@@ -270,7 +270,7 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 			t.Fatalf("follow finish -q of a partial follow: exit %d\n%s%s", fin.code, fin.stdout, fin.stderr)
 		}
 		for _, q := range []string{"SELECT count(*) || ' ' || count(*) FILTER (WHERE v = 'p') FROM keyed", "SELECT count(*) FROM other"} {
-			if a, b := scalar(t, src, q), scalar(t, dst, q); a != b {
+			if a, b := pgtest.Scalar(t, src, q), pgtest.Scalar(t, dst, q); a != b {
 				t.Errorf("%s: source %s, target %s", q, a, b)
 			}
 		}
@@ -328,7 +328,7 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 		cmd, _ := startPgsprint(t, "follow", "finish", "--fence-grace", "1m", "--source", src, "--target", dst)
 		fence := "SELECT count(*) FROM pg_db_role_setting WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = 'app')"
 		deadline := time.Now().Add(30 * time.Second)
-		for scalar(t, src, fence) == "0" {
+		for pgtest.Scalar(t, src, fence) == "0" {
 			if time.Now().After(deadline) {
 				t.Fatal("finish did not fence the source within 30s")
 			}
@@ -346,7 +346,7 @@ func TestFollowKeylessAndAbort(t *testing.T) {
 			t.Errorf("abort after a killed finish:\n%s", ab.stdout)
 		}
 		noFollowLeft(t, src, dst)
-		if v := scalar(t, src, fence); v != "0" {
+		if v := pgtest.Scalar(t, src, fence); v != "0" {
 			t.Errorf("abort left the fence's settings on the source")
 		}
 	})
@@ -405,7 +405,7 @@ func waitForSlotWhere(t *testing.T, conn, slot, cond, failure string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if scalar(t, conn, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '"+slot+"' AND "+cond) == "1" {
+		if pgtest.Scalar(t, conn, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '"+slot+"' AND "+cond) == "1" {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -10,12 +10,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -24,7 +22,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/progress"
@@ -91,26 +88,7 @@ func mustPgsprint(t testing.TB, args ...string) result {
 // holds anything: every exit pgsprint survives removes its temporary files.
 func noTempFiles(t testing.TB, dir string) {
 	t.Helper()
-	noPartialFiles(t, dir)
-}
-
-// noPartialFiles fails if dir holds anything but the names in keep: a failed
-// dump must leave no half-written archive behind.
-func noPartialFiles(t testing.TB, dir string, keep ...string) {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		found := false
-		for _, k := range keep {
-			found = found || e.Name() == k
-		}
-		if !found {
-			t.Errorf("unexpected file left in %s: %s", dir, e.Name())
-		}
-	}
+	pgtest.NoPartialFiles(t, dir)
 }
 
 // startPgsprint starts the binary in the background.
@@ -146,41 +124,6 @@ func waitExit(t *testing.T, cmd *exec.Cmd) int {
 	}
 }
 
-// waitForCopy returns the pid of a pgsprint backend running a query like
-// pattern, once one does.
-func waitForCopy(t *testing.T, admin *pgx.Conn, pattern string) int {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		var pid int
-		err := admin.QueryRow(context.Background(), `SELECT pid FROM pg_stat_activity
-			WHERE application_name = 'pgsprint' AND state = 'active' AND query LIKE $1 LIMIT 1`, pattern).Scan(&pid)
-		if err == nil {
-			return pid
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("no pgsprint COPY seen on the server")
-	return 0
-}
-
-// noSessionsLeft fails if pgsprint sessions (an open snapshot transaction
-// above all) outlive the process for more than a few seconds.
-func noSessionsLeft(t *testing.T, admin *pgx.Conn) {
-	t.Helper()
-	var n int
-	for range 50 {
-		if err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgsprint'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Errorf("%d pgsprint sessions still on the server after the process ended", n)
-}
-
 func checkOneError(t *testing.T, code, wantCode int, stderr, sub string) {
 	t.Helper()
 	t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
@@ -202,69 +145,6 @@ func checkOneError(t *testing.T, code, wantCode int, stderr, sub string) {
 	if !strings.Contains(strings.ToLower(stderr), strings.ToLower(sub)) {
 		t.Errorf("error does not mention %q:\n%s", sub, stderr)
 	}
-}
-
-// scalar runs a query returning one value, as text.
-func scalar(t *testing.T, conn, sql string) string {
-	t.Helper()
-	ctx := context.Background()
-	cn, err := pgx.Connect(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cn.Close(ctx)
-	var v string
-	if err := cn.QueryRow(ctx, "SELECT ("+sql+")::text").Scan(&v); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return v
-}
-
-// requireData compares the row hashes of the named relations (as quoted
-// qualified names, or plain ones pg_dump-style) on both sides.
-func requireData(t *testing.T, a, b string, rels ...string) {
-	t.Helper()
-	fa, fb := pgtest.Fingerprint(t, a), pgtest.Fingerprint(t, b)
-	for _, rel := range rels {
-		key := fingerprintKey(rel)
-		if fa[key] == "" || fa[key] != fb[key] {
-			t.Errorf("%s: source %q, restored %q", rel, fa[key], fb[key])
-		}
-	}
-}
-
-// userObjects describes every object anyone created in the database at
-// conn (pg.UserObjects, the restore's own emptiness check, which sees the
-// journal schema too), up to 20, e.g. "sequence public.t1_id_seq".
-func userObjects(t *testing.T, conn string) []string {
-	t.Helper()
-	ctx := context.Background()
-	cn, err := pgx.Connect(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cn.Close(ctx)
-	_, objs, err := pg.UserObjects(ctx, cn, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return objs
-}
-
-// killLoop returns how many kill-and-resume iterations to run (n, or the
-// environment variable iterVar) and a random source whose seed is logged
-// and can be replayed with PGSPRINT_RESUME_SEED.
-func killLoop(t *testing.T, iterVar string, n int) (int, *rand.Rand) {
-	t.Helper()
-	if v, err := strconv.Atoi(os.Getenv(iterVar)); err == nil && v > 0 {
-		n = v
-	}
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("PGSPRINT_RESUME_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (PGSPRINT_RESUME_SEED replays it)", seed)
-	return n, rand.New(rand.NewPCG(seed, 0))
 }
 
 // requireNoJournal fails if pgsprint's journal outlived a completed run.
@@ -405,14 +285,6 @@ func readServerRun(t *testing.T, stderr string) serverRun {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// fmtID quotes an identifier as pg_dump prints it: only when needed.
-func fmtID(s string) string {
-	if regexp.MustCompile(`^[a-z_][a-z0-9_]*$`).MatchString(s) {
-		return s
-	}
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-}
-
 // progressLine matches a progress line such as "restore 5.001s: data and indexes, ...".
 // staleRemoved is the warning of a run that removed a killed run's
 // temporary file (internal/tempfile.Sweep).
@@ -498,17 +370,6 @@ type dbServer interface {
 	BinDir() string
 }
 
-// smallLockTable are the settings of a server whose lock table is small
-// (max_locks_per_transaction locks per slot, and few slots: 10
-// connections, no prepared transactions, few workers), for tests of what
-// fits in it.
-func smallLockTable(locks int) map[string]string {
-	return map[string]string{
-		"max_locks_per_transaction": strconv.Itoa(locks), "max_connections": "10", "max_worker_processes": "2",
-		"max_wal_senders": "0", "autovacuum_max_workers": "1", "max_prepared_transactions": "0",
-	}
-}
-
 // everyOr is the cases of a two-way choice a test runs: both under `make
 // test-long`, only short under `make test`.
 func everyOr(short bool) []bool {
@@ -516,15 +377,6 @@ func everyOr(short bool) []bool {
 		return []bool{true, false}
 	}
 	return []bool{short}
-}
-
-// repeat is how many times a repeated test runs its cases: n under `make
-// test`, every case once; nLong under `make test-long` (-tags long).
-func repeat(n, nLong int) int {
-	if long {
-		return nLong
-	}
-	return n
 }
 
 // spyPgRestore makes a directory of binDir's client programs whose

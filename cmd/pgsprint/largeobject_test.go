@@ -49,7 +49,7 @@ func TestLargeObjectBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := c.ConnString("src")
-	if n := scalar(t, src, "SELECT count(*) FROM pg_largeobject_metadata"); n != "3000" {
+	if n := pgtest.Scalar(t, src, "SELECT count(*) FROM pg_largeobject_metadata"); n != "3000" {
 		t.Fatalf("source has %s large objects, want 3000", n)
 	}
 	file := filepath.Join(t.TempDir(), "lo.pgs")

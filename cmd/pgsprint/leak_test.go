@@ -112,7 +112,7 @@ func TestMaskLeak(t *testing.T) {
 				t.Fatal(err)
 			}
 			l := &leakRun{c: c, bin: bin, can: can, src: c.ConnString("src")}
-			if got := scalar(t, l.src, "SELECT count(*) FROM pg_stats WHERE schemaname = 'leak' AND histogram_bounds::text LIKE '%"+can.Mark()+"%'"); got == "0" {
+			if got := pgtest.Scalar(t, l.src, "SELECT count(*) FROM pg_stats WHERE schemaname = 'leak' AND histogram_bounds::text LIKE '%"+can.Mark()+"%'"); got == "0" {
 				t.Fatal("the source's statistics hold no canary: the test could not see a statistics leak")
 			}
 			for i, lc := range cases {
@@ -274,7 +274,7 @@ func (l *leakRun) scanTarget(t *testing.T, target string, scan func(string, []by
 		"pg_stats":       "SELECT coalesce(string_agg(s::text, E'\\n'), '') FROM pg_catalog.pg_stats s",
 		"pg_description": "SELECT coalesce(string_agg(description, E'\\n'), '') FROM pg_catalog.pg_description",
 	} {
-		scan("target "+what, []byte(scalar(t, target, sql)))
+		scan("target "+what, []byte(pgtest.Scalar(t, target, sql)))
 	}
 	out, err := exec.Command(filepath.Join(l.bin, "pg_dump"), "-d", target).Output()
 	if err != nil {

@@ -24,7 +24,7 @@ func TestCloneIntoItself(t *testing.T) {
 		r := pgsprint(t, []string{"PGPASSWORD=" + pgtest.SuperuserPassword}, "clone", "--source", c.ConnString("selfc"), "--target", target, "--clean")
 		checkOneError(t, r.code, 2, r.stderr, "--source and --target are the same database")
 	}
-	if got := scalar(t, c.ConnString("selfc"), `SELECT count(*) FROM public.t`); got != "10" {
+	if got := pgtest.Scalar(t, c.ConnString("selfc"), `SELECT count(*) FROM public.t`); got != "10" {
 		t.Errorf("the source holds %s rows, want 10", got)
 	}
 	// Another database of the same server is not the same database.

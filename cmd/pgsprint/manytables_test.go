@@ -17,7 +17,7 @@ import (
 // restore.Options.PreDataSplitMin's default of 200 independent tables),
 // small enough for CI; 2,000 under `make test-long`. A multiple of 6: half
 // the tables go to each pre-data run, a third have a foreign key.
-var smallTables = repeat(600, 2000)
+var smallTables = pgtest.Repeat(600, 2000)
 
 // TestRoundTripManySmallTables dumps and restores smallTables tiny tables (a
 // primary key, a secondary index, a third with a foreign key:
@@ -58,12 +58,12 @@ func TestRoundTripManySmallTables(t *testing.T) {
 	// Foreign keys are added NOT VALID and validated afterwards; pg_dump's
 	// text does not show the difference.
 	valid := `SELECT count(*) FILTER (WHERE convalidated) || '/' || count(*) FROM pg_constraint WHERE contype = 'f'`
-	if want, got := fmt.Sprintf("%d/%d", smallTables/3, smallTables/3), scalar(t, c.ConnString("back"), valid); got != want {
+	if want, got := fmt.Sprintf("%d/%d", smallTables/3, smallTables/3), pgtest.Scalar(t, c.ConnString("back"), valid); got != want {
 		t.Errorf("restored foreign keys validated/all: %s, want %s", got, want)
 	}
 	// Analyzed, or given the archive's statistics (PostgreSQL 18).
 	stale := fmt.Sprintf(`SELECT count(*) FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace AND reltuples <> %d`, pgtest.SmallTableRows)
-	if got := scalar(t, c.ConnString("back"), stale); got != "0" {
+	if got := pgtest.Scalar(t, c.ConnString("back"), stale); got != "0" {
 		t.Errorf("%s restored tables have no statistics", got)
 	}
 }

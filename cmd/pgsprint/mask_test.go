@@ -57,16 +57,16 @@ func TestMask(t *testing.T) {
 			"SELECT count(*) FROM crm.logins WHERE ip IS NOT NULL":                                                        "0",
 			"SELECT count(*) FROM pg_catalog.pg_constraint WHERE connamespace = 'crm'::regnamespace AND NOT convalidated": "0",
 		} {
-			if got := scalar(t, conn, sql); got != want {
+			if got := pgtest.Scalar(t, conn, sql); got != want {
 				t.Errorf("%s: %s, want %s", sql, got, want)
 			}
 		}
 		if users == "200" {
-			if got, want := scalar(t, conn, join), scalar(t, c.ConnString(src), join); got != want {
+			if got, want := pgtest.Scalar(t, conn, join), pgtest.Scalar(t, c.ConnString(src), join); got != want {
 				t.Errorf("logins joined to users on the masked e-mail: %s, the source %s", got, want)
 			}
 			const orphans = "SELECT count(*) FROM crm.events e WHERE NOT EXISTS (SELECT FROM crm.users u WHERE u.email = e.email)"
-			if got := scalar(t, conn, orphans); got != "0" {
+			if got := pgtest.Scalar(t, conn, orphans); got != "0" {
 				t.Errorf("events whose masked e-mail no masked user has: %s", got)
 			}
 		}
@@ -104,7 +104,7 @@ func TestMask(t *testing.T) {
 		mustPgsprint(t, append([]string{"clone", "-q", "-j", "2", "--source", c.ConnString(src), "--target", c.ConnString(cloned),
 			"--subset", "crm.users: id > 0", "--subset-children"}, masking...)...)
 		check(t, cloned, "200")
-		requireData(t, c.ConnString(restored), c.ConnString(cloned))
+		pgtest.RequireData(t, c.ConnString(restored), c.ConnString(cloned))
 
 		key, pub, _ := writeIdentity(t, t.TempDir(), "key.txt")
 		piped := pgtest.DB(t, c, "mask pipe")
@@ -120,11 +120,11 @@ func TestMask(t *testing.T) {
 		}
 		check(t, piped, "50")
 		const emails = "SELECT string_agg(email, ',' ORDER BY id) FROM crm.users WHERE id <= 50"
-		if a, b := scalar(t, c.ConnString(piped), emails), scalar(t, c.ConnString(restored), emails); a != b {
+		if a, b := pgtest.Scalar(t, c.ConnString(piped), emails), pgtest.Scalar(t, c.ConnString(restored), emails); a != b {
 			t.Errorf("the subset's masked e-mails differ from the whole copy's:\n%s\n%s", a, b)
 		}
 		const logins = "SELECT count(*) FROM crm.logins"
-		if got, want := scalar(t, c.ConnString(piped), logins), scalar(t, c.ConnString(src), logins+" WHERE user_email IN (SELECT email FROM crm.users WHERE id <= 50)"); got != want {
+		if got, want := pgtest.Scalar(t, c.ConnString(piped), logins), pgtest.Scalar(t, c.ConnString(src), logins+" WHERE user_email IN (SELECT email FROM crm.users WHERE id <= 50)"); got != want {
 			t.Errorf("the subset's logins: %s, want %s", got, want)
 		}
 
@@ -142,7 +142,7 @@ func TestMask(t *testing.T) {
 			t.Fatalf("restore from %s: exit %d: %s", loc, r.code, r.stderr)
 		}
 		check(t, fromS3, "50")
-		requireData(t, c.ConnString(piped), c.ConnString(fromS3))
+		pgtest.RequireData(t, c.ConnString(piped), c.ConnString(fromS3))
 	})
 	t.Run("refused", func(t *testing.T) {
 		t.Parallel()

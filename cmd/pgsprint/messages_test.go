@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
 // TestMessages: each failure a user met with a message that named the
@@ -194,7 +196,7 @@ CREATE TRIGGER skip_one BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION skip_on
 		})
 	}
 
-	if got := scalar(t, notOurs, "SELECT string_agg(v, ',') FROM t"); got != "mine" {
+	if got := pgtest.Scalar(t, notOurs, "SELECT string_agg(v, ',') FROM t"); got != "mine" {
 		t.Errorf("the refused --clean restore changed the target's table t: %q", got)
 	}
 
@@ -212,7 +214,7 @@ CREATE TRIGGER skip_one BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION skip_on
 		if r.code != 0 {
 			t.Fatalf("restore --resume: exit %d: %s", r.code, r.stderr)
 		}
-		requireData(t, c.ConnString(src), c.ConnString("cut2"), "public.t", "public.u")
+		pgtest.RequireData(t, c.ConnString(src), c.ConnString("cut2"), "public.t", "public.u")
 	})
 
 	// Item 7: "raw" is the COPY data moved, and the summary says in

@@ -14,17 +14,10 @@ import (
 // in 64 KiB blocks to DIR/good.pgs.
 func newNotOurs(t *testing.T) (c *pgtest.Instance, src, file string) {
 	t.Helper()
-	ctx := context.Background()
-	c = pgtest.New(t)
-	if err := c.CreateDB(ctx, "src"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Exec(ctx, "src", pgtest.NotOursSQL()); err != nil {
-		t.Fatal(err)
-	}
+	c, src = pgtest.NewNotOurs(t)
 	file = filepath.Join(t.TempDir(), "good.pgs")
-	mustPgsprint(t, "dump", "-d", c.ConnString("src"), "-f", file, "--block-size", "65536", "-q")
-	return c, c.ConnString("src"), file
+	mustPgsprint(t, "dump", "-d", src, "-f", file, "--block-size", "65536", "-q")
+	return c, src, file
 }
 
 // TestToSQLAllOrNothing pipes restore --to-sql of damaged archives into a
@@ -94,7 +87,7 @@ func TestToSQLAllOrNothing(t *testing.T) {
 			if tc.raised && res[1].code == 0 {
 				t.Error("psql exited 0 on a script that ends in an error")
 			}
-			if objs := userObjects(t, c.ConnString(db)); len(objs) > 0 {
+			if objs := pgtest.UserObjects(t, c.ConnString(db)); len(objs) > 0 {
 				t.Errorf("the target holds %v after a failed --to-sql", objs)
 			}
 		})
@@ -126,7 +119,7 @@ func TestToSQLAllOrNothing(t *testing.T) {
 			in := damaged(db+".sql", []byte(part))
 			res := runPipeline(t, []string{"cat", in}, []string{psql, "-X", "-q", "-d", c.ConnString(db)})
 			t.Logf("psql exit %d: %s", res[1].code, strings.TrimSpace(res[1].stderr))
-			if objs := userObjects(t, c.ConnString(db)); len(objs) > 0 {
+			if objs := pgtest.UserObjects(t, c.ConnString(db)); len(objs) > 0 {
 				t.Errorf("the target holds %v after a cut script", objs)
 			}
 		})

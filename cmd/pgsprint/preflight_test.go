@@ -42,12 +42,12 @@ func TestPreflight(t *testing.T) {
 	state := func() string {
 		var b strings.Builder
 		for _, db := range []string{"src", "dst", "full"} {
-			fmt.Fprintf(&b, "%s: %v\n", db, userObjects(t, s.ConnString(db)))
+			fmt.Fprintf(&b, "%s: %v\n", db, pgtest.UserObjects(t, s.ConnString(db)))
 		}
 		for _, db := range []string{"src", "full"} {
-			fmt.Fprintf(&b, "%s rows: %s\n", db, scalar(t, s.ConnString(db), `SELECT count(*) || ':' || sum(hashtext(v)) || ':' || (SELECT last_value FROM s) FROM t`))
+			fmt.Fprintf(&b, "%s rows: %s\n", db, pgtest.Scalar(t, s.ConnString(db), `SELECT count(*) || ':' || sum(hashtext(v)) || ':' || (SELECT last_value FROM s) FROM t`))
 		}
-		fmt.Fprintf(&b, "slots, publications: %s\n", scalar(t, s.ConnString("src"),
+		fmt.Fprintf(&b, "slots, publications: %s\n", pgtest.Scalar(t, s.ConnString("src"),
 			`SELECT (SELECT count(*) FROM pg_replication_slots) || ',' || (SELECT count(*) FROM pg_publication) || ',' || (SELECT count(*) FROM pg_subscription)`))
 		entries, err := os.ReadDir(dir)
 		if err != nil {
@@ -136,7 +136,7 @@ func TestPreflight(t *testing.T) {
 func TestPreflightPrivilegesAndLocks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := pgtest.New(t, pgtest.Options{Settings: smallLockTable(10)})
+	c := pgtest.New(t, pgtest.Options{Settings: pgtest.SmallLockTable(10)})
 	for _, db := range []string{"app", "many"} {
 		if err := c.CreateDB(ctx, db); err != nil {
 			t.Fatal(err)
@@ -191,7 +191,7 @@ func TestPreflightPrivilegesAndLocks(t *testing.T) {
 	many := filepath.Join(dir, "many.pgs")
 	r = pgsprint(t, nil, "dump", "-q", "-d", c.ConnString("many"), "-f", many)
 	checkOneError(t, r.code, exitFailure, r.stderr, fix)
-	noPartialFiles(t, dir, "x.pgs")
+	pgtest.NoPartialFiles(t, dir, "x.pgs")
 	if _, err := os.Stat(many); err == nil {
 		t.Errorf("the refused dump wrote %s", many)
 	}
@@ -294,8 +294,8 @@ func TestPreflightAll(t *testing.T) {
 		for _, e := range entries {
 			files = append(files, e.Name())
 		}
-		return scalar(t, c.ConnString("postgres"), `SELECT (SELECT string_agg(datname, ',' ORDER BY datname) FROM pg_database) || ' ' ||
-			(SELECT string_agg(rolname, ',' ORDER BY rolname) FROM pg_roles)`) + " " + fmt.Sprint(files) + " " + fmt.Sprint(userObjects(t, s.ConnString("pfdst")))
+		return pgtest.Scalar(t, c.ConnString("postgres"), `SELECT (SELECT string_agg(datname, ',' ORDER BY datname) FROM pg_database) || ' ' ||
+			(SELECT string_agg(rolname, ',' ORDER BY rolname) FROM pg_roles)`) + " " + fmt.Sprint(files) + " " + fmt.Sprint(pgtest.UserObjects(t, s.ConnString("pfdst")))
 	}
 	before := state()
 	src := c.ConnString("postgres")

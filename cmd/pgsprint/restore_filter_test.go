@@ -49,7 +49,7 @@ func TestRestoreSelectionPaths(t *testing.T) {
 		mustPgsprint(t, "clone", "--source", src, "--target", c.ConnString(db), "-j", "2", "--chunk-size", "1MB",
 			"-t", "app.customers", "-t", pgtest.WeirdTable, "-t", "big", "-q")
 		sameRelations(t, c, src, db, "app.customers", pgtest.WeirdTable, "public.big")
-		onlyRelations(t, c.ConnString(db), "app.customers", "app.customers_id_seq", pgtest.WeirdTable, "public.big")
+		pgtest.OnlyRelations(t, c.ConnString(db), "app.customers", "app.customers_id_seq", pgtest.WeirdTable, "public.big")
 		db2 := fresh(t)
 		restore(t, db2, "--schema-only")
 		mustPgsprint(t, "clone", "--source", src, "--target", c.ConnString(db2), "-j", "2", "--data-only", "-q")
@@ -64,7 +64,7 @@ func TestRestoreSelectionPaths(t *testing.T) {
 			t.Fatalf("psql: %v\n%s", err, out)
 		}
 		sameRelations(t, c, src, db, "app.customers", pgtest.WeirdTable)
-		onlyRelations(t, c.ConnString(db), "app.customers", "app.customers_id_seq", pgtest.WeirdTable)
+		pgtest.OnlyRelations(t, c.ConnString(db), "app.customers", "app.customers_id_seq", pgtest.WeirdTable)
 	})
 	t.Run("bad selections", func(t *testing.T) {
 		db := fresh(t)
@@ -81,7 +81,7 @@ func TestRestoreSelectionPaths(t *testing.T) {
 			r := pgsprint(t, nil, append([]string{"restore", "-f", file, "-d", c.ConnString(db), "-q"}, tc.args...)...)
 			checkOneError(t, r.code, tc.code, r.stderr, tc.msg)
 		}
-		onlyRelations(t, c.ConnString(db))
+		pgtest.OnlyRelations(t, c.ConnString(db))
 	})
 }
 
@@ -96,36 +96,5 @@ func sameRelations(t *testing.T, c dbServer, src, db string, rels ...string) {
 			t.Errorf("%s: schema differs:\n%s\nwant:\n%s", rel, got, want)
 		}
 	}
-	requireData(t, src, c.ConnString(db), rels...)
-}
-
-// onlyRelations fails unless db's user tables, views and sequences are
-// exactly rels (plus pgsprint's own nothing: the journal must be gone).
-func onlyRelations(t *testing.T, conn string, rels ...string) {
-	t.Helper()
-	fp := pgtest.Fingerprint(t, conn)
-	want := map[string]bool{}
-	for _, r := range rels {
-		want[fingerprintKey(r)] = true
-	}
-	for k := range fp {
-		if !want[k] && !strings.HasPrefix(k, "large object") {
-			t.Errorf("unexpected relation restored: %s", k)
-		}
-	}
-	for k := range want {
-		if _, ok := fp[k]; !ok {
-			t.Errorf("relation missing: %s", k)
-		}
-	}
-}
-
-// fingerprintKey turns app.orders or a quoted name into the fingerprint's
-// format('%I.%I') key.
-func fingerprintKey(rel string) string {
-	if strings.HasPrefix(rel, `"`) {
-		return rel
-	}
-	schema, name, _ := strings.Cut(rel, ".")
-	return fmtID(schema) + "." + fmtID(name)
+	pgtest.RequireData(t, src, c.ConnString(db), rels...)
 }

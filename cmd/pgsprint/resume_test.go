@@ -67,7 +67,7 @@ func TestResume(t *testing.T) {
 
 	srcData := pgtest.Fingerprint(t, c.ConnString("src"))
 	srcSchema := pgtest.SchemaDump(t, c.BinDir(), c.ConnString("src"))
-	iterations, rng := killLoop(t, "PGSPRINT_RESUME_ITERATIONS", repeat(2, 12))
+	iterations, rng := pgtest.Seeded(t, "PGSPRINT_RESUME_ITERATIONS", pgtest.Repeat(2, 12))
 	phases := []killPoint{
 		{"pre-data", "", 300 * time.Millisecond},
 		{"data", "pre-data", 800 * time.Millisecond},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
 
 // TestSerializableDeferrable: with --serializable-deferrable the dump's
@@ -55,7 +56,7 @@ func TestSerializableDeferrable(t *testing.T) {
 	safe := filepath.Join(dir, "safe.pgs")
 	cmd, stderr := startPgsprint(t, "dump", "-q", "-d", c.ConnString("sd"), "-f", safe, "--serializable-deferrable")
 	deadline := time.Now().Add(30 * time.Second)
-	for scalar(t, c.ConnString("sd"), `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgsprint' AND wait_event = 'SafeSnapshot'`) != "1" {
+	for pgtest.Scalar(t, c.ConnString("sd"), `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgsprint' AND wait_event = 'SafeSnapshot'`) != "1" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the dump never waited for a safe snapshot: %s", stderr)
 		}

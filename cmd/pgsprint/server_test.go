@@ -51,7 +51,7 @@ func TestDumpAllRestoreAll(t *testing.T) {
 	} else if _, err := fmt.Sscanf(r.stderr[i:], "dumped %d tables in %d chunks", &tables, &chunks); err != nil || tables != 5 || chunks <= tables {
 		t.Errorf("want 5 tables, app.orders in several chunks (%v):\n%s", err, r.stderr)
 	}
-	noPartialFiles(t, dir, "server.pgs")
+	pgtest.NoPartialFiles(t, dir, "server.pgs")
 	r = mustPgsprint(t, "list", file)
 	for _, want := range []string{"roles:      alice, bob, postgres, readers", "tablespaces: space1", "format 5", "noconn (does not allow connections)"} {
 		if !strings.Contains(r.stdout, want) {
@@ -173,7 +173,7 @@ func TestDumpAllRestoreAll(t *testing.T) {
 	// finished with --resume: every row exactly once, no journal left.
 	t.Run("resume", func(t *testing.T) {
 		pg2 := pgtest.New(t)
-		_, rng := killLoop(t, "", 1)
+		_, rng := pgtest.Seeded(t, "", 1)
 		conn, err := pgx.Connect(context.Background(), pg2.ConnString("postgres"))
 		if err != nil {
 			t.Fatal(err)

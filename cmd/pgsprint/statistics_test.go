@@ -52,13 +52,13 @@ func TestRestoreStatistics(t *testing.T) {
 	mustPgsprint(t, "dump", "-d", src, "-f", file, "-q")
 
 	stats := func(conn, rel string) string {
-		return scalar(t, conn, "SELECT coalesce(string_agg(s::text, E'\\n' ORDER BY s.tablename, s.attname, s.inherited), '') FROM pg_stats s WHERE s.tablename IN ('"+rel+"', '"+rel+"_lower')")
+		return pgtest.Scalar(t, conn, "SELECT coalesce(string_agg(s::text, E'\\n' ORDER BY s.tablename, s.attname, s.inherited), '') FROM pg_stats s WHERE s.tablename IN ('"+rel+"', '"+rel+"_lower')")
 	}
 	estimates := func(conn, rel string) string {
-		return scalar(t, conn, "SELECT string_agg(relname || ' ' || relpages || ' ' || reltuples, ', ' ORDER BY relname) FROM pg_class WHERE relname LIKE '"+rel+"%'")
+		return pgtest.Scalar(t, conn, "SELECT string_agg(relname || ' ' || relpages || ' ' || reltuples, ', ' ORDER BY relname) FROM pg_class WHERE relname LIKE '"+rel+"%'")
 	}
 	analyzed := func(conn, rel string) string {
-		return scalar(t, conn, "SELECT analyze_count || ' ' || (last_analyze IS NOT NULL) FROM pg_stat_user_tables WHERE relname = '"+rel+"'")
+		return pgtest.Scalar(t, conn, "SELECT analyze_count || ' ' || (last_analyze IS NOT NULL) FROM pg_stat_user_tables WHERE relname = '"+rel+"'")
 	}
 
 	if err := c.CreateDB(ctx, "dst"); err != nil {
@@ -81,7 +81,7 @@ func TestRestoreStatistics(t *testing.T) {
 	if got := analyzed(dst, "stats_b"); got != "1 true" {
 		t.Errorf("stats_b (extended statistics): analyze_count, analyzed = %s, want 1 true", got)
 	}
-	if n := scalar(t, dst, "SELECT count(*) FROM pg_statistic_ext_data"); n != "1" {
+	if n := pgtest.Scalar(t, dst, "SELECT count(*) FROM pg_statistic_ext_data"); n != "1" {
 		t.Errorf("%s extended statistics built, want 1", n)
 	}
 	// Not loaded, so neither its statistics nor ANALYZE (which the
@@ -114,6 +114,6 @@ func TestRestoreStatistics(t *testing.T) {
 		if got := analyzed(db, "stats_a"); got != "1 true" {
 			t.Errorf("stats_a: analyze_count, analyzed = %s, want 1 true", got)
 		}
-		requireData(t, src, db, "public.stats_a", "public.stats_b")
+		pgtest.RequireData(t, src, db, "public.stats_a", "public.stats_b")
 	})
 }

@@ -34,12 +34,12 @@ func TestSubset(t *testing.T) {
 	check := func(t *testing.T, dst string, want map[string]int64, schema bool) {
 		t.Helper()
 		for _, tbl := range pgtest.SubsetTables {
-			if got := scalar(t, c.ConnString(dst), "SELECT count(*) FROM ONLY "+tbl); got != strconv.FormatInt(want[tbl], 10) {
+			if got := pgtest.Scalar(t, c.ConnString(dst), "SELECT count(*) FROM ONLY "+tbl); got != strconv.FormatInt(want[tbl], 10) {
 				t.Errorf("%s: %s rows, the closure in SQL %d", tbl, got, want[tbl])
 			}
 		}
 		const fks = "SELECT count(*) FILTER (WHERE contype = 'f') || ' foreign keys, ' || count(*) FILTER (WHERE NOT convalidated) || ' not valid' FROM pg_catalog.pg_constraint WHERE connamespace = 'app'::regnamespace"
-		if want, got := scalar(t, c.ConnString(src), fks), scalar(t, c.ConnString(dst), fks); got != want || !strings.HasSuffix(got, " 0 not valid") {
+		if want, got := pgtest.Scalar(t, c.ConnString(src), fks), pgtest.Scalar(t, c.ConnString(dst), fks); got != want || !strings.HasSuffix(got, " 0 not valid") {
 			t.Errorf("constraints: %s, the source %s", got, want)
 		}
 		args := []string{"compare", "-j", "2", "--source", c.ConnString(src), "--target", c.ConnString(dst)}

@@ -72,21 +72,21 @@ SELECT lo_from_bytea(0, 'large');`); err != nil {
 		}
 		mustPgsprint(t, "restore", "-f", file, "-d", c.ConnString("dst1"), "-L", listFile, "-j", "2", "-q", "--pre-data-split-min", "1")
 		dst := c.ConnString("dst1")
-		if n := scalar(t, dst, "SELECT count(*) FROM app.orders"); n != "0" {
+		if n := pgtest.Scalar(t, dst, "SELECT count(*) FROM app.orders"); n != "0" {
 			t.Errorf("app.orders has %s rows, want none (its TABLE DATA was commented out)", n)
 		}
-		if idx := scalar(t, dst, "SELECT to_regclass('app.orders_note') IS NULL"); idx != "true" {
+		if idx := pgtest.Scalar(t, dst, "SELECT to_regclass('app.orders_note') IS NULL"); idx != "true" {
 			t.Errorf("index app.orders_note exists, but was commented out")
 		}
-		requireData(t, src, dst, "app.customers", "public.big", pgtest.WeirdTable)
+		pgtest.RequireData(t, src, dst, "app.customers", "public.big", pgtest.WeirdTable)
 		// Refreshed, from the empty app.orders.
-		if v := scalar(t, dst, "SELECT relispopulated FROM pg_class WHERE oid = 'app.totals'::regclass"); v != "true" {
+		if v := pgtest.Scalar(t, dst, "SELECT relispopulated FROM pg_class WHERE oid = 'app.totals'::regclass"); v != "true" {
 			t.Errorf("app.totals was not refreshed")
 		}
-		if v := scalar(t, dst, "SELECT last_value FROM app.counter"); v != "42" {
+		if v := pgtest.Scalar(t, dst, "SELECT last_value FROM app.counter"); v != "42" {
 			t.Errorf("app.counter is %s, want 42", v)
 		}
-		if n := scalar(t, dst, "SELECT count(*) FROM pg_largeobject_metadata"); n != "1" {
+		if n := pgtest.Scalar(t, dst, "SELECT count(*) FROM pg_largeobject_metadata"); n != "1" {
 			t.Errorf("%s large objects, want 1", n)
 		}
 		// pg_restore -L with the same schema lines, on the embedded schema.
@@ -129,11 +129,11 @@ SELECT lo_from_bytea(0, 'large');`); err != nil {
 		}
 		mustPgsprint(t, "restore", "-f", file, "-d", c.ConnString("dst2"), "-L", listFile, "-j", "2", "-q")
 		dst := c.ConnString("dst2")
-		if v := scalar(t, dst, "SELECT to_regclass('public.big') IS NULL"); v != "true" {
+		if v := pgtest.Scalar(t, dst, "SELECT to_regclass('public.big') IS NULL"); v != "true" {
 			t.Errorf("public.big was restored, but its entries were commented out")
 		}
-		requireData(t, src, dst, "app.customers", "app.orders", pgtest.WeirdTable, "app.totals")
-		if v := scalar(t, dst, "SELECT last_value FROM app.counter"); v != "42" {
+		pgtest.RequireData(t, src, dst, "app.customers", "app.orders", pgtest.WeirdTable, "app.totals")
+		if v := pgtest.Scalar(t, dst, "SELECT last_value FROM app.counter"); v != "42" {
 			t.Errorf("app.counter is %s, want 42", v)
 		}
 		if err := c.CreateDB(ctx, "viapg2"); err != nil {
@@ -171,7 +171,7 @@ SELECT lo_from_bytea(0, 'large');`); err != nil {
 		if r.code != 1 || !strings.Contains(r.stderr, "no entry 999999") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 			t.Errorf("exit %d, stderr %q: want 1 and one line naming the entry", r.code, r.stderr)
 		}
-		if objs := userObjects(t, c.ConnString("dst3")); len(objs) != 0 {
+		if objs := pgtest.UserObjects(t, c.ConnString("dst3")); len(objs) != 0 {
 			t.Errorf("a refused restore created %v", objs)
 		}
 	})

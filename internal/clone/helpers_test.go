@@ -7,17 +7,15 @@ package clone
 
 import (
 	"context"
-	"os"
 	"testing"
 
-	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/archive/archivetest"
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pgbin"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/restore"
-	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
 // dumpFile dumps the database at conn into file with two jobs, as
@@ -44,15 +42,10 @@ func dumpFile(t testing.TB, conn, file string) {
 func restoreFile(t testing.TB, file, conn string) {
 	t.Helper()
 	ctx := pgtest.Context(t)
-	b, err := location.Parse(file, location.Options{})
+	f, err := archivetest.OpenLocation(t, file, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := archive.OpenLocation(ctx, b, archive.OpenOptions{Access: archive.Parallel, SpillDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	if _, err := restore.Run(ctx, f.Source, restore.Options{Target: pgtest.Config(t, conn), Where: f.String(), Jobs: 2}); err != nil {
 		t.Fatalf("restore %s: %v", file, err)
 	}
@@ -108,16 +101,7 @@ func cloneOptions(t testing.TB, src, dst string, jobs int, chunkSize int64) Opti
 // -f file`, and returns the run's error.
 func restoreWith(ctx context.Context, t testing.TB, file string, opts restore.Options) error {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ar, err := archive.Open(f, st.Size())
+	ar, err := archivetest.OpenFile(t, file)
 	if err != nil {
 		t.Fatal(err)
 	}

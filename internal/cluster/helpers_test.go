@@ -8,14 +8,13 @@ import (
 	"os"
 	"testing"
 
-	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/archive/archivetest"
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/restore"
-	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -44,15 +43,10 @@ func dumpAll(t testing.TB, conn, file string, jobs int, exclude ...string) *Dump
 func restoreAll(t testing.TB, file, conn string, jobs int) {
 	t.Helper()
 	ctx := pgtest.Context(t)
-	b, err := location.Parse(file, location.Options{})
+	f, err := archivetest.OpenLocation(t, file, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := archive.OpenLocation(ctx, b, archive.OpenOptions{Access: archive.Parallel, SpillDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	opts := restore.Options{Target: pgtest.Config(t, conn), Where: f.String(), Jobs: jobs}
 	if _, err := Restore(ctx, RestoreOptions{Options: opts, Source: f.Source}); err != nil {
 		t.Fatalf("restore --all: %v", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/archive/archivetest"
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
@@ -52,15 +53,10 @@ CREATE TABLE u (id int PRIMARY KEY, t int REFERENCES t); INSERT INTO u SELECT i,
 	if _, err := dump.Run(ctx, dump.Options{Source: pgtest.Config(t, src.ConnString("orig")), File: good, Jobs: 1, Codec: zstd, Split: split, Version: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := location.Parse(good, location.Options{})
+	f, err := archivetest.OpenLocation(t, good, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := archive.OpenLocation(ctx, b, archive.OpenOptions{Access: archive.Parallel, SpillDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	// A restore whose -L list keeps u's foreign key but not t's rows
 	// fails after pre-data, leaving "left" with its journal.
 	var listed bytes.Buffer

@@ -11,11 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/archive/archivetest"
 	"github.com/pgsprint/pgsprint/internal/journal"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 	"github.com/pgsprint/pgsprint/internal/restore"
-	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
 // TestServerCutPipe: a whole-server archive read from a pipe (a Demux,
@@ -78,15 +77,10 @@ func TestServerCutPipe(t *testing.T) {
 func restorePipe(t testing.TB, data []byte, conn string, edit func(*restore.Options)) error {
 	t.Helper()
 	ctx := pgtest.Context(t)
-	b, err := location.Parse("-", location.Options{In: bytes.NewReader(data)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := archive.OpenLocation(ctx, b, archive.OpenOptions{Access: archive.Parallel, SpillDir: t.TempDir()})
+	f, err := archivetest.OpenLocation(t, "-", bytes.NewReader(data))
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	opts := restore.Options{Target: pgtest.Config(t, conn), Where: f.String(), Jobs: 2}
 	edit(&opts)
 	_, err = Restore(ctx, RestoreOptions{Options: opts, Source: f.Source})

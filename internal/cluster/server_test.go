@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/archive/archivetest"
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/codec"
@@ -239,15 +240,10 @@ func readServer(t testing.TB, file string) (*archive.Manifest, string) {
 func restoreServer(t testing.TB, file, conn string, edit func(*RestoreOptions)) (*RestoreResult, error) {
 	t.Helper()
 	ctx := pgtest.Context(t)
-	b, err := location.Parse(file, location.Options{})
+	f, err := archivetest.OpenLocation(t, file, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := archive.OpenLocation(ctx, b, archive.OpenOptions{Access: archive.Parallel, SpillDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	opts := RestoreOptions{Options: restore.Options{Target: pgtest.Config(t, conn), Where: f.String(), Jobs: 2}, Source: f.Source}
 	if edit != nil {
 		edit(&opts)

@@ -4,12 +4,11 @@ package dump
 // as `pgsprint dump` calls it, and restore the archive to check it.
 
 import (
-	"os"
 	"testing"
 
+	"github.com/pgsprint/pgsprint/internal/archive/archivetest"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 
-	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/chunk"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/restore"
@@ -33,16 +32,7 @@ func dumpOptions(t *testing.T, conn, file string, jobs int, z string) Options {
 // jobs loaders, as `pgsprint restore -f file -d conn -j jobs`.
 func restoreFile(t *testing.T, file, conn string, jobs int) {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ar, err := archive.Open(f, st.Size())
+	ar, err := archivetest.OpenFile(t, file)
 	if err != nil {
 		t.Fatal(err)
 	}

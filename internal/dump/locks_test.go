@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/archive/archivetest"
 	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
 )
@@ -278,16 +279,7 @@ func TestTableChangedAfterSnapshot(t *testing.T) {
 // it checks, as `pgsprint verify` does.
 func complete(t *testing.T, file string) bool {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ar, err := archive.Open(f, st.Size())
+	ar, err := archivetest.OpenFile(t, file)
 	if err != nil {
 		return false
 	}

@@ -2,14 +2,13 @@ package preflight
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/archive/archivetest"
 	"github.com/pgsprint/pgsprint/internal/clone"
 	"github.com/pgsprint/pgsprint/internal/codec"
 	"github.com/pgsprint/pgsprint/internal/dump"
@@ -81,16 +80,7 @@ func checklist(t *testing.T, check func(keepGoing bool) *Checklist) (without, wi
 // owner or tablespace.
 func requirePreflightLacks(t *testing.T, file string, target *pgx.ConnConfig) {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ar, err := archive.Open(f, st.Size())
+	ar, err := archivetest.OpenFile(t, file)
 	if err != nil {
 		t.Fatal(err)
 	}

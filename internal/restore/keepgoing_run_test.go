@@ -9,35 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgsprint/pgsprint/internal/archive"
 	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/pg"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
-	"github.com/pgsprint/pgsprint/internal/store/location"
 )
-
-// restoreRun is restoreFile that also hands back Run's result (nil
-// when it ended before one).
-func restoreRun(t *testing.T, file, conn string, edit func(*Options), res **Result) error {
-	t.Helper()
-	ctx := pgtest.Context(t)
-	b, err := location.Parse(file, location.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := archive.OpenLocation(ctx, b, archive.OpenOptions{Access: archive.Parallel, SpillDir: t.TempDir()})
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	opts := Options{Target: pgtest.Config(t, conn), Where: f.String(), Jobs: 1}
-	if edit != nil {
-		edit(&opts)
-	}
-	*res, err = Run(ctx, f.Source, opts)
-	return err
-}
 
 // restoreKeepGoing restores file into conn through Run with KeepGoing (as
 // `pgsprint restore --keep-going -j 2`, with --resume when resume), and
@@ -140,10 +116,10 @@ func TestKeepGoing(t *testing.T) {
 	if !errors.As(err, &incomplete) {
 		t.Fatalf("restore with KeepGoing and Resume into a target still without ICU: %v, want an IncompleteError", err)
 	}
-	if got := scalar(t, dst.ConnString("kg"), "SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'app.owned'::regclass"); got != "kg_owner" {
+	if got := pgtest.Scalar(t, dst.ConnString("kg"), "SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'app.owned'::regclass"); got != "kg_owner" {
 		t.Errorf("after Resume app.owned belongs to %s, want kg_owner", got)
 	}
-	if got := scalar(t, dst.ConnString("kg"), "SELECT coalesce((SELECT spcname FROM pg_tablespace WHERE oid = reltablespace), '') FROM pg_class WHERE oid = 'app.placed'::regclass"); got != "kg_space" {
+	if got := pgtest.Scalar(t, dst.ConnString("kg"), "SELECT coalesce((SELECT spcname FROM pg_tablespace WHERE oid = reltablespace), '') FROM pg_class WHERE oid = 'app.placed'::regclass"); got != "kg_space" {
 		t.Errorf("after Resume app.placed is in tablespace %q, want kg_space", got)
 	}
 	if incomplete.Kept != 0 {

@@ -17,17 +17,10 @@ import (
 // dumps it in 64 KiB blocks to DIR/good.pgs.
 func newNotOurs(t *testing.T) (c *pgtest.Instance, src, file string) {
 	t.Helper()
-	ctx := context.Background()
-	c = pgtest.New(t)
-	if err := c.CreateDB(ctx, "src"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Exec(ctx, "src", pgtest.NotOursSQL()); err != nil {
-		t.Fatal(err)
-	}
+	c, src = pgtest.NewNotOurs(t)
 	file = filepath.Join(t.TempDir(), "good.pgs")
-	dumpFile(t, c.ConnString("src"), file, func(o *dump.Options) { o.BlockSize = 65536 })
-	return c, c.ConnString("src"), file
+	dumpFile(t, src, file, func(o *dump.Options) { o.BlockSize = 65536 })
+	return c, src, file
 }
 
 // TestResumeRedoesOnlyItsOwnPreData: pre-data fails half-way (the owner of
@@ -64,8 +57,8 @@ func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
 			if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_gone RENAME TO notours_owner"); err != nil {
 				t.Fatal(err)
 			}
-			requireError(t, err, `role "notours_owner" does not exist`)
-			if v := scalar(t, target, "SELECT count(*) FROM pgsprint_journal.steps WHERE step IN ('begin', 'target checked')"); v != "2" {
+			pgtest.RequireOneLineError(t, err, `role "notours_owner" does not exist`)
+			if v := pgtest.Scalar(t, target, "SELECT count(*) FROM pgsprint_journal.steps WHERE step IN ('begin', 'target checked')"); v != "2" {
 				t.Fatalf("journal of the failed run has %s of its two first rows", v)
 			}
 			if tc.unvouch {
@@ -84,7 +77,7 @@ func TestResumeRedoesOnlyItsOwnPreData(t *testing.T) {
 				}
 			})
 			if tc.unvouch {
-				requireError(t, err, "--resume will not drop objects that may be yours")
+				pgtest.RequireOneLineError(t, err, "--resume will not drop objects that may be yours")
 				if after := pgtest.UserObjects(t, target); strings.Join(after, ", ") != strings.Join(before, ", ") {
 					t.Errorf("a refused resume changed the target: %v, was %v", after, before)
 				}
@@ -135,11 +128,11 @@ func TestPreDataSplitFailureStopsAll(t *testing.T) {
 	if err := c.Exec(ctx, "postgres", "ALTER ROLE notours_gone RENAME TO notours_owner"); err != nil {
 		t.Fatal(err)
 	}
-	requireError(t, err, "ALTER TABLE public.w150 OWNER TO notours_owner")
+	pgtest.RequireOneLineError(t, err, "ALTER TABLE public.w150 OWNER TO notours_owner")
 	// A killed pg_restore's backend ends once it finds its client gone.
 	left := "?"
 	for range 50 {
-		if left = scalar(t, c.ConnString("postgres"), "SELECT count(*) FROM pg_stat_activity WHERE datname = 'wide copy' AND application_name = 'pg_restore'"); left == "0" {
+		if left = pgtest.Scalar(t, c.ConnString("postgres"), "SELECT count(*) FROM pg_stat_activity WHERE datname = 'wide copy' AND application_name = 'pg_restore'"); left == "0" {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -147,7 +140,7 @@ func TestPreDataSplitFailureStopsAll(t *testing.T) {
 	if left != "0" {
 		t.Errorf("%s pg_restore sessions still in the target after the failure", left)
 	}
-	if v := scalar(t, target, "SELECT count(*) FROM pgsprint_journal.steps WHERE step = 'pre-data'"); v != "0" {
+	if v := pgtest.Scalar(t, target, "SELECT count(*) FROM pgsprint_journal.steps WHERE step = 'pre-data'"); v != "0" {
 		t.Fatalf("the failed pre-data is journaled as done")
 	}
 	mustRestore(t, file, target, func(o *Options) { split(o); o.Resume = true })
@@ -202,11 +195,11 @@ func TestRestoreNeverTouchesOthers(t *testing.T) {
 			requireOnly("before")
 			for _, resume := range []bool{false, true} {
 				err := restoreFile(t, file, target, func(o *Options) { o.Resume = resume })
-				requireError(t, err, "is not empty: it holds "+tc.want)
+				pgtest.RequireOneLineError(t, err, "is not empty: it holds "+tc.want)
 				requireOnly(fmt.Sprintf("restore with resume %v", resume))
 			}
 			if tc.want == "sequence public.t1_id_seq" {
-				if v := scalar(t, target, "SELECT last_value FROM public.t1_id_seq"); v != "777" {
+				if v := pgtest.Scalar(t, target, "SELECT last_value FROM public.t1_id_seq"); v != "777" {
 					t.Fatalf("the user's sequence is at %s, was 777", v)
 				}
 				mustRestore(t, file, target, func(o *Options) { o.Clean = true })
@@ -241,7 +234,7 @@ func TestRestoreNeverTouchesOthers(t *testing.T) {
 			target := c.ConnString(db)
 			err := restoreFile(t, file, target, tc.edit)
 			if tc.errSub != "" {
-				requireError(t, err, tc.errSub)
+				pgtest.RequireOneLineError(t, err, tc.errSub)
 			} else if err != nil {
 				t.Fatalf("restore: %v", err)
 			}
@@ -251,7 +244,7 @@ func TestRestoreNeverTouchesOthers(t *testing.T) {
 				t.Errorf("the target holds %v, want %v", got, tc.keep)
 			}
 			if tc.errSub == "" {
-				requireData(t, src, target, "public.t1")
+				pgtest.RequireData(t, src, target, "public.t1")
 			}
 		})
 	}

@@ -10,12 +10,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pgsprint/pgsprint/internal/archive"
+	"github.com/pgsprint/pgsprint/internal/archive/archivetest"
 	"github.com/pgsprint/pgsprint/internal/compare"
 	"github.com/pgsprint/pgsprint/internal/dump"
 	"github.com/pgsprint/pgsprint/internal/filter"
 	"github.com/pgsprint/pgsprint/internal/pgtest"
-	"github.com/pgsprint/pgsprint/internal/store/location"
 )
 
 // selecting returns an edit of restore's options (and of dump's, via
@@ -78,7 +77,7 @@ func TestRestoreSelection(t *testing.T) {
 		db := fresh(t)
 		restore(t, db, filter.Selection{Tables: []string{"app.customers"}})
 		sameRelations(t, c.BinDir(), src, db, "app.customers")
-		onlyRelations(t, db, "app.customers", "app.customers_id_seq")
+		pgtest.OnlyRelations(t, db, "app.customers", "app.customers_id_seq")
 	})
 	t.Run("foreign key to a table not restored is left out and said so", func(t *testing.T) {
 		db := fresh(t)
@@ -86,8 +85,8 @@ func TestRestoreSelection(t *testing.T) {
 		restore(t, db, filter.Selection{Tables: []string{pgtest.WeirdTable}}, func(o *Options) {
 			o.Logger = slog.New(slog.NewTextHandler(&log, nil))
 		})
-		onlyRelations(t, db, pgtest.WeirdTable)
-		requireData(t, src, db, pgtest.WeirdTable)
+		pgtest.OnlyRelations(t, db, pgtest.WeirdTable)
+		pgtest.RequireData(t, src, db, pgtest.WeirdTable)
 		if !strings.Contains(log.String(), "not restored") || !strings.Contains(log.String(), "FK CONSTRAINT") {
 			t.Errorf("no warning about the left-out foreign key: %q", log.String())
 		}
@@ -104,10 +103,10 @@ func TestRestoreSelection(t *testing.T) {
 		if got := pgtest.SchemaDump(t, c.BinDir(), db, "-n", "app"); got != want {
 			t.Errorf("schema app differs:\n%s\nwant:\n%s", got, want)
 		}
-		requireData(t, src, db, "app.customers", "app.orders")
+		pgtest.RequireData(t, src, db, "app.customers", "app.orders")
 		db2 := fresh(t)
 		restore(t, db2, filter.Selection{ExcludeSchemas: []string{"app"}, ExcludeTables: []string{"big"}})
-		onlyRelations(t, db2, pgtest.WeirdTable, `"we""ird`+"\n"+`sch"."Other"`)
+		pgtest.OnlyRelations(t, db2, pgtest.WeirdTable, `"we""ird`+"\n"+`sch"."Other"`)
 	})
 	t.Run("exclusions keep everything else", func(t *testing.T) {
 		db := fresh(t)
@@ -116,8 +115,8 @@ func TestRestoreSelection(t *testing.T) {
 		if got := pgtest.SchemaDump(t, c.BinDir(), db); got != want {
 			t.Errorf("schema differs from pg_dump -N's:\n%s\nwant:\n%s", got, want)
 		}
-		requireData(t, src, db, "app.customers", "app.orders")
-		if rows := scalar(t, db, "SELECT count(*) FROM public.big"); rows != "0" {
+		pgtest.RequireData(t, src, db, "app.customers", "app.orders")
+		if rows := pgtest.Scalar(t, db, "SELECT count(*) FROM public.big"); rows != "0" {
 			t.Errorf("--exclude-table-data: big has %s rows", rows)
 		}
 	})
@@ -129,21 +128,16 @@ func TestRestoreSelection(t *testing.T) {
 		}
 		defer in.Close()
 		ctx := pgtest.Context(t)
-		b, err := location.Parse("-", location.Options{In: in})
+		f, err := archivetest.OpenLocation(t, "-", in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := archive.OpenLocation(ctx, b, archive.OpenOptions{Access: archive.Parallel, SpillDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
 		if _, err := Run(ctx, f.Source, Options{Target: pgtest.Config(t, db), Where: f.String(), Jobs: 1,
 			Filter: filter.Options{Selection: filter.Selection{Tables: []string{"public.big"}}}}); err != nil {
 			t.Fatalf("restore from a pipe -t public.big: %v", err)
 		}
 		sameRelations(t, c.BinDir(), src, db, "public.big")
-		onlyRelations(t, db, "public.big")
+		pgtest.OnlyRelations(t, db, "public.big")
 	})
 	t.Run("one table back with --clean, the rest untouched", func(t *testing.T) {
 		db := fresh(t)
@@ -156,22 +150,22 @@ func TestRestoreSelection(t *testing.T) {
 		pgtest.RequireSameData(t, src, db)
 		// A table a view depends on cannot be dropped: refused, saying why.
 		err := restoreFile(t, file, db, selecting(filter.Selection{Tables: []string{"app.orders"}}, clean))
-		requireError(t, err, "view app.order_view depends on table app.orders")
+		pgtest.RequireOneLineError(t, err, "view app.order_view depends on table app.orders")
 		// Without --clean, an existing relation is refused before anything runs.
 		err = restoreFile(t, file, db, selecting(filter.Selection{Tables: []string{"app.orders"}}))
-		requireError(t, err, `already has "app"."orders"`)
+		pgtest.RequireOneLineError(t, err, `already has "app"."orders"`)
 		pgtest.RequireSameData(t, src, db)
 	})
 	t.Run("schema-only then data-only equals a full restore", func(t *testing.T) {
 		db := fresh(t)
 		restore(t, db, filter.Selection{SchemaOnly: true})
-		if rows := scalar(t, db, "SELECT count(*) FROM app.orders"); rows != "0" {
+		if rows := pgtest.Scalar(t, db, "SELECT count(*) FROM app.orders"); rows != "0" {
 			t.Fatalf("--schema-only loaded %s rows", rows)
 		}
 		restore(t, db, filter.Selection{DataOnly: true})
 		pgtest.RequireSameSchema(t, c.BinDir(), src, db)
 		pgtest.RequireSameData(t, src, db)
-		requireError(t, restoreFile(t, file, db, selecting(filter.Selection{DataOnly: true})), "already has rows")
+		pgtest.RequireOneLineError(t, restoreFile(t, file, db, selecting(filter.Selection{DataOnly: true})), "already has rows")
 	})
 	t.Run("data-only archive", func(t *testing.T) {
 		data := filepath.Join(dir, "data.pgs")
@@ -181,8 +175,8 @@ func TestRestoreSelection(t *testing.T) {
 		db := fresh(t)
 		restore(t, db, filter.Selection{SchemaOnly: true})
 		mustRestore(t, data, db, nil)
-		requireData(t, src, db, "app.customers", "app.orders", "app.orders_id_seq", "app.customers_id_seq")
-		if rows := scalar(t, db, "SELECT count(*) FROM public.big"); rows != "0" {
+		pgtest.RequireData(t, src, db, "app.customers", "app.orders", "app.orders_id_seq", "app.customers_id_seq")
+		if rows := pgtest.Scalar(t, db, "SELECT count(*) FROM public.big"); rows != "0" {
 			t.Errorf("table outside the data-only dump has %s rows", rows)
 		}
 	})
@@ -205,9 +199,9 @@ func TestRestoreSelection(t *testing.T) {
 			if tc.edit != nil {
 				more = append(more, tc.edit)
 			}
-			requireError(t, restoreFile(t, file, db, selecting(tc.sel, more...)), tc.msg)
+			pgtest.RequireOneLineError(t, restoreFile(t, file, db, selecting(tc.sel, more...)), tc.msg)
 		}
-		onlyRelations(t, db)
+		pgtest.OnlyRelations(t, db)
 	})
 }
 

@@ -33,8 +33,8 @@ const mixedChunk = 200_000
 // INSERT ... SELECT over ranges of generate_series (the server generates
 // them; no row crosses the wire), then the keys and indexes, then ANALYZE.
 func Mixed(ctx context.Context, connString string, scale float64, jobs int) error {
-	people, orders, logs := rows(1_000_000, scale), rows(1_000_000, scale), rows(450_000, scale)
-	if err := execSQL(ctx, connString,
+	people, orders, logs := Rows(1_000_000, scale), Rows(1_000_000, scale), Rows(450_000, scale)
+	if err := ExecEach(ctx, connString,
 		`CREATE TABLE large_test_table (
 			id serial NOT NULL, first_name text, last_name text, email text, phone text,
 			address text, city text, state text, zip_code text, country text,
@@ -63,8 +63,8 @@ func Mixed(ctx context.Context, connString string, scale float64, jobs int) erro
 			(random()*200000)::numeric(10,2), %s, %s, random() > 0.2, %s,
 			timestamptz '2020-01-01' + random() * interval '1500 days'
 		FROM generate_series(%%d, %%d)`,
-			rstr(4, 8), rstr(4, 10), rstr(5, 10), rstr(4, 8), rstr(10, 30), rstr(4, 10), rstr(2, 10),
-			rstr(4, 10), rstr(4, 12), rstr(5, 20), rstr(0, 120)), people},
+			RandomText(4, 8), RandomText(4, 10), RandomText(5, 10), RandomText(4, 8), RandomText(10, 30), RandomText(4, 10), RandomText(2, 10),
+			RandomText(4, 10), RandomText(4, 12), RandomText(5, 20), RandomText(0, 120)), people},
 		{fmt.Sprintf(`INSERT INTO orders (customer_id, order_date, status, total_amount, currency, shipping_address,
 			billing_address, payment_method, discount, tax, notes, updated_at)
 		SELECT floor(random()*%d)::int + 1, timestamptz '2021-01-01' + random() * interval '1000 days',
@@ -73,7 +73,7 @@ func Mixed(ctx context.Context, connString string, scale float64, jobs int) erro
 			%s, %s, (ARRAY['card','paypal','wire','cash'])[1 + (random()*3)::int],
 			(random()*50)::numeric(5,2), (random()*500)::numeric(10,2), %s,
 			timestamptz '2023-01-01' + random() * interval '600 days'
-		FROM generate_series(%%d, %%d)`, people, rstr(15, 40), rstr(15, 40), rstr(0, 150)), orders},
+		FROM generate_series(%%d, %%d)`, people, RandomText(15, 40), RandomText(15, 40), RandomText(0, 150)), orders},
 		{fmt.Sprintf(`INSERT INTO activity_logs (user_id, ip_address, user_agent, action, resource, status_code,
 			response_time_ms, request_body, referrer, session_id, created_at, details)
 		SELECT floor(random()*%d)::int + 1,
@@ -82,7 +82,7 @@ func Mixed(ctx context.Context, connString string, scale float64, jobs int) erro
 			'/api/' || %s, (ARRAY[200,200,200,301,404,500])[1 + (random()*5)::int], (random()*2000)::int,
 			%s, 'https://' || %s || '.example/', md5(random()::text)::uuid,
 			timestamptz '2022-01-01' + random() * interval '900 days', %s
-		FROM generate_series(%%d, %%d)`, people, rstr(20, 60), rstr(5, 20), rstr(100, 900), rstr(5, 15), rstr(0, 300)), logs},
+		FROM generate_series(%%d, %%d)`, people, RandomText(20, 60), RandomText(5, 20), RandomText(100, 900), RandomText(5, 15), RandomText(0, 300)), logs},
 	} {
 		for lo := 1; lo <= t.rows; lo += mixedChunk {
 			inserts = append(inserts, fmt.Sprintf(t.sql, lo, min(lo+mixedChunk-1, t.rows)))
@@ -111,11 +111,12 @@ func Mixed(ctx context.Context, connString string, scale float64, jobs int) erro
 	}); err != nil {
 		return err
 	}
-	return execSQL(ctx, connString, `ANALYZE`)
+	return ExecEach(ctx, connString, `ANALYZE`)
 }
 
-// execSQL runs statements one by one on a fresh connection.
-func execSQL(ctx context.Context, connString string, stmts ...string) error {
+// ExecEach runs statements one by one on a fresh connection: the datasets
+// of the demo and of the benchmarks are built with it.
+func ExecEach(ctx context.Context, connString string, stmts ...string) error {
 	conn, err := pgx.Connect(ctx, connString)
 	if err != nil {
 		return err
@@ -129,14 +130,14 @@ func execSQL(ctx context.Context, connString string, stmts ...string) error {
 	return nil
 }
 
-// rows scales a row count, at least 1.
-func rows(base int, scale float64) int {
+// Rows scales a row count, at least 1: the datasets take a scale, not counts.
+func Rows(base int, scale float64) int {
 	return max(1, int(float64(base)*scale))
 }
 
-// rstr is an SQL expression for a random string of min to min+spread
+// RandomText is an SQL expression for a random string of min to min+spread
 // characters, so that rows vary in length as real text does.
-func rstr(min, spread int) string {
+func RandomText(min, spread int) string {
 	return fmt.Sprintf("substr(repeat(md5(random()::text), %d), 1, %d + (random() * %d)::int)", (min+spread)/32+1, min, spread)
 }
 
