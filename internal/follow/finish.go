@@ -53,7 +53,38 @@ func (s *Started) subscribe(ctx context.Context, dst *pgx.ConnConfig) error {
 	if _, err := conn.Exec(ctx, "COMMENT ON SUBSCRIPTION "+pg.Ident(s.Slot)+" IS "+pg.Literal(comment)); err != nil {
 		return fmt.Errorf("comment on subscription %s: %w", s.Slot, err)
 	}
+	s.waitWorker(ctx, conn)
 	return nil
+}
+
+// workerStartTimeout bounds how long clone --follow waits for the
+// target's launcher to start the new subscription's apply worker.
+const workerStartTimeout = 30 * time.Second
+
+// waitWorker waits until the target runs the subscription's apply
+// worker, so that "following" is true when clone --follow says it and a
+// follow status right after it does not find the worker still to come.
+// A worker that does not start is a warning, not a failure: the clone
+// is complete, the slot holds every change, and the launcher tries
+// again (the warning says where the reason is).
+func (s *Started) waitWorker(ctx context.Context, conn *pgx.Conn) {
+	deadline := time.Now().Add(workerStartTimeout)
+	for {
+		sub, err := readSubscription(ctx, conn, s.Slot)
+		switch {
+		case err != nil:
+			s.log.Warn("cannot tell whether the subscription's apply worker started", "subscription", s.Slot, "err", err)
+			return
+		case sub != nil && sub.Running:
+			return
+		case time.Now().After(deadline):
+			s.log.Warn("the target has not started the subscription's apply worker yet (no free worker slot, max_logical_replication_workers? see the target's server log): pgsprint follow status tells when it runs", "subscription", s.Slot, "waited", workerStartTimeout)
+			return
+		}
+		if sleep(ctx, 100*time.Millisecond) != nil {
+			return
+		}
+	}
 }
 
 // FinishOptions configure Finish.
