@@ -271,11 +271,8 @@ func (w *Writer) appendPack(h *frameHeader, payload []byte, ms []member, stored 
 	}
 	at := uint32(len(w.frames) - 1)
 	for i, m := range ms {
-		st := w.streams[m.id]
-		st.info = StreamInfo{ID: m.id, Kind: m.kind, Rows: int64(m.rows), RawBytes: int64(m.raw), StoredBytes: stored[i], CRC: m.crc}
+		st := w.closeStreamLocked(StreamInfo{ID: m.id, Kind: m.kind, Rows: int64(m.rows), RawBytes: int64(m.raw), StoredBytes: stored[i], CRC: m.crc})
 		st.pack = at + 1
-		st.closed = true
-		w.open--
 	}
 	return nil
 }

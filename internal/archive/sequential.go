@@ -112,9 +112,8 @@ func (s *Sequential) truncated(err error) error {
 	return fmt.Errorf("archive: reading at byte %d: %w", s.off, err)
 }
 
-// countingReader counts the bytes read through it. It is a true twin of
-// clone's countingWriter (same shape, the other direction): each is a few
-// lines private to its one user, cheaper than a shared package.
+// countingReader counts the bytes read through it: how far into the
+// input a truncation or damage is, which the buffered reader above hides.
 type countingReader struct {
 	r io.Reader
 	n int64

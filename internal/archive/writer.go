@@ -34,6 +34,9 @@ type Writer struct {
 	frames  []frameEntry
 	streams map[uint32]*streamState
 	open    int // streams opened and not yet closed
+	// dataRaw and dataStored sum the closed streams that hold data
+	// (DataTotals), as they close.
+	dataRaw, dataStored int64
 }
 
 // streamState is the Writer's record of one stream, filled in by Close.
@@ -187,10 +190,19 @@ func (w *Writer) appendFrameLocked(h *frameHeader, payload []byte) error {
 func (w *Writer) finishStream(info StreamInfo) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.closeStreamLocked(info)
+}
+
+// closeStreamLocked records a stream's totals, for the footer and
+// DataBytes, and returns its state. w.mu is held.
+func (w *Writer) closeStreamLocked(info StreamInfo) *streamState {
 	st := w.streams[info.ID]
 	st.info = info
 	st.closed = true
 	w.open--
+	raw, stored := DataTotals([]StreamInfo{info})
+	w.dataRaw, w.dataStored = w.dataRaw+raw, w.dataStored+stored
+	return st
 }
 
 // Close writes the footer and trailer, which is what makes the archive
@@ -264,19 +276,11 @@ func (w *Writer) Bytes() (raw, stored int64) {
 }
 
 // DataBytes sums the closed streams that hold data (DataTotals): the
-// archive's size as dump, list, restore and verify all report it. Its
-// collecting loop is a true twin of Demux.Streams (the writer's closed
-// streams, the reader's complete ones: two types under two locks).
+// archive's size as dump, list, restore and verify all report it.
 func (w *Writer) DataBytes() (raw, stored int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	infos := make([]StreamInfo, 0, len(w.streams))
-	for _, st := range w.streams {
-		if st.closed {
-			infos = append(infos, st.info)
-		}
-	}
-	return DataTotals(infos)
+	return w.dataRaw, w.dataStored
 }
 
 // StreamWriter appends the frames of one stream. It compresses in the

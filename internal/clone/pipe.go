@@ -34,6 +34,9 @@ type blockPipe struct {
 	rcur []byte // the reader's block being read
 	rbuf []byte // rcur's whole buffer, recycled once read
 	err  error  // the writer's final error, set before full is closed
+	// written is what the writer wrote: the stream's raw size, read by
+	// the writer once it is done.
+	written int64
 }
 
 func newBlockPipe(ctx context.Context) *blockPipe {
@@ -62,6 +65,7 @@ func (p *blockPipe) Write(b []byte) (int, error) {
 			}
 		}
 	}
+	p.written += int64(n)
 	return n, nil
 }
 

@@ -125,14 +125,13 @@ func (s *liveSource) start(id uint32, p *blockPipe, read func(context.Context, i
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		counter := &countingWriter{w: p}
-		rows, err := read(s.ctx, counter)
+		rows, err := read(s.ctx, p)
 		s.mu.Lock()
 		if err != nil && s.err == nil && !errors.Is(err, errReaderClosed) {
 			s.err = err
 		}
 		if err == nil {
-			s.info[id] = archive.StreamInfo{ID: id, Kind: kindOf(data), Rows: rows, RawBytes: counter.n}
+			s.info[id] = archive.StreamInfo{ID: id, Kind: kindOf(data), Rows: rows, RawBytes: p.written}
 		}
 		s.mu.Unlock()
 		p.closeWrite(err)
@@ -248,19 +247,6 @@ func (s *liveSource) close() {
 	for _, c := range s.all {
 		c.Close(s.ctx)
 	}
-}
-
-// countingWriter counts the bytes written through it: a true twin of
-// archive's countingReader, the other direction, kept private to its user.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // errStream is a stream that fails on first read.
