@@ -1,5 +1,14 @@
 // Command pgsprint dumps, restores and clones PostgreSQL databases in
 // parallel through one compressed archive file.
+//
+// Each cmd_<name>.go has cobra's shape: an options struct ending in the
+// flag groups it embeds, a constructor declaring the cobra.Command
+// (Use, Short, Long, Example) and registering its flags in --help order,
+// then runX(ctx, opts). Repeated-code tools report pairs of these
+// declarations (clone~dump, demo~snapshot, list~verify, the flag tails
+// and check of clone~restore): they are twins by design, kept apart
+// because each command lists its own flags in its own order (SortFlags
+// is off) and a shared declaration would hide which flags it takes.
 package main
 
 import (
