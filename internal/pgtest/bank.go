@@ -96,19 +96,14 @@ func (b *Transfers) Stop() {
 // one transfer in it (else the check proves nothing).
 func CheckBank(t testing.TB, connString, what string) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, connString)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	var total, ledgerRows, mismatched int64
-	err = conn.QueryRow(ctx, `SELECT (SELECT sum(balance) FROM public.account), (SELECT count(*) FROM public.ledger),
+	WithConn(t, connString, func(ctx context.Context, conn *pgx.Conn) {
+		if err := conn.QueryRow(ctx, `SELECT (SELECT sum(balance) FROM public.account), (SELECT count(*) FROM public.ledger),
 		(SELECT count(*) FROM public.account a WHERE a.balance <> 1000 + coalesce((SELECT sum(delta) FROM public.ledger l WHERE l.account = a.id), 0))`).
-		Scan(&total, &ledgerRows, &mismatched)
-	if err != nil {
-		t.Fatal(err)
-	}
+			Scan(&total, &ledgerRows, &mismatched); err != nil {
+			t.Fatal(err)
+		}
+	})
 	if total != bankAccounts*bankOpening {
 		t.Errorf("%s: total %d, want %d", what, total, bankAccounts*bankOpening)
 	}

@@ -31,6 +31,21 @@ func Config(t testing.TB, conn string) *pgx.ConnConfig {
 	return cfg
 }
 
+// WithConn runs f on a connection to the database at conn, closed when
+// f returns (not at the test's end: a helper called in a loop must not
+// pile up connections on a server of few), failing the test if it
+// cannot connect.
+func WithConn(t testing.TB, conn string, f func(ctx context.Context, cn *pgx.Conn)) {
+	t.Helper()
+	ctx := context.Background()
+	cn, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cn.Close(ctx)
+	f(ctx, cn)
+}
+
 // VersionsOrSkip returns the versions the cross-version tests use,
 // skipping (or failing, under make test) when fewer than min are
 // installed.
@@ -52,15 +67,12 @@ func VersionsOrSkip(t testing.TB, min int) []int {
 // journal schema too), up to 20, e.g. "schema pgsprint_journal".
 func UserObjects(t testing.TB, conn string) []string {
 	t.Helper()
-	ctx := context.Background()
-	cn, err := pgx.Connect(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cn.Close(ctx)
-	_, objs, err := pg.UserObjects(ctx, cn, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var objs []string
+	WithConn(t, conn, func(ctx context.Context, cn *pgx.Conn) {
+		var err error
+		if _, objs, err = pg.UserObjects(ctx, cn, 20); err != nil {
+			t.Fatal(err)
+		}
+	})
 	return objs
 }

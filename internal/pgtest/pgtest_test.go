@@ -3,12 +3,13 @@ package pgtest
 import (
 	"context"
 	"errors"
-	"github.com/pgsprint/pgsprint/internal/compare"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pgsprint/pgsprint/internal/compare"
 
 	"github.com/jackc/pgx/v5"
 )

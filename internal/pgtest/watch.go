@@ -131,15 +131,11 @@ func SmallLockTable(locks int) map[string]string {
 // text.
 func Scalar(t testing.TB, conn, sql string) string {
 	t.Helper()
-	ctx := context.Background()
-	cn, err := pgx.Connect(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cn.Close(ctx)
 	var v string
-	if err := cn.QueryRow(ctx, "SELECT ("+sql+")::text").Scan(&v); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	WithConn(t, conn, func(ctx context.Context, cn *pgx.Conn) {
+		if err := cn.QueryRow(ctx, "SELECT ("+sql+")::text").Scan(&v); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	})
 	return v
 }

@@ -92,13 +92,9 @@ func sameRelations(t testing.TB, binDir, src, dst string, rels ...string) {
 // execSQL runs sql (several statements) in the database at conn.
 func execSQL(t testing.TB, conn, sql string) {
 	t.Helper()
-	ctx := context.Background()
-	cn, err := pgx.Connect(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cn.Close(ctx)
-	if _, err := cn.PgConn().Exec(ctx, sql).ReadAll(); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	pgtest.WithConn(t, conn, func(ctx context.Context, cn *pgx.Conn) {
+		if _, err := cn.PgConn().Exec(ctx, sql).ReadAll(); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	})
 }
