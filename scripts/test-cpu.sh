@@ -4,11 +4,12 @@
 # machine's busy CPU from /proc/stat, then prints the CPU-seconds of each
 # package and of the N costliest tests (default 40). On 2 cores make test is
 # CPU-bound (no core idle), so its wall time is about the sum printed here
-# (plus the build) over the cores: this is the list to cut from.
+# (plus the build) over the cores: this is the list to cut from. A test's
+# CPU includes its subtests'; the costliest subtests are listed on their
+# own after it.
 #
-# The machine must be otherwise idle: everything it does counts. A parallel
-# test's subtests that run after its body returns may be counted under
-# "<between tests>". Takes about 12 minutes on 2 cores.
+# The machine must be otherwise idle: everything it does counts. Takes
+# about 12 minutes on 2 cores.
 #
 #   scripts/test-cpu.sh [N] [packages...]      e.g. scripts/test-cpu.sh 20 ./cmd/pgsprint
 set -eu
@@ -31,9 +32,7 @@ for line in sys.stdin:
         e = json.loads(line)
     except ValueError:
         continue
-    a, test = e.get("Action"), e.get("Test") or ""
-    if "/" in test:
-        continue
+    a, test = e.get("Action"), (e.get("Test") or "").replace(" ", "_")
     if a in ("run", "cont", "pause", "pass", "fail", "skip") and test or a in ("pass", "fail") and not test:
         print("%.3f %s %s %s" % (time.time(), a if test else "pkg" + a, e.get("Package", "-"), test or "-"), flush=True)
 ' >"$out/events"
@@ -58,17 +57,28 @@ for line in open(sys.argv[2]):
         cpu[key] += (at(t) - at(last)) / hz
         wall[key] += t - last
     pkg = None if a.startswith("pkg") else p
-    cur = (p, test) if a in ("run", "cont") else None
+    if a in ("run", "cont"):
+        cur = (p, test)
+    else:
+        # A subtest that ends or pauses hands back to its parent, which
+        # waits for it (one test at a time: nothing else runs).
+        cur = (p, test.rsplit("/", 1)[0]) if "/" in test else None
     last = t
-per = collections.Counter()
-for (p, _), v in cpu.items():
+per, tops, subs = collections.Counter(), collections.Counter(), collections.Counter()
+for (p, test), v in cpu.items():
     per[p] += v
+    tops[(p, test.split("/")[0])] += v
+    if "/" in test:
+        subs[(p, test)] += v
 print("%.0f CPU-seconds in %.0f s of tests, one at a time" % (sum(cpu.values()), sum(wall.values())))
 print("\nCPU-s  package")
 for p, v in per.most_common():
     if v >= 0.5:
         print("%6.1f  %s" % (v, p))
-print("\nCPU-s  wall-s  test")
-for (p, test), v in cpu.most_common(top):
-    print("%6.1f  %6.1f  %s %s" % (v, wall[(p, test)], p, test))
+print("\nCPU-s  test (its subtests included)")
+for (p, test), v in tops.most_common(top):
+    print("%6.1f  %s %s" % (v, p, test))
+print("\nCPU-s  subtest")
+for (p, test), v in subs.most_common(top):
+    print("%6.1f  %s %s" % (v, p, test))
 EOF
