@@ -49,8 +49,10 @@ func (e *env) steps(src *source, jobs, round int, first bool) []step {
 		return filepath.Join(e.cfg.out, fmt.Sprintf("%s-%s-j%s-r%d.log", src.key, what, j, round))
 	}
 	// pgsprint's rows log JSON progress events: what the ETA said along
-	// the way, against when the command really ended.
-	progress := []string{"--progress=json", "--progress-interval=10s"}
+	// the way, against when the command really ended. Every second, so
+	// that the event nearest half a 14-second run is at half of it (at
+	// 10 s, the one event of such a run was at 70%).
+	progress := []string{"--progress=json", "--progress-interval=1s"}
 	pgsprint := func(what string, args ...string) benchkit.Command {
 		return benchkit.Command{Args: append(append([]string{e.pgsprint}, args...), progress...), Log: log(what)}
 	}
@@ -163,10 +165,14 @@ rounds:
 				id := fmt.Sprintf("%s/%d", s.key, jobs)
 				r := byKey[id]
 				if r == nil {
-					r = &row{dataset: src, step: s, jobs: jobs}
+					r = &row{dataset: src, jobs: jobs}
 					byKey[id] = r
 					rows = append(rows, r)
 				}
+				// This round's commands and logs: each round writes its own
+				// log (-rN), whose ETA is checked against its own wall time
+				// (round 1's, kept, had every round's events appended).
+				r.step = s
 				verify := e.cfg.verify == "all" || (e.cfg.verify == "first" && round == 1 && ji == 0)
 				if err = e.once(ctx, src, r, round, verify); err != nil {
 					break rounds
