@@ -76,3 +76,58 @@ func TestTrackerStepWork(t *testing.T) {
 		t.Errorf("step work done %d, want the plan's 50 at most", s.StepWorkDone)
 	}
 }
+
+// TestRunningCredit checks what a Tracker counts of the steps under way:
+// their worker's share of the run's rate for as long as each has run,
+// never more than nine tenths of a step's work, nothing before a rate is
+// known.
+func TestRunningCredit(t *testing.T) {
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	step := func(ago time.Duration, expect int64) runningStep {
+		return runningStep{label: "index", expect: expect, began: now.Add(-ago)}
+	}
+	for _, tc := range []struct {
+		name    string
+		rs      []runningStep
+		rate    float64
+		workers int
+		want    int64
+	}{
+		{"one step alone, 4 s at 10/s", []runningStep{step(4*time.Second, 1000)}, 10, 1, 40},
+		{"two steps share the rate", []runningStep{step(4*time.Second, 1000), step(2*time.Second, 1000)}, 10, 2, 20 + 10},
+		{"one of two workers", []runningStep{step(4*time.Second, 1000)}, 10, 2, 20},
+		{"capped at nine tenths", []runningStep{step(100*time.Second, 1000)}, 10, 1, 900},
+		{"no rate yet", []runningStep{step(4*time.Second, 1000)}, 0, 1, 0},
+	} {
+		if got := runningCredit(tc.rs, now, tc.rate, tc.workers); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestTrackerRunningSteps checks that a step under way counts part of its
+// work in the state, that a unit starting beside it does not lower that,
+// and that it counts exactly its own work once it ends.
+func TestTrackerRunningSteps(t *testing.T) {
+	tr := NewTracker("restore")
+	tr.Begin(Expected{Op: "restore", Bytes: 100, StepWork: 1 << 40, Workers: 2})
+	tr.Add(100, 1)
+	w := Work{Kind: "indexes", Name: "index a", Expect: 1 << 30}
+	tr.Start(w)
+	time.Sleep(50 * time.Millisecond)
+	before := tr.State().StepWorkDone
+	if before <= 0 || before > (1<<30)*9/10 {
+		t.Errorf("running step: work done %d, want some of its %d", before, int64(1<<30))
+	}
+	// A unit starting beside it takes nothing back.
+	load := Work{Kind: "data", Table: "t", Name: "load t"}
+	tr.Start(load)
+	if s := tr.State(); s.StepWorkDone < before {
+		t.Errorf("a load started beside the step: work done %d, was %d", s.StepWorkDone, before)
+	}
+	tr.Done(load, Done{})
+	tr.Done(w, Done{Work: 1 << 30})
+	if s := tr.State(); s.StepWorkDone != 1<<30 {
+		t.Errorf("ended step: work done %d, want %d", s.StepWorkDone, int64(1<<30))
+	}
+}

@@ -52,6 +52,10 @@ type Expected struct {
 	// the data alone and showed nothing while indexes took a third of
 	// the run. Each Done.Work counts against it.
 	StepWork int64 `json:"step_work,omitempty"`
+	// Workers is how many units run at once at most (the connections):
+	// a running step's share of the run's rate (runningCredit). Zero: the
+	// most units seen in flight at once.
+	Workers int `json:"workers,omitempty"`
 }
 
 // Work names one unit of work: a table chunk (Kind "data"), a large
@@ -64,6 +68,11 @@ type Work struct {
 	// no other unit of the table will come, so a Tracker can rank the
 	// table as soon as it is done instead of keeping its sum to the end.
 	Whole bool `json:"-"`
+	// Expect is a non-data unit's share of Expected.StepWork, known when
+	// it starts: while it runs, a Tracker counts part of it as done, so
+	// that a 10-second index build does not freeze the work done (and
+	// push the ETA up) until it ends.
+	Expect int64 `json:"-"`
 }
 
 // Done is what a finished unit of work moved and how long it took.
@@ -123,6 +132,9 @@ type Tracker struct {
 	// expected of them (Expected.Estimated).
 	replanned int64
 	inFlight  map[string]int // table or step name → units running
+	running   []runningStep  // the non-data units under way that expect work
+	units     int            // units in flight now
+	peak      int            // the most units in flight at once so far (Expected.Workers)
 	// tables sums the units of the tables that may have more to come
 	// (not Work.Whole); largest holds the largestN largest of the others,
 	// all of them the summary can name. A run of 100,000 small tables
@@ -205,6 +217,11 @@ func (t *Tracker) Steps(n int) {
 func (t *Tracker) Start(w Work) {
 	t.mu.Lock()
 	t.inFlight[w.label()]++
+	t.units++
+	t.peak = max(t.peak, t.units)
+	if w.Kind != "data" && w.Expect > 0 {
+		t.running = append(t.running, runningStep{label: w.label(), expect: w.Expect, began: time.Now()})
+	}
 	t.mu.Unlock()
 }
 
@@ -225,9 +242,11 @@ func (t *Tracker) Done(w Work, d Done) {
 	if t.inFlight[l]--; t.inFlight[l] <= 0 {
 		delete(t.inFlight, l)
 	}
+	t.units--
 	if w.Kind != "data" {
 		t.stepsDone++
 		t.stepWork += d.Work
+		t.running = endStep(t.running, l)
 		t.emit(Event{Event: "step", Work: &w, Seconds: d.Elapsed.Seconds()})
 		return
 	}
@@ -278,6 +297,8 @@ type State struct {
 	// StepWork and StepWorkDone are the plan's non-data work and what of
 	// it is done, in data-equivalent bytes (Expected.StepWork): with the
 	// bytes they make the whole run's work, which the ETA covers.
+	// StepWorkDone counts the finished units and part of those running
+	// (runningCredit).
 	StepWork     int64 `json:"step_work,omitempty"`
 	StepWorkDone int64 `json:"step_work_done,omitempty"`
 }
@@ -297,6 +318,14 @@ func (t *Tracker) state() State {
 		StepWork: t.plan.StepWork, StepWorkDone: min(t.stepWork, t.plan.StepWork), InFlight: []string{}}
 	if first := t.firstData.Load(); first > 0 {
 		s.DataElapsed = (elapsed - time.Duration(first)).Seconds()
+	}
+	if s.DataElapsed > 0 && len(t.running) > 0 {
+		rate := float64(s.Bytes+t.stepWork) / s.DataElapsed
+		workers := t.plan.Workers
+		if workers <= 0 {
+			workers = t.peak
+		}
+		s.StepWorkDone = min(t.stepWork+runningCredit(t.running, time.Now(), rate, workers), t.plan.StepWork)
 	}
 	if t.plan.Estimated {
 		if t.plan.Bytes > 0 {
@@ -321,4 +350,43 @@ func (t *Tracker) Tick() {
 	defer t.mu.Unlock()
 	s := t.state()
 	t.emit(Event{Event: "progress", State: &s})
+}
+
+// runningStep is a non-data unit under way (Work.Expect): what a Tracker
+// counts of it before it ends.
+type runningStep struct {
+	label  string
+	expect int64
+	began  time.Time
+}
+
+// runningCredit is the share of the running steps' work counted as done
+// at now: each has moved, since it began, its worker's share of the run's
+// rate (the work finished per second, split evenly over workers, the most
+// units ever in flight at once, so that a unit starting beside it takes
+// nothing back), and at most nine tenths of its work, the rest left for
+// when it ends. A
+// TPC-H restore's ETA climbed from +19% to +106% of the time really left
+// while lineitem's index builds ran, 5 to 10 s each, with the work done
+// standing still.
+func runningCredit(rs []runningStep, now time.Time, rate float64, workers int) int64 {
+	if rate <= 0 {
+		return 0
+	}
+	share := rate / float64(max(workers, len(rs)))
+	var credit int64
+	for _, r := range rs {
+		credit += min(int64(share*now.Sub(r.began).Seconds()), r.expect*9/10)
+	}
+	return credit
+}
+
+// endStep removes the first running step of label, the one ending.
+func endStep(rs []runningStep, label string) []runningStep {
+	for i, r := range rs {
+		if r.label == label {
+			return append(rs[:i], rs[i+1:]...)
+		}
+	}
+	return rs
 }
