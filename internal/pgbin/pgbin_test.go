@@ -10,8 +10,14 @@ import (
 
 // fakeInstall makes a directory whose pg_dump reports version v.
 func fakeInstall(t *testing.T, v string) string {
+	return fakeInstallLogged(t, v, "/dev/null")
+}
+
+// fakeInstallLogged is fakeInstall whose pg_dump appends a line to the file
+// log each time it runs.
+func fakeInstallLogged(t *testing.T, v, log string) string {
 	dir := t.TempDir()
-	script := "#!/bin/sh\necho 'pg_dump (PostgreSQL) " + v + "'\n"
+	script := "#!/bin/sh\necho run >> '" + log + "'\necho 'pg_dump (PostgreSQL) " + v + "'\n"
 	for _, p := range []string{"pg_dump", "pg_restore"} {
 		if err := os.WriteFile(filepath.Join(dir, p), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
@@ -109,5 +115,70 @@ func TestFinderLooksOnce(t *testing.T) {
 	var none *Finder
 	if got, err := none.Find(ctx, 15); err != nil || got.Version != "15.4" {
 		t.Fatalf("nil Finder: Find(15) = %+v, %v", got, err)
+	}
+}
+
+// TestFindAsksNamedFirst: Find runs the pg_dump of the one directory named
+// for the oldest major that will do, and looks everywhere (as Installed)
+// only when none will, or when a directory is not the version its name
+// says, so that the answer is the one Installed's list gives.
+func TestFindAsksNamedFirst(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	log := filepath.Join(t.TempDir(), "runs")
+	for name, v := range map[string]string{"90": "90.1", "91": "95.0", "92": "92.3"} {
+		bin := filepath.Join(root, name, "bin")
+		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(fakeInstallLogged(t, v, log), bin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(EnvBinDir, "")
+	t.Setenv(EnvInstallRoot, root)
+	runs := func() int {
+		b, err := os.ReadFile(log)
+		if os.IsNotExist(err) {
+			return 0
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(b), "run\n")
+	}
+	for _, tc := range []struct {
+		min     int
+		want    string
+		oneLook bool // the named directory's pg_dump alone ran
+	}{
+		{min: 90, want: "90.1", oneLook: true},
+		// 91/bin holds 95: every installation is asked, and 92.3 is
+		// the oldest that will do.
+		{min: 91, want: "92.3"},
+		{min: 92, want: "92.3", oneLook: true},
+		// No directory is named 93 or above: 91/bin's 95 is found by
+		// looking everywhere.
+		{min: 93, want: "95.0"},
+	} {
+		before := runs()
+		got, err := Find(ctx, tc.min)
+		if err != nil || got.Version != tc.want {
+			t.Errorf("Find(%d) = %+v, %v; want version %s", tc.min, got, err, tc.want)
+		}
+		if n := runs() - before; tc.oneLook && n != 1 || !tc.oneLook && n != 3 {
+			t.Errorf("Find(%d) ran the fake pg_dumps %d times", tc.min, n)
+		}
+	}
+	// A Finder runs each pg_dump once, whatever it is asked.
+	var f Finder
+	before := runs()
+	for _, min := range []int{90, 91, 92, 93, 90} {
+		if _, err := f.Find(ctx, min); err != nil {
+			t.Fatalf("Finder.Find(%d): %v", min, err)
+		}
+	}
+	if n := runs() - before; n != 3 {
+		t.Errorf("a Finder ran the fake pg_dumps %d times, want each once (3)", n)
 	}
 }
