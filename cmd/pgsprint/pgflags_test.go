@@ -221,7 +221,11 @@ func TestPgFlags(t *testing.T) {
 		// reach its dump and restore stages through the options those
 		// embed; make test keeps a clone case of each side's filter flags
 		// and of the statistics, the dump and restore cases prove each
-		// flag's effect.
+		// flag's effect. A dump's --section, --no-data and
+		// --statistics-only reach its one pg_dump run as pg_dump's own
+		// flags, and keep the table data out of the archive as
+		// --schema-only does: make test keeps their restore cases, dump
+		// --schema-only --sequence-data and dump --no-schema.
 		longOnly bool
 	}{
 		// One run for several flags, each of which changes the schema
@@ -261,7 +265,7 @@ func TestPgFlags(t *testing.T) {
 		{name: "dump --no-publications --no-subscriptions --no-toast-compression --exclude-extension --no-policies", cmd: "dump",
 			args:   []string{"--no-publications", "--no-subscriptions", "--no-toast-compression", "--exclude-extension", "tablefunc", "--no-policies"},
 			pgdump: []string{"--no-publications", "--no-subscriptions", "--no-toast-compression", "--exclude-extension=tablefunc", "--no-policies"}},
-		{name: "dump --section pre-data", cmd: "dump", args: []string{"--section", "pre-data"}, pgdump: []string{"--section=pre-data"}},
+		{name: "dump --section pre-data", cmd: "dump", longOnly: true, args: []string{"--section", "pre-data"}, pgdump: []string{"--section=pre-data"}},
 		{name: "clone --no-comments --no-policies", cmd: "clone", args: []string{"--no-comments", "--no-policies"}, pgdump: []string{"--no-comments", "--no-policies"}},
 		// PostgreSQL 18's flags, against pg_dump and pg_restore 18.
 		// --no-data is --schema-only that keeps the statistics: the
@@ -273,7 +277,7 @@ func TestPgFlags(t *testing.T) {
 				}
 				sameStats(t, db)
 			}},
-		{name: "dump --no-data", cmd: "dump", args: []string{"--no-data"}, pgdump: []string{"--no-data"}, same: true,
+		{name: "dump --no-data", cmd: "dump", longOnly: true, args: []string{"--no-data"}, pgdump: []string{"--no-data"}, same: true,
 			check: func(t *testing.T, db string) {
 				if n, lo := rows(t, db, "app.orders"), largeObjects(t, db); n != "0" || lo != "0" {
 					t.Errorf("--no-data dumped %s rows, %s large objects", n, lo)
@@ -308,7 +312,7 @@ func TestPgFlags(t *testing.T) {
 				}
 				sameStats(t, db)
 			}},
-		{name: "dump --statistics-only", cmd: "dump", args: []string{"--statistics-only"}, same: true, prepare: schemaFirst,
+		{name: "dump --statistics-only", cmd: "dump", longOnly: true, args: []string{"--statistics-only"}, same: true, prepare: schemaFirst,
 			check: func(t *testing.T, db string) {
 				if n := rows(t, db, "app.orders"); n != "0" {
 					t.Errorf("--statistics-only dumped %s rows", n)
@@ -379,7 +383,7 @@ func TestPgFlags(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.longOnly && !long {
-				t.Skip("under make test-long only: clone takes this flag as dump or restore does")
+				t.Skip("under make test-long only: its twin proves the flag (see longOnly)")
 			}
 			if !tc.server {
 				t.Parallel()

@@ -47,10 +47,12 @@ func readSummary(t *testing.T, path string) progress.Summary {
 // pg_dumpall | psql would: dump --all -f - | restore --all -f -, with
 // JSON progress on both sides (nothing else on stderr), the restore's (one stream whose events name each database, its
 // table events adding up to every row) and --summary-json (the globals and
-// each database with its rows). Then clone --all is killed with SIGKILL
-// once its globals are in and finished with --resume, whose summary lists
-// every database, done by the killed run or by itself. Each time the
-// globals, schemas and row hashes must equal the source's. A cut pipe is
+// each database with its rows). Then (under make test-long; make test
+// kills and resumes clone --all in TestAllProgress) clone --all is killed
+// with SIGKILL once its globals are in, refused when started again
+// without --resume, and finished with --resume, whose summary lists every
+// database, done by the killed run or by itself. Each time the globals,
+// schemas and row hashes must equal the source's. A cut pipe is
 // internal/cluster's TestServerCutPipe.
 func TestServerPipeProgressResume(t *testing.T) {
 	t.Parallel()
@@ -116,6 +118,9 @@ func TestServerPipeProgressResume(t *testing.T) {
 	})
 
 	t.Run("clone resume", func(t *testing.T) {
+		if !long {
+			t.Skip("under make test-long only: TestAllProgress kills and resumes clone --all")
+		}
 		dst := pgtest.New(t)
 		conn, err := pgx.Connect(context.Background(), dst.ConnString("postgres"))
 		if err != nil {

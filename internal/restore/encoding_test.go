@@ -116,8 +116,14 @@ func runEncodingMatrix(t *testing.T, sc, tc *pgtest.Instance) {
 
 // TestEncodingMatrixOtherVersion runs the matrix with sources on the
 // oldest other major version installed, restored into PostgreSQL 15 (the
-// same encodings as TestEncodingMatrix).
+// same encodings as TestEncodingMatrix). Under make test-long only: the
+// encodings are converted by the COPY of the session's client_encoding,
+// the same on every version (TestEncodingMatrix), and a dump of another
+// version restored into this one is internal/clone's TestCrossVersion.
 func TestEncodingMatrixOtherVersion(t *testing.T) {
+	if !pgtest.Long {
+		t.Skip("under make test-long only: TestEncodingMatrix and TestCrossVersion cover its parts")
+	}
 	t.Parallel()
 	versions := pgtest.VersionsOrSkip(t, 2)
 	other := versions[0]
