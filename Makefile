@@ -46,17 +46,18 @@ TEST_PG_VERSIONS ?= 13,15,18
 # fifth of their CPU), else $TMPDIR; TEST_DIR=/tmp keeps them on disk.
 TEST_DIR ?=
 
-# TEST_PARALLEL: how many tests of a package run at once. Above the
-# cores: the database tests wait (for servers, kills, replication) as
-# much as they compute: at go test's default (the cores) make test kept
-# 2 cores 80% busy, cmd/pgsprint alone at 4 kept them 97% busy.
-TEST_PARALLEL ?= 4
-
-# TEST_PACKAGES: how many packages' tests run at once (go test -p; its
-# default is the cores). For the same reason, above the cores: on 2 cores
-# the packages other than cmd/pgsprint queued behind each other while
-# their servers sat idle.
-TEST_PACKAGES ?= 4
+# TEST_PARALLEL and TEST_PACKAGES: how many tests of a package, and how
+# many packages, run at once (go test -parallel and -p); empty, go test's
+# default, the cores. The database tests wait (for servers, kills,
+# replication) as well as compute, so more at once kept 2 cores busier,
+# but every test then took longer and paid more for it: the writers and
+# pollers that run for a test's whole wall time, and a server's sessions
+# competing for the cores. On 2 cores, make test (vet and go test) took
+# 365 s and 708 CPU-s at -p 2 -parallel 2, 368 s and 724 at 2 and 3, 395 s
+# and 784 at 3 and 3; at 4 and 4 (the former setting, before six cases
+# moved to make test-long) it took 444-473 s and 882-939 CPU-s.
+TEST_PARALLEL ?=
+TEST_PACKAGES ?=
 
 # TEST_BUILD: how go test builds the test binaries. -vet=off: the vet
 # target above already ran every analyzer on the same files, and go
@@ -66,7 +67,7 @@ TEST_PACKAGES ?= 4
 TEST_BUILD ?= -vet=off -ldflags=-w
 
 test: deps vet
-	PGSPRINT_TEST_DIR=$(TEST_DIR) PGSPRINT_TEST_REQUIRE_PG=1 PGSPRINT_TEST_PG_VERSIONS=$(TEST_PG_VERSIONS) $(GO) test $(TEST_BUILD) -count=1 -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
+	PGSPRINT_TEST_DIR=$(TEST_DIR) PGSPRINT_TEST_REQUIRE_PG=1 PGSPRINT_TEST_PG_VERSIONS=$(TEST_PG_VERSIONS) $(GO) test $(TEST_BUILD) -count=1 $(if $(TEST_PACKAGES),-p $(TEST_PACKAGES)) $(if $(TEST_PARALLEL),-parallel $(TEST_PARALLEL)) -timeout $(TEST_TIMEOUT) ./...
 
 # Everything `make test` runs, plus the slow repetitions it runs once
 # (kill iterations: build tag `long`) and the full version matrix of every
