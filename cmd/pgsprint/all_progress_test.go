@@ -21,9 +21,9 @@ import (
 // --summary-json) has the totals, the globals and each database. A restore
 // knows the archive's totals before its first database begins: every plan
 // it announces is the whole archive's. A clone --all killed with SIGKILL
-// once its globals are in and finished with --resume shows, in the same
-// way, the databases the resumed run cloned, and leaves the target equal
-// to the source.
+// once its globals are in, refused when started again without --resume,
+// and finished with --resume shows, in the same way, the databases the
+// resumed run cloned, and leaves the target equal to the source.
 func TestAllProgress(t *testing.T) {
 	t.Parallel()
 	src := pgtest.New(t)
@@ -145,6 +145,13 @@ func TestAllProgress(t *testing.T) {
 		case <-time.After(time.Duration(rng.Int64N(int64(400 * time.Millisecond)))):
 			cmd.Process.Kill()
 			<-exited
+			// Started again without --resume, it is refused in one line
+			// (the killed run's temporary files named before it).
+			r := pgsprint(t, nil, args...)
+			msg := strings.TrimSpace(withoutLines(r.stderr, "removed a stale temporary file"))
+			if r.code != 1 || !strings.Contains(msg, "holds an unfinished clone --all of this source: finish it with --resume") || strings.Count(msg, "\n") != 0 {
+				t.Errorf("clone --all over an unfinished one: exit %d, want 1 and one line:\n%s", r.code, r.stderr)
+			}
 			sum := filepath.Join(dir, "resume.json")
 			res := mustPgsprint(t, append(append(args, "--resume", "--summary-json", sum), json...)...)
 			// Every line JSON but the warnings about the killed run's
